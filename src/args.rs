@@ -1,0 +1,372 @@
+//! The collective binaries' flags, spelled, defaulted and meant as in nccl-tests,
+//! and their validation into a `Plan`. Every problem is one line naming the flag
+//! and the fix.
+
+use crate::datatype::{DataType, RedOp};
+use crate::sizes::{parse_size, Step};
+use clap::Parser;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// A mistake in the command line: printed as one line, exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn size_arg(text: &str) -> Result<u64, String> {
+    parse_size(text)
+}
+
+#[derive(Parser, Debug, Clone, Serialize)]
+#[command(version, about, disable_help_flag = false)]
+pub struct CollArgs {
+    /// Smallest message size in bytes (K, M, G suffixes: 1K = 1024)
+    #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = size_arg)]
+    pub minbytes: u64,
+    /// Largest message size in bytes
+    #[arg(short = 'e', long = "maxbytes", default_value = "32M", value_parser = size_arg)]
+    pub maxbytes: u64,
+    /// Multiply the size by this factor at each step (an integer > 1)
+    #[arg(short = 'f', long = "stepfactor")]
+    pub stepfactor: Option<String>,
+    /// Add this many bytes at each step (used when -f is not given)
+    #[arg(short = 'i', long = "stepbytes", value_parser = size_arg)]
+    pub stepbytes: Option<u64>,
+    /// Timed iterations per size
+    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    pub iters: usize,
+    /// Untimed warm-up iterations per size
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1)]
+    pub warmup_iters: usize,
+    /// Validate results this many times per size (0 = no check)
+    #[arg(short = 'c', long = "check", default_value_t = 1)]
+    pub check: usize,
+    /// Reduction: sum, prod, min, max, avg, or all
+    #[arg(short = 'o', long = "op", default_value = "sum")]
+    pub op: String,
+    /// Element type: int8, uint8, int32, uint32, int64, uint64, half, bfloat16, float, double, or all
+    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    pub datatype: String,
+    /// Root rank of rooted collectives (-1 = every rank in turn)
+    #[arg(
+        short = 'r',
+        long = "root",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub root: i64,
+    /// Time reported across ranks: 0 = rank 0, 1 = average, 2 = minimum, 3 = maximum
+    #[arg(short = 'a', long = "average", default_value_t = 1)]
+    pub average: u8,
+    /// Run the whole sweep this many times (0 = until interrupted)
+    #[arg(short = 'N', long = "run_cycles", default_value_t = 1)]
+    pub run_cycles: u64,
+    /// Abort when one call has not finished after this many seconds (0 = never)
+    #[arg(short = 'T', long = "timeout", default_value_t = 600)]
+    pub timeout: u64,
+    /// Where the collectives run: mpi (host memory), nccl (GPU memory) or auto
+    #[arg(long = "backend", default_value = "auto")]
+    pub backend: String,
+    /// Append one row per measured size and placement to this CSV (never overwritten)
+    #[arg(long = "csv")]
+    pub csv: Option<PathBuf>,
+    /// With --csv: add rows to an existing file of the same schema
+    #[arg(long = "append", requires = "csv")]
+    pub append: bool,
+}
+
+/// How the per-rank times are combined (`-a`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Average {
+    Rank0,
+    Mean,
+    Min,
+    Max,
+}
+
+impl Average {
+    pub fn name(self) -> &'static str {
+        match self {
+            Average::Rank0 => "rank0",
+            Average::Mean => "avg",
+            Average::Min => "min",
+            Average::Max => "max",
+        }
+    }
+    pub fn combine(self, per_rank: &[f64]) -> f64 {
+        match self {
+            Average::Rank0 => per_rank[0],
+            Average::Mean => per_rank.iter().sum::<f64>() / per_rank.len() as f64,
+            Average::Min => per_rank.iter().copied().fold(f64::INFINITY, f64::min),
+            Average::Max => per_rank.iter().copied().fold(0.0, f64::max),
+        }
+    }
+}
+
+/// Which roots to run (`-r`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Roots {
+    One(usize),
+    Every,
+}
+
+/// The validated command line.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    pub step: Step,
+    pub iters: usize,
+    pub warmup_iters: usize,
+    pub check: usize,
+    pub datatypes: Vec<DataType>,
+    pub ops: Vec<RedOp>,
+    pub roots: Roots,
+    pub average: Average,
+    pub run_cycles: u64,
+    pub timeout_s: u64,
+}
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+impl CollArgs {
+    /// Checks everything that does not depend on the job (rank count, memory).
+    pub fn plan(&self) -> Result<Plan, UsageError> {
+        if self.minbytes == 0 {
+            return Err(usage(
+                "-b/--minbytes 0: sizes must be at least 1 byte; use e.g. -b 8",
+            ));
+        }
+        if self.maxbytes == 0 {
+            return Err(usage(
+                "-e/--maxbytes 0: sizes must be at least 1 byte; use e.g. -e 128M",
+            ));
+        }
+        if self.minbytes > self.maxbytes {
+            return Err(usage(format!(
+                "-b/--minbytes {} is larger than -e/--maxbytes {}: give -b <= -e",
+                self.minbytes, self.maxbytes
+            )));
+        }
+        let step = match (&self.stepfactor, self.stepbytes) {
+            (Some(_), Some(_)) => {
+                return Err(usage("-f/--stepfactor and -i/--stepbytes both given: use one of them"))
+            }
+            (Some(f), None) => match f.parse::<u64>() {
+                Ok(f) if f > 1 => Step::Factor(f),
+                _ => {
+                    return Err(usage(format!(
+                        "-f/--stepfactor {f}: must be an integer > 1 (e.g. -f 2); for a linear sweep use -i/--stepbytes"
+                    )))
+                }
+            },
+            (None, Some(0)) => return Err(usage("-i/--stepbytes 0: must be at least 1 byte")),
+            (None, Some(b)) => Step::Bytes(b),
+            (None, None) => Step::Bytes(1 << 20),
+        };
+        if self.iters == 0 {
+            return Err(usage(
+                "-n/--iters 0: at least one timed iteration is needed; use e.g. -n 20",
+            ));
+        }
+        let datatypes = if self.datatype == "all" {
+            DataType::ALL.to_vec()
+        } else {
+            vec![self
+                .datatype
+                .parse()
+                .map_err(|e| usage(format!("-d/--datatype: {e}")))?]
+        };
+        let ops = if self.op == "all" {
+            RedOp::ALL.to_vec()
+        } else {
+            vec![self
+                .op
+                .parse()
+                .map_err(|e| usage(format!("-o/--op: {e}")))?]
+        };
+        let roots = match self.root {
+            -1 => Roots::Every,
+            r if r >= 0 => Roots::One(r as usize),
+            r => {
+                return Err(usage(format!(
+                    "-r/--root {r}: use a rank number, or -1 for every rank in turn"
+                )))
+            }
+        };
+        let average = match self.average {
+            0 => Average::Rank0,
+            1 => Average::Mean,
+            2 => Average::Min,
+            3 => Average::Max,
+            a => {
+                return Err(usage(format!(
+                    "-a/--average {a}: use 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum)"
+                )))
+            }
+        };
+        if !matches!(self.backend.as_str(), "auto" | "mpi" | "nccl") {
+            return Err(usage(format!(
+                "--backend {}: use mpi, nccl or auto",
+                self.backend
+            )));
+        }
+        if let Some(path) = &self.csv {
+            if path.exists() && !self.append {
+                return Err(usage(format!(
+                    "--csv {}: the file exists and runs are never overwritten; choose a new path or add --append",
+                    path.display()
+                )));
+            }
+        }
+        Ok(Plan {
+            min_bytes: self.minbytes,
+            max_bytes: self.maxbytes,
+            step,
+            iters: self.iters,
+            warmup_iters: self.warmup_iters,
+            check: self.check,
+            datatypes,
+            ops,
+            roots,
+            average,
+            run_cycles: self.run_cycles,
+            timeout_s: self.timeout,
+        })
+    }
+}
+
+impl Plan {
+    /// The roots to run on a job of `nranks`, or the `-r` error.
+    pub fn root_list(&self, nranks: usize, rooted: bool) -> Result<Vec<usize>, UsageError> {
+        match self.roots {
+            _ if !rooted => Ok(vec![0]),
+            Roots::Every => Ok((0..nranks).collect()),
+            Roots::One(r) if r < nranks => Ok(vec![r]),
+            Roots::One(r) => Err(usage(format!(
+                "-r/--root {r}: out of range for {nranks} ranks; use 0..{} or -1 for every rank",
+                nranks - 1
+            ))),
+        }
+    }
+}
+
+/// Parses the command line, turning clap's multi-line errors into one line.
+/// `--help` and `--version` print and exit 0 as usual.
+pub fn parse_args<I, T>(argv: I) -> Result<CollArgs, UsageError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    CollArgs::try_parse_from(argv).map_err(|e| match e.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            usage(format!(
+                "{} (see --help)",
+                first.trim_start_matches("error: ")
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(args: &[&str]) -> Result<Plan, UsageError> {
+        let mut argv = vec!["all_reduce_perf"];
+        argv.extend_from_slice(args);
+        parse_args(argv)?.plan()
+    }
+
+    fn err(args: &[&str]) -> String {
+        plan(args).unwrap_err().0
+    }
+
+    #[test]
+    fn defaults_are_nccl_tests_defaults() {
+        let p = plan(&[]).unwrap();
+        assert_eq!((p.min_bytes, p.max_bytes), (32 << 20, 32 << 20));
+        assert_eq!((p.iters, p.warmup_iters, p.check), (20, 1, 1));
+        assert_eq!(p.datatypes, vec![DataType::Float]);
+        assert_eq!(p.ops, vec![RedOp::Sum]);
+        assert_eq!(p.average, Average::Mean);
+        assert_eq!(p.roots, Roots::One(0));
+        assert_eq!(p.step, Step::Bytes(1 << 20));
+    }
+
+    #[test]
+    fn long_and_short_flags() {
+        let p = plan(&[
+            "-b",
+            "8",
+            "--maxbytes",
+            "1M",
+            "-f",
+            "2",
+            "-d",
+            "all",
+            "-o",
+            "all",
+            "-r",
+            "-1",
+            "-a",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(
+            (p.min_bytes, p.max_bytes, p.step),
+            (8, 1 << 20, Step::Factor(2))
+        );
+        assert_eq!(p.datatypes.len(), 10);
+        assert_eq!(p.ops.len(), 5);
+        assert_eq!(p.roots, Roots::Every);
+        assert_eq!(p.average, Average::Max);
+    }
+
+    #[test]
+    fn bad_input_names_the_flag() {
+        assert!(err(&["-b", "1M", "-e", "1K"])
+            .starts_with("-b/--minbytes 1048576 is larger than -e/--maxbytes 1024"));
+        assert!(err(&["-b", "0"]).starts_with("-b/--minbytes 0"));
+        assert!(err(&["-b", "12Q"]).contains("--minbytes"));
+        assert!(err(&["-f", "1"]).starts_with("-f/--stepfactor 1: must be an integer > 1"));
+        assert!(err(&["-f", "1.5"]).starts_with("-f/--stepfactor"));
+        assert!(err(&["-d", "int7"]).starts_with("-d/--datatype: unknown datatype 'int7'"));
+        assert!(err(&["-o", "xor"]).starts_with("-o/--op: unknown op 'xor'"));
+        assert!(err(&["-a", "7"]).starts_with("-a/--average 7"));
+        assert!(err(&["-n", "0"]).starts_with("-n/--iters 0"));
+        assert!(err(&["--backend", "tcp"]).starts_with("--backend tcp"));
+        assert!(err(&["--bogus"]).contains("--bogus"));
+        assert!(!err(&["--bogus"]).contains('\n'));
+    }
+
+    #[test]
+    fn root_checked_against_ranks() {
+        let p = plan(&["-r", "3"]).unwrap();
+        assert_eq!(p.root_list(4, true).unwrap(), vec![3]);
+        assert!(p
+            .root_list(3, true)
+            .unwrap_err()
+            .0
+            .starts_with("-r/--root 3: out of range for 3 ranks"));
+        assert_eq!(p.root_list(3, false).unwrap(), vec![0]);
+        assert_eq!(
+            plan(&["-r", "-1"]).unwrap().root_list(3, true).unwrap(),
+            vec![0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn average_modes() {
+        let t = [4.0, 1.0, 7.0];
+        assert_eq!(Average::Rank0.combine(&t), 4.0);
+        assert_eq!(Average::Mean.combine(&t), 4.0);
+        assert_eq!(Average::Min.combine(&t), 1.0);
+        assert_eq!(Average::Max.combine(&t), 7.0);
+    }
+}

@@ -1,0 +1,511 @@
+//! The `mpi` backend: host memory and the MPI library's own collectives.
+//!
+//! Calls go through `mpi::ffi` because the driver is type-erased (a datatype chosen
+//! at run time, as nccl-tests passes ncclDataType_t) and needs MPI_IN_PLACE, which
+//! rsmpi's safe collectives do not offer.
+
+use super::{Backend, BackendInfo, BufRef, OpArgs, Slot};
+use crate::datatype::{divide_in_place, DataType, RedOp};
+use crate::world::World;
+use anyhow::{bail, Context};
+use half::{bf16, f16};
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use std::os::raw::{c_int, c_void};
+use std::time::Instant;
+
+extern "C" {
+    fn fabricbench_mpi_in_place() -> *mut c_void;
+}
+
+/// Host buffers, 64-byte aligned through u64 storage padding.
+#[derive(Default)]
+struct HostBuffer {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostBuffer {
+    fn new(len: usize) -> anyhow::Result<HostBuffer> {
+        let mut words = Vec::new();
+        words
+            .try_reserve_exact(len.div_ceil(8).max(1))
+            .with_context(|| format!("cannot allocate {len} bytes of host memory"))?;
+        words.resize(len.div_ceil(8).max(1), 0);
+        Ok(HostBuffer { words, len })
+    }
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: u64 storage viewed as bytes, within its length.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, unique borrow.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+}
+
+pub struct MpiBackend {
+    comm: ffi::MPI_Comm,
+    rank: usize,
+    nranks: usize,
+    nnodes: usize,
+    send: HostBuffer,
+    recv: HostBuffer,
+    marks: Vec<Instant>,
+    /// Reductions MPI lacks for half and bfloat16, indexed [half|bf16][sum|prod|max|min].
+    half_ops: [[ffi::MPI_Op; 4]; 2],
+}
+
+fn check(code: c_int, call: &str) -> anyhow::Result<()> {
+    if code != 0 {
+        bail!("{call} failed with MPI error {code}");
+    }
+    Ok(())
+}
+
+fn mpi_datatype(dtype: DataType) -> ffi::MPI_Datatype {
+    // SAFETY: reading rsmpi's exported handles, constant after MPI_Init.
+    unsafe {
+        match dtype {
+            DataType::Int8 => ffi::RSMPI_INT8_T,
+            DataType::Uint8 => ffi::RSMPI_UINT8_T,
+            DataType::Int32 => ffi::RSMPI_INT32_T,
+            DataType::Uint32 => ffi::RSMPI_UINT32_T,
+            DataType::Int64 => ffi::RSMPI_INT64_T,
+            DataType::Uint64 => ffi::RSMPI_UINT64_T,
+            // 16-bit floats travel as 16-bit words; their reductions are user ops.
+            DataType::Half | DataType::Bfloat16 => ffi::RSMPI_UINT16_T,
+            DataType::Float => ffi::RSMPI_FLOAT,
+            DataType::Double => ffi::RSMPI_DOUBLE,
+        }
+    }
+}
+
+/// 16-bit floats reduced in f32, as GPUs do.
+trait Float16: Copy {
+    fn widen(self) -> f32;
+    fn narrow(v: f32) -> Self;
+}
+impl Float16 for f16 {
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+impl Float16 for bf16 {
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+}
+
+const OP_SUM: u8 = 0;
+const OP_PROD: u8 = 1;
+const OP_MAX: u8 = 2;
+const OP_MIN: u8 = 3;
+
+unsafe extern "C" fn reduce_float16<T: Float16, const OP: u8>(
+    invec: *mut c_void,
+    inoutvec: *mut c_void,
+    len: *mut c_int,
+    _datatype: *mut ffi::MPI_Datatype,
+) {
+    let n = *len as usize;
+    let input = std::slice::from_raw_parts(invec as *const T, n);
+    let inout = std::slice::from_raw_parts_mut(inoutvec as *mut T, n);
+    for (a, b) in input.iter().zip(inout.iter_mut()) {
+        let (x, y) = (a.widen(), b.widen());
+        *b = T::narrow(match OP {
+            OP_SUM => x + y,
+            OP_PROD => x * y,
+            OP_MAX => x.max(y),
+            _ => x.min(y),
+        });
+    }
+}
+
+fn create_op(f: ffi::MPI_User_function) -> anyhow::Result<ffi::MPI_Op> {
+    let mut op = std::mem::MaybeUninit::<ffi::MPI_Op>::uninit();
+    // SAFETY: MPI_Op_create writes the handle; the function is a valid reduction.
+    check(
+        unsafe { ffi::MPI_Op_create(f, 1, op.as_mut_ptr()) },
+        "MPI_Op_create",
+    )?;
+    Ok(unsafe { op.assume_init() })
+}
+
+fn float16_ops<T: Float16>() -> anyhow::Result<[ffi::MPI_Op; 4]> {
+    Ok([
+        create_op(Some(reduce_float16::<T, OP_SUM>))?,
+        create_op(Some(reduce_float16::<T, OP_PROD>))?,
+        create_op(Some(reduce_float16::<T, OP_MAX>))?,
+        create_op(Some(reduce_float16::<T, OP_MIN>))?,
+    ])
+}
+
+impl MpiBackend {
+    pub fn new(world: &World) -> anyhow::Result<MpiBackend> {
+        Ok(MpiBackend {
+            comm: world.comm.as_raw(),
+            rank: world.rank,
+            nranks: world.size,
+            nnodes: world.nodes().len(),
+            send: HostBuffer::default(),
+            recv: HostBuffer::default(),
+            marks: Vec::new(),
+            half_ops: [float16_ops::<f16>()?, float16_ops::<bf16>()?],
+        })
+    }
+
+    fn mpi_op(&self, dtype: DataType, op: RedOp) -> ffi::MPI_Op {
+        let index = match op {
+            RedOp::Sum | RedOp::Avg => OP_SUM,
+            RedOp::Prod => OP_PROD,
+            RedOp::Max => OP_MAX,
+            RedOp::Min => OP_MIN,
+        } as usize;
+        match dtype {
+            DataType::Half => self.half_ops[0][index],
+            DataType::Bfloat16 => self.half_ops[1][index],
+            // SAFETY: reading rsmpi's exported handles.
+            _ => unsafe {
+                [
+                    ffi::RSMPI_SUM,
+                    ffi::RSMPI_PROD,
+                    ffi::RSMPI_MAX,
+                    ffi::RSMPI_MIN,
+                ][index]
+            },
+        }
+    }
+
+    fn ptr(&mut self, at: BufRef) -> *mut c_void {
+        let buffer = match at.slot {
+            Slot::Send => &mut self.send,
+            Slot::Recv => &mut self.recv,
+        };
+        // SAFETY: the driver keeps offsets inside the buffers it sized with alloc.
+        unsafe { (buffer.words.as_mut_ptr() as *mut u8).add(at.offset) as *mut c_void }
+    }
+
+    /// The send pointer, or MPI_IN_PLACE where this rank's call is in place.
+    fn send_ptr(&mut self, args: &OpArgs, in_place_here: bool) -> *const c_void {
+        if args.in_place && in_place_here {
+            // SAFETY: the shim returns the MPI_IN_PLACE constant.
+            unsafe { fabricbench_mpi_in_place() }
+        } else {
+            self.ptr(args.send)
+        }
+    }
+
+    /// avg = sum, then a division by the rank count on the ranks that hold a result.
+    fn finish_avg(&mut self, args: &OpArgs, result_count: usize) {
+        if args.op == RedOp::Avg {
+            let bytes = result_count * args.dtype.size();
+            let start = self.ptr(args.recv) as *mut u8;
+            // SAFETY: the result region lies inside the receive buffer.
+            let result = unsafe { std::slice::from_raw_parts_mut(start, bytes) };
+            divide_in_place(args.dtype, result, self.nranks);
+        }
+    }
+}
+
+fn count(args: &OpArgs) -> anyhow::Result<c_int> {
+    c_int::try_from(args.count).map_err(|_| {
+        anyhow::anyhow!(
+            "{} elements exceed MPI's int count limit (2^31-1): lower -e/--maxbytes or use a wider -d/--datatype",
+            args.count
+        )
+    })
+}
+
+impl Backend for MpiBackend {
+    fn info(&self) -> BackendInfo {
+        let library = mpi::environment::library_version()
+            // "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
+            .map(|v| v.split([',', '\n']).next().unwrap_or("").trim().to_string())
+            .unwrap_or_else(|_| "unknown MPI".into());
+        // MPI does not say which transport it picked; say what is known and what pins it.
+        let pinned: Vec<String> = [
+            "OMPI_MCA_pml",
+            "OMPI_MCA_btl",
+            "OMPI_MCA_mtl",
+            "UCX_TLS",
+            "FI_PROVIDER",
+        ]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok().map(|val| format!("{v}={val}")))
+        .collect();
+        let transport = if self.nnodes <= 1 {
+            "mpi/intra-node".to_string()
+        } else if pinned.is_empty() {
+            "mpi/inter-node (library's choice; set OMPI_MCA_pml or UCX_TLS to pin it)".to_string()
+        } else {
+            format!("mpi/inter-node ({})", pinned.join(" "))
+        };
+        BackendInfo {
+            name: "mpi".into(),
+            transport,
+            library_version: library,
+            device: "host".into(),
+        }
+    }
+
+    fn memory_available(&self) -> Option<u64> {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
+    fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()> {
+        self.send = HostBuffer::new(send_bytes)?;
+        self.recv = HostBuffer::new(recv_bytes)?;
+        Ok(())
+    }
+
+    fn write(&mut self, at: BufRef, data: &[u8]) -> anyhow::Result<()> {
+        let buffer = if at.slot == Slot::Send {
+            &mut self.send
+        } else {
+            &mut self.recv
+        };
+        buffer.bytes_mut()[at.offset..at.offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read(&mut self, at: BufRef, out: &mut [u8]) -> anyhow::Result<()> {
+        let buffer = if at.slot == Slot::Send {
+            &self.send
+        } else {
+            &self.recv
+        };
+        out.copy_from_slice(&buffer.bytes()[at.offset..at.offset + out.len()]);
+        Ok(())
+    }
+
+    fn all_reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
+        let (dt, op) = (mpi_datatype(args.dtype), self.mpi_op(args.dtype, args.op));
+        // SAFETY: buffers sized by alloc for this count; handles valid.
+        check(
+            unsafe { ffi::MPI_Allreduce(send, recv, n, dt, op, self.comm) },
+            "MPI_Allreduce",
+        )?;
+        self.finish_avg(args, args.count);
+        Ok(())
+    }
+
+    fn all_gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
+        let dt = mpi_datatype(args.dtype);
+        // SAFETY: as above; the receive buffer holds nranks chunks.
+        check(
+            unsafe { ffi::MPI_Allgather(send, n, dt, recv, n, dt, self.comm) },
+            "MPI_Allgather",
+        )
+    }
+
+    fn broadcast(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let is_root = self.rank == args.root;
+        // Out of place, the root sends from its send buffer and, as NCCL does, also
+        // leaves the data in its receive buffer.
+        let buf = if is_root && !args.in_place {
+            self.ptr(args.send)
+        } else {
+            self.ptr(args.recv)
+        };
+        let dt = mpi_datatype(args.dtype);
+        // SAFETY: as above.
+        check(
+            unsafe { ffi::MPI_Bcast(buf, n, dt, args.root as c_int, self.comm) },
+            "MPI_Bcast",
+        )?;
+        if is_root && !args.in_place {
+            let bytes = args.count * args.dtype.size();
+            let recv = self.ptr(args.recv);
+            // SAFETY: distinct buffers, both at least `bytes` long.
+            unsafe { std::ptr::copy_nonoverlapping(buf as *const u8, recv as *mut u8, bytes) };
+        }
+        Ok(())
+    }
+
+    fn reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let is_root = self.rank == args.root;
+        let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
+        let (dt, op) = (mpi_datatype(args.dtype), self.mpi_op(args.dtype, args.op));
+        // SAFETY: as above.
+        check(
+            unsafe { ffi::MPI_Reduce(send, recv, n, dt, op, args.root as c_int, self.comm) },
+            "MPI_Reduce",
+        )?;
+        if is_root {
+            self.finish_avg(args, args.count);
+        }
+        Ok(())
+    }
+
+    fn reduce_scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let (dt, op) = (mpi_datatype(args.dtype), self.mpi_op(args.dtype, args.op));
+        let recv = self.ptr(args.recv);
+        if args.in_place {
+            // MPI leaves an in-place result at the start of the buffer; nccl-tests'
+            // layout wants it at rank * count, so it moves there (part of the call).
+            let whole = self.ptr(BufRef {
+                slot: Slot::Recv,
+                offset: 0,
+            });
+            // SAFETY: as above.
+            check(
+                unsafe {
+                    ffi::MPI_Reduce_scatter_block(
+                        fabricbench_mpi_in_place(),
+                        whole,
+                        n,
+                        dt,
+                        op,
+                        self.comm,
+                    )
+                },
+                "MPI_Reduce_scatter_block",
+            )?;
+            if whole != recv {
+                // SAFETY: both regions lie in the receive buffer; copy handles overlap.
+                unsafe {
+                    std::ptr::copy(
+                        whole as *const u8,
+                        recv as *mut u8,
+                        args.count * args.dtype.size(),
+                    )
+                };
+            }
+        } else {
+            let send = self.ptr(args.send);
+            // SAFETY: as above.
+            check(
+                unsafe { ffi::MPI_Reduce_scatter_block(send, recv, n, dt, op, self.comm) },
+                "MPI_Reduce_scatter_block",
+            )?;
+        }
+        self.finish_avg(args, args.count);
+        Ok(())
+    }
+
+    fn alltoall(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
+        let dt = mpi_datatype(args.dtype);
+        // SAFETY: as above.
+        check(
+            unsafe { ffi::MPI_Alltoall(send, n, dt, recv, n, dt, self.comm) },
+            "MPI_Alltoall",
+        )
+    }
+
+    fn gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let is_root = self.rank == args.root;
+        let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
+        let dt = mpi_datatype(args.dtype);
+        // SAFETY: as above.
+        check(
+            unsafe { ffi::MPI_Gather(send, n, dt, recv, n, dt, args.root as c_int, self.comm) },
+            "MPI_Gather",
+        )
+    }
+
+    fn scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let is_root = self.rank == args.root;
+        let send = self.ptr(args.send);
+        let recv = if args.in_place && is_root {
+            // SAFETY: the shim returns the MPI_IN_PLACE constant.
+            unsafe { fabricbench_mpi_in_place() }
+        } else {
+            self.ptr(args.recv)
+        };
+        let dt = mpi_datatype(args.dtype);
+        // SAFETY: as above.
+        check(
+            unsafe { ffi::MPI_Scatter(send, n, dt, recv, n, dt, args.root as c_int, self.comm) },
+            "MPI_Scatter",
+        )
+    }
+
+    fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let dt = mpi_datatype(args.dtype);
+        let to = ((self.rank + 1) % self.nranks) as c_int;
+        let from = ((self.rank + self.nranks - 1) % self.nranks) as c_int;
+        let recv = self.ptr(args.recv);
+        // SAFETY: as above; the status is ignored.
+        let code = unsafe {
+            if args.in_place {
+                ffi::MPI_Sendrecv_replace(
+                    recv,
+                    n,
+                    dt,
+                    to,
+                    0,
+                    from,
+                    0,
+                    self.comm,
+                    ffi::RSMPI_STATUS_IGNORE,
+                )
+            } else {
+                let send = self.ptr(args.send);
+                ffi::MPI_Sendrecv(
+                    send,
+                    n,
+                    dt,
+                    to,
+                    0,
+                    recv,
+                    n,
+                    dt,
+                    from,
+                    0,
+                    self.comm,
+                    ffi::RSMPI_STATUS_IGNORE,
+                )
+            }
+        };
+        check(code, "MPI_Sendrecv")
+    }
+
+    fn synchronize(&mut self) -> anyhow::Result<()> {
+        // MPI's blocking calls have completed when they return.
+        Ok(())
+    }
+
+    fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()> {
+        self.marks.clear();
+        self.marks.reserve(iterations + 1);
+        self.marks.push(Instant::now());
+        Ok(())
+    }
+
+    fn mark(&mut self) {
+        self.marks.push(Instant::now());
+    }
+
+    fn timer_read(&mut self, per_iteration: &mut [f64]) -> anyhow::Result<f64> {
+        for (slot, pair) in per_iteration.iter_mut().zip(self.marks.windows(2)) {
+            *slot = (pair[1] - pair[0]).as_secs_f64();
+        }
+        let (first, last) = (self.marks.first(), self.marks.last());
+        Ok(match (first, last) {
+            (Some(a), Some(b)) => (*b - *a).as_secs_f64(),
+            _ => 0.0,
+        })
+    }
+}

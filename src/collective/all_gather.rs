@@ -1,0 +1,37 @@
+use super::{all_but_own_share, chunk_count, Collective, Counts, Layout};
+use crate::backend::{Backend, OpArgs};
+
+/// Every rank ends with every rank's chunk, in rank order.
+pub struct AllGather;
+
+impl Collective for AllGather {
+    fn name(&self) -> &'static str {
+        "AllGather"
+    }
+    fn id(&self) -> &'static str {
+        "all_gather"
+    }
+    fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts {
+        let base = chunk_count(count, elt_size, nranks);
+        Counts {
+            send: base,
+            recv: base * nranks,
+            param: base,
+            send_inplace_offset: base,
+            recv_inplace_offset: 0,
+        }
+    }
+    fn algbw_bytes(&self, counts: &Counts, elt_size: usize, nranks: usize) -> u64 {
+        (counts.param * elt_size * nranks) as u64
+    }
+    fn busbw_factor(&self, nranks: usize) -> f64 {
+        all_but_own_share(nranks)
+    }
+    fn expected(&self, layout: &Layout, index: usize) -> Option<f64> {
+        let base = layout.counts.param;
+        Some(layout.pattern.input(index / base, index % base))
+    }
+    fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
+        backend.all_gather(args)
+    }
+}

@@ -1,0 +1,41 @@
+use super::{Collective, Counts, Layout};
+use crate::backend::{Backend, OpArgs};
+
+/// The root ends with the reduction of all ranks' buffers.
+pub struct Reduce;
+
+impl Collective for Reduce {
+    fn name(&self) -> &'static str {
+        "Reduce"
+    }
+    fn id(&self) -> &'static str {
+        "reduce"
+    }
+    fn reduces(&self) -> bool {
+        true
+    }
+    fn rooted(&self) -> bool {
+        true
+    }
+    fn counts(&self, count: usize, _elt_size: usize, _nranks: usize) -> Counts {
+        Counts {
+            send: count,
+            recv: count,
+            param: count,
+            send_inplace_offset: 0,
+            recv_inplace_offset: 0,
+        }
+    }
+    fn algbw_bytes(&self, counts: &Counts, elt_size: usize, _nranks: usize) -> u64 {
+        (counts.param * elt_size) as u64
+    }
+    fn busbw_factor(&self, _nranks: usize) -> f64 {
+        1.0
+    }
+    fn expected(&self, layout: &Layout, index: usize) -> Option<f64> {
+        (layout.rank == layout.root).then(|| layout.pattern.reduced(index))
+    }
+    fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
+        backend.reduce(args)
+    }
+}

@@ -1,0 +1,199 @@
+//! The nccl-tests table on stdout, column for column, so that parsers of
+//! nccl-tests logs read ours; the per-iteration percentiles follow at the right.
+
+use super::{Exporter, Placement, RunInfo, SizeResult, Summary};
+use std::io::Write;
+
+/// nccl-tests' number format: the most decimals (2, 1, 0) that fit the width,
+/// else scientific notation.
+pub fn fit(value: f64, width: usize) -> String {
+    for decimals in [2, 1, 0] {
+        let s = format!("{value:>width$.decimals$}");
+        if s.len() <= width {
+            return s;
+        }
+    }
+    let decimals = if width >= 7 { 1 } else { 0 };
+    format!("{:>width$}", c_scientific(value, decimals))
+}
+
+/// C's %.Ne: the exponent signed and at least two digits ("1.2e+08").
+fn c_scientific(value: f64, decimals: usize) -> String {
+    let rust = format!("{value:.decimals$e}");
+    let (mantissa, exponent) = rust.split_once('e').unwrap_or((&rust, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.abs())
+}
+
+pub struct Table<W: Write> {
+    out: W,
+}
+
+impl<W: Write> Table<W> {
+    pub fn new(out: W) -> Self {
+        Table { out }
+    }
+}
+
+const PREAMBLE_BLANK: &str = "#                                                       ";
+
+impl<W: Write> Exporter for Table<W> {
+    fn start(&mut self, run: &RunInfo) -> anyhow::Result<()> {
+        let o = &mut self.out;
+        writeln!(
+            o,
+            "# fabricbench {} ({} backend), nccl-tests-compatible output",
+            run.tool_version, run.backend
+        )?;
+        writeln!(o, "# Collective test starting: {}", run.program)?;
+        writeln!(o, "# {}", run.settings_line)?;
+        writeln!(
+            o,
+            "# Transport: {} | library: {} | run id: {}",
+            run.transport, run.library_version, run.run_id
+        )?;
+        writeln!(
+            o,
+            "# Units: size in bytes, time in us, algbw and busbw in GB/s (1 GB/s = 1e9 bytes/s)"
+        )?;
+        writeln!(
+            o,
+            "# Per-iteration columns: p50/p99/p99.9/max of each iteration's time, taken as the max over ranks"
+        )?;
+        for note in &run.notes {
+            writeln!(o, "# WARNING: {note}")?;
+        }
+        writeln!(o, "#")?;
+        writeln!(o, "# Using devices")?;
+        for line in &run.rank_lines {
+            writeln!(o, "{line}")?;
+        }
+        writeln!(o, "#")?;
+        writeln!(
+            o,
+            "{PREAMBLE_BLANK}    out-of-place                       in-place                       out-of-place per-iteration        in-place per-iteration"
+        )?;
+        writeln!(
+            o,
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+            "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max"
+        )?;
+        writeln!(
+            o,
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+            "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"
+        )?;
+        o.flush()?;
+        Ok(())
+    }
+
+    fn record(&mut self, _run: &RunInfo, r: &SizeResult) -> anyhow::Result<()> {
+        let mut line = format!(
+            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}",
+            r.size_bytes, r.count, r.datatype, r.redop, r.root
+        );
+        let mut percentiles = String::new();
+        for placement in Placement::BOTH {
+            match r.measurements.iter().find(|m| m.placement == placement) {
+                Some(m) => {
+                    let wrong = m.wrong.map_or("   N/A".to_string(), |w| format!("{w:>6}"));
+                    line += &format!(
+                        "  {}  {}  {}  {}",
+                        fit(m.time_us, 7),
+                        fit(m.algbw_gbs, 6),
+                        fit(m.busbw_gbs, 6),
+                        wrong
+                    );
+                    let l = &m.latency;
+                    for v in [l.p50_us, l.p99_us, l.p999_us, l.max_us] {
+                        percentiles += &format!("  {}", fit(v, 7));
+                    }
+                }
+                None => {
+                    line += &" ".repeat(33);
+                    percentiles += &" ".repeat(36);
+                }
+            }
+        }
+        writeln!(self.out, "{line}{percentiles}")?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
+        let o = &mut self.out;
+        let verdict = if summary.wrong_total > 0 {
+            "FAILED"
+        } else {
+            "OK"
+        };
+        if run.checked {
+            writeln!(
+                o,
+                "# {:<20} : {} {}",
+                "Out of bounds values", summary.wrong_total, verdict
+            )?;
+        } else {
+            writeln!(
+                o,
+                "# {:<20} : N/A (run with -c 1 to validate)",
+                "Out of bounds values"
+            )?;
+        }
+        writeln!(
+            o,
+            "# {:<20} : {} ",
+            "Avg bus bandwidth",
+            format_g(summary.avg_busbw_gbs)
+        )?;
+        writeln!(o, "#")?;
+        writeln!(o, "# Collective test concluded: {}", run.program)?;
+        o.flush()?;
+        Ok(())
+    }
+}
+
+/// C's %g: six significant digits, trailing zeros dropped.
+pub fn format_g(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let exponent = value.abs().log10().floor() as i32;
+    if (-5..6).contains(&exponent) {
+        let decimals = (5 - exponent).max(0) as usize;
+        let s = format!("{value:.decimals$}");
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    } else {
+        c_scientific(value, 5)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_fit_like_nccl_tests() {
+        assert_eq!(fit(38.4512, 7), "  38.45");
+        assert_eq!(fit(12345.678, 7), "12345.7");
+        assert_eq!(fit(1234567.0, 7), "1234567");
+        assert_eq!(fit(123456789.0, 7), "1.2e+08");
+        assert_eq!(fit(12345678.0, 6), " 1e+07");
+        assert_eq!(fit(0.0, 6), "  0.00");
+        assert_eq!(fit(123.456, 6), "123.46");
+    }
+
+    #[test]
+    fn percent_g() {
+        assert_eq!(format_g(12.3456789), "12.3457");
+        assert_eq!(format_g(0.5), "0.5");
+        assert_eq!(format_g(100.0), "100");
+    }
+}

@@ -1,0 +1,155 @@
+//! The MPI job every binary runs in: ranks, nodes, and the few small exchanges the
+//! driver needs outside the timed loops (agreeing on arguments, gathering timings).
+//! Started without mpirun, a binary is a job of one rank.
+
+use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+use mpi::datatype::PartitionMut;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::Count;
+use mpi::Threading;
+
+pub struct World {
+    // Dropping the universe finalizes MPI, so it lives as long as the world.
+    _universe: mpi::environment::Universe,
+    pub comm: SimpleCommunicator,
+    pub rank: usize,
+    pub size: usize,
+    /// Rank among the ranks of this node, and how many share the node.
+    pub local_rank: usize,
+    pub local_size: usize,
+    /// Host name of every rank, by rank.
+    pub hosts: Vec<String>,
+}
+
+impl World {
+    pub fn init() -> anyhow::Result<World> {
+        // Funneled: only the main thread calls MPI; the watchdog thread never does.
+        let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)
+            .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
+        let comm = universe.world();
+        let rank = comm.rank() as usize;
+        let size = comm.size() as usize;
+        let local = comm.split_shared(comm.rank());
+        let local_rank = local.rank() as usize;
+        let local_size = local.size() as usize;
+        let hostname = nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "unknown".into());
+        let mut world = World {
+            _universe: universe,
+            comm,
+            rank,
+            size,
+            local_rank,
+            local_size,
+            hosts: Vec::new(),
+        };
+        world.hosts = world
+            .all_gather_bytes(hostname.as_bytes())
+            .into_iter()
+            .map(|h| String::from_utf8_lossy(&h).into_owned())
+            .collect();
+        Ok(world)
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.rank == 0
+    }
+
+    /// Distinct host names in order of first rank.
+    pub fn nodes(&self) -> Vec<String> {
+        let mut nodes: Vec<String> = Vec::new();
+        for h in &self.hosts {
+            if !nodes.contains(h) {
+                nodes.push(h.clone());
+            }
+        }
+        nodes
+    }
+
+    /// A launcher that started several processes which each see a world of one:
+    /// the binary was built against another MPI than the launcher's.
+    pub fn launcher_mismatch(&self) -> Option<String> {
+        if self.size != 1 {
+            return None;
+        }
+        [
+            "OMPI_COMM_WORLD_SIZE",
+            "PMI_SIZE",
+            "PMIX_SIZE",
+            "SLURM_NTASKS",
+            "MPI_LOCALNRANKS",
+        ]
+        .iter()
+        .find_map(|var| {
+            let n: usize = std::env::var(var).ok()?.parse().ok()?;
+            (n > 1).then(|| {
+                format!(
+                    "{var}={n} but MPI sees 1 rank: this binary's MPI is not the launcher's \
+                         (rebuild against the mpirun you launch with, or use that MPI's mpirun)"
+                )
+            })
+        })
+    }
+
+    pub fn barrier(&self) {
+        self.comm.barrier();
+    }
+
+    pub fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        let len = mine.len() as Count;
+        let mut lens = vec![0 as Count; self.size];
+        self.comm.all_gather_into(&len, &mut lens[..]);
+        let displs: Vec<Count> = lens
+            .iter()
+            .scan(0, |acc, &l| {
+                let d = *acc;
+                *acc += l;
+                Some(d)
+            })
+            .collect();
+        let mut all = vec![0u8; lens.iter().sum::<Count>() as usize];
+        {
+            let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+            self.comm.all_gather_varcount_into(mine, &mut partition);
+        }
+        lens.iter()
+            .zip(&displs)
+            .map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec())
+            .collect()
+    }
+
+    /// Every rank's value, on every rank.
+    pub fn all_gather_u64(&self, mine: u64) -> Vec<u64> {
+        let mut all = vec![0u64; self.size];
+        self.comm.all_gather_into(&mine, &mut all[..]);
+        all
+    }
+
+    pub fn sum_u64(&self, mine: u64) -> u64 {
+        let mut total = 0u64;
+        self.comm
+            .all_reduce_into(&mine, &mut total, SystemOperation::sum());
+        total
+    }
+
+    pub fn max_u64(&self, mine: u64) -> u64 {
+        let mut max = 0u64;
+        self.comm
+            .all_reduce_into(&mine, &mut max, SystemOperation::max());
+        max
+    }
+
+    /// Concatenation of every rank's equally long slice, on rank 0 only.
+    pub fn gather_f64s(&self, mine: &[f64]) -> Option<Vec<f64>> {
+        let root = self.comm.process_at_rank(0);
+        if self.is_root() {
+            let mut all = vec![0f64; mine.len() * self.size];
+            root.gather_into_root(mine, &mut all[..]);
+            Some(all)
+        } else {
+            root.gather_into(mine);
+            None
+        }
+    }
+}
