@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what fabricbench needs on a fresh Debian/Ubuntu machine (run as root):
+# Open MPI (build and run), libclang and cmake (bindings), libibverbs (verbs
+# binaries, loaded at run time), perftest (side-by-side checks), and Python's
+# pandas and matplotlib (the notebook check).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+packages=(openmpi-bin libopenmpi-dev libclang-dev clang cmake pkg-config
+          libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
+          python3 python3-pandas python3-matplotlib)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "setup.sh: cargo not found: install Rust (rustup or Debian's cargo) first" >&2; exit 1; }
+echo "setup.sh: ready (${#missing[@]} packages installed)"
