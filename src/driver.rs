@@ -27,8 +27,8 @@ const EXIT_USAGE: u8 = 2;
 /// Environment variable (read only by validation) that corrupts one received
 /// element, "RANK:INDEX", to prove that `#wrong` counts it.
 pub const FAULT_CORRUPT_ENV: &str = "FABRICBENCH_FAULT_CORRUPT";
-/// Environment variable that makes rank N sleep before its first timed loop, to
-/// prove that `-T` names it.
+/// Environment variable "RANK[:SIZE]" that makes a rank sleep before its timed
+/// loop at SIZE bytes (default: the first size), to prove that `-T` names it.
 pub const FAULT_STALL_ENV: &str = "FABRICBENCH_FAULT_STALL_RANK";
 
 /// Entry point of each collective binary.
@@ -263,9 +263,10 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         backend: &mut *backend,
         plan: &plan,
         watchdog: &watchdog,
-        stall_rank: std::env::var(FAULT_STALL_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok()),
+        stall: std::env::var(FAULT_STALL_ENV).ok().and_then(|v| {
+            let (rank, size) = v.split_once(':').unwrap_or((&v, "0"));
+            Some((rank.parse().ok()?, size.parse().ok()?))
+        }),
         corrupt: std::env::var(FAULT_CORRUPT_ENV).ok().and_then(|v| {
             let (r, i) = v.split_once(':')?;
             Some((r.parse().ok()?, i.parse().ok()?))
@@ -382,7 +383,7 @@ struct Bench<'a> {
     backend: &'a mut dyn Backend,
     plan: &'a Plan,
     watchdog: &'a Watchdog,
-    stall_rank: Option<usize>,
+    stall: Option<(usize, u64)>,
     corrupt: Option<(usize, usize)>,
     /// Reused for every loop: nothing is allocated around the timed calls.
     per_iteration: Vec<f64>,
@@ -503,7 +504,10 @@ impl Bench<'_> {
         for placement in Placement::BOTH {
             let args = self.op_args(&layout, placement);
             self.write_inputs(&layout, &args)?;
-            if self.stall_rank == Some(self.world.rank) {
+            if self
+                .stall
+                .is_some_and(|(rank, at)| rank == self.world.rank && size >= at)
+            {
                 // Fault injection for the -T test: this rank never arrives.
                 std::thread::sleep(std::time::Duration::from_secs(3600));
             }

@@ -1,0 +1,56 @@
+//! Helpers for the integration tests: launch our binaries under mpirun.
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `binary args` on `np` ranks of this host under mpirun (root and
+/// oversubscription allowed, as in CI).
+pub fn mpirun(np: usize, binary: &str, args: &[&str]) -> Output {
+    mpirun_env(np, binary, args, &[])
+}
+
+pub fn mpirun_env(np: usize, binary: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+    for (k, v) in env {
+        // mpirun forwards to the ranks only the variables named with -x.
+        cmd.args(["-x", k]).env(k, v);
+    }
+    cmd.args(["-np", &np.to_string(), binary]).args(args);
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    cmd.output().expect("mpirun runs (install openmpi-bin)")
+}
+
+pub fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The data lines of an nccl-tests table, split into columns.
+pub fn table_rows(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+/// A fresh directory under target/ for one test's files.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn read_rows(path: &Path) -> Vec<fabricbench::report::Row> {
+    let mut reader = csv::Reader::from_path(path).expect("CSV exists");
+    reader
+        .deserialize()
+        .map(|r| r.expect("row parses"))
+        .collect()
+}
