@@ -545,8 +545,7 @@ impl Bench<'_> {
                     .flat_map(|c| c[1..].to_vec())
                     .collect();
                 let seconds = self.plan.average.combine(&per_rank_time);
-                let algbw =
-                    self.coll.algbw_bytes(&layout.counts, dtype.size(), n) as f64 / 1e9 / seconds;
+                let algbw = layout.counts.size_bytes(dtype.size()) as f64 / 1e9 / seconds;
                 let worst = max_over_ranks(&per_iter, iters);
                 let h = histogram(&worst);
                 measurements.push(Measurement {

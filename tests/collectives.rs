@@ -191,7 +191,7 @@ fn run_case(c: &dyn Collective, case: &Case) {
             "{what}: size of row {i}"
         );
         assert_eq!(row.count, counts.param as u64, "{what}: count of row {i}");
-        let algbw_bytes = c.algbw_bytes(&counts, dtype.size(), case.np) as f64;
+        let algbw_bytes = counts.size_bytes(dtype.size()) as f64;
         let expect_algbw = algbw_bytes / 1e9 / (row.time_us * 1e-6);
         assert!(
             (row.algbw_gbs - expect_algbw).abs() <= 1e-9 * expect_algbw.max(1.0),
