@@ -222,13 +222,23 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
             )));
         }
     }
-    let need = (send_bytes + recv_bytes) as u64;
+    // Host staging: the input pattern is built in a host buffer, and -c reads the
+    // result back into another.
+    let staging = (send_bytes + if plan.check > 0 { recv_bytes } else { 0 }) as u64;
+    let buffers = (send_bytes + recv_bytes) as u64;
+    let need = if info.device == "host" {
+        buffers + staging
+    } else {
+        buffers
+    };
     let memory = match backend.memory_available() {
         Some(avail) if need.saturating_mul(world.local_size as u64) > avail => Err(format!(
-            "-e/--maxbytes {}: each rank needs {} for its buffers and {} ranks share this node, \
+            "-e/--maxbytes {}: each rank needs {} (buffers {}, host staging {}) and {} ranks share this node, \
              but only {} is available; lower -e/--maxbytes",
             plan.max_bytes,
             human_bytes(need),
+            human_bytes(buffers),
+            human_bytes(staging),
             world.local_size,
             human_bytes(avail)
         )),

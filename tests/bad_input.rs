@@ -89,13 +89,13 @@ fn types_ops_roots() {
 
 #[test]
 fn buffers_that_do_not_fit_are_refused_before_allocating() {
-    // 7 GiB of doubles: 14 GiB of buffers per rank, on two ranks of a 24 GiB host.
-    let (code, errors) = fails(&["-b", "7G", "-e", "7G", "-d", "double"]);
+    // 3 GiB of doubles: 6 GiB of buffers and 6 GiB of staging per rank, on two ranks of a 24 GiB host.
+    let (code, errors) = fails(&["-b", "3G", "-e", "3G", "-d", "double"]);
     assert_eq!(code, Some(1));
     assert!(!errors.is_empty());
     for e in &errors {
         assert!(
-            e.contains("-e/--maxbytes 7516192768: each rank needs 14 GiB for its buffers"),
+            e.contains("-e/--maxbytes 3221225472: each rank needs 12 GiB (buffers 6 GiB, host staging 6 GiB)"),
             "{e}"
         );
         assert!(e.contains("lower -e/--maxbytes"), "{e}");
