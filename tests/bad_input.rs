@@ -87,17 +87,38 @@ fn types_ops_roots() {
     );
 }
 
+fn mem_available_bytes() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
+}
+
 #[test]
 fn buffers_that_do_not_fit_are_refused_before_allocating() {
-    // 3 GiB of doubles: 6 GiB of buffers and 6 GiB of staging per rank, on two ranks of a 24 GiB host.
-    let (code, errors) = fails(&["-b", "3G", "-e", "3G", "-d", "double"]);
+    // Two ranks of doubles at size S need 4 S each (send, receive and their host
+    // staging): S = a quarter of this host's available memory cannot fit.
+    let size = (mem_available_bytes() / 4).next_multiple_of(1 << 30);
+    let arg = size.to_string();
+    let (code, errors) = fails(&["-b", &arg, "-e", &arg, "-d", "double"]);
     assert_eq!(code, Some(1));
     assert!(!errors.is_empty());
     for e in &errors {
+        let gib = 4 * size >> 30;
         assert!(
-            e.contains("-e/--maxbytes 3221225472: each rank needs 12 GiB (buffers 6 GiB, host staging 6 GiB)"),
+            e.contains(&format!(
+                "-e/--maxbytes {size}: each rank needs {gib} GiB (buffers"
+            )),
             "{e}"
         );
+        assert!(e.contains("ranks share this node, but only"), "{e}");
         assert!(e.contains("lower -e/--maxbytes"), "{e}");
     }
 }
