@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use clap::Parser;
+use fabricbench::args::parse_one_line;
 use fabricbench::compare::{compare, Thresholds};
 use fabricbench::plot::{file_labels, limits_in, render, RunData};
 use fabricbench::report::csv::read_rows;
@@ -39,7 +40,13 @@ fn percent(text: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = match parse_one_line(std::env::args_os()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("compare: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match run(&args) {
         Ok(regressions) if regressions > 0 => ExitCode::from(1),
         Ok(_) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! plot: the charts of one or more fabricbench CSVs (see `fabricbench::plot`).
 
 use clap::Parser;
+use fabricbench::args::parse_one_line;
 use fabricbench::limits::{parse_limit, Limit};
 use fabricbench::plot::{apply_limits, limits_in, load_runs, render};
 use fabricbench::sizes::parse_size;
@@ -31,7 +32,13 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = match parse_one_line(std::env::args_os()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("plot: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -283,7 +283,17 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    CollArgs::try_parse_from(argv).map_err(|e| match e.kind() {
+    parse_one_line(argv)
+}
+
+/// `parse_args` for any clap command (the `plot` and `compare` binaries too).
+pub fn parse_one_line<P, I, T>(argv: I) -> Result<P, UsageError>
+where
+    P: Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    P::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => {
             let text = e.render().to_string();

@@ -249,7 +249,7 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     run_info.planned_results = planned_results(&plan, coll, roots.len());
     let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
     if world.is_root() {
-        match Progress::on_terminal() {
+        match Progress::on_terminal(run_info.planned_results) {
             Some(bar) => {
                 exporters.push(Box::new(Table::new(bar.stdout())));
                 exporters.push(Box::new(bar));

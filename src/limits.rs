@@ -152,9 +152,13 @@ pub const NAMED_LINKS: &[NamedLink] = &[
     },
 ];
 
-/// "15.75", "50", "0.3125": no trailing zeros.
+/// Four significant digits, no trailing zeros: "15.75", "50", "0.3125".
 fn trim_number(x: f64) -> String {
-    let s = format!("{x:.4}");
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.decimals$}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
@@ -373,7 +377,7 @@ pub fn detect(root: &Path) -> Detection {
             let Some(rate_text) = read_trimmed(&port.join("rate")) else {
                 continue;
             };
-            let Some(gbits) = parse_port_rate(&rate_text) else {
+            let Some(gbits) = parse_port_rate(&rate_text).filter(|g| *g > 0.0) else {
                 found
                     .found
                     .push(format!("{who}: unreadable rate '{rate_text}'"));
@@ -569,6 +573,19 @@ mod tests {
         assert_eq!(percent_of(40.0, binding(&limits).unwrap()), 80.0);
         assert!(describe(&[], false).starts_with("no limit"));
         assert!(describe(&limits, true).ends_with("pct_of_limit against 400g 50 GB/s"));
+        assert_eq!(
+            parse_limit("pcie4x16").unwrap().label(),
+            "pcie4x16 31.5 GB/s"
+        );
+        assert_eq!(parse_limit("2.5g").unwrap().label(), "2.5g 0.3125 GB/s");
+        assert_eq!(
+            Limit {
+                name: "x".into(),
+                gbs: pcie_gbs(16.0, 8)
+            }
+            .label(),
+            "x 15.75 GB/s"
+        );
     }
 
     #[test]

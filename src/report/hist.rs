@@ -221,14 +221,18 @@ mod tests {
             "       1.000 0.000000000000          1           1.00"
         );
         let footer = &lines[lines.len() - 3..];
-        assert!(footer[0].starts_with("#[Mean    =      500.500, StdDeviation   ="));
+        // HdrHistogram's mean and deviation use each bucket's middle value.
+        assert_eq!(
+            footer[0],
+            "#[Mean    =      500.505, StdDeviation   =      288.676]"
+        );
         assert_eq!(
             footer[1],
             "#[Max     =     1000.447, Total count    =         1000]"
         );
         assert_eq!(
             footer[2],
-            "#[Buckets =           31, SubBuckets     =         2048]"
+            "#[Buckets =           32, SubBuckets     =         2048]"
         );
         // The last distribution line: quantile 1, every value counted, no 1/(1-p) column.
         let last: Vec<&str> = lines[lines.len() - 4].split_whitespace().collect();
