@@ -385,33 +385,82 @@ impl Chart for BusbwChart<'_> {
                     ),
             ))?;
         }
+        let mut best = Vec::new();
         for (i, s) in self.series.iter().enumerate() {
             let points = s.busbw();
             draw_line(&mut chart, points.clone(), color(i), series_stroke(s))?;
             draw_markers(&mut chart, &points, color(i))?;
-            // The best point of each line, ringed, with its % of limit (or its busbw)
-            // staggered upward so that lines ending at the same point stay legible.
             if let Some((size, busbw, pct)) = s.best() {
                 let text = match pct {
                     Some(p) => format!("{p:.1}%"),
                     None => format!("{busbw:.2} GB/s"),
                 };
-                chart.draw_series(std::iter::once(
-                    EmptyElement::at((size as f64, busbw))
-                        + Circle::new((0, 0), 8, color(i).stroke_width(2))
-                        + Text::new(
-                            text,
-                            (-12, -10 - 22 * i as i32),
-                            (FONT, 17)
-                                .into_font()
-                                .color(&color(i))
-                                .pos(Pos::new(HPos::Right, VPos::Bottom)),
-                        ),
+                best.push((i, chart.backend_coord(&(size as f64, busbw)), text));
+            }
+        }
+        // The best point of each line, ringed, with its % of limit (or its busbw)
+        // up and to the left; labels that would collide move down, tied to
+        // their point by a thin line.
+        let plot = chart.plotting_area().strip_coord_spec();
+        let base = plot.get_base_pixel();
+        let wanted: Vec<(i32, i32)> = best
+            .iter()
+            .map(|(_, p, _)| (p.0 - base.0 - 12, p.1 - base.1 - 10))
+            .collect();
+        for ((i, point, text), label) in best.iter().zip(spread(&wanted)) {
+            let point = (point.0 - base.0, point.1 - base.1);
+            plot.draw(&Circle::new(point, 8, color(*i).stroke_width(2)))?;
+            if label != (point.0 - 12, point.1 - 10) {
+                plot.draw(&PathElement::new(
+                    vec![(label.0 + 2, label.1 - 8), point],
+                    color(*i).mix(0.6).stroke_width(1),
                 ))?;
             }
+            let style = (FONT, 17)
+                .into_font()
+                .color(&color(*i))
+                .pos(Pos::new(HPos::Right, VPos::Bottom));
+            // A light backing keeps the label legible over the lines it sits on.
+            let (w, h) = plot.estimate_text_size(text, &style)?;
+            plot.draw(&Rectangle::new(
+                [
+                    (label.0 - w as i32 - 3, label.1 - h as i32 - 1),
+                    (label.0 + 3, label.1 + 2),
+                ],
+                WHITE.mix(0.85).filled(),
+            ))?;
+            plot.draw(&Text::new(text.clone(), label, style))?;
         }
         Ok(())
     }
+}
+
+/// Vertical room of one annotation, and how close in x two may be before they collide.
+const LABEL_HEIGHT: i32 = 20;
+const LABEL_WIDTH: i32 = 110;
+
+/// Positions for labels that want to sit at `wanted` (pixels, their lower right
+/// corner): from the top down, each label that would overlap one already placed
+/// moves below it.
+fn spread(wanted: &[(i32, i32)]) -> Vec<(i32, i32)> {
+    let mut order: Vec<usize> = (0..wanted.len()).collect();
+    order.sort_by_key(|&i| (wanted[i].1, i));
+    let mut placed: Vec<(i32, i32)> = wanted.to_vec();
+    let mut done: Vec<usize> = Vec::new();
+    for i in order {
+        let (x, mut y) = wanted[i];
+        // Placed labels are visited top-down, so one pass settles each move.
+        let mut others: Vec<(i32, i32)> = done.iter().map(|&j| placed[j]).collect();
+        others.sort_by_key(|p| p.1);
+        for (ox, oy) in others {
+            if (ox - x).abs() < LABEL_WIDTH && (oy - y).abs() < LABEL_HEIGHT {
+                y = oy + LABEL_HEIGHT;
+            }
+        }
+        placed[i] = (x, y);
+        done.push(i);
+    }
+    placed
 }
 
 pub struct LatencyChart<'a> {
@@ -674,6 +723,18 @@ mod tests {
         assert_eq!(percentile_label(2.0), "50%");
         assert_eq!(percentile_label(10.0), "90%");
         assert_eq!(percentile_label(1000.0), "99.9%");
+    }
+
+    #[test]
+    fn labels_spread_apart() {
+        // Two labels at the same point, one far away: the second moves down, the far one stays.
+        let placed = spread(&[(500, 100), (505, 104), (100, 100)]);
+        assert_eq!(placed[0], (500, 100));
+        assert_eq!(placed[1], (505, 120));
+        assert_eq!(placed[2], (100, 100));
+        // A chain: each collision pushes the next one further.
+        let placed = spread(&[(500, 100), (500, 100), (500, 110)]);
+        assert_eq!(placed, [(500, 100), (500, 120), (500, 140)]);
     }
 
     #[test]
