@@ -296,11 +296,18 @@ where
     P::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => {
+            // clap's message up to its usage block, on one line (a missing
+            // argument is named on the line after the first).
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            let message: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
             usage(format!(
                 "{} (see --help)",
-                first.trim_start_matches("error: ")
+                message.join(" ").trim_start_matches("error: ")
             ))
         }
     })
