@@ -8,8 +8,12 @@ use crate::backend::mpi::MpiBackend;
 use crate::backend::{Backend, BufRef, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong, fill, DataType, RedOp};
+use crate::limits::{self, Detection};
 use crate::pattern::Pattern;
 use crate::report::csv::CsvExport;
+use crate::report::hist::HistExport;
+use crate::report::plot::PlotExport;
+use crate::report::progress::Progress;
 use crate::report::table::Table;
 use crate::report::{Exporter, Measurement, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::{human_bytes, sweep, Step};
@@ -250,10 +254,18 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         .map_err(|e| format!("{e:#}"));
     agree(world, program, alloc)?;
 
-    let run_info = describe_run(world, program, &plan, &info);
+    let mut run_info = describe_run(world, program, &plan, &info);
+    find_limits(world, &args, &mut run_info);
+    run_info.planned_results = planned_results(&plan, coll, roots.len());
     let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
     if world.is_root() {
-        exporters.push(Box::new(Table::new(std::io::stdout())));
+        match Progress::on_terminal(run_info.planned_results) {
+            Some(bar) => {
+                exporters.push(Box::new(Table::new(bar.stdout())));
+                exporters.push(Box::new(bar));
+            }
+            None => exporters.push(Box::new(Table::new(std::io::stdout()))),
+        }
     }
     let csv = match (&args.csv, world.is_root()) {
         (Some(path), true) => {
@@ -262,6 +274,11 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         _ => Ok(()),
     };
     agree(world, program, csv.map_err(|e| format!("{e:#}")))?;
+    let views = match world.is_root() {
+        true => view_exporters(&args).map(|v| exporters.extend(v)),
+        false => Ok(()),
+    };
+    agree(world, program, views.map_err(|e| format!("{e:#}")))?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     for e in exporters.iter_mut() {
         e.start(&run_info)?;
@@ -298,6 +315,9 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
                 let mut cycle = 0;
                 while plan.run_cycles == 0 || cycle < plan.run_cycles {
                     for size in sweep(plan.min_bytes, plan.max_bytes, plan.step) {
+                        for e in exporters.iter_mut() {
+                            e.begin_size(size);
+                        }
                         let result = bench.measure_size(size, dtype, op, root, cycle)?;
                         for m in &result.measurements {
                             summary.wrong_total += m.wrong.unwrap_or(0);
@@ -383,7 +403,51 @@ fn describe_run(
         average: plan.average.name().to_string(),
         checked: plan.check > 0,
         notes,
+        ..RunInfo::default()
     }
+}
+
+/// The --hist and --plot exporters (rank 0).
+fn view_exporters(args: &CollArgs) -> anyhow::Result<Vec<Box<dyn Exporter>>> {
+    let mut views: Vec<Box<dyn Exporter>> = Vec::new();
+    if let Some(dir) = &args.hist {
+        views.push(Box::new(HistExport::new(dir)?));
+    }
+    if let Some(dir) = &args.plot {
+        views.push(Box::new(PlotExport::new(dir)?));
+    }
+    Ok(views)
+}
+
+/// The run's limits: --limit, else what the nodes' sysfs tells (read by one
+/// rank per node, so that a downgraded link on any node is reported).
+fn find_limits(world: &World, args: &CollArgs, run: &mut RunInfo) {
+    let mine = if world.local_rank == 0 {
+        limits::detect(&args.sysfs_root)
+    } else {
+        Detection::default()
+    };
+    let encoded = serde_json::to_vec(&mine).expect("a detection serialises");
+    let per_host: Vec<(String, Detection)> = world
+        .all_gather_bytes(&encoded)
+        .iter()
+        .zip(&world.hosts)
+        .filter_map(|(bytes, host)| Some((host.clone(), serde_json::from_slice(bytes).ok()?)))
+        .filter(|(_, d)| *d != Detection::default())
+        .collect();
+    let detected = limits::merge(&per_host);
+    run.limits = limits::choose(&args.limit, &detected);
+    run.limits_lines = vec![limits::describe(&run.limits, !args.limit.is_empty())];
+    run.limits_lines.extend(detected.found);
+    run.notes.extend(detected.warnings);
+}
+
+/// Size results the sweep will hand the exporters; None when -N 0 runs until interrupted.
+fn planned_results(plan: &Plan, coll: &dyn Collective, roots: usize) -> Option<u64> {
+    let ops = if coll.reduces() { plan.ops.len() } else { 1 };
+    let sizes = sweep(plan.min_bytes, plan.max_bytes, plan.step).len();
+    (plan.run_cycles > 0)
+        .then(|| (plan.datatypes.len() * ops * roots * sizes) as u64 * plan.run_cycles)
 }
 
 /// The state of one run's measurements.

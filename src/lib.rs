@@ -5,14 +5,21 @@
 //!   expected data, the call).
 //! - `backend`: where they run (`mpi`: host memory through MPI).
 //! - `driver`: the one sweep/timing/validation loop behind every binary.
-//! - `report`: the result rows and their exporters (nccl-tests table, CSV).
+//! - `report`: the result rows and their exporters (nccl-tests table, CSV,
+//!   histograms, plots, progress bar).
+//! - `limits`: theoretical link limits (named, given, detected from sysfs).
+//! - `plot`: the charts of `plot`, `compare` and `--plot`.
+//! - `compare`: matching runs and their deltas.
 
 pub mod args;
 pub mod backend;
 pub mod collective;
+pub mod compare;
 pub mod datatype;
 pub mod driver;
+pub mod limits;
 pub mod pattern;
+pub mod plot;
 pub mod report;
 pub mod sizes;
 pub mod stats;
