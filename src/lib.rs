@@ -3,7 +3,9 @@
 //!
 //! - `collective`: the nine collectives, one file each (byte counts, busbw factor,
 //!   expected data, the call).
-//! - `backend`: where they run (`mpi`: host memory through MPI).
+//! - `backend`: where they run (`mpi`: host memory through MPI; `nccl`: GPU memory
+//!   through NCCL).
+//! - `gpu`: CUDA (driver API, loaded at run time), NCCL discovery, link limits.
 //! - `driver`: the one sweep/timing/validation loop behind every binary.
 //! - `report`: the result rows and their exporters (nccl-tests table, CSV).
 
@@ -12,6 +14,7 @@ pub mod backend;
 pub mod collective;
 pub mod datatype;
 pub mod driver;
+pub mod gpu;
 pub mod pattern;
 pub mod report;
 pub mod sizes;
