@@ -7,11 +7,13 @@
 //!   through NCCL).
 //! - `gpu`: CUDA (driver API, loaded at run time), NCCL discovery, link limits.
 //! - `driver`: the one sweep/timing/validation loop behind every binary.
+//! - `copy_bw`: GPU copy bandwidth per direction against the link limits.
 //! - `report`: the result rows and their exporters (nccl-tests table, CSV).
 
 pub mod args;
 pub mod backend;
 pub mod collective;
+pub mod copy_bw;
 pub mod datatype;
 pub mod driver;
 pub mod gpu;

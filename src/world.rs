@@ -109,9 +109,13 @@ impl World {
             })
             .collect();
         let mut all = vec![0u8; lens.iter().sum::<Count>() as usize];
-        {
+        // An empty Vec's pointer is 1, which is Open MPI's MPI_IN_PLACE: with nothing
+        // to receive skip the call (every rank knows), and never send from it.
+        if !all.is_empty() {
+            let anchor = [0u8; 1];
+            let send = if mine.is_empty() { &anchor[..0] } else { mine };
             let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-            self.comm.all_gather_varcount_into(mine, &mut partition);
+            self.comm.all_gather_varcount_into(send, &mut partition);
         }
         lens.iter()
             .zip(&displs)

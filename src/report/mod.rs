@@ -41,6 +41,14 @@ pub struct RunInfo {
     pub checked: bool,
     /// Extra header lines of this run (warnings, e.g. a launcher mismatch).
     pub notes: Vec<String>,
+    /// Why this backend runs: "--backend auto: libcuda.so.1 not found on rank 0 ...".
+    pub backend_choice: String,
+    /// Facts about how the calls were made, one header line each.
+    pub details: Vec<String>,
+    /// How calls were issued: "stream", "blocking" (-z 1) or "graph x N" (-G N).
+    pub launch: String,
+    /// -C 1: the table's time column shows the CPU time to issue a call.
+    pub report_cputime: bool,
 }
 
 /// out-of-place or in-place.
@@ -77,6 +85,8 @@ pub struct Measurement {
     pub slowest_rank: usize,
     /// UTC time the measurement finished.
     pub timestamp: String,
+    /// CPU time to issue one call (nccl-tests' -C figure), microseconds.
+    pub cpu_us: Option<f64>,
 }
 
 /// One line of the table: a size of one collective, datatype, op and root.
@@ -154,6 +164,8 @@ pub struct Row {
     pub limit_gbs: Option<f64>,
     pub pct_of_limit: Option<f64>,
     pub env: String,
+    pub cpu_us: Option<f64>,
+    pub launch: Option<String>,
 }
 
 impl Row {
@@ -196,6 +208,8 @@ impl Row {
             limit_gbs: None,
             pct_of_limit: None,
             env: run.env.join(";"),
+            cpu_us: m.cpu_us,
+            launch: Some(run.launch.clone()),
         }
     }
 }
