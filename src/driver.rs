@@ -193,6 +193,9 @@ fn open_backend(
         }
     };
     if !use_nccl {
+        if world.is_root() && args.backend == "auto" && crate::gpu::driver().is_ok() {
+            eprintln!("{program}: WARNING: GPUs are present but the mpi backend runs ({choice})");
+        }
         let needs_nccl = if plan.gpus_per_process > 1 {
             Some(format!("-g/--ngpus {}", plan.gpus_per_process))
         } else if plan.graph_launches > 0 {
@@ -273,6 +276,8 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     agree_on_arguments(world, &parsed)?;
     let args = parsed?;
     let plan = args.plan()?;
+    // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
+    let env = relevant_env();
     let nranks = world.size * plan.gpus_per_process;
     let roots = plan.root_list(nranks, coll.rooted())?;
     // Started before the backend: NCCL's initialisation is a collective that can hang.
@@ -314,7 +319,7 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         .map_err(|e| format!("{e:#}"));
     agree(world, program, alloc)?;
 
-    let run_info = describe_run(world, program, &plan, &info, backend_choice);
+    let run_info = describe_run(world, program, &plan, &info, backend_choice, env);
     if world.is_root() {
         for warning in &run_info.notes {
             eprintln!("{program}: WARNING: {warning}");
@@ -422,6 +427,7 @@ fn describe_run(
     plan: &Plan,
     info: &BackendInfo,
     backend_choice: String,
+    env: Vec<String>,
 ) -> RunInfo {
     let step = match plan.step {
         Step::Factor(f) => format!("{f}(factor)"),
@@ -517,7 +523,7 @@ fn describe_run(
         nranks: devices.len(),
         settings_line,
         rank_lines,
-        env: relevant_env(),
+        env,
         iters: plan.iters,
         warmup_iters: plan.warmup_iters,
         average: plan.average.name().to_string(),

@@ -154,7 +154,7 @@ fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
 /// connects lazily since 2.22) has chosen and logged its transports.
 pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend> {
     let Prepared { nccl, gpus, nranks } = prepared;
-    let mut log = LogCapture::start();
+    let log = LogCapture::start();
     let mine: Vec<u8> = if world.is_root() {
         match nccl.unique_id() {
             // SAFETY: ncclUniqueId is 128 plain bytes.
@@ -189,7 +189,6 @@ pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend>
     if grouped {
         nccl.group_end().map_err(nccl_error)?;
     }
-    log.restore_env();
     let mut backend = NcclBackend {
         nccl,
         gpus: Vec::with_capacity(gpus.len()),

@@ -141,6 +141,8 @@ impl DeviceBuffer {
         };
         // SAFETY: the range was just allocated.
         unsafe { result::memset_d8_sync(ptr, 0, bytes) }?;
+        // A memset of device memory may return before it is done.
+        ctx.synchronize()?;
         Ok(buffer)
     }
 
@@ -173,12 +175,15 @@ impl DeviceBuffer {
         Ok(())
     }
 
-    /// Copies `data` to byte `offset` and waits for the copy.
+    /// Copies `data` to byte `offset` and waits until the device holds it.
     pub fn write(&self, offset: usize, data: &[u8]) -> anyhow::Result<()> {
         self.check_range(offset, data.len())?;
         self.ctx.bind_to_thread()?;
         // SAFETY: the range lies inside the allocation (checked above).
         unsafe { result::memcpy_htod_sync(self.at(offset), data) }?;
+        // From pageable memory the copy returns once staged, before its DMA lands;
+        // work on other streams must not read the old bytes.
+        self.ctx.synchronize()?;
         Ok(())
     }
 

@@ -7,14 +7,14 @@
 //! TCP sockets, or that GPUDirect RDMA is off.
 //!
 //! Capture: unless NCCL_DEBUG_FILE is set, NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET,ENV
-//! and NCCL_DEBUG_FILE=<tmp>/fabricbench-nccl-<host>-<pid>.log are set while NCCL
-//! initialises (it reads them once) and restored afterwards, so the run's recorded
-//! environment stays the user's. That file is removed at exit unless the user had set
+//! and NCCL_DEBUG_FILE=<tmp>/fabricbench-nccl-<host>-<pid>.log are set before NCCL
+//! initialises (it reads them once). They stay set (changing the environment once
+//! NCCL's threads run would race with their getenv); the run records the environment
+//! as it was before. That file is removed at exit unless the user had set
 //! NCCL_DEBUG; NCCL's WARN lines are echoed to stderr either way. A user's own
 //! NCCL_DEBUG_FILE is read (%h and %p expanded) and left alone.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// What one rank's log says.
@@ -200,12 +200,11 @@ pub struct LogCapture {
     path: PathBuf,
     /// Remove the file at exit (ours, and the user did not ask for NCCL_DEBUG).
     remove: bool,
-    /// Variables changed while NCCL initialises, with the user's values.
-    saved: Vec<(&'static str, Option<OsString>)>,
 }
 
 impl LogCapture {
-    /// Call before NCCL's first call that logs (ncclGetUniqueId, ncclCommInitRank).
+    /// Call before NCCL's first call that logs (ncclGetUniqueId, ncclCommInitRank),
+    /// while no thread of NCCL's runs.
     pub fn start() -> LogCapture {
         let host = nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
@@ -215,7 +214,6 @@ impl LogCapture {
             return LogCapture {
                 path: PathBuf::from(expand(&file, &host, pid)),
                 remove: false,
-                saved: Vec::new(),
             };
         }
         let path = std::env::temp_dir().join(format!("fabricbench-nccl-{host}-{pid}.log"));
@@ -225,32 +223,14 @@ impl LogCapture {
             Some(l) if l.eq_ignore_ascii_case("TRACE") => "TRACE",
             _ => "INFO",
         };
-        let mut capture = LogCapture {
-            path: path.clone(),
-            remove: user_level.is_none(),
-            saved: Vec::new(),
-        };
-        capture.set("NCCL_DEBUG", level.into());
-        capture.set("NCCL_DEBUG_FILE", path.into_os_string());
+        std::env::set_var("NCCL_DEBUG", level);
+        std::env::set_var("NCCL_DEBUG_FILE", &path);
         if std::env::var_os("NCCL_DEBUG_SUBSYS").is_none() {
-            capture.set("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV".into());
+            std::env::set_var("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV");
         }
-        capture
-    }
-
-    fn set(&mut self, key: &'static str, value: OsString) {
-        self.saved.push((key, std::env::var_os(key)));
-        // Single-threaded as far as our code goes: the watchdog thread reads no environment.
-        std::env::set_var(key, value);
-    }
-
-    /// Puts the user's variables back once NCCL has read them.
-    pub fn restore_env(&mut self) {
-        for (key, value) in self.saved.drain(..).rev() {
-            match value {
-                Some(v) => std::env::set_var(key, v),
-                None => std::env::remove_var(key),
-            }
+        LogCapture {
+            path,
+            remove: user_level.is_none(),
         }
     }
 
@@ -265,7 +245,6 @@ impl LogCapture {
 
 impl Drop for LogCapture {
     fn drop(&mut self) {
-        self.restore_env();
         let report = self.read();
         for warning in &report.warnings {
             eprintln!("NCCL WARN {warning}");
