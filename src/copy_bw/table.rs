@@ -69,7 +69,7 @@ impl<W: Write> CopyTable<W> {
         writeln!(o, "#")?;
         writeln!(
             o,
-            "# {:>4}  {:>12}  {:>12}  {:>7}  {:>7}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {}",
+            "# {:>4}  {:>12}  {:>12}  {:>7}  {:>7}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  via",
             "copy",
             "path",
             "size",
@@ -80,8 +80,7 @@ impl<W: Write> CopyTable<W> {
             "p99",
             "max",
             "limit",
-            "%limit",
-            "via"
+            "%limit"
         )?;
         writeln!(
             o,
@@ -160,8 +159,8 @@ impl<W: Write> CopyTable<W> {
         writeln!(o, "# Best size of each copy against its limit")?;
         writeln!(
             o,
-            "# {:>4}  {:>12}  {:>12}  {:>7}  {:>7}  {:>6}  {}",
-            "copy", "path", "size (B)", "GB/s", "limit", "%limit", "limit is"
+            "# {:>4}  {:>12}  {:>12}  {:>7}  {:>7}  {:>6}  limit is",
+            "copy", "path", "size (B)", "GB/s", "limit", "%limit"
         )?;
         let mut seen: Vec<(Kind, &str)> = Vec::new();
         for r in results {
