@@ -88,6 +88,22 @@ pub struct CollArgs {
     /// Write each size's per-iteration latency histogram (.hgrm, microseconds) to DIR/<run_id>/
     #[arg(long = "hist", value_name = "DIR")]
     pub hist: Option<PathBuf>,
+    /// GPUs each process drives through grouped calls (nccl backend)
+    #[arg(short = 'g', long = "ngpus", default_value_t = 1)]
+    pub ngpus: usize,
+    /// 1: wait for each call to complete on every rank before the next
+    #[arg(short = 'z', long = "blocking", default_value_t = 0)]
+    pub blocking: u8,
+    /// Capture the timed calls in a CUDA graph and launch it this many times (0 = no graph; nccl backend)
+    #[arg(short = 'G', long = "cudagraph", default_value_t = 0)]
+    pub cudagraph: usize,
+    /// 1: report the CPU time to issue each call in the time column instead of its completion time
+    #[arg(short = 'C', long = "report_cputime", default_value_t = 0)]
+    pub report_cputime: u8,
+    /// libnccl.so.2 to load (the file, or its directory); searched for when not given
+    #[arg(long = "nccl-lib", env = "FABRICBENCH_NCCL_LIB", value_name = "PATH")]
+    #[serde(skip)] // a per-node path that may differ between ranks
+    pub nccl_lib: Option<PathBuf>,
 }
 
 /// How the per-rank times are combined (`-a`).
@@ -140,6 +156,14 @@ pub struct Plan {
     pub average: Average,
     pub run_cycles: u64,
     pub timeout_s: u64,
+    /// -g: ranks (GPUs) per process.
+    pub gpus_per_process: usize,
+    /// -z 1: complete each call on every rank before the next.
+    pub blocking: bool,
+    /// -G: CUDA graph launches of the captured loop (0: no graph).
+    pub graph_launches: usize,
+    /// -C 1: the time column shows the CPU time to issue a call.
+    pub report_cputime: bool,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -228,6 +252,22 @@ impl CollArgs {
                 self.backend
             )));
         }
+        if self.ngpus == 0 {
+            return Err(usage(
+                "-g/--ngpus 0: each process drives at least one GPU; use e.g. -g 1",
+            ));
+        }
+        let flag01 = |name: &str, v: u8| match v {
+            0 | 1 => Ok(v == 1),
+            _ => Err(usage(format!("{name} {v}: use 0 or 1"))),
+        };
+        let blocking = flag01("-z/--blocking", self.blocking)?;
+        let report_cputime = flag01("-C/--report_cputime", self.report_cputime)?;
+        if blocking && self.cudagraph > 0 {
+            return Err(usage(
+                "-z/--blocking 1 and -G/--cudagraph: a captured graph cannot wait between calls; use one of them",
+            ));
+        }
         if let Some(path) = &self.csv {
             if path.exists() && !self.append {
                 return Err(usage(format!(
@@ -257,6 +297,10 @@ impl CollArgs {
             average,
             run_cycles: self.run_cycles,
             timeout_s: self.timeout,
+            gpus_per_process: self.ngpus,
+            blocking,
+            graph_launches: self.cudagraph,
+            report_cputime,
         })
     }
 }
@@ -337,6 +381,24 @@ mod tests {
         assert_eq!(p.average, Average::Mean);
         assert_eq!(p.roots, Roots::One(0));
         assert_eq!(p.step, Step::Bytes(1 << 20));
+        assert_eq!(p.gpus_per_process, 1);
+        assert!(!p.blocking && !p.report_cputime);
+        assert_eq!(p.graph_launches, 0);
+    }
+
+    #[test]
+    fn gpu_flags_as_nccl_tests_spells_them() {
+        let p = plan(&["-g", "4", "-G", "10", "-C", "1"]).unwrap();
+        assert_eq!((p.gpus_per_process, p.graph_launches), (4, 10));
+        assert!(p.report_cputime && !p.blocking);
+        assert!(plan(&["--blocking", "1"]).unwrap().blocking);
+        let args = parse_args(["x", "--nccl-lib", "/opt/nccl/lib"]).unwrap();
+        assert_eq!(
+            args.nccl_lib.as_deref(),
+            Some(std::path::Path::new("/opt/nccl/lib"))
+        );
+        // Not part of the arguments ranks must agree on: the path may differ per node.
+        assert!(!serde_json::to_string(&args).unwrap().contains("nccl"));
     }
 
     #[test]
@@ -386,6 +448,10 @@ mod tests {
         assert!(err(&["--limit", "400gb/s"]).contains("Gb/s (bits)"));
         assert!(err(&["--plot", "Cargo.toml"])
             .starts_with("--plot Cargo.toml: exists and is not a directory"));
+        assert!(err(&["-g", "0"]).starts_with("-g/--ngpus 0"));
+        assert!(err(&["-z", "2"]).starts_with("-z/--blocking 2: use 0 or 1"));
+        assert!(err(&["-C", "7"]).starts_with("-C/--report_cputime 7"));
+        assert!(err(&["-z", "1", "-G", "5"]).starts_with("-z/--blocking 1 and -G/--cudagraph"));
         assert!(!err(&["--bogus"]).contains('\n'));
     }
 

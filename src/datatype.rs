@@ -271,12 +271,26 @@ pub fn divide_in_place(dtype: DataType, bytes: &mut [u8], n: usize) {
 
 /// Counts the elements of a byte buffer that differ from `expected(i)`.
 pub fn count_wrong(dtype: DataType, bytes: &[u8], expected: impl Fn(usize) -> f64) -> u64 {
+    count_wrong_within(dtype, bytes, 0.0, expected)
+}
+
+/// Counts the elements further than `relative` x |expected(i)| from `expected(i)`
+/// (0: exact). NaN is always wrong.
+pub fn count_wrong_within(
+    dtype: DataType,
+    bytes: &[u8],
+    relative: f64,
+    expected: impl Fn(usize) -> f64,
+) -> u64 {
     with_element_type!(dtype, T => {
         let mut wrong = 0u64;
         for (i, chunk) in bytes.chunks_exact(std::mem::size_of::<T>()).enumerate() {
             // SAFETY: chunk has exactly size_of::<T>() bytes; unaligned read.
-            let got = unsafe { std::ptr::read_unaligned(chunk.as_ptr() as *const T) };
-            if got.to_f64() != T::from_f64(expected(i)).to_f64() {
+            let got = unsafe { std::ptr::read_unaligned(chunk.as_ptr() as *const T) }.to_f64();
+            let want = T::from_f64(expected(i)).to_f64();
+            // False for NaN, so NaN counts as wrong.
+            let close = (got - want).abs() <= relative * want.abs();
+            if !close {
                 wrong += 1;
             }
         }
@@ -302,6 +316,19 @@ mod tests {
             .unwrap_err()
             .contains("unknown datatype"));
         assert!("xor".parse::<RedOp>().is_err());
+    }
+
+    #[test]
+    fn tolerance_is_relative_and_nan_is_wrong() {
+        let mut buf = vec![0u8; 3 * 4];
+        fill(DataType::Float, &mut buf, |i| [8.03, 7.0, f64::NAN][i]);
+        let eight = |_| 8.0;
+        assert_eq!(count_wrong(DataType::Float, &buf, eight), 3);
+        // 8.03 is within 1/16 of 8; 7 (a neighbouring value) and NaN are not.
+        assert_eq!(
+            count_wrong_within(DataType::Float, &buf, 1.0 / 16.0, eight),
+            2
+        );
     }
 
     #[test]

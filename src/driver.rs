@@ -5,9 +5,10 @@
 
 use crate::args::{parse_args, CollArgs, Plan, UsageError};
 use crate::backend::mpi::MpiBackend;
-use crate::backend::{Backend, BufRef, OpArgs, Slot};
+use crate::backend::nccl;
+use crate::backend::{Backend, BackendInfo, BufRef, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
-use crate::datatype::{count_wrong, fill, DataType, RedOp};
+use crate::datatype::{count_wrong_within, fill, DataType, RedOp};
 use crate::limits::{self, Detection};
 use crate::pattern::Pattern;
 use crate::report::csv::CsvExport;
@@ -21,8 +22,10 @@ use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats}
 use crate::watchdog::Watchdog;
 use crate::world::World;
 use mpi::topology::Communicator;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::time::Instant;
 
 /// Exit statuses: 1 a failed run or wrong data, 2 a usage error.
 const EXIT_FAILED: u8 = 1;
@@ -109,10 +112,12 @@ impl From<anyhow::Error> for Failure {
 fn agree(world: &World, program: &str, mine: Result<(), String>) -> Result<(), Failure> {
     let failed = world.max_u64(mine.is_err() as u64);
     if let Err(msg) = &mine {
-        eprintln!(
-            "{program}: rank {} ({}): error: {msg}",
+        // One write: lines of ranks sharing mpirun's stderr then never interleave.
+        let line = format!(
+            "{program}: rank {} ({}): error: {msg}\n",
             world.rank, world.hosts[world.rank]
         );
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     }
     if failed > 0 {
         Err(Failure::Local(EXIT_FAILED))
@@ -159,12 +164,81 @@ fn agree_on_arguments(world: &World, parsed: &Result<CollArgs, UsageError>) -> R
     )))
 }
 
-fn open_backend(world: &World, choice: &str) -> Result<Box<dyn Backend>, Failure> {
-    match choice {
-        "mpi" | "auto" => Ok(Box::new(MpiBackend::new(world)?)),
-        other => Err(Failure::Usage(format!(
-            "--backend {other}: this build has no NCCL backend yet; use --backend mpi"
-        ))),
+/// Picks and opens the backend on every rank alike (`--backend auto` takes nccl only
+/// when every rank has CUDA, NCCL and a GPU); returns it with the reason it was chosen.
+fn open_backend(
+    world: &World,
+    program: &str,
+    args: &CollArgs,
+    plan: &Plan,
+    watchdog: &Watchdog,
+) -> Result<(Box<dyn Backend>, String), Failure> {
+    let nccl_lib = args.nccl_lib.as_deref();
+    let (use_nccl, choice) = match args.backend.as_str() {
+        "mpi" => (false, "--backend mpi".to_string()),
+        "nccl" => (true, "--backend nccl".to_string()),
+        _ => {
+            let mine = nccl::probe(nccl_lib).err().unwrap_or_default();
+            let reasons = world.all_gather_bytes(mine.as_bytes());
+            match reasons.iter().position(|r| !r.is_empty()) {
+                None => (
+                    true,
+                    "--backend auto: CUDA, NCCL and a GPU on every rank".into(),
+                ),
+                Some(r) => (
+                    false,
+                    format!(
+                        "--backend auto: rank {r} ({}) cannot run NCCL: {}",
+                        world.hosts[r],
+                        String::from_utf8_lossy(&reasons[r])
+                    ),
+                ),
+            }
+        }
+    };
+    if !use_nccl {
+        if world.is_root() && args.backend == "auto" && crate::gpu::driver().is_ok() {
+            eprintln!("{program}: WARNING: GPUs are present but the mpi backend runs ({choice})");
+        }
+        let needs_nccl = if plan.gpus_per_process > 1 {
+            Some(format!("-g/--ngpus {}", plan.gpus_per_process))
+        } else if plan.graph_launches > 0 {
+            Some(format!("-G/--cudagraph {}", plan.graph_launches))
+        } else {
+            None
+        };
+        if let Some(flag) = needs_nccl {
+            return Err(Failure::Usage(format!(
+                "{flag}: needs the nccl backend, but the mpi backend runs ({choice})"
+            )));
+        }
+        return Ok((Box::new(MpiBackend::new(world)?), choice));
+    }
+    let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process)
+        .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
+    let prepared = match prepared {
+        Ok(p) => {
+            agree(world, program, Ok(()))?;
+            p
+        }
+        Err(e) => {
+            return Err(agree(world, program, Err(e))
+                .err()
+                .unwrap_or(Failure::Local(EXIT_FAILED)))
+        }
+    };
+    watchdog.begin("NCCL communicator initialisation".into());
+    watchdog.enter_call();
+    let connected = nccl::connect(prepared, world);
+    watchdog.end();
+    match connected {
+        Ok(backend) => {
+            agree(world, program, Ok(()))?;
+            Ok((Box::new(backend), choice))
+        }
+        Err(e) => Err(agree(world, program, Err(format!("--backend nccl: {e:#}")))
+            .err()
+            .unwrap_or(Failure::Local(EXIT_FAILED))),
     }
 }
 
@@ -206,12 +280,17 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     agree_on_arguments(world, &parsed)?;
     let args = parsed?;
     let plan = args.plan()?;
-    let roots = plan.root_list(world.size, coll.rooted())?;
-    let mut backend = open_backend(world, &args.backend)?;
+    // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
+    let env = relevant_env();
+    let nranks = world.size * plan.gpus_per_process;
+    let roots = plan.root_list(nranks, coll.rooted())?;
+    // Started before the backend: NCCL's initialisation is a collective that can hang.
+    let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    let (mut backend, backend_choice) = open_backend(world, program, &args, &plan, &watchdog)?;
     let info = backend.info();
 
-    // Memory: checked before allocating, against what this node has per rank.
-    let (send_bytes, recv_bytes) = buffer_bytes(&plan, coll, world.size);
+    // Memory: checked before allocating, against what each rank may use.
+    let (send_bytes, recv_bytes) = buffer_bytes(&plan, coll, nranks);
     if info.name == "mpi" {
         let max_elements = plan
             .datatypes
@@ -230,21 +309,22 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     // result back into another.
     let staging = (send_bytes + if plan.check > 0 { recv_bytes } else { 0 }) as u64;
     let buffers = (send_bytes + recv_bytes) as u64;
-    let need = if info.device == "host" {
+    // The mpi backend's buffers are host memory too: they share the budget.
+    let need = if info.name == "mpi" {
         buffers + staging
     } else {
         buffers
     };
     let memory = match backend.memory_available() {
-        Some(avail) if need.saturating_mul(world.local_size as u64) > avail => Err(format!(
-            "-e/--maxbytes {}: each rank needs {} (buffers {}, host staging {}) and {} ranks share this node, \
-             but only {} is available; lower -e/--maxbytes",
+        Some(budget) if need > budget.bytes => Err(format!(
+            "-e/--maxbytes {}: each rank needs {} (buffers {}, host staging {}) but only {} is available to it ({}); \
+             lower -e/--maxbytes",
             plan.max_bytes,
             human_bytes(need),
             human_bytes(buffers),
             human_bytes(staging),
-            world.local_size,
-            human_bytes(avail)
+            human_bytes(budget.bytes),
+            budget.what
         )),
         _ => Ok(()),
     };
@@ -254,9 +334,14 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         .map_err(|e| format!("{e:#}"));
     agree(world, program, alloc)?;
 
-    let mut run_info = describe_run(world, program, &plan, &info);
+    let mut run_info = describe_run(world, program, &plan, &info, backend_choice, env);
     find_limits(world, &args, &mut run_info);
     run_info.planned_results = planned_results(&plan, coll, roots.len());
+    if world.is_root() {
+        for warning in &run_info.notes {
+            eprintln!("{program}: WARNING: {warning}");
+        }
+    }
     let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
     if world.is_root() {
         match Progress::on_terminal(run_info.planned_results) {
@@ -279,7 +364,6 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         false => Ok(()),
     };
     agree(world, program, views.map_err(|e| format!("{e:#}")))?;
-    let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     for e in exporters.iter_mut() {
         e.start(&run_info)?;
     }
@@ -287,6 +371,9 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     let mut bench = Bench {
         world,
         coll,
+        local_ranks: backend.devices(),
+        nranks,
+        checks_in_place: backend.checks_in_place(coll.id()),
         backend: &mut *backend,
         plan: &plan,
         watchdog: &watchdog,
@@ -348,39 +435,110 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     })
 }
 
+/// What one process tells the others for the header.
+#[derive(Serialize, Deserialize)]
+struct ProcessFacts {
+    pid: u32,
+    info: BackendInfo,
+}
+
+/// Distinct values in order of first appearance.
+fn distinct<T: PartialEq + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 fn describe_run(
     world: &World,
     program: &str,
     plan: &Plan,
-    info: &crate::backend::BackendInfo,
+    info: &BackendInfo,
+    backend_choice: String,
+    env: Vec<String>,
 ) -> RunInfo {
     let step = match plan.step {
         Step::Factor(f) => format!("{f}(factor)"),
         Step::Bytes(b) => format!("{b}(bytes)"),
     };
     let settings_line = format!(
-        "nThread 1 nGpus 1 minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: 1 validation: {} graph: 0",
-        plan.min_bytes, plan.max_bytes, plan.warmup_iters, plan.iters, plan.check
+        "nThread 1 nGpus {} minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: 1 validation: {} graph: {}",
+        plan.gpus_per_process,
+        plan.min_bytes,
+        plan.max_bytes,
+        plan.warmup_iters,
+        plan.iters,
+        plan.check,
+        plan.graph_launches
     );
-    let mine = format!(
-        "#  Rank {:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [{}] {}",
-        world.rank,
-        std::process::id(),
-        world.hosts[world.rank],
-        world.local_rank,
-        info.device,
-        info.library_version
-    );
-    let rank_lines = world
-        .all_gather_bytes(mine.as_bytes())
-        .into_iter()
-        .map(|l| String::from_utf8_lossy(&l).into_owned())
+    let mine = ProcessFacts {
+        pid: std::process::id(),
+        info: info.clone(),
+    };
+    let all: Vec<ProcessFacts> = world
+        .all_gather_bytes(&serde_json::to_vec(&mine).unwrap_or_default())
+        .iter()
+        .map(|b| {
+            serde_json::from_slice(b).unwrap_or_else(|_| ProcessFacts {
+                pid: 0,
+                info: BackendInfo::default(),
+            })
+        })
         .collect();
+    let mut rank_lines = Vec::new();
+    let mut devices = Vec::new();
+    for (process, facts) in all.iter().enumerate() {
+        for (j, d) in facts.info.devices.iter().enumerate() {
+            let rank = process * facts.info.devices.len() + j;
+            rank_lines.push(format!(
+                "#  Rank {rank:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [{}] {}",
+                facts.pid, world.hosts[process], d.ordinal, d.location, d.name
+            ));
+            devices.push((
+                rank,
+                if d.location == "host" {
+                    "host".to_string()
+                } else {
+                    format!("{} {}", d.name, d.location)
+                },
+            ));
+        }
+    }
+    let device = match distinct(devices.iter().map(|(_, d)| d.clone())).as_slice() {
+        [one] => one.clone(),
+        _ => devices
+            .iter()
+            .map(|(r, d)| format!("r{r}={d}"))
+            .collect::<Vec<_>>()
+            .join(";"),
+    };
+    let transport = distinct(all.iter().map(|f| f.info.transport.clone())).join(" | ");
     let stamp = chrono::Utc::now();
     let mut notes = Vec::new();
     if let Some(warning) = world.launcher_mismatch() {
         notes.push(warning);
     }
+    notes.extend(distinct(all.iter().flat_map(|f| f.info.warnings.clone())));
+    let launch = if plan.graph_launches > 0 {
+        format!("graph x{}", plan.graph_launches)
+    } else if plan.blocking {
+        "blocking".to_string()
+    } else {
+        "stream".to_string()
+    };
+    let mut details = info.notes.clone();
+    details.push(match launch.as_str() {
+        "stream" => "Launch: calls issued back to back, completion awaited once per loop".to_string(),
+        "blocking" => "Launch: -z 1, each call completed on every rank before the next".to_string(),
+        _ => format!(
+            "Launch: -G {}, the timed calls captured in a CUDA graph launched {} times; validation runs uncaptured",
+            plan.graph_launches, plan.graph_launches
+        ),
+    });
     RunInfo {
         program: program.to_string(),
         run_id: format!(
@@ -390,19 +548,23 @@ fn describe_run(
         ),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         backend: info.name.clone(),
-        transport: info.transport.clone(),
+        transport,
         library_version: info.library_version.clone(),
-        device: info.device.clone(),
+        device,
         hosts: world.nodes(),
-        nranks: world.size,
+        nranks: devices.len(),
         settings_line,
         rank_lines,
-        env: relevant_env(),
+        env,
         iters: plan.iters,
         warmup_iters: plan.warmup_iters,
         average: plan.average.name().to_string(),
         checked: plan.check > 0,
         notes,
+        backend_choice,
+        details,
+        launch,
+        report_cputime: plan.report_cputime,
         ..RunInfo::default()
     }
 }
@@ -459,24 +621,32 @@ struct Bench<'a> {
     watchdog: &'a Watchdog,
     stall: Option<(usize, u64)>,
     corrupt: Option<(usize, usize)>,
+    /// Ranks this process drives (-g) and ranks in the job.
+    local_ranks: usize,
+    nranks: usize,
+    /// Whether -c checks the in-place form on this backend.
+    checks_in_place: bool,
     /// Reused for every loop: nothing is allocated around the timed calls.
     per_iteration: Vec<f64>,
 }
 
 impl Bench<'_> {
-    fn layout(&self, size: u64, dtype: DataType, op: Option<RedOp>, root: usize) -> Layout {
+    /// One layout per rank this process drives.
+    fn layouts(&self, size: u64, dtype: DataType, op: Option<RedOp>, root: usize) -> Vec<Layout> {
         let counts = self.coll.counts(
             (size / dtype.size() as u64) as usize,
             dtype.size(),
-            self.world.size,
+            self.nranks,
         );
-        Layout {
-            rank: self.world.rank,
-            nranks: self.world.size,
-            root,
-            counts,
-            pattern: Pattern::new(dtype, op.unwrap_or(RedOp::Sum), self.world.size),
-        }
+        (0..self.local_ranks)
+            .map(|local| Layout {
+                rank: self.world.rank * self.local_ranks + local,
+                nranks: self.nranks,
+                root,
+                counts,
+                pattern: Pattern::new(dtype, op.unwrap_or(RedOp::Sum), self.nranks),
+            })
+            .collect()
     }
 
     /// Where the send data and the result live, as nccl-tests lays them out.
@@ -489,26 +659,17 @@ impl Bench<'_> {
             ..
         } = *layout;
         let elt = pattern.dtype.size();
+        let device = rank % self.local_ranks;
+        let at = |slot, offset| BufRef {
+            device,
+            slot,
+            offset,
+        };
         let (send, recv) = match placement {
-            Placement::OutOfPlace => (
-                BufRef {
-                    slot: Slot::Send,
-                    offset: 0,
-                },
-                BufRef {
-                    slot: Slot::Recv,
-                    offset: 0,
-                },
-            ),
+            Placement::OutOfPlace => (at(Slot::Send, 0), at(Slot::Recv, 0)),
             Placement::InPlace => (
-                BufRef {
-                    slot: Slot::Recv,
-                    offset: rank * counts.send_inplace_offset * elt,
-                },
-                BufRef {
-                    slot: Slot::Recv,
-                    offset: rank * counts.recv_inplace_offset * elt,
-                },
+                at(Slot::Recv, rank * counts.send_inplace_offset * elt),
+                at(Slot::Recv, rank * counts.recv_inplace_offset * elt),
             ),
         };
         OpArgs {
@@ -522,12 +683,27 @@ impl Bench<'_> {
         }
     }
 
-    fn write_inputs(&mut self, layout: &Layout, args: &OpArgs) -> anyhow::Result<()> {
-        let mut bytes = vec![0u8; layout.counts.send * args.dtype.size()];
-        fill(args.dtype, &mut bytes, |i| {
-            layout.pattern.input(layout.rank, i)
-        });
-        self.backend.write(args.send, &bytes)
+    /// One collective over this process's ranks: grouped when it drives several.
+    fn launch(&mut self, args: &[OpArgs]) -> anyhow::Result<()> {
+        if let [one] = args {
+            return self.coll.launch(self.backend, one);
+        }
+        self.backend.group_start()?;
+        for a in args {
+            self.coll.launch(self.backend, a)?;
+        }
+        self.backend.group_end()
+    }
+
+    fn write_inputs(&mut self, layouts: &[Layout], args: &[OpArgs]) -> anyhow::Result<()> {
+        for (layout, a) in layouts.iter().zip(args) {
+            let mut bytes = vec![0u8; layout.counts.send * a.dtype.size()];
+            fill(a.dtype, &mut bytes, |i| {
+                layout.pattern.input(layout.rank, i)
+            });
+            self.backend.write(a.send, &bytes)?;
+        }
+        Ok(())
     }
 
     fn label(&self, layout: &Layout, placement: Placement, what: &str) -> String {
@@ -552,16 +728,53 @@ impl Bench<'_> {
             .begin(format!("{} {dtype} warm-up", self.coll.name()));
         self.world.barrier();
         for size in sweep(self.plan.min_bytes, self.plan.max_bytes, Step::Factor(2)) {
-            let layout = self.layout(size, dtype, op, root);
-            let args = self.op_args(&layout, Placement::OutOfPlace);
+            let layouts = self.layouts(size, dtype, op, root);
+            let args: Vec<OpArgs> = layouts
+                .iter()
+                .map(|l| self.op_args(l, Placement::OutOfPlace))
+                .collect();
             for _ in 0..self.plan.warmup_iters {
                 self.watchdog.enter_call();
-                self.coll.launch(self.backend, &args)?;
+                self.launch(&args)?;
             }
         }
         self.backend.synchronize()?;
         self.watchdog.end();
         Ok(())
+    }
+
+    /// The timed loop of one placement: seconds per call (from the backend's clock),
+    /// CPU seconds to issue one call, and per-iteration times in `per_iteration`.
+    fn time_loop(&mut self, args: &[OpArgs]) -> anyhow::Result<(f64, f64)> {
+        let iters = self.plan.iters;
+        let graph = self.plan.graph_launches;
+        if graph > 0 {
+            self.backend.begin_capture()?;
+        }
+        self.backend.timer_start(iters)?;
+        let mut issued = Instant::now();
+        for _ in 0..iters {
+            self.watchdog.enter_call();
+            self.launch(args)?;
+            self.backend.mark();
+            if self.plan.blocking {
+                self.backend.synchronize()?;
+                self.world.barrier();
+            }
+        }
+        let mut calls = iters;
+        if graph > 0 {
+            self.backend.end_capture()?;
+            // As nccl-tests: every rank has its graph before any replay starts.
+            self.world.barrier();
+            issued = Instant::now();
+            self.backend.replay(graph)?;
+            calls = iters * graph;
+        }
+        let cpu = issued.elapsed().as_secs_f64() / calls as f64;
+        self.backend.synchronize()?;
+        let total = self.backend.timer_read(&mut self.per_iteration)?;
+        Ok((total / calls as f64, cpu))
     }
 
     fn measure_size(
@@ -572,12 +785,13 @@ impl Bench<'_> {
         root: usize,
         cycle: u64,
     ) -> Result<SizeResult, Failure> {
-        let layout = self.layout(size, dtype, op, root);
-        let n = self.world.size;
+        let layouts = self.layouts(size, dtype, op, root);
+        let layout = layouts[0];
+        let n = self.nranks;
         let mut measurements = Vec::new();
         for placement in Placement::BOTH {
-            let args = self.op_args(&layout, placement);
-            self.write_inputs(&layout, &args)?;
+            let args: Vec<OpArgs> = layouts.iter().map(|l| self.op_args(l, placement)).collect();
+            self.write_inputs(&layouts, &args)?;
             if self
                 .stall
                 .is_some_and(|(rank, at)| rank == self.world.rank && size >= at)
@@ -591,33 +805,26 @@ impl Bench<'_> {
             self.world.barrier();
             self.watchdog
                 .begin(self.label(&layout, placement, "(timed loop)"));
-            let iters = self.plan.iters;
-            self.backend.timer_start(iters)?;
-            for _ in 0..iters {
-                self.watchdog.enter_call();
-                self.coll.launch(self.backend, &args)?;
-                self.backend.mark();
-            }
-            self.backend.synchronize()?;
+            let (seconds_per_call, cpu_per_call) = self.time_loop(&args)?;
             self.watchdog.end();
-            let total = self.backend.timer_read(&mut self.per_iteration)?;
 
-            let wrong = if self.plan.check > 0 {
-                Some(self.validate(&layout, &args, placement)?)
-            } else {
-                None
+            let wrong = match placement {
+                _ if self.plan.check == 0 => None,
+                Placement::InPlace if !self.checks_in_place => None,
+                _ => Some(self.validate(&layouts, &args, placement)?),
             };
 
-            let mut mine = Vec::with_capacity(iters + 1);
-            mine.push(total / iters as f64);
+            let iters = self.plan.iters;
+            let mut mine = Vec::with_capacity(iters + 2);
+            mine.push(seconds_per_call);
+            mine.push(cpu_per_call);
             mine.extend_from_slice(&self.per_iteration);
             let gathered = self.world.gather_f64s(&mine);
             if let Some(all) = gathered {
-                let per_rank_time: Vec<f64> = all.chunks_exact(iters + 1).map(|c| c[0]).collect();
-                let per_iter: Vec<f64> = all
-                    .chunks_exact(iters + 1)
-                    .flat_map(|c| c[1..].to_vec())
-                    .collect();
+                let per_process = all.chunks_exact(iters + 2);
+                let per_rank_time: Vec<f64> = per_process.clone().map(|c| c[0]).collect();
+                let per_rank_cpu: Vec<f64> = per_process.clone().map(|c| c[1]).collect();
+                let per_iter: Vec<f64> = per_process.flat_map(|c| c[2..].to_vec()).collect();
                 let seconds = self.plan.average.combine(&per_rank_time);
                 let algbw = layout.counts.size_bytes(dtype.size()) as f64 / 1e9 / seconds;
                 let worst = max_over_ranks(&per_iter, iters);
@@ -632,6 +839,7 @@ impl Bench<'_> {
                     histogram: h,
                     slowest_rank: slowest(&mean_per_rank(&per_iter, iters)),
                     timestamp: now_utc(),
+                    cpu_us: Some(self.plan.average.combine(&per_rank_cpu) * 1e6),
                 });
             }
         }
@@ -652,41 +860,48 @@ impl Bench<'_> {
     /// compared with its exact value; returns wrong elements summed over ranks.
     fn validate(
         &mut self,
-        layout: &Layout,
-        args: &OpArgs,
+        layouts: &[Layout],
+        args: &[OpArgs],
         placement: Placement,
     ) -> Result<u64, Failure> {
-        let elt = args.dtype.size();
+        let layout = layouts[0];
+        let elt = layout.pattern.dtype.size();
         let Counts { recv, .. } = layout.counts;
+        let tolerance =
+            self.backend
+                .tolerance(layout.pattern.dtype, layout.pattern.op, self.nranks);
         let mut wrong = 0;
         for _ in 0..self.plan.check {
             if placement == Placement::OutOfPlace {
                 // 0xFF bytes: NaN or -1 or a large unsigned value, never an expected one
                 // at these rank counts, so a call that wrote nothing cannot pass.
-                self.backend.write(args.recv, &vec![0xFF; recv * elt])?;
-            }
-            self.write_inputs(layout, args)?;
-            self.watchdog
-                .begin(self.label(layout, placement, "(validation)"));
-            self.watchdog.enter_call();
-            self.coll.launch(self.backend, args)?;
-            self.backend.synchronize()?;
-            self.watchdog.end();
-            let mut result = vec![0u8; recv * elt];
-            self.backend.read(args.recv, &mut result)?;
-            if let Some((rank, index)) = self.corrupt {
-                if rank == layout.rank && index < recv {
-                    let bad = self.coll.expected(layout, index).unwrap_or(0.0) + 1.0;
-                    fill(
-                        args.dtype,
-                        &mut result[index * elt..(index + 1) * elt],
-                        |_| bad,
-                    );
+                for a in args {
+                    self.backend.write(a.recv, &vec![0xFF; recv * elt])?;
                 }
             }
-            let mine = count_wrong_defined(self.coll, layout, args.dtype, &result);
+            self.write_inputs(layouts, args)?;
             self.watchdog
-                .begin(self.label(layout, placement, "(validation sum)"));
+                .begin(self.label(&layout, placement, "(validation)"));
+            self.watchdog.enter_call();
+            self.launch(args)?;
+            self.backend.synchronize()?;
+            self.watchdog.end();
+            let mut mine = 0;
+            for (l, a) in layouts.iter().zip(args) {
+                let mut result = vec![0u8; recv * elt];
+                self.backend.read(a.recv, &mut result)?;
+                if let Some((rank, index)) = self.corrupt {
+                    if rank == l.rank && index < recv {
+                        let bad = self.coll.expected(l, index).unwrap_or(0.0) + 1.0;
+                        fill(a.dtype, &mut result[index * elt..(index + 1) * elt], |_| {
+                            bad
+                        });
+                    }
+                }
+                mine += count_wrong_defined(self.coll, l, a.dtype, &result, tolerance);
+            }
+            self.watchdog
+                .begin(self.label(&layout, placement, "(validation sum)"));
             self.watchdog.enter_call();
             wrong += self.world.sum_u64(mine);
             self.watchdog.end();
@@ -702,13 +917,14 @@ fn count_wrong_defined(
     layout: &Layout,
     dtype: DataType,
     result: &[u8],
+    tolerance: f64,
 ) -> u64 {
     if result.is_empty() {
         return 0;
     }
     match coll.expected(layout, 0) {
         None => 0,
-        Some(_) => count_wrong(dtype, result, |i| {
+        Some(_) => count_wrong_within(dtype, result, tolerance, |i| {
             coll.expected(layout, i).unwrap_or(f64::NAN)
         }),
     }

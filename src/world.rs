@@ -108,15 +108,14 @@ impl World {
                 Some(d)
             })
             .collect();
-        let total = lens.iter().sum::<Count>() as usize;
-        if total == 0 {
-            // Every rank knows the total: all skip the call alike.
-            return vec![Vec::new(); self.size];
-        }
-        let mut all = vec![0u8; total];
-        {
+        let mut all = vec![0u8; lens.iter().sum::<Count>() as usize];
+        // An empty Vec's pointer is 1, which is Open MPI's MPI_IN_PLACE: with nothing
+        // to receive skip the call (every rank knows), and never send from it.
+        if !all.is_empty() {
+            let anchor = [0u8; 1];
+            let send = if mine.is_empty() { &anchor[..0] } else { mine };
             let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-            self.comm.all_gather_varcount_into(mine, &mut partition);
+            self.comm.all_gather_varcount_into(send, &mut partition);
         }
         lens.iter()
             .zip(&displs)

@@ -1,11 +1,14 @@
 //! Where the collectives run. A backend owns one send and one receive buffer per
 //! rank (allocated once for the largest size, as nccl-tests does), issues the nine
 //! calls on them, and times loops of calls with its own clock (host clock for MPI,
-//! stream events for NCCL).
+//! stream events for NCCL). A process drives one rank, or with `-g N` (nccl) N
+//! ranks on N GPUs, whose calls the driver brackets with `group_start`/`group_end`.
 
 pub mod mpi;
+pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
+use serde::{Deserialize, Serialize};
 
 /// One of the two buffers a backend holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,9 +17,11 @@ pub enum Slot {
     Recv,
 }
 
-/// A place in a backend buffer: which buffer and a byte offset into it.
+/// A place in a backend buffer: which of this process's ranks (0 unless `-g`),
+/// which buffer, and a byte offset into it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BufRef {
+    pub device: usize,
     pub slot: Slot,
     pub offset: usize,
 }
@@ -34,8 +39,19 @@ pub struct OpArgs {
     pub in_place: bool,
 }
 
-/// What a backend says about itself, for the header and the CSV.
-#[derive(Clone, Debug, Default)]
+/// What holds one rank's buffers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankDevice {
+    /// GPU number (the node-local rank for host memory), as nccl-tests prints it.
+    pub ordinal: usize,
+    /// "0000:18:00.0", or "host".
+    pub location: String,
+    /// "NVIDIA H200", or the MPI library for host memory.
+    pub name: String,
+}
+
+/// What a backend says about itself on one process, for the header and the CSV.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct BackendInfo {
     /// "mpi" or "nccl".
     pub name: String,
@@ -43,15 +59,31 @@ pub struct BackendInfo {
     pub transport: String,
     /// MPI or NCCL library version.
     pub library_version: String,
-    /// What holds the buffers on this rank: "host" or a GPU's name and bus id.
-    pub device: String,
+    /// One entry per rank this process drives.
+    pub devices: Vec<RankDevice>,
+    /// How the calls are made, for the header: "AlltoAll, Gather, Scatter: ncclAlltoAll...".
+    pub notes: Vec<String>,
+    /// Misconfigurations found (a multi-node run on TCP sockets): printed loudly.
+    pub warnings: Vec<String>,
+}
+
+/// Memory a rank may use for its two buffers.
+#[derive(Clone, Debug)]
+pub struct MemoryBudget {
+    pub bytes: u64,
+    /// What it is: "host memory shared by 4 ranks", "free memory of GPU 0".
+    pub what: String,
 }
 
 pub trait Backend {
     fn info(&self) -> BackendInfo;
-    /// Bytes this rank may still allocate for buffers, when the backend can tell.
-    fn memory_available(&self) -> Option<u64>;
-    /// Allocates the two buffers; called once with the largest sizes of the sweep.
+    /// Ranks this process drives (`-g`); buffer references name them 0..devices().
+    fn devices(&self) -> usize {
+        1
+    }
+    /// Memory each of this process's ranks may still allocate, when the backend can tell.
+    fn memory_available(&self) -> Option<MemoryBudget>;
+    /// Allocates the two buffers of every rank; called once with the largest sizes.
     fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()>;
     fn write(&mut self, at: BufRef, data: &[u8]) -> anyhow::Result<()>;
     fn read(&mut self, at: BufRef, out: &mut [u8]) -> anyhow::Result<()>;
@@ -66,14 +98,48 @@ pub trait Backend {
     fn scatter(&mut self, args: &OpArgs) -> anyhow::Result<()>;
     fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()>;
 
+    /// Brackets the calls of one collective over this process's ranks (`-g`).
+    fn group_start(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn group_end(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Whether the in-place form of `collective` (CSV name) has defined results
+    /// that `-c` can check (nccl-tests does not check in-place alltoall and sendrecv
+    /// on NCCL, where send and receive regions overlap).
+    fn checks_in_place(&self, _collective: &str) -> bool {
+        true
+    }
+    /// Relative error the library's arithmetic may leave on exact data (NCCL's avg
+    /// of floating-point types multiplies by a rounded 1/n); 0 means exact.
+    fn tolerance(&self, _dtype: DataType, _op: RedOp, _nranks: usize) -> f64 {
+        0.0
+    }
+
     /// Waits until every issued call has completed on this rank.
     fn synchronize(&mut self) -> anyhow::Result<()>;
+
+    /// `-G`: the calls that follow, with their `mark`s, are captured (not run) until
+    /// `end_capture`; `replay` then runs them `launches` times.
+    fn begin_capture(&mut self) -> anyhow::Result<()> {
+        anyhow::bail!("-G/--cudagraph: CUDA graphs need --backend nccl")
+    }
+    fn end_capture(&mut self) -> anyhow::Result<()> {
+        anyhow::bail!("-G/--cudagraph: CUDA graphs need --backend nccl")
+    }
+    fn replay(&mut self, _launches: usize) -> anyhow::Result<()> {
+        anyhow::bail!("-G/--cudagraph: CUDA graphs need --backend nccl")
+    }
+
     /// Prepares `iterations` timed calls and takes the starting timestamp. Must not
     /// allocate later: `mark` runs inside the timed loop.
     fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()>;
     /// Takes a timestamp after the call just issued.
     fn mark(&mut self);
     /// After `synchronize`: seconds of each timed call into `per_iteration`, and
-    /// the seconds of the whole loop as the return value.
+    /// the seconds of the whole loop as the return value (with `-G`: of all replays,
+    /// and per-iteration times from the last replay).
     fn timer_read(&mut self, per_iteration: &mut [f64]) -> anyhow::Result<f64>;
 }

@@ -4,7 +4,7 @@
 //! at run time, as nccl-tests passes ncclDataType_t) and needs MPI_IN_PLACE, which
 //! rsmpi's safe collectives do not offer.
 
-use super::{Backend, BackendInfo, BufRef, OpArgs, Slot};
+use super::{Backend, BackendInfo, BufRef, MemoryBudget, OpArgs, RankDevice, Slot};
 use crate::datatype::{divide_in_place, DataType, RedOp};
 use crate::world::World;
 use anyhow::{bail, Context};
@@ -49,6 +49,8 @@ pub struct MpiBackend {
     rank: usize,
     nranks: usize,
     nnodes: usize,
+    local_rank: usize,
+    local_size: usize,
     send: HostBuffer,
     recv: HostBuffer,
     marks: Vec<Instant>,
@@ -154,6 +156,8 @@ impl MpiBackend {
             rank: world.rank,
             nranks: world.size,
             nnodes: world.nodes().len(),
+            local_rank: world.local_rank,
+            local_size: world.local_size,
             send: HostBuffer::default(),
             recv: HostBuffer::default(),
             marks: Vec::new(),
@@ -250,16 +254,29 @@ impl Backend for MpiBackend {
         BackendInfo {
             name: "mpi".into(),
             transport,
+            devices: vec![RankDevice {
+                ordinal: self.local_rank,
+                location: "host".into(),
+                name: library.clone(),
+            }],
             library_version: library,
-            device: "host".into(),
+            notes: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
-    fn memory_available(&self) -> Option<u64> {
+    fn memory_available(&self) -> Option<MemoryBudget> {
         let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
         let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
+        let sharers = self.local_size.max(1);
+        Some(MemoryBudget {
+            bytes: kib * 1024 / sharers as u64,
+            what: format!(
+                "{} of available host memory shared by {sharers} ranks on this node",
+                crate::sizes::human_bytes(kib * 1024)
+            ),
+        })
     }
 
     fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()> {
@@ -361,6 +378,7 @@ impl Backend for MpiBackend {
             // MPI leaves an in-place result at the start of the buffer; nccl-tests'
             // layout wants it at rank * count, so it moves there (part of the call).
             let whole = self.ptr(BufRef {
+                device: 0,
                 slot: Slot::Recv,
                 offset: 0,
             });

@@ -108,19 +108,26 @@ impl CsvExport {
     }
 }
 
+impl CsvExport {
+    /// Writes rows and flushes them, so a crash keeps every row measured before it.
+    pub fn write_rows(&mut self, rows: impl IntoIterator<Item = Row>) -> anyhow::Result<()> {
+        for row in rows {
+            self.writer.serialize(row)?;
+        }
+        self.writer
+            .flush()
+            .with_context(|| format!("--csv {}: write failed", self.path.display()))?;
+        Ok(())
+    }
+}
+
 impl Exporter for CsvExport {
     fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
         Ok(())
     }
 
     fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
-        for m in &result.measurements {
-            self.writer.serialize(Row::new(run, result, m))?;
-        }
-        self.writer
-            .flush()
-            .with_context(|| format!("--csv {}: write failed", self.path.display()))?;
-        Ok(())
+        self.write_rows(result.measurements.iter().map(|m| Row::new(run, result, m)))
     }
 
     fn finish(&mut self, _run: &RunInfo, _summary: &Summary) -> anyhow::Result<()> {

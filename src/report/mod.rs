@@ -54,6 +54,14 @@ pub struct RunInfo {
     pub limits_lines: Vec<String>,
     /// Size results the sweep will produce; None with -N 0 (until interrupted).
     pub planned_results: Option<u64>,
+    /// Why this backend runs: "--backend auto: libcuda.so.1 not found on rank 0 ...".
+    pub backend_choice: String,
+    /// Facts about how the calls were made, one header line each.
+    pub details: Vec<String>,
+    /// How calls were issued: "stream", "blocking" (-z 1) or "graph x N" (-G N).
+    pub launch: String,
+    /// -C 1: the table's time column shows the CPU time to issue a call.
+    pub report_cputime: bool,
 }
 
 /// out-of-place or in-place.
@@ -90,6 +98,8 @@ pub struct Measurement {
     pub slowest_rank: usize,
     /// UTC time the measurement finished.
     pub timestamp: String,
+    /// CPU time to issue one call (nccl-tests' -C figure), microseconds.
+    pub cpu_us: Option<f64>,
 }
 
 /// One line of the table: a size of one collective, datatype, op and root.
@@ -172,6 +182,8 @@ pub struct Row {
     /// busbw / limit_gbs in percent (100 = the link's data rate).
     pub pct_of_limit: Option<f64>,
     pub env: String,
+    pub cpu_us: Option<f64>,
+    pub launch: Option<String>,
 }
 
 impl Row {
@@ -215,6 +227,8 @@ impl Row {
             limit_gbs: limit.map(|l| l.gbs),
             pct_of_limit: limit.map(|l| limits::percent_of(m.busbw_gbs, l)),
             env: run.env.join(";"),
+            cpu_us: m.cpu_us,
+            launch: Some(run.launch.clone()),
         }
     }
 }

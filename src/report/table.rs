@@ -50,6 +50,9 @@ impl<W: Write> Exporter for Table<W> {
             "# fabricbench {} ({} backend), nccl-tests-compatible output",
             run.tool_version, run.backend
         )?;
+        if !run.backend_choice.is_empty() {
+            writeln!(o, "# Backend: {}", run.backend_choice)?;
+        }
         writeln!(o, "# Collective test starting: {}", run.program)?;
         writeln!(o, "# {}", run.settings_line)?;
         writeln!(
@@ -68,6 +71,12 @@ impl<W: Write> Exporter for Table<W> {
         for (i, line) in run.limits_lines.iter().enumerate() {
             let lead = if i == 0 { "Limits: " } else { "  detected: " };
             writeln!(o, "# {lead}{line}")?;
+        }
+        for detail in &run.details {
+            writeln!(o, "# {detail}")?;
+        }
+        if run.report_cputime {
+            writeln!(o, "# -C 1: the time columns show the CPU time to issue one call; algbw and busbw still use its completion time")?;
         }
         for note in &run.notes {
             writeln!(o, "# WARNING: {note}")?;
@@ -98,7 +107,7 @@ impl<W: Write> Exporter for Table<W> {
         Ok(())
     }
 
-    fn record(&mut self, _run: &RunInfo, r: &SizeResult) -> anyhow::Result<()> {
+    fn record(&mut self, run: &RunInfo, r: &SizeResult) -> anyhow::Result<()> {
         let mut line = format!(
             "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}",
             r.size_bytes, r.count, r.datatype, r.redop, r.root
@@ -111,9 +120,13 @@ impl<W: Write> Exporter for Table<W> {
                         self.best = Some((m.busbw_gbs, r.size_bytes, placement));
                     }
                     let wrong = m.wrong.map_or("   N/A".to_string(), |w| format!("{w:>6}"));
+                    let time = match (run.report_cputime, m.cpu_us) {
+                        (true, Some(cpu)) => cpu,
+                        _ => m.time_us,
+                    };
                     line += &format!(
                         "  {}  {}  {}  {}",
-                        fit(m.time_us, 7),
+                        fit(time, 7),
                         fit(m.algbw_gbs, 6),
                         fit(m.busbw_gbs, 6),
                         wrong

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# GPU check: on a machine with one or more NVIDIA GPUs, runs the nine collectives
+# on the nccl backend (every datatype, every op, a few sizes, -c 1), a sweep of
+# all_reduce_perf to 1 GiB, the -G / -z / -C modes, --backend auto, -g when there
+# are several GPUs, and copy_bw; then prints a summary table, last.
+#
+# Needs nothing from the network. Every binary runs as a single rank without
+# mpirun (Open MPI's isolated singleton); NCCL is found by the binaries' own search
+# (pip's nvidia-nccl-cu12/13 wheels included), which the first step checks.
+#
+# Usage: scripts/gpu-check.sh [BUNDLE]
+#   BUNDLE  gpu-bundle/ made by scripts/gpu-bundle.sh (the default): binaries in
+#           BUNDLE/bin, Open MPI's libraries in BUNDLE/usr; or a directory holding
+#           the binaries (e.g. target/release) where MPI is installed.
+# Logs and CSVs go to $OUT/gpu-check when OUT is set, else ./gpu-check-out.
+# Fits in 10 minutes on one GPU: each step has a time limit and the whole run a
+# budget (GPU_CHECK_BUDGET_S, default 540 s); steps that no longer fit are skipped.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bundle=$(realpath "${1:-gpu-bundle}")
+bin=$bundle
+[ -d "$bundle/bin" ] && bin=$bundle/bin
+if [ -d "$bundle/usr" ]; then
+    export LD_LIBRARY_PATH="$bundle/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export OPAL_PREFIX="$bundle/usr"
+fi
+# A single rank without mpirun starts no orted; transports this host lacks stay quiet.
+export OMPI_MCA_ess_singleton_isolated=1 OMPI_MCA_mca_base_component_show_load_errors=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+out="${OUT:+$OUT/gpu-check}"
+out="${out:-$PWD/gpu-check-out}"
+rm -rf "$out"
+mkdir -p "$out"
+steps="$out/steps.tsv"
+: > "$steps"
+budget=${GPU_CHECK_BUDGET_S:-540}
+started=$(date +%s)
+
+echo "# gpu-check: binaries from $bin, results in $out"
+echo "# host $(hostname), $(uname -r), $(ldd --version 2>&1 | head -1)"
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --format=csv,noheader \
+        | sed 's/^/# GPU /'
+else
+    echo "# nvidia-smi not found"
+fi
+missing=$(ldd "$bin/all_reduce_perf" 2>&1 | grep "not found" || true)
+[ -n "$missing" ] && echo "# WARNING: libraries the binaries need are missing: $missing"
+ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+ngpus=${ngpus:-0}
+
+# Where Python's pip put NCCL, to compare with what the binaries find themselves.
+wheel_nccl=$(python3 - 2>/dev/null <<'EOF'
+import glob, site, sys
+dirs = list(dict.fromkeys(site.getsitepackages() + [site.getusersitepackages()] + sys.path))
+for d in dirs:
+    for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"):
+        print(f)
+        raise SystemExit
+EOF
+)
+echo "# pip's NCCL: ${wheel_nccl:-none found by python3}"
+
+# run_step NAME LIMIT_S CSV_OR_- COMMAND...: runs COMMAND with a time limit, logs to
+# $out/NAME.log, and appends "name rc seconds log csv" to the step list.
+run_step() {
+    local name=$1 limit=$2 csv=$3
+    shift 3
+    local left=$(( budget - ($(date +%s) - started) ))
+    if [ "$left" -lt 15 ]; then
+        printf '%s\t%s\t%s\t%s\t%s\n' "$name" "skipped" 0 "-" "$csv" >> "$steps"
+        echo "# $name: skipped (time budget spent)"
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    echo "# $name: $*"
+    local t0 rc
+    t0=$(date +%s.%N)
+    timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1
+    rc=$?
+    local dt
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$rc" "$dt" "$out/$name.log" "$csv" >> "$steps"
+    tail -n 3 "$out/$name.log" | sed 's/^/#   /'
+}
+
+# 1. NCCL found without help: no --nccl-lib, no FABRICBENCH_NCCL_LIB.
+unset FABRICBENCH_NCCL_LIB
+run_step nccl-discovery 60 - "$bin/all_reduce_perf" --backend nccl -b 8 -e 8 -n 1 -w 0 -T 50
+if ! grep -q "nccl backend" "$out/nccl-discovery.log" && [ -n "$wheel_nccl" ]; then
+    echo "# the binaries did not find NCCL: the remaining steps use FABRICBENCH_NCCL_LIB=$wheel_nccl"
+    export FABRICBENCH_NCCL_LIB=$wheel_nccl
+fi
+
+# 2. The nine collectives, every datatype (and op), with validation.
+for coll in all_reduce reduce_scatter reduce broadcast all_gather alltoall gather scatter sendrecv; do
+    ops=()
+    case $coll in all_reduce|reduce_scatter|reduce) ops=(-o all) ;; esac
+    run_step "$coll" 90 "$out/$coll.csv" "$bin/${coll}_perf" --backend nccl -d all "${ops[@]}" \
+        -b 8 -e 1M -f 32 -n 5 -w 1 -c 1 -T 60 --csv "$out/$coll.csv"
+done
+
+# 3. all_reduce sweep to 1 GiB.
+run_step all_reduce-sweep 150 "$out/all_reduce-sweep.csv" "$bin/all_reduce_perf" --backend nccl \
+    -b 8 -e 1G -f 2 -n 20 -w 5 -c 1 -T 120 --csv "$out/all_reduce-sweep.csv"
+
+# 4. Launch modes: CUDA graph replays; blocking calls with CPU launch time.
+run_step all_reduce-graph 60 "$out/all_reduce-graph.csv" "$bin/all_reduce_perf" --backend nccl \
+    -b 8 -e 64M -f 8 -n 20 -G 10 -c 1 -T 50 --csv "$out/all_reduce-graph.csv"
+run_step all_reduce-blocking 60 "$out/all_reduce-blocking.csv" "$bin/all_reduce_perf" --backend nccl \
+    -b 8 -e 64M -f 8 -n 20 -z 1 -C 1 -c 1 -T 50 --csv "$out/all_reduce-blocking.csv"
+
+# 5. --backend auto picks nccl here.
+run_step backend-auto 60 "$out/backend-auto.csv" "$bin/broadcast_perf" -b 8 -e 1K -f 4 -c 1 -T 50 \
+    --csv "$out/backend-auto.csv"
+
+# 6. Several GPUs driven by one process, when there are several.
+if [ "$ngpus" -ge 2 ]; then
+    run_step all_reduce-g"$ngpus" 90 "$out/all_reduce-g.csv" "$bin/all_reduce_perf" --backend nccl \
+        -g "$ngpus" -b 8 -e 256M -f 4 -c 1 -T 60 --csv "$out/all_reduce-g.csv"
+fi
+
+# 7. Copy bandwidth against the PCIe, NVLink and memory limits.
+run_step copy_bw 180 "$out/copy_bw.csv" "$bin/copy_bw" --csv "$out/copy_bw.csv"
+
+# Summary, last.
+python3 - "$steps" <<'EOF'
+import csv, re, sys
+
+def rows(path):
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError:
+        return []
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+def figure(name, log, table):
+    """One line saying what the step measured."""
+    if name == "nccl-discovery":
+        m = re.search(r"# NCCL library: (\S+)", log)
+        return "found " + m.group(1) if m else "NCCL not found by the binaries"
+    if name == "backend-auto":
+        m = re.search(r"^# Backend: (.*)$", log, re.M)
+        return m.group(1) if m else "no # Backend: line"
+    if name == "copy_bw":
+        best = {}
+        for r in table:
+            key = (r["collective"].replace("copy_", ""), r["placement"])
+            g = num(r["busbw_gbs"]) or 0
+            if key not in best or g > (num(best[key]["busbw_gbs"]) or 0):
+                best[key] = r
+        parts = []
+        for (kind, path), r in sorted(best.items()):
+            pct = num(r["pct_of_limit"])
+            limit = f" = {pct:.0f}% of {r['limit_name']}" if pct is not None else ""
+            parts.append(f"{kind} {path} {num(r['busbw_gbs']):.1f} GB/s{limit}")
+        return "; ".join(parts)
+    if not table:
+        return ""
+    out = [r for r in table if r["placement"] == "out-of-place"]
+    big = max(out or table, key=lambda r: int(r["size_bytes"]))
+    small = min(out or table, key=lambda r: int(r["size_bytes"]))
+    text = (f"{int(big['size_bytes'])} B: {num(big['time_us']):.1f} us, algbw {num(big['algbw_gbs']):.1f} GB/s, "
+            f"busbw {num(big['busbw_gbs']):.1f} GB/s; {int(small['size_bytes'])} B: {num(small['time_us']):.2f} us")
+    if small.get("cpu_us") and name.endswith("blocking"):
+        text += f" (CPU {num(small['cpu_us']):.2f} us)"
+    return text
+
+steps = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
+results = []
+first_row = None
+for name, rc, seconds, log_path, csv_path in steps:
+    log = open(log_path, errors="replace").read() if log_path != "-" else ""
+    table = rows(csv_path) if csv_path != "-" else []
+    first_row = first_row or (table[0] if table and not name.startswith("copy") else None)
+    wrong = sum(int(r["wrong"]) for r in table if r.get("wrong") not in (None, ""))
+    failed_verdict = "FAILED" in log
+    if rc == "skipped":
+        verdict = "SKIP"
+    elif rc == "0" and wrong == 0 and not failed_verdict and (name != "backend-auto" or "(nccl backend)" in log):
+        verdict = "PASS"
+    else:
+        verdict = "FAIL"
+    note = figure(name, log, table)
+    if verdict == "FAIL" and rc not in ("0", "skipped"):
+        errors = [l for l in log.splitlines() if "error" in l.lower()]
+        note = (errors[-1] if errors else f"exit status {rc}" + (" (time limit)" if rc in ("124", "137") else ""))[:160]
+    results.append((name, rc, seconds, len(table), wrong, verdict, note))
+
+print("#")
+print("# gpu-check summary")
+if first_row:
+    print(f"# {first_row['library_version']} | device: {first_row['device']} | transport: {first_row['transport']}")
+print(f"# {'step':<22} {'result':<6} {'exit':>4} {'time(s)':>8} {'rows':>5} {'#wrong':>6}  measured")
+for name, rc, seconds, nrows, wrong, verdict, note in results:
+    print(f"  {name:<22} {verdict:<6} {rc:>4} {seconds:>8} {nrows:>5} {wrong:>6}  {note}")
+passed = sum(r[5] == "PASS" for r in results)
+print(f"# {passed} of {len(results)} steps passed")
+sys.exit(0 if all(r[5] != "FAIL" for r in results) else 1)
+EOF

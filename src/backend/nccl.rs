@@ -1,0 +1,703 @@
+//! The `nccl` backend: buffers in GPU memory and NCCL's own calls, one GPU per rank
+//! (chosen from the node-local rank) or, with `-g N`, N GPUs driven by one process
+//! through grouped calls, as nccl-tests does.
+//!
+//! Timing follows nccl-tests' stream semantics with CUDA events: one event on each
+//! rank's stream before the loop and one after every call, recorded without a host
+//! synchronisation, so consecutive events bracket each iteration. `-G` captures the
+//! loop (events included, as external event-record nodes) into a CUDA graph and
+//! replays it. Opening is two steps so that a missing library or GPU on any rank
+//! stops every rank before NCCL's collective initialisation: `prepare` (local) and
+//! `connect` (every rank together).
+
+use super::{Backend, BackendInfo, BufRef, MemoryBudget, OpArgs, RankDevice, Slot};
+use crate::datatype::{DataType, RedOp};
+use crate::gpu::nccl_lib::{self, Call, Comm, Nccl};
+use crate::gpu::nccl_log::LogCapture;
+use crate::gpu::{self, DeviceBuffer, GpuInfo};
+use crate::world::World;
+use anyhow::{bail, Context};
+use cudarc::driver::sys::{self, CUevent_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream};
+use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t, ncclUniqueId};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Checks that this process could run NCCL: driver, a GPU, the library.
+pub fn probe(nccl_lib: Option<&Path>) -> Result<&'static Nccl, String> {
+    gpu::driver().map_err(|e| e.to_string())?;
+    nccl_lib::load(nccl_lib)
+}
+
+/// One rank's GPU before NCCL is initialised.
+struct PreparedGpu {
+    rank: usize,
+    info: GpuInfo,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+}
+
+/// The local half of opening: libraries found, GPUs opened, streams created.
+pub struct Prepared {
+    nccl: &'static Nccl,
+    gpus: Vec<PreparedGpu>,
+    nranks: usize,
+}
+
+/// Opens this process's GPUs: ranks rank*g .. rank*g+g-1 of world.size*g, on GPUs
+/// local_rank*g .. local_rank*g+g-1 of this node.
+pub fn prepare(
+    world: &World,
+    nccl_lib: Option<&Path>,
+    gpus_per_process: usize,
+) -> anyhow::Result<Prepared> {
+    let nccl = probe(nccl_lib).map_err(anyhow::Error::msg)?;
+    let visible = gpu::driver()?;
+    let needed = world.local_size * gpus_per_process;
+    if needed > visible {
+        bail!(
+            "{} ranks on this node x -g {gpus_per_process} need {needed} GPUs but {visible} are visible; \
+             start fewer ranks per node or lower -g/--ngpus",
+            world.local_size
+        );
+    }
+    let mut gpus = Vec::with_capacity(gpus_per_process);
+    for j in 0..gpus_per_process {
+        let ordinal = world.local_rank * gpus_per_process + j;
+        let ctx = gpu::open(ordinal)?;
+        let info = GpuInfo::of(&ctx)?;
+        let stream = ctx
+            .new_stream()
+            .with_context(|| format!("{}: cannot create a stream", info.describe()))?;
+        gpus.push(PreparedGpu {
+            rank: world.rank * gpus_per_process + j,
+            info,
+            ctx,
+            stream,
+        });
+    }
+    Ok(Prepared {
+        nccl,
+        gpus,
+        nranks: world.size * gpus_per_process,
+    })
+}
+
+/// One rank: its GPU, stream, communicator, buffers and timing events.
+struct RankGpu {
+    rank: usize,
+    info: GpuInfo,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    comm: Comm,
+    send: Option<DeviceBuffer>,
+    recv: Option<DeviceBuffer>,
+    /// marks[0] before the first timed call, marks[k] after call k.
+    marks: Vec<CudaEvent>,
+    /// Events around `replay`'s launches.
+    replay: Option<(CudaEvent, CudaEvent)>,
+    graph: Option<CudaGraph>,
+}
+
+impl RankGpu {
+    fn buffer(&self, slot: Slot) -> anyhow::Result<&DeviceBuffer> {
+        match slot {
+            Slot::Send => self.send.as_ref(),
+            Slot::Recv => self.recv.as_ref(),
+        }
+        .ok_or_else(|| anyhow::anyhow!("GPU buffers used before alloc"))
+    }
+
+    fn addr(&self, at: BufRef) -> anyhow::Result<u64> {
+        Ok(self.buffer(at.slot)?.at(at.offset))
+    }
+
+    fn timing_event(&self) -> anyhow::Result<CudaEvent> {
+        Ok(self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
+    }
+
+    /// Records `event` on the stream; while capturing, as a graph node that records
+    /// each time the graph runs.
+    fn record(&self, event: &CudaEvent, capturing: bool) -> anyhow::Result<()> {
+        let flags = if capturing {
+            sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32
+        } else {
+            sys::CUevent_record_flags::CU_EVENT_RECORD_DEFAULT as u32
+        };
+        self.ctx.bind_to_thread()?;
+        // SAFETY: event and stream belong to this rank's context and are alive.
+        unsafe { sys::cuEventRecordWithFlags(event.cu_event(), self.stream.cu_stream(), flags) }
+            .result()?;
+        Ok(())
+    }
+}
+
+pub struct NcclBackend {
+    nccl: &'static Nccl,
+    gpus: Vec<RankGpu>,
+    nranks: usize,
+    nodes: usize,
+    capturing: bool,
+    next_mark: usize,
+    /// The first error of `mark` (which cannot return one), reported by `timer_read`.
+    mark_error: Option<String>,
+    /// Dropped after the communicators: it echoes NCCL's WARN lines at exit.
+    log: LogCapture,
+}
+
+fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
+    anyhow::anyhow!(e)
+}
+
+/// The collective half of opening, called by every rank together: NCCL's unique id
+/// from rank 0, the communicators, and one small all-reduce so that NCCL (which
+/// connects lazily since 2.22) has chosen and logged its transports.
+pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend> {
+    let Prepared { nccl, gpus, nranks } = prepared;
+    let log = LogCapture::start();
+    let mine: Vec<u8> = if world.is_root() {
+        match nccl.unique_id() {
+            // SAFETY: ncclUniqueId is 128 plain bytes.
+            Ok(id) => unsafe { std::slice::from_raw_parts(id.internal.as_ptr() as *const u8, 128) }
+                .to_vec(),
+            Err(e) => {
+                eprintln!("rank 0: {e}");
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let from_root = world.all_gather_bytes(&mine).swap_remove(0);
+    if from_root.len() != 128 {
+        bail!("rank 0 could not create NCCL's unique id (ncclGetUniqueId failed there)");
+    }
+    let mut id = ncclUniqueId { internal: [0; 128] };
+    for (dst, src) in id.internal.iter_mut().zip(&from_root) {
+        *dst = *src as std::ffi::c_char;
+    }
+
+    let grouped = gpus.len() > 1;
+    if grouped {
+        nccl.group_start().map_err(nccl_error)?;
+    }
+    let mut comms = Vec::with_capacity(gpus.len());
+    for g in &gpus {
+        g.ctx.bind_to_thread()?;
+        comms.push(nccl.comm_init_rank(nranks, id, g.rank).map_err(nccl_error));
+    }
+    if grouped {
+        nccl.group_end().map_err(nccl_error)?;
+    }
+    let mut backend = NcclBackend {
+        nccl,
+        gpus: Vec::with_capacity(gpus.len()),
+        nranks,
+        nodes: world.nodes().len(),
+        capturing: false,
+        next_mark: 0,
+        mark_error: None,
+        log,
+    };
+    for (g, comm) in gpus.into_iter().zip(comms) {
+        let comm = comm.with_context(|| format!("rank {} on {}", g.rank, g.info.describe()))?;
+        backend.gpus.push(RankGpu {
+            rank: g.rank,
+            info: g.info,
+            ctx: g.ctx,
+            stream: g.stream,
+            comm,
+            send: None,
+            recv: None,
+            marks: Vec::new(),
+            replay: None,
+            graph: None,
+        });
+    }
+    backend.first_connection()?;
+    backend.gpus[0].ctx.bind_to_thread()?;
+    Ok(backend)
+}
+
+fn nccl_type(dtype: DataType) -> ncclDataType_t {
+    match dtype {
+        DataType::Int8 => ncclDataType_t::ncclInt8,
+        DataType::Uint8 => ncclDataType_t::ncclUint8,
+        DataType::Int32 => ncclDataType_t::ncclInt32,
+        DataType::Uint32 => ncclDataType_t::ncclUint32,
+        DataType::Int64 => ncclDataType_t::ncclInt64,
+        DataType::Uint64 => ncclDataType_t::ncclUint64,
+        DataType::Half => ncclDataType_t::ncclFloat16,
+        DataType::Float => ncclDataType_t::ncclFloat32,
+        DataType::Double => ncclDataType_t::ncclFloat64,
+        DataType::Bfloat16 => ncclDataType_t::ncclBfloat16,
+    }
+}
+
+fn nccl_op(op: RedOp) -> ncclRedOp_t {
+    match op {
+        RedOp::Sum => ncclRedOp_t::ncclSum,
+        RedOp::Prod => ncclRedOp_t::ncclProd,
+        RedOp::Max => ncclRedOp_t::ncclMax,
+        RedOp::Min => ncclRedOp_t::ncclMin,
+        RedOp::Avg => ncclRedOp_t::ncclAvg,
+    }
+}
+
+/// Mantissa precision of a floating-point type: its unit roundoff is 2^-bits.
+fn mantissa_bits(dtype: DataType) -> Option<i32> {
+    match dtype {
+        DataType::Half => Some(11),
+        DataType::Bfloat16 => Some(8),
+        DataType::Float => Some(24),
+        DataType::Double => Some(53),
+        _ => None,
+    }
+}
+
+/// Relative tolerance of NCCL's avg on a floating-point type (0 for integers, which
+/// NCCL divides exactly). NCCL multiplies each input by 1/n rounded to the type and
+/// sums: at most n+1 roundings of the unit roundoff u. 2(n+1)u leaves a factor two
+/// of margin; the cap of 1/16 keeps it below the gap between two distinct expected
+/// values (integers of at most 8: 1/8 apart relatively), so a wrong value never
+/// passes. The cap binds only for bfloat16 beyond 15 ranks.
+pub fn float_avg_tolerance(dtype: DataType, nranks: usize) -> f64 {
+    mantissa_bits(dtype).map_or(0.0, |bits| {
+        (2.0 * (nranks as f64 + 1.0) * 2f64.powi(-bits)).min(1.0 / 16.0)
+    })
+}
+
+impl NcclBackend {
+    /// A one-element all-reduce on a scratch buffer of each GPU.
+    fn first_connection(&mut self) -> anyhow::Result<()> {
+        let mut scratch = Vec::with_capacity(self.gpus.len());
+        for g in &self.gpus {
+            scratch.push(DeviceBuffer::zeroed(&g.ctx, 4)?);
+        }
+        self.group_start()?;
+        for (g, buffer) in self.gpus.iter().zip(&scratch) {
+            let call = Call {
+                send: buffer.at(0),
+                recv: buffer.at(0),
+                count: 1,
+                dtype: ncclDataType_t::ncclFloat32,
+                op: ncclRedOp_t::ncclSum,
+                root: 0,
+                comm: g.comm,
+                stream: g.stream.cu_stream(),
+            };
+            // SAFETY: a 4-byte buffer of this GPU, in place.
+            unsafe { self.nccl.all_reduce(&call) }.map_err(nccl_error)?;
+        }
+        self.group_end()?;
+        self.synchronize()
+    }
+
+    fn gpu(&self, args: &OpArgs) -> &RankGpu {
+        debug_assert_eq!(args.send.device, args.recv.device);
+        &self.gpus[args.send.device]
+    }
+
+    fn call(&self, args: &OpArgs) -> anyhow::Result<(Call, usize)> {
+        let g = self.gpu(args);
+        Ok((
+            Call {
+                send: g.addr(args.send)?,
+                recv: g.addr(args.recv)?,
+                count: args.count,
+                dtype: nccl_type(args.dtype),
+                op: nccl_op(args.op),
+                root: args.root,
+                comm: g.comm,
+                stream: g.stream.cu_stream(),
+            },
+            g.rank,
+        ))
+    }
+
+    fn chunk_bytes(args: &OpArgs) -> u64 {
+        (args.count * args.dtype.size()) as u64
+    }
+
+    fn grouped(&self, issue: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+        self.nccl.group_start().map_err(nccl_error)?;
+        let issued = issue();
+        let ended = self.nccl.group_end().map_err(nccl_error);
+        issued.and(ended)
+    }
+}
+
+impl Backend for NcclBackend {
+    fn info(&self) -> BackendInfo {
+        let report = self.log.read();
+        let alltoall = if self.nccl.has_native_alltoall() {
+            "AlltoAll, Gather, Scatter: ncclAlltoAll, ncclGather, ncclScatter (NCCL >= 2.28)"
+        } else {
+            "AlltoAll, Gather, Scatter: grouped ncclSend/ncclRecv, as nccl-tests (NCCL < 2.28)"
+        };
+        BackendInfo {
+            name: "nccl".into(),
+            transport: report.summary(),
+            library_version: self.nccl.version_string(),
+            devices: self
+                .gpus
+                .iter()
+                .map(|g| RankDevice {
+                    ordinal: g.info.ordinal,
+                    location: g.info.bus_id.clone(),
+                    name: g.info.name.clone(),
+                })
+                .collect(),
+            notes: vec![
+                format!("NCCL library: {}", self.nccl.path()),
+                alltoall.to_string(),
+            ],
+            warnings: report.misconfigurations(self.nodes),
+        }
+    }
+
+    fn devices(&self) -> usize {
+        self.gpus.len()
+    }
+
+    fn memory_available(&self) -> Option<MemoryBudget> {
+        self.gpus
+            .iter()
+            .filter_map(|g| Some((gpu::free_bytes(&g.ctx).ok()?, &g.info)))
+            .min_by_key(|(free, _)| *free)
+            .map(|(bytes, info)| MemoryBudget {
+                bytes,
+                what: format!("free memory of {}", info.describe()),
+            })
+    }
+
+    fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()> {
+        for g in &mut self.gpus {
+            g.send = None;
+            g.recv = None;
+            g.send = Some(DeviceBuffer::zeroed(&g.ctx, send_bytes)?);
+            g.recv = Some(DeviceBuffer::zeroed(&g.ctx, recv_bytes)?);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, at: BufRef, data: &[u8]) -> anyhow::Result<()> {
+        self.gpus[at.device].buffer(at.slot)?.write(at.offset, data)
+    }
+
+    fn read(&mut self, at: BufRef, out: &mut [u8]) -> anyhow::Result<()> {
+        self.gpus[at.device].buffer(at.slot)?.read(at.offset, out)
+    }
+
+    fn all_reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, _) = self.call(args)?;
+        // SAFETY: addresses inside this rank's buffers, sized by alloc for the sweep.
+        unsafe { self.nccl.all_reduce(&c) }.map_err(nccl_error)
+    }
+
+    fn all_gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, _) = self.call(args)?;
+        // SAFETY: as above.
+        unsafe { self.nccl.all_gather(&c) }.map_err(nccl_error)
+    }
+
+    fn broadcast(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, _) = self.call(args)?;
+        // SAFETY: as above.
+        unsafe { self.nccl.broadcast(&c) }.map_err(nccl_error)
+    }
+
+    fn reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, _) = self.call(args)?;
+        // SAFETY: as above.
+        unsafe { self.nccl.reduce(&c) }.map_err(nccl_error)
+    }
+
+    fn reduce_scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, _) = self.call(args)?;
+        // SAFETY: as above.
+        unsafe { self.nccl.reduce_scatter(&c) }.map_err(nccl_error)
+    }
+
+    fn alltoall(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, _) = self.call(args)?;
+        // SAFETY: as above; the buffers hold nranks chunks.
+        if let Some(done) = unsafe { self.nccl.alltoall(&c) } {
+            return done.map_err(nccl_error);
+        }
+        let chunk = Self::chunk_bytes(args);
+        self.grouped(|| {
+            for peer in 0..self.nranks {
+                let at = peer as u64 * chunk;
+                // SAFETY: chunk `peer` of each buffer.
+                unsafe {
+                    self.nccl.send(&c, c.send + at, peer).map_err(nccl_error)?;
+                    self.nccl.recv(&c, c.recv + at, peer).map_err(nccl_error)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, rank) = self.call(args)?;
+        // SAFETY: as above; the root's receive buffer holds nranks chunks.
+        if let Some(done) = unsafe { self.nccl.gather(&c) } {
+            return done.map_err(nccl_error);
+        }
+        let chunk = Self::chunk_bytes(args);
+        self.grouped(|| {
+            // SAFETY: as above.
+            unsafe {
+                self.nccl.send(&c, c.send, c.root).map_err(nccl_error)?;
+                if rank == c.root {
+                    for peer in 0..self.nranks {
+                        let at = c.recv + peer as u64 * chunk;
+                        self.nccl.recv(&c, at, peer).map_err(nccl_error)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, rank) = self.call(args)?;
+        // SAFETY: as above; the root's send buffer holds nranks chunks.
+        if let Some(done) = unsafe { self.nccl.scatter(&c) } {
+            return done.map_err(nccl_error);
+        }
+        let chunk = Self::chunk_bytes(args);
+        self.grouped(|| {
+            // SAFETY: as above.
+            unsafe {
+                if rank == c.root {
+                    for peer in 0..self.nranks {
+                        let at = c.send + peer as u64 * chunk;
+                        self.nccl.send(&c, at, peer).map_err(nccl_error)?;
+                    }
+                }
+                self.nccl.recv(&c, c.recv, c.root).map_err(nccl_error)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+        let (c, rank) = self.call(args)?;
+        let (to, from) = (
+            (rank + 1) % self.nranks,
+            (rank + self.nranks - 1) % self.nranks,
+        );
+        self.grouped(|| {
+            // SAFETY: as above.
+            unsafe {
+                self.nccl.send(&c, c.send, to).map_err(nccl_error)?;
+                self.nccl.recv(&c, c.recv, from).map_err(nccl_error)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn group_start(&mut self) -> anyhow::Result<()> {
+        self.nccl.group_start().map_err(nccl_error)
+    }
+
+    fn group_end(&mut self) -> anyhow::Result<()> {
+        self.nccl.group_end().map_err(nccl_error)
+    }
+
+    fn checks_in_place(&self, collective: &str) -> bool {
+        !matches!(collective, "alltoall" | "sendrecv")
+    }
+
+    fn tolerance(&self, dtype: DataType, op: RedOp, nranks: usize) -> f64 {
+        match op {
+            RedOp::Avg => float_avg_tolerance(dtype, nranks),
+            _ => 0.0,
+        }
+    }
+
+    /// Polls every stream, checking NCCL's asynchronous errors as nccl-tests does, so
+    /// that a failed peer surfaces as an error rather than a wait for ever.
+    fn synchronize(&mut self) -> anyhow::Result<()> {
+        let mut pending: Vec<usize> = (0..self.gpus.len()).collect();
+        while !pending.is_empty() {
+            let mut still = Vec::with_capacity(pending.len());
+            for &i in &pending {
+                let g = &self.gpus[i];
+                g.ctx.bind_to_thread()?;
+                // SAFETY: a live stream of this context.
+                match unsafe { sys::cuStreamQuery(g.stream.cu_stream()) } {
+                    sys::cudaError_enum::CUDA_SUCCESS => {}
+                    sys::cudaError_enum::CUDA_ERROR_NOT_READY => {
+                        // SAFETY: a live communicator.
+                        if let Err(e) = unsafe { self.nccl.async_error(g.comm) } {
+                            return Err(anyhow::anyhow!(e).context(format!(
+                                "rank {} on {}",
+                                g.rank,
+                                g.info.describe()
+                            )));
+                        }
+                        still.push(i);
+                    }
+                    other => {
+                        return Err(anyhow::anyhow!(cudarc::driver::DriverError(other))
+                            .context(format!("rank {} on {}", g.rank, g.info.describe())))
+                    }
+                }
+            }
+            pending = still;
+            if !pending.is_empty() {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    fn begin_capture(&mut self) -> anyhow::Result<()> {
+        for g in &mut self.gpus {
+            g.graph = None;
+            // Thread-local mode, as nccl-tests: NCCL may allocate while being captured.
+            g.stream
+                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .with_context(|| {
+                    format!("{}: cannot start a CUDA graph capture", g.info.describe())
+                })?;
+        }
+        self.capturing = true;
+        Ok(())
+    }
+
+    fn end_capture(&mut self) -> anyhow::Result<()> {
+        self.capturing = false;
+        for g in &mut self.gpus {
+            let graph = g
+                .stream
+                .end_capture(sys::CUgraphInstantiate_flags(0))
+                .with_context(|| format!("{}: CUDA graph capture failed", g.info.describe()))?
+                .ok_or_else(|| {
+                    anyhow::anyhow!("{}: the captured graph is empty", g.info.describe())
+                })?;
+            graph.upload()?;
+            g.graph = Some(graph);
+        }
+        Ok(())
+    }
+
+    fn replay(&mut self, launches: usize) -> anyhow::Result<()> {
+        for g in &mut self.gpus {
+            let start = g.timing_event()?;
+            let end = g.timing_event()?;
+            g.replay = Some((start, end));
+        }
+        for g in &self.gpus {
+            if let Some((start, _)) = &g.replay {
+                g.record(start, false)?;
+            }
+        }
+        for _ in 0..launches {
+            for g in &self.gpus {
+                g.graph
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("-G: replay before a capture"))?
+                    .launch()?;
+            }
+        }
+        for g in &self.gpus {
+            if let Some((_, end)) = &g.replay {
+                g.record(end, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()> {
+        for g in &mut self.gpus {
+            while g.marks.len() < iterations + 1 {
+                let event = g.timing_event()?;
+                g.marks.push(event);
+            }
+            g.replay = None;
+        }
+        self.next_mark = 0;
+        self.mark_error = None;
+        self.mark();
+        Ok(())
+    }
+
+    fn mark(&mut self) {
+        let capturing = self.capturing;
+        for g in &self.gpus {
+            let recorded = match g.marks.get(self.next_mark) {
+                Some(event) => g.record(event, capturing),
+                None => Err(anyhow::anyhow!(
+                    "more timed calls than timer_start prepared"
+                )),
+            };
+            if let Err(e) = recorded {
+                self.mark_error.get_or_insert_with(|| format!("{e:#}"));
+            }
+        }
+        self.next_mark += 1;
+    }
+
+    fn timer_read(&mut self, per_iteration: &mut [f64]) -> anyhow::Result<f64> {
+        if let Some(e) = self.mark_error.take() {
+            bail!("recording a timing event failed: {e}");
+        }
+        let iterations = self.next_mark.saturating_sub(1);
+        per_iteration.iter_mut().for_each(|t| *t = 0.0);
+        let mut total = 0f64;
+        for g in &mut self.gpus {
+            for (k, slot) in per_iteration.iter_mut().enumerate().take(iterations) {
+                let ms = g.marks[k].elapsed_ms(&g.marks[k + 1])?;
+                *slot = slot.max(ms as f64 / 1e3);
+            }
+            let ms = match g.replay.take() {
+                Some((start, end)) => start.elapsed_ms(&end)?,
+                None => g.marks[0].elapsed_ms(&g.marks[iterations])?,
+            };
+            total = total.max(ms as f64 / 1e3);
+            g.graph = None;
+        }
+        Ok(total)
+    }
+}
+
+impl Drop for NcclBackend {
+    fn drop(&mut self) {
+        for g in &self.gpus {
+            let _ = g.ctx.bind_to_thread();
+            let _ = g.stream.synchronize();
+            // SAFETY: each communicator is destroyed once, after its work completed.
+            if let Err(e) = unsafe { self.nccl.comm_destroy(g.comm) } {
+                eprintln!("rank {}: {e}", g.rank);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn avg_tolerance_covers_nccl_rounding_and_rejects_neighbours() {
+        assert_eq!(float_avg_tolerance(DataType::Int32, 8), 0.0);
+        // bfloat16 at 8 ranks: NCCL's 9 roundings of 2^-9 fit, the 1/8 gap does not.
+        let bf16 = float_avg_tolerance(DataType::Bfloat16, 8);
+        assert!(bf16 >= 9.0 * 2f64.powi(-9) && bf16 < 1.0 / 8.0, "{bf16}");
+        assert_eq!(float_avg_tolerance(DataType::Bfloat16, 1000), 1.0 / 16.0);
+        assert!(float_avg_tolerance(DataType::Float, 1024) < 1e-3);
+    }
+
+    #[test]
+    fn type_and_op_codes_match_nccl_h() {
+        assert_eq!(nccl_type(DataType::Bfloat16) as u32, 9);
+        assert_eq!(nccl_type(DataType::Half) as u32, 6);
+        assert_eq!(nccl_type(DataType::Double) as u32, 8);
+        assert_eq!(nccl_op(RedOp::Avg) as u32, 4);
+        assert_eq!(nccl_op(RedOp::Min) as u32, 3);
+    }
+}

@@ -1,0 +1,740 @@
+//! Finding and opening libnccl.
+//!
+//! cudarc's loader tries libnccl.so and libnccl.so.{12,11,10,9,1}, never
+//! libnccl.so.2 (the only name the libnccl2 package and pip's nvidia-nccl-cu12/13
+//! wheels install), cannot be pointed at a file, and panics when a symbol is
+//! missing (ncclAlltoAll and friends exist only from NCCL 2.28). So NCCL's entry
+//! points are resolved here, with libloading, from the file found; the C types
+//! come from `cudarc::nccl::sys`.
+//!
+//! Search order: `--nccl-lib PATH` (or `FABRICBENCH_NCCL_LIB`), alone when given;
+//! else libnccl.so.2 and libnccl.so on the loader's path (LD_LIBRARY_PATH,
+//! ldconfig); else pip wheels (`site-packages/nvidia/nccl/lib/libnccl.so.2`) under
+//! every Python prefix in sight (VIRTUAL_ENV, CONDA_PREFIX, PYTHONPATH, the
+//! python3 on PATH, ~/.local, /usr/local, /usr, /opt/conda), conda's own lib/, and
+//! CUDA_HOME, /usr/local/cuda.
+
+use cudarc::driver::sys::CUstream;
+use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t, ncclUniqueId};
+use libloading::Library;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Environment variable with the same meaning as `--nccl-lib`.
+pub const NCCL_LIB_ENV: &str = "FABRICBENCH_NCCL_LIB";
+
+/// Oldest NCCL driven here: bfloat16 and avg arrived in 2.10.
+pub const MIN_VERSION: i32 = 2_10_00;
+
+/// NCCL 2.28 added ncclAlltoAll, ncclGather and ncclScatter.
+pub const NATIVE_ALLTOALL_VERSION: i32 = 2_28_00;
+
+/// An NCCL communicator handle (ncclComm_t).
+pub type Comm = *mut c_void;
+
+/// A failed NCCL call, with NCCL's own words for it.
+#[derive(Debug, thiserror::Error)]
+#[error("{call} failed: {text} (ncclResult {code}){detail}")]
+pub struct NcclError {
+    pub call: &'static str,
+    pub code: i32,
+    pub text: String,
+    /// ncclGetLastError's message, when it has one: ": <message>".
+    pub detail: String,
+}
+
+type Res = c_int;
+type DevIn = *const c_void;
+type DevOut = *mut c_void;
+
+/// NCCL's entry points; valid while `Nccl::_lib` is loaded (for ever: see `load`).
+struct Fns {
+    get_version: unsafe extern "C" fn(*mut c_int) -> Res,
+    get_unique_id: unsafe extern "C" fn(*mut ncclUniqueId) -> Res,
+    comm_init_rank: unsafe extern "C" fn(*mut Comm, c_int, ncclUniqueId, c_int) -> Res,
+    comm_destroy: unsafe extern "C" fn(Comm) -> Res,
+    comm_abort: unsafe extern "C" fn(Comm) -> Res,
+    comm_get_async_error: unsafe extern "C" fn(Comm, *mut Res) -> Res,
+    get_error_string: unsafe extern "C" fn(Res) -> *const c_char,
+    get_last_error: Option<unsafe extern "C" fn(Comm) -> *const c_char>,
+    group_start: unsafe extern "C" fn() -> Res,
+    group_end: unsafe extern "C" fn() -> Res,
+    all_reduce: unsafe extern "C" fn(
+        DevIn,
+        DevOut,
+        usize,
+        ncclDataType_t,
+        ncclRedOp_t,
+        Comm,
+        CUstream,
+    ) -> Res,
+    broadcast:
+        unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
+    reduce: unsafe extern "C" fn(
+        DevIn,
+        DevOut,
+        usize,
+        ncclDataType_t,
+        ncclRedOp_t,
+        c_int,
+        Comm,
+        CUstream,
+    ) -> Res,
+    all_gather: unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, Comm, CUstream) -> Res,
+    reduce_scatter: unsafe extern "C" fn(
+        DevIn,
+        DevOut,
+        usize,
+        ncclDataType_t,
+        ncclRedOp_t,
+        Comm,
+        CUstream,
+    ) -> Res,
+    send: unsafe extern "C" fn(DevIn, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
+    recv: unsafe extern "C" fn(DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
+    alltoall:
+        Option<unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, Comm, CUstream) -> Res>,
+    gather: Option<
+        unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
+    >,
+    scatter: Option<
+        unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
+    >,
+}
+
+/// A loaded NCCL library.
+pub struct Nccl {
+    fns: Fns,
+    path: String,
+    version: i32,
+    _lib: Library,
+}
+
+/// Where to look for libnccl: the process environment, as plain data so tests can
+/// describe a machine.
+#[derive(Clone, Debug, Default)]
+pub struct SearchEnv {
+    pub virtual_env: Option<PathBuf>,
+    pub conda_prefix: Option<PathBuf>,
+    pub pythonpath: Vec<PathBuf>,
+    /// PATH entries: a directory holding python3 marks a Python prefix one level up.
+    pub path: Vec<PathBuf>,
+    pub home: Option<PathBuf>,
+    pub cuda_home: Option<PathBuf>,
+    /// Prefixes searched on every machine: /usr/local, /usr, /opt/conda.
+    pub system_prefixes: Vec<PathBuf>,
+}
+
+impl SearchEnv {
+    pub fn from_process() -> SearchEnv {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let list = |k: &str| {
+            std::env::var_os(k).map_or(Vec::new(), |v| std::env::split_paths(&v).collect())
+        };
+        SearchEnv {
+            virtual_env: var("VIRTUAL_ENV"),
+            conda_prefix: var("CONDA_PREFIX"),
+            pythonpath: list("PYTHONPATH"),
+            path: list("PATH"),
+            home: var("HOME"),
+            cuda_home: var("CUDA_HOME").or_else(|| var("CUDA_PATH")),
+            system_prefixes: ["/usr/local", "/usr", "/opt/conda"]
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+        }
+    }
+}
+
+const SONAME: &str = "libnccl.so.2";
+
+fn glob_files(pattern: &Path) -> Vec<PathBuf> {
+    let Some(text) = pattern.to_str() else {
+        return Vec::new();
+    };
+    glob::glob(text)
+        .map(|paths| paths.flatten().filter(|p| p.is_file()).collect())
+        .unwrap_or_default()
+}
+
+/// Files named libnccl.so.2 that exist under the places `env` describes, in
+/// search order, each once.
+pub fn installed_copies(env: &SearchEnv) -> Vec<PathBuf> {
+    let mut prefixes: Vec<PathBuf> = Vec::new();
+    prefixes.extend(env.virtual_env.clone());
+    prefixes.extend(env.conda_prefix.clone());
+    for dir in &env.path {
+        if dir.join("python3").exists() {
+            if let Some(prefix) = dir.parent() {
+                prefixes.push(prefix.to_path_buf());
+            }
+        }
+    }
+    prefixes.extend(env.home.as_ref().map(|h| h.join(".local")));
+    prefixes.extend(env.system_prefixes.iter().cloned());
+
+    let wheel = Path::new("nvidia/nccl/lib").join(SONAME);
+    let mut patterns: Vec<PathBuf> = env.pythonpath.iter().map(|d| d.join(&wheel)).collect();
+    for prefix in &prefixes {
+        for lib in ["lib", "lib64"] {
+            for packages in ["site-packages", "dist-packages"] {
+                patterns.push(
+                    prefix
+                        .join(lib)
+                        .join("python3*")
+                        .join(packages)
+                        .join(&wheel),
+                );
+            }
+        }
+        // Debian's system Python keeps packages in lib/python3/dist-packages.
+        patterns.push(prefix.join("lib/python3/dist-packages").join(&wheel));
+    }
+    patterns.extend(
+        env.conda_prefix
+            .as_ref()
+            .map(|c| c.join("lib").join(SONAME)),
+    );
+    patterns.extend(env.cuda_home.as_ref().map(|c| c.join("lib64").join(SONAME)));
+    patterns.push(PathBuf::from("/usr/local/cuda/lib64").join(SONAME));
+
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for file in patterns.iter().flat_map(|p| glob_files(p)) {
+        if seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone())) {
+            found.push(file);
+        }
+    }
+    found
+}
+
+/// A `--nccl-lib` value: the library file, or a directory holding libnccl.so.2.
+fn explicit_file(given: &Path) -> PathBuf {
+    if given.is_dir() {
+        given.join(SONAME)
+    } else {
+        given.to_path_buf()
+    }
+}
+
+static LOADED: OnceLock<Result<Nccl, String>> = OnceLock::new();
+
+/// Finds and opens NCCL once per process (the first call's `explicit` decides; the
+/// library stays loaded, since NCCL's threads may outlive its communicators).
+pub fn load(explicit: Option<&Path>) -> Result<&'static Nccl, String> {
+    LOADED
+        .get_or_init(|| match explicit {
+            Some(given) => {
+                let file = explicit_file(given);
+                Nccl::open(&file.to_string_lossy()).map_err(|e| {
+                    format!(
+                        "--nccl-lib {} ({NCCL_LIB_ENV}): cannot use {}: {e}",
+                        given.display(),
+                        file.display()
+                    )
+                })
+            }
+            None => search(&SearchEnv::from_process()),
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn search(env: &SearchEnv) -> Result<Nccl, String> {
+    let mut failures = Vec::new();
+    // Bare names: the dynamic loader's own search.
+    for name in [SONAME, "libnccl.so"] {
+        match Nccl::open(name) {
+            Ok(nccl) => return Ok(nccl),
+            // "cannot open shared object file" is the ordinary not-here case.
+            Err(e) if e.contains("cannot open shared object") => {}
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    for file in installed_copies(env) {
+        match Nccl::open(&file.to_string_lossy()) {
+            Ok(nccl) => return Ok(nccl),
+            Err(e) => failures.push(format!("{}: {e}", file.display())),
+        }
+    }
+    let tried = if failures.is_empty() {
+        String::new()
+    } else {
+        format!(" (found but unusable: {})", failures.join("; "))
+    };
+    Err(format!(
+        "NCCL not found: no {SONAME} on the loader's path (LD_LIBRARY_PATH, ldconfig) nor in a pip \
+         nvidia-nccl wheel, conda or CUDA directory{tried}; install libnccl2 or `pip install \
+         nvidia-nccl-cu12` (nvidia-nccl-cu13 for CUDA 13), or give --nccl-lib PATH ({NCCL_LIB_ENV})"
+    ))
+}
+
+/// # Safety
+/// `T` must be the C signature of `name` in nccl.h.
+unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
+    lib.get::<T>(name.as_bytes())
+        .map(|s| *s)
+        .map_err(|_| format!("{name} is missing: not an NCCL library, or older than 2.10"))
+}
+
+/// # Safety
+/// As `symbol`.
+unsafe fn optional<T: Copy>(lib: &Library, name: &str) -> Option<T> {
+    lib.get::<T>(name.as_bytes()).ok().map(|s| *s)
+}
+
+impl Nccl {
+    fn open(file: &str) -> Result<Nccl, String> {
+        // SAFETY: loading NCCL runs only its initialisers, which touch nothing of ours.
+        // libloading's message is "dlopen failed"; dlerror's text is in its source.
+        let lib =
+            unsafe { Library::new(file) }.map_err(|e| format!("{:#}", anyhow::Error::from(e)))?;
+        // SAFETY: every signature below is nccl.h's (NCCL 2.10 to 2.30).
+        let fns = unsafe {
+            Fns {
+                get_version: symbol(&lib, "ncclGetVersion")?,
+                get_unique_id: symbol(&lib, "ncclGetUniqueId")?,
+                comm_init_rank: symbol(&lib, "ncclCommInitRank")?,
+                comm_destroy: symbol(&lib, "ncclCommDestroy")?,
+                comm_abort: symbol(&lib, "ncclCommAbort")?,
+                comm_get_async_error: symbol(&lib, "ncclCommGetAsyncError")?,
+                get_error_string: symbol(&lib, "ncclGetErrorString")?,
+                get_last_error: optional(&lib, "ncclGetLastError"),
+                group_start: symbol(&lib, "ncclGroupStart")?,
+                group_end: symbol(&lib, "ncclGroupEnd")?,
+                all_reduce: symbol(&lib, "ncclAllReduce")?,
+                broadcast: symbol(&lib, "ncclBroadcast")?,
+                reduce: symbol(&lib, "ncclReduce")?,
+                all_gather: symbol(&lib, "ncclAllGather")?,
+                reduce_scatter: symbol(&lib, "ncclReduceScatter")?,
+                send: symbol(&lib, "ncclSend")?,
+                recv: symbol(&lib, "ncclRecv")?,
+                alltoall: optional(&lib, "ncclAlltoAll"),
+                gather: optional(&lib, "ncclGather"),
+                scatter: optional(&lib, "ncclScatter"),
+            }
+        };
+        let mut version: c_int = 0;
+        // SAFETY: writes one int.
+        let code = unsafe { (fns.get_version)(&mut version) };
+        if code != 0 {
+            return Err(format!("ncclGetVersion failed ({code})"));
+        }
+        let path =
+            resolved_path(fns.get_version as *const c_void).unwrap_or_else(|| file.to_string());
+        let nccl = Nccl {
+            fns,
+            path,
+            version,
+            _lib: lib,
+        };
+        if version < MIN_VERSION {
+            return Err(format!(
+                "{} is {}: fabricbench needs NCCL 2.10 or newer",
+                nccl.path,
+                nccl.version_string()
+            ));
+        }
+        Ok(nccl)
+    }
+
+    /// The file NCCL was loaded from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// NCCL_VERSION_CODE: 22803 for 2.28.3.
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// "NCCL 2.28.3".
+    pub fn version_string(&self) -> String {
+        version_string(self.version)
+    }
+
+    /// Whether AlltoAll, Gather and Scatter are NCCL's own calls (2.28+), not grouped send/recv.
+    pub fn has_native_alltoall(&self) -> bool {
+        self.fns.alltoall.is_some() && self.fns.gather.is_some() && self.fns.scatter.is_some()
+    }
+
+    fn check(&self, call: &'static str, code: Res, comm: Option<Comm>) -> Result<(), NcclError> {
+        if code == 0 {
+            return Ok(());
+        }
+        let text = |p: *const c_char| {
+            // SAFETY: NCCL returns static NUL-terminated strings (or null).
+            (!p.is_null())
+                .then(|| {
+                    unsafe { CStr::from_ptr(p) }
+                        .to_string_lossy()
+                        .trim()
+                        .to_string()
+                })
+                .filter(|s| !s.is_empty())
+        };
+        // SAFETY: plain lookups of NCCL's error strings.
+        let what = text(unsafe { (self.fns.get_error_string)(code) });
+        let last = self
+            .fns
+            .get_last_error
+            .and_then(|f| text(unsafe { f(comm.unwrap_or(std::ptr::null_mut())) }));
+        Err(NcclError {
+            call,
+            code,
+            text: what.unwrap_or_else(|| "unknown error".into()),
+            detail: last.map(|l| format!(": {l}")).unwrap_or_default(),
+        })
+    }
+
+    pub fn unique_id(&self) -> Result<ncclUniqueId, NcclError> {
+        let mut id = ncclUniqueId { internal: [0; 128] };
+        // SAFETY: writes the 128-byte id.
+        let code = unsafe { (self.fns.get_unique_id)(&mut id) };
+        self.check("ncclGetUniqueId", code, None).map(|_| id)
+    }
+
+    /// Creates this process's communicator for `rank` of `nranks` on the current
+    /// device (inside a group when a process drives several GPUs).
+    pub fn comm_init_rank(
+        &self,
+        nranks: usize,
+        id: ncclUniqueId,
+        rank: usize,
+    ) -> Result<Comm, NcclError> {
+        let mut comm: Comm = std::ptr::null_mut();
+        // SAFETY: writes the handle.
+        let code =
+            unsafe { (self.fns.comm_init_rank)(&mut comm, nranks as c_int, id, rank as c_int) };
+        self.check("ncclCommInitRank", code, None).map(|_| comm)
+    }
+
+    /// # Safety
+    /// `comm` came from `comm_init_rank` and is not used afterwards.
+    pub unsafe fn comm_destroy(&self, comm: Comm) -> Result<(), NcclError> {
+        self.check("ncclCommDestroy", (self.fns.comm_destroy)(comm), None)
+    }
+
+    /// # Safety
+    /// As `comm_destroy`.
+    pub unsafe fn comm_abort(&self, comm: Comm) -> Result<(), NcclError> {
+        self.check("ncclCommAbort", (self.fns.comm_abort)(comm), None)
+    }
+
+    /// An error NCCL hit in the background (a peer gone, a network failure).
+    ///
+    /// # Safety
+    /// `comm` is a live communicator.
+    pub unsafe fn async_error(&self, comm: Comm) -> Result<(), NcclError> {
+        let mut state: Res = 0;
+        self.check(
+            "ncclCommGetAsyncError",
+            (self.fns.comm_get_async_error)(comm, &mut state),
+            Some(comm),
+        )?;
+        // ncclInProgress (7) is a non-blocking communicator still working, not an error.
+        if state == 7 {
+            return Ok(());
+        }
+        self.check(
+            "a previous NCCL call (asynchronous error)",
+            state,
+            Some(comm),
+        )
+    }
+
+    pub fn group_start(&self) -> Result<(), NcclError> {
+        // SAFETY: no arguments.
+        self.check("ncclGroupStart", unsafe { (self.fns.group_start)() }, None)
+    }
+
+    pub fn group_end(&self) -> Result<(), NcclError> {
+        // SAFETY: no arguments.
+        self.check("ncclGroupEnd", unsafe { (self.fns.group_end)() }, None)
+    }
+}
+
+/// One collective call's operands: device addresses and NCCL's arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    pub send: u64,
+    pub recv: u64,
+    pub count: usize,
+    pub dtype: ncclDataType_t,
+    pub op: ncclRedOp_t,
+    pub root: usize,
+    pub comm: Comm,
+    pub stream: CUstream,
+}
+
+impl Call {
+    fn send(&self) -> DevIn {
+        self.send as DevIn
+    }
+    fn recv(&self) -> DevOut {
+        self.recv as DevOut
+    }
+    fn root(&self) -> c_int {
+        self.root as c_int
+    }
+}
+
+/// The calls. Each is unsafe: addresses must lie in live device buffers of the
+/// comm's GPU, large enough for the call, and `comm` and `stream` must be live.
+impl Nccl {
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn all_reduce(&self, c: &Call) -> Result<(), NcclError> {
+        let f = self.fns.all_reduce;
+        let code = f(c.send(), c.recv(), c.count, c.dtype, c.op, c.comm, c.stream);
+        self.check("ncclAllReduce", code, Some(c.comm))
+    }
+
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn broadcast(&self, c: &Call) -> Result<(), NcclError> {
+        let f = self.fns.broadcast;
+        let code = f(
+            c.send(),
+            c.recv(),
+            c.count,
+            c.dtype,
+            c.root(),
+            c.comm,
+            c.stream,
+        );
+        self.check("ncclBroadcast", code, Some(c.comm))
+    }
+
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn reduce(&self, c: &Call) -> Result<(), NcclError> {
+        let f = self.fns.reduce;
+        let code = f(
+            c.send(),
+            c.recv(),
+            c.count,
+            c.dtype,
+            c.op,
+            c.root(),
+            c.comm,
+            c.stream,
+        );
+        self.check("ncclReduce", code, Some(c.comm))
+    }
+
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn all_gather(&self, c: &Call) -> Result<(), NcclError> {
+        let f = self.fns.all_gather;
+        let code = f(c.send(), c.recv(), c.count, c.dtype, c.comm, c.stream);
+        self.check("ncclAllGather", code, Some(c.comm))
+    }
+
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn reduce_scatter(&self, c: &Call) -> Result<(), NcclError> {
+        let f = self.fns.reduce_scatter;
+        let code = f(c.send(), c.recv(), c.count, c.dtype, c.op, c.comm, c.stream);
+        self.check("ncclReduceScatter", code, Some(c.comm))
+    }
+
+    /// Sends `count` elements at `addr` to `peer`.
+    ///
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn send(&self, c: &Call, addr: u64, peer: usize) -> Result<(), NcclError> {
+        let code = (self.fns.send)(
+            addr as DevIn,
+            c.count,
+            c.dtype,
+            peer as c_int,
+            c.comm,
+            c.stream,
+        );
+        self.check("ncclSend", code, Some(c.comm))
+    }
+
+    /// Receives `count` elements from `peer` into `addr`.
+    ///
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn recv(&self, c: &Call, addr: u64, peer: usize) -> Result<(), NcclError> {
+        let code = (self.fns.recv)(
+            addr as DevOut,
+            c.count,
+            c.dtype,
+            peer as c_int,
+            c.comm,
+            c.stream,
+        );
+        self.check("ncclRecv", code, Some(c.comm))
+    }
+
+    /// ncclAlltoAll (NCCL 2.28+); None where the library lacks it.
+    ///
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn alltoall(&self, c: &Call) -> Option<Result<(), NcclError>> {
+        let f = self.fns.alltoall?;
+        let code = f(c.send(), c.recv(), c.count, c.dtype, c.comm, c.stream);
+        Some(self.check("ncclAlltoAll", code, Some(c.comm)))
+    }
+
+    /// ncclGather (NCCL 2.28+); None where the library lacks it.
+    ///
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn gather(&self, c: &Call) -> Option<Result<(), NcclError>> {
+        let f = self.fns.gather?;
+        let code = f(
+            c.send(),
+            c.recv(),
+            c.count,
+            c.dtype,
+            c.root(),
+            c.comm,
+            c.stream,
+        );
+        Some(self.check("ncclGather", code, Some(c.comm)))
+    }
+
+    /// ncclScatter (NCCL 2.28+); None where the library lacks it.
+    ///
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn scatter(&self, c: &Call) -> Option<Result<(), NcclError>> {
+        let f = self.fns.scatter?;
+        let code = f(
+            c.send(),
+            c.recv(),
+            c.count,
+            c.dtype,
+            c.root(),
+            c.comm,
+            c.stream,
+        );
+        Some(self.check("ncclScatter", code, Some(c.comm)))
+    }
+}
+
+/// "NCCL 2.28.3" from NCCL_VERSION_CODE (major*10000+minor*100+patch since 2.9,
+/// major*1000+minor*100+patch before).
+pub fn version_string(code: i32) -> String {
+    let (major, minor, patch) = if code >= 10000 {
+        (code / 10000, code % 10000 / 100, code % 100)
+    } else {
+        (code / 1000, code % 1000 / 100, code % 100)
+    };
+    format!("NCCL {major}.{minor}.{patch}")
+}
+
+/// The file a loaded symbol lives in (dladdr), so the header names the real path
+/// even when the loader found the library by name.
+fn resolved_path(symbol: *const c_void) -> Option<String> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr fills the struct for an address inside a loaded object.
+    if unsafe { libc::dladdr(symbol, info.as_mut_ptr()) } == 0 {
+        return None;
+    }
+    // SAFETY: dladdr succeeded, so the struct is initialised.
+    let info = unsafe { info.assume_init() };
+    (!info.dli_fname.is_null()).then(|| {
+        // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
+        unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "fabricbench-nccl-search-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn touch(path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, b"not an ELF file").unwrap();
+    }
+
+    #[test]
+    fn finds_pip_wheels_under_python_prefixes() {
+        let root = scratch("wheels");
+        let venv_lib = root.join("venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2");
+        let user_lib =
+            root.join("home/.local/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2");
+        let conda_lib = root.join("conda/lib/libnccl.so.2");
+        let on_path = root.join("py/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2");
+        let in_pythonpath = root.join("pp/nvidia/nccl/lib/libnccl.so.2");
+        for f in [&venv_lib, &user_lib, &conda_lib, &on_path, &in_pythonpath] {
+            touch(f);
+        }
+        touch(&root.join("py/bin/python3"));
+        // A wheel for another package and a stray file are not NCCL.
+        touch(&root.join("venv/lib/python3.12/site-packages/nvidia/cublas/lib/libcublas.so.12"));
+        let env = SearchEnv {
+            virtual_env: Some(root.join("venv")),
+            conda_prefix: Some(root.join("conda")),
+            pythonpath: vec![root.join("pp")],
+            path: vec![root.join("py/bin"), root.join("nowhere")],
+            home: Some(root.join("home")),
+            cuda_home: None,
+            system_prefixes: Vec::new(),
+        };
+        let found = installed_copies(&env);
+        assert_eq!(
+            found,
+            vec![in_pythonpath, venv_lib, on_path, user_lib, conda_lib],
+            "search order: PYTHONPATH, VIRTUAL_ENV, python3 on PATH, ~/.local, conda lib"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn nothing_found_is_empty() {
+        let root = scratch("empty");
+        let env = SearchEnv {
+            virtual_env: Some(root.join("venv")),
+            system_prefixes: vec![root.clone()],
+            ..SearchEnv::default()
+        };
+        assert!(installed_copies(&env)
+            .iter()
+            .all(|p| p.starts_with("/usr/local/cuda")));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_nccl_is_refused_with_its_reason() {
+        let root = scratch("bad");
+        let fake = root.join("libnccl.so.2");
+        touch(&fake);
+        let err = Nccl::open(&fake.to_string_lossy()).err().unwrap();
+        assert!(err.contains("libnccl.so.2"), "{err}");
+        // A directory given to --nccl-lib means the libnccl.so.2 inside it.
+        assert_eq!(explicit_file(&root), fake);
+        assert_eq!(explicit_file(&fake), fake);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn version_codes() {
+        assert_eq!(version_string(22803), "NCCL 2.28.3");
+        assert_eq!(version_string(21903), "NCCL 2.19.3");
+        assert_eq!(version_string(2804), "NCCL 2.8.4");
+    }
+}
