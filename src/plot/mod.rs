@@ -235,9 +235,7 @@ pub fn limits_in(runs: &[RunData]) -> Vec<Limit> {
 pub fn apply_limits(runs: &mut [RunData], limits: &[Limit]) {
     let binding = crate::limits::binding(limits);
     for row in runs.iter_mut().flat_map(|r| r.rows.iter_mut()) {
-        row.limit_name = binding.map(|l| l.name.clone());
-        row.limit_gbs = binding.map(|l| l.gbs);
-        row.pct_of_limit = binding.map(|l| crate::limits::percent_of(row.busbw_gbs, l));
+        row.set_limit(binding);
     }
 }
 

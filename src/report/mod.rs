@@ -188,8 +188,7 @@ pub struct Row {
 
 impl Row {
     pub fn new(run: &RunInfo, result: &SizeResult, m: &Measurement) -> Row {
-        let limit = limits::binding(&run.limits);
-        Row {
+        let mut row = Row {
             schema_version: SCHEMA_VERSION,
             run_id: run.run_id.clone(),
             timestamp: m.timestamp.clone(),
@@ -223,12 +222,22 @@ impl Row {
             max_us: m.latency.max_us,
             wrong: m.wrong,
             slowest_rank: m.slowest_rank,
-            limit_name: limit.map(|l| l.name.clone()),
-            limit_gbs: limit.map(|l| l.gbs),
-            pct_of_limit: limit.map(|l| limits::percent_of(m.busbw_gbs, l)),
+            limit_name: None,
+            limit_gbs: None,
+            pct_of_limit: None,
             env: run.env.join(";"),
             cpu_us: m.cpu_us,
             launch: Some(run.launch.clone()),
-        }
+        };
+        row.set_limit(limits::binding(&run.limits));
+        row
+    }
+
+    /// Fills limit_name, limit_gbs and pct_of_limit: busbw against `limit`, or
+    /// all three empty without one.
+    pub fn set_limit(&mut self, limit: Option<&Limit>) {
+        self.limit_name = limit.map(|l| l.name.clone());
+        self.limit_gbs = limit.map(|l| l.gbs);
+        self.pct_of_limit = limit.map(|l| limits::percent_of(self.busbw_gbs, l));
     }
 }
