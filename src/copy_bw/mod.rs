@@ -8,8 +8,9 @@
 
 mod table;
 
-use crate::gpu::links::{self, Limit, NvmlFacts};
+use crate::gpu::links::NvmlFacts;
 use crate::gpu::{self, DeviceBuffer, GpuInfo, PinnedBuffer};
+use crate::limits::{self, Limit};
 use crate::report::csv::CsvExport;
 use crate::report::{Measurement, Placement, Row, RunInfo, SizeResult};
 use crate::sizes::{parse_size, sweep, Step};
@@ -18,7 +19,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::{result, CudaContext, CudaStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use table::CopyTable;
@@ -198,8 +199,11 @@ impl CopyResult {
         self.size as f64 * self.kind.traffic_factor() / self.seconds / 1e9
     }
 
+    /// The figure as a percentage of its limit, as the CSV's pct_of_limit.
     pub fn pct_of_limit(&self) -> Option<f64> {
-        self.limit.as_ref().map(|l| 100.0 * self.gbs() / l.gbs)
+        self.limit
+            .as_ref()
+            .map(|l| limits::percent_of(self.gbs(), l))
     }
 }
 
@@ -248,8 +252,11 @@ fn time_copies(
     Ok((total / iters as f64, per_iteration))
 }
 
+/// The root of the sysfs tree read for the GPUs' links, NUMA nodes and CPUs.
+const SYSFS_ROOT: &str = "/";
+
 fn pci_dir(bus_id: &str) -> PathBuf {
-    PathBuf::from("/sys/bus/pci/devices").join(bus_id)
+    limits::pci_device_dir(Path::new(SYSFS_ROOT), bus_id)
 }
 
 /// The NUMA node of a PCI device (none on single-node machines, where sysfs says -1).
@@ -398,13 +405,13 @@ impl Session {
         if efficiency >= 75.0 {
             return;
         }
-        let Some(state) = links::pcie_state(std::path::Path::new("/sys"), &info.bus_id) else {
+        let Some(state) = limits::pcie_state(Path::new(SYSFS_ROOT), &info.bus_id) else {
             return;
         };
         let Some(current) = state.current else {
             return;
         };
-        if current.gts < state.capable.gts || current.width < state.capable.width {
+        if current.below(&state.capable) {
             let note = format!(
                 "{}: {} reached {efficiency:.0}% of {} and the link ran at {} right after, below what both ends support",
                 info.describe(),
@@ -533,7 +540,7 @@ impl Session {
 /// PCIe peer copies cross both GPUs' links: the slower bounds them.
 fn pcie_pair_limit(a: &Gpu, b: &Gpu) -> Option<Limit> {
     match (&a.pcie, &b.pcie) {
-        (Some(x), Some(y)) => Some(if x.gbs <= y.gbs { x.clone() } else { y.clone() }),
+        (Some(x), Some(y)) => limits::binding(&[x.clone(), y.clone()]).cloned(),
         _ => None,
     }
 }
@@ -594,9 +601,7 @@ fn row(run: &RunInfo, r: &CopyResult, plan: &CopyPlan) -> Row {
     row.transport = r.transport.clone();
     row.device = r.device.clone();
     row.iters = plan.iters;
-    row.limit_name = r.limit.as_ref().map(|l| l.name.clone());
-    row.limit_gbs = r.limit.as_ref().map(|l| l.gbs);
-    row.pct_of_limit = r.pct_of_limit();
+    row.set_limit(r.limit.as_ref());
     row
 }
 
@@ -604,7 +609,7 @@ fn open_gpu(ordinal: usize, nvml: &NvmlFacts) -> anyhow::Result<Gpu> {
     let ctx = gpu::open(ordinal)?;
     let info = GpuInfo::of(&ctx)?;
     let stream = ctx.new_stream()?;
-    let pcie = links::pcie_limit(&info.bus_id).map(|(l, _)| l);
+    let pcie = limits::pcie_state(Path::new(SYSFS_ROOT), &info.bus_id).map(|s| s.limit());
     let memory = nvml.memory_limit(&ctx, &info.bus_id);
     let numa_node = numa_node(&info.bus_id);
     Ok(Gpu {

@@ -10,7 +10,7 @@ use std::io::Write;
 
 /// "GPU 0 NVIDIA H200 (0000:18:00.0): PCIe Gen5 x16 (sysfs) 63.02 GB/s; ..."
 pub(super) fn describe_gpu(g: &Gpu) -> String {
-    let limit = |what: &str, l: &Option<crate::gpu::links::Limit>| match l {
+    let limit = |what: &str, l: &Option<crate::limits::Limit>| match l {
         Some(l) => format!("{} {:.2} GB/s", l.name, l.gbs),
         None => format!("{what} limit unknown"),
     };

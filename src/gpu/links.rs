@@ -1,109 +1,15 @@
-//! The limits GPU copies are compared with, read from the machine: the PCIe link a
-//! GPU trained (sysfs), its NVLink links and its memory (NVML, or CUDA's attributes
-//! when NVML is absent). A number printed as a limit is a number read here, never
-//! a datasheet figure.
+//! The GPU-specific limits copies are compared with, read from the machine: a
+//! GPU's NVLink links and its memory (NVML, or CUDA's attributes when NVML is
+//! absent). A number printed as a limit is a number read here, never a datasheet
+//! figure. The PCIe link a GPU trained is read from sysfs by `crate::limits`.
 
+use crate::limits::Limit;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::CudaContext;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::struct_wrappers::device::FieldValueSample;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::Nvml;
-use std::path::{Path, PathBuf};
-
-/// A ceiling for one direction of a copy.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Limit {
-    /// What it is and where it came from: "PCIe Gen5 x16 (sysfs)".
-    pub name: String,
-    /// GB/s (1e9 bytes/s) per direction.
-    pub gbs: f64,
-}
-
-/// A PCIe link: transfer rate per lane and lane count.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PcieLink {
-    pub gts: f64,
-    pub width: u32,
-}
-
-impl PcieLink {
-    pub fn generation(&self) -> u32 {
-        match self.gts {
-            g if g >= 64.0 => 6,
-            g if g >= 32.0 => 5,
-            g if g >= 16.0 => 4,
-            g if g >= 8.0 => 3,
-            g if g >= 5.0 => 2,
-            _ => 1,
-        }
-    }
-
-    /// Payload rate after line encoding: 8b/10b up to Gen2, 128b/130b for Gen3-5,
-    /// 242B/256B FLITs for Gen6. Packet headers cost a further 5-15% that no copy
-    /// escapes, which is why 85-90% of this is a healthy result.
-    pub fn gbs_per_direction(&self) -> f64 {
-        let encoding = match self.generation() {
-            1 | 2 => 8.0 / 10.0,
-            6 => 242.0 / 256.0,
-            _ => 128.0 / 130.0,
-        };
-        self.gts * self.width as f64 * encoding / 8.0
-    }
-
-    pub fn describe(&self) -> String {
-        format!("PCIe Gen{} x{}", self.generation(), self.width)
-    }
-}
-
-/// "32.0 GT/s PCIe" -> 32.0
-fn parse_gts(text: &str) -> Option<f64> {
-    text.split_whitespace().next()?.parse().ok()
-}
-
-fn read_link(dir: &Path, kind: &str) -> Option<PcieLink> {
-    let read = |f: String| std::fs::read_to_string(dir.join(f)).ok();
-    Some(PcieLink {
-        gts: parse_gts(&read(format!("{kind}_link_speed"))?)?,
-        width: read(format!("{kind}_link_width"))?.trim().parse().ok()?,
-    })
-}
-
-/// What sysfs says about the PCIe link of the device at `bus_id`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PcieState {
-    /// The best both ends support: min of the device's and its upstream port's maxima.
-    pub capable: PcieLink,
-    /// What the link runs at now (GPUs drop to lower speeds when idle).
-    pub current: Option<PcieLink>,
-}
-
-/// Reads the link of `bus_id` ("0000:18:00.0") under `sysfs` (normally "/sys").
-pub fn pcie_state(sysfs: &Path, bus_id: &str) -> Option<PcieState> {
-    let device: PathBuf = sysfs.join("bus/pci/devices").join(bus_id);
-    let mut capable = read_link(&device, "max")?;
-    let port = device.canonicalize().ok()?.parent().map(Path::to_path_buf);
-    if let Some(port_max) = port.as_deref().and_then(|p| read_link(p, "max")) {
-        capable.gts = capable.gts.min(port_max.gts);
-        capable.width = capable.width.min(port_max.width);
-    }
-    Some(PcieState {
-        capable,
-        current: read_link(&device, "current"),
-    })
-}
-
-/// The PCIe limit of a GPU, per direction.
-pub fn pcie_limit(bus_id: &str) -> Option<(Limit, PcieState)> {
-    let state = pcie_state(Path::new("/sys"), bus_id)?;
-    Some((
-        Limit {
-            name: format!("{} (sysfs)", state.capable.describe()),
-            gbs: state.capable.gbs_per_direction(),
-        },
-        state,
-    ))
-}
 
 /// NVML, when the driver has it: NVLink and memory facts.
 pub struct NvmlFacts {
@@ -226,64 +132,6 @@ impl NvmlFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn link_rates_per_generation() {
-        let gen5 = PcieLink {
-            gts: 32.0,
-            width: 16,
-        };
-        assert_eq!(gen5.generation(), 5);
-        assert!((gen5.gbs_per_direction() - 63.015).abs() < 0.01);
-        assert_eq!(gen5.describe(), "PCIe Gen5 x16");
-        let gen4 = PcieLink {
-            gts: 16.0,
-            width: 16,
-        };
-        assert!((gen4.gbs_per_direction() - 31.51).abs() < 0.01);
-        let gen2 = PcieLink { gts: 5.0, width: 8 };
-        assert!((gen2.gbs_per_direction() - 4.0).abs() < 1e-9);
-        assert_eq!(parse_gts("32.0 GT/s PCIe\n"), Some(32.0));
-        assert_eq!(parse_gts("8 GT/s"), Some(8.0));
-        assert_eq!(parse_gts("Unknown"), None);
-    }
-
-    #[test]
-    fn capability_is_the_weaker_end() {
-        let root = std::env::temp_dir().join(format!("fabricbench-sysfs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let port = root.join("devices/pci0000:00/0000:00:01.0");
-        let gpu = port.join("0000:18:00.0");
-        std::fs::create_dir_all(&gpu).unwrap();
-        let write = |dir: &Path, f: &str, v: &str| std::fs::write(dir.join(f), v).unwrap();
-        write(&gpu, "max_link_speed", "32.0 GT/s PCIe\n");
-        write(&gpu, "max_link_width", "16\n");
-        write(&gpu, "current_link_speed", "2.5 GT/s PCIe\n");
-        write(&gpu, "current_link_width", "16\n");
-        write(&port, "max_link_speed", "16.0 GT/s PCIe\n");
-        write(&port, "max_link_width", "16\n");
-        let devices = root.join("bus/pci/devices");
-        std::fs::create_dir_all(&devices).unwrap();
-        std::os::unix::fs::symlink(&gpu, devices.join("0000:18:00.0")).unwrap();
-
-        let state = pcie_state(&root, "0000:18:00.0").unwrap();
-        assert_eq!(
-            state.capable,
-            PcieLink {
-                gts: 16.0,
-                width: 16
-            }
-        );
-        assert_eq!(
-            state.current,
-            Some(PcieLink {
-                gts: 2.5,
-                width: 16
-            })
-        );
-        assert_eq!(pcie_state(&root, "0000:99:00.0"), None);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
 
     #[test]
     fn nvlink_links_towards_a_peer() {

@@ -8,7 +8,7 @@
 //!
 //! - `nccl_lib`: finding and opening libnccl.so.2 (cudarc never looks for that name).
 //! - `nccl_log`: what NCCL's INFO log says about the transports it chose.
-//! - `links`: the PCIe (sysfs), NVLink and HBM (NVML) limits copies are compared with.
+//! - `links`: the NVLink and memory (NVML) limits copies are compared with.
 
 pub mod links;
 pub mod nccl_lib;
