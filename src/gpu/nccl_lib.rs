@@ -47,6 +47,15 @@ pub struct NcclError {
 type Res = c_int;
 type DevIn = *const c_void;
 type DevOut = *mut c_void;
+/// ncclAllReduce and ncclReduceScatter: a reduction op, no root.
+type ReducingFn =
+    unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, ncclRedOp_t, Comm, CUstream) -> Res;
+/// ncclBroadcast, ncclGather and ncclScatter: a root, no op.
+type RootedFn =
+    unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res;
+/// ncclAllGather and ncclAlltoAll: every rank to every rank, no op, no root.
+type SymmetricFn =
+    unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, Comm, CUstream) -> Res;
 
 /// NCCL's entry points; valid while `Nccl::_lib` is loaded (for ever: see `load`).
 struct Fns {
@@ -60,17 +69,8 @@ struct Fns {
     get_last_error: Option<unsafe extern "C" fn(Comm) -> *const c_char>,
     group_start: unsafe extern "C" fn() -> Res,
     group_end: unsafe extern "C" fn() -> Res,
-    all_reduce: unsafe extern "C" fn(
-        DevIn,
-        DevOut,
-        usize,
-        ncclDataType_t,
-        ncclRedOp_t,
-        Comm,
-        CUstream,
-    ) -> Res,
-    broadcast:
-        unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
+    all_reduce: ReducingFn,
+    broadcast: RootedFn,
     reduce: unsafe extern "C" fn(
         DevIn,
         DevOut,
@@ -81,26 +81,13 @@ struct Fns {
         Comm,
         CUstream,
     ) -> Res,
-    all_gather: unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, Comm, CUstream) -> Res,
-    reduce_scatter: unsafe extern "C" fn(
-        DevIn,
-        DevOut,
-        usize,
-        ncclDataType_t,
-        ncclRedOp_t,
-        Comm,
-        CUstream,
-    ) -> Res,
+    all_gather: SymmetricFn,
+    reduce_scatter: ReducingFn,
     send: unsafe extern "C" fn(DevIn, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
     recv: unsafe extern "C" fn(DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
-    alltoall:
-        Option<unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, Comm, CUstream) -> Res>,
-    gather: Option<
-        unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
-    >,
-    scatter: Option<
-        unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, c_int, Comm, CUstream) -> Res,
-    >,
+    alltoall: Option<SymmetricFn>,
+    gather: Option<RootedFn>,
+    scatter: Option<RootedFn>,
 }
 
 /// A loaded NCCL library.
@@ -487,18 +474,25 @@ impl Call {
 /// The calls. Each is unsafe: addresses must lie in live device buffers of the
 /// comm's GPU, large enough for the call, and `comm` and `stream` must be live.
 impl Nccl {
+    /// Calls `f`, NCCL's `name`, with `c`'s operands and op.
+    ///
     /// # Safety
     /// See the impl block.
-    pub unsafe fn all_reduce(&self, c: &Call) -> Result<(), NcclError> {
-        let f = self.fns.all_reduce;
+    unsafe fn reducing(
+        &self,
+        name: &'static str,
+        f: ReducingFn,
+        c: &Call,
+    ) -> Result<(), NcclError> {
         let code = f(c.send(), c.recv(), c.count, c.dtype, c.op, c.comm, c.stream);
-        self.check("ncclAllReduce", code, Some(c.comm))
+        self.check(name, code, Some(c.comm))
     }
 
+    /// Calls `f`, NCCL's `name`, with `c`'s operands and root.
+    ///
     /// # Safety
     /// See the impl block.
-    pub unsafe fn broadcast(&self, c: &Call) -> Result<(), NcclError> {
-        let f = self.fns.broadcast;
+    unsafe fn rooted(&self, name: &'static str, f: RootedFn, c: &Call) -> Result<(), NcclError> {
         let code = f(
             c.send(),
             c.recv(),
@@ -508,7 +502,33 @@ impl Nccl {
             c.comm,
             c.stream,
         );
-        self.check("ncclBroadcast", code, Some(c.comm))
+        self.check(name, code, Some(c.comm))
+    }
+
+    /// Calls `f`, NCCL's `name`, with `c`'s operands.
+    ///
+    /// # Safety
+    /// See the impl block.
+    unsafe fn symmetric(
+        &self,
+        name: &'static str,
+        f: SymmetricFn,
+        c: &Call,
+    ) -> Result<(), NcclError> {
+        let code = f(c.send(), c.recv(), c.count, c.dtype, c.comm, c.stream);
+        self.check(name, code, Some(c.comm))
+    }
+
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn all_reduce(&self, c: &Call) -> Result<(), NcclError> {
+        self.reducing("ncclAllReduce", self.fns.all_reduce, c)
+    }
+
+    /// # Safety
+    /// See the impl block.
+    pub unsafe fn broadcast(&self, c: &Call) -> Result<(), NcclError> {
+        self.rooted("ncclBroadcast", self.fns.broadcast, c)
     }
 
     /// # Safety
@@ -531,17 +551,13 @@ impl Nccl {
     /// # Safety
     /// See the impl block.
     pub unsafe fn all_gather(&self, c: &Call) -> Result<(), NcclError> {
-        let f = self.fns.all_gather;
-        let code = f(c.send(), c.recv(), c.count, c.dtype, c.comm, c.stream);
-        self.check("ncclAllGather", code, Some(c.comm))
+        self.symmetric("ncclAllGather", self.fns.all_gather, c)
     }
 
     /// # Safety
     /// See the impl block.
     pub unsafe fn reduce_scatter(&self, c: &Call) -> Result<(), NcclError> {
-        let f = self.fns.reduce_scatter;
-        let code = f(c.send(), c.recv(), c.count, c.dtype, c.op, c.comm, c.stream);
-        self.check("ncclReduceScatter", code, Some(c.comm))
+        self.reducing("ncclReduceScatter", self.fns.reduce_scatter, c)
     }
 
     /// Sends `count` elements at `addr` to `peer`.
@@ -581,9 +597,7 @@ impl Nccl {
     /// # Safety
     /// See the impl block.
     pub unsafe fn alltoall(&self, c: &Call) -> Option<Result<(), NcclError>> {
-        let f = self.fns.alltoall?;
-        let code = f(c.send(), c.recv(), c.count, c.dtype, c.comm, c.stream);
-        Some(self.check("ncclAlltoAll", code, Some(c.comm)))
+        Some(self.symmetric("ncclAlltoAll", self.fns.alltoall?, c))
     }
 
     /// ncclGather (NCCL 2.28+); None where the library lacks it.
@@ -591,17 +605,7 @@ impl Nccl {
     /// # Safety
     /// See the impl block.
     pub unsafe fn gather(&self, c: &Call) -> Option<Result<(), NcclError>> {
-        let f = self.fns.gather?;
-        let code = f(
-            c.send(),
-            c.recv(),
-            c.count,
-            c.dtype,
-            c.root(),
-            c.comm,
-            c.stream,
-        );
-        Some(self.check("ncclGather", code, Some(c.comm)))
+        Some(self.rooted("ncclGather", self.fns.gather?, c))
     }
 
     /// ncclScatter (NCCL 2.28+); None where the library lacks it.
@@ -609,17 +613,7 @@ impl Nccl {
     /// # Safety
     /// See the impl block.
     pub unsafe fn scatter(&self, c: &Call) -> Option<Result<(), NcclError>> {
-        let f = self.fns.scatter?;
-        let code = f(
-            c.send(),
-            c.recv(),
-            c.count,
-            c.dtype,
-            c.root(),
-            c.comm,
-            c.stream,
-        );
-        Some(self.check("ncclScatter", code, Some(c.comm)))
+        Some(self.rooted("ncclScatter", self.fns.scatter?, c))
     }
 }
 
