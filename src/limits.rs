@@ -336,10 +336,19 @@ fn parse_link_speed(speed: &str) -> Option<f64> {
 
 /// Which kind of device a PCIe link belongs to: the limit it sets, and whether
 /// its speed at rest says anything (GPUs lower their link speed when idle).
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum PcieRole {
     Nic,
     Gpu,
+}
+
+/// Where sysfs lists the PCI devices, below its root.
+const PCI_DEVICES: &str = "sys/bus/pci/devices";
+
+/// The sysfs directory of the PCI device at `bus_id` ("0000:18:00.0") under
+/// `root` (normally "/").
+pub fn pci_device_dir(root: &Path, bus_id: &str) -> PathBuf {
+    root.join(PCI_DEVICES).join(bus_id)
 }
 
 /// The "current" or "max" link speed of the PCI device at `dev`, in GT/s.
@@ -474,15 +483,6 @@ pub fn detect(root: &Path) -> Detection {
         }
     }
     found
-}
-
-/// Where sysfs lists the PCI devices, below its root.
-const PCI_DEVICES: &str = "sys/bus/pci/devices";
-
-/// The sysfs directory of the PCI device at `bus_id` ("0000:18:00.0") under
-/// `root` (normally "/").
-pub fn pci_device_dir(root: &Path, bus_id: &str) -> PathBuf {
-    root.join(PCI_DEVICES).join(bus_id)
 }
 
 /// What sysfs says about the PCIe link of one device.
