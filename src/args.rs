@@ -260,7 +260,17 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    CollArgs::try_parse_from(argv).map_err(|e| match e.kind() {
+    parse_command(argv)
+}
+
+/// `parse_args` for any binary's flags.
+pub fn parse_command<P, I, T>(argv: I) -> Result<P, UsageError>
+where
+    P: Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    P::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => {
             let text = e.render().to_string();

@@ -11,6 +11,7 @@ pub mod args;
 pub mod backend;
 pub mod collective;
 pub mod datatype;
+pub mod doctor;
 pub mod driver;
 pub mod pattern;
 pub mod report;
