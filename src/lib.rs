@@ -7,6 +7,7 @@
 //! - `driver`: the one sweep/timing/validation loop behind every binary.
 //! - `report`: the result rows and their exporters (nccl-tests table, CSV).
 
+pub mod allpairs;
 pub mod args;
 pub mod backend;
 pub mod collective;

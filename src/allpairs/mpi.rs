@@ -1,0 +1,177 @@
+//! `sendrecv_perf --all-pairs`: each pair exchanges messages with MPI_Sendrecv
+//! (both directions at once, as sendrecv_perf's ring does), timed with MPI_Wtime.
+
+use super::heatmap::write_png;
+use super::{measure_all_pairs, write_csv, write_table, PairMeasure, PairSample, Thresholds};
+use crate::args::{CollArgs, Plan};
+use crate::collective::Collective;
+use crate::driver::{agree, Failure};
+use crate::sizes::sweep;
+use crate::watchdog::Watchdog;
+use crate::world::World;
+use mpi::point_to_point::send_receive_into;
+use mpi::topology::Communicator;
+use std::time::Duration;
+
+/// Environment variable that makes rank N slow in every exchange (each pair
+/// with it then measures slow), to prove that the suspect node is named.
+pub const FAULT_SLOW_ENV: &str = "FABRICBENCH_FAULT_SLOW_RANK";
+const FAULT_DELAY: Duration = Duration::from_millis(10);
+
+/// What rank `rank` sends at byte `i`; never 0xFF, the value validation poisons with.
+fn pattern(rank: usize, i: usize) -> u8 {
+    ((rank * 131 + i * 7) % 251) as u8
+}
+
+pub struct MpiPair<'a> {
+    world: &'a World,
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    iters: usize,
+    warmup_iters: usize,
+    check: bool,
+    delay: Option<Duration>,
+}
+
+impl<'a> MpiPair<'a> {
+    pub fn new(world: &'a World, max_bytes: usize, plan: &Plan) -> MpiPair<'a> {
+        let slow_rank: Option<usize> = std::env::var(FAULT_SLOW_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok());
+        MpiPair {
+            world,
+            send: (0..max_bytes).map(|i| pattern(world.rank, i)).collect(),
+            recv: vec![0; max_bytes],
+            iters: plan.iters,
+            warmup_iters: plan.warmup_iters,
+            check: plan.check > 0,
+            delay: (slow_rank == Some(world.rank)).then_some(FAULT_DELAY),
+        }
+    }
+}
+
+impl PairMeasure for MpiPair<'_> {
+    fn describe(&self) -> String {
+        "MPI_Sendrecv between the two ranks, both directions at once".into()
+    }
+
+    fn measure(
+        &mut self,
+        peer: usize,
+        bytes: usize,
+        watchdog: &Watchdog,
+    ) -> anyhow::Result<PairSample> {
+        let other = self.world.comm.process_at_rank(peer as i32);
+        let (send, recv) = (&self.send[..bytes], &mut self.recv[..bytes]);
+        for _ in 0..self.warmup_iters {
+            watchdog.enter_call();
+            send_receive_into(send, &other, recv, &other);
+        }
+        let start = mpi::time();
+        for _ in 0..self.iters {
+            watchdog.enter_call();
+            send_receive_into(send, &other, recv, &other);
+            if let Some(d) = self.delay {
+                std::thread::sleep(d);
+            }
+        }
+        let seconds = (mpi::time() - start) / self.iters as f64;
+        let wrong = self.check.then(|| {
+            recv.fill(0xFF);
+            watchdog.enter_call();
+            send_receive_into(send, &other, recv, &other);
+            recv.iter()
+                .enumerate()
+                .filter(|&(i, &b)| b != pattern(peer, i))
+                .count() as u64
+        });
+        Ok(PairSample { seconds, wrong })
+    }
+}
+
+/// The all-pairs run of a collective binary; only sendrecv_perf has one.
+pub(crate) fn run(
+    world: &World,
+    coll: &dyn Collective,
+    args: &CollArgs,
+    plan: &Plan,
+    program: &str,
+) -> Result<u8, Failure> {
+    if coll.id() != "sendrecv" {
+        return Err(Failure::Usage(format!(
+            "--all-pairs: {program} has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)"
+        )));
+    }
+    if world.size < 2 {
+        return Err(Failure::Usage(
+            "--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node sendrecv_perf --all-pairs".into(),
+        ));
+    }
+    if args.append {
+        return Err(Failure::Usage(
+            "--append: an all-pairs run writes one matrix file of its own; drop --append".into(),
+        ));
+    }
+    let thresholds =
+        Thresholds::new(args.slow_fraction, args.slow_latency).map_err(Failure::Usage)?;
+    if plan.max_bytes > i32::MAX as u64 {
+        return Err(Failure::Usage(format!(
+            "-e/--maxbytes {}: MPI counts stop at 2^31-1 bytes; lower -e",
+            plan.max_bytes
+        )));
+    }
+    let sizes = sweep(plan.min_bytes, plan.max_bytes, plan.step);
+    // Every rank has checked that --csv does not exist yet (Plan) before rank 0 creates it.
+    world.barrier();
+    let csv = match (&args.csv, world.is_root()) {
+        (Some(path), true) => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(Some)
+            .map_err(|e| format!("--csv {}: {e}", path.display())),
+        _ => Ok(None),
+    };
+    let csv_file = match &csv {
+        Ok(f) => f.as_ref().and_then(|f| f.try_clone().ok()),
+        Err(_) => None,
+    };
+    agree(world, program, csv.map(|_| ()))?;
+    let mut pair = MpiPair::new(world, plan.max_bytes as usize, plan);
+    let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    if world.is_root() {
+        println!(
+            "# {program} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each",
+            world.size,
+            super::schedule::round_robin(world.size).len(),
+            sizes.len(),
+            plan.min_bytes,
+            plan.max_bytes,
+            plan.iters
+        );
+        println!("# each pair: {}", pair.describe());
+    }
+    let Some(results) = measure_all_pairs(world, &mut pair, &sizes, &watchdog)? else {
+        return Ok(0);
+    };
+    let verdict = results.judge(&thresholds);
+    write_table(&mut std::io::stdout(), &results, &verdict, &thresholds)
+        .map_err(|e| Failure::Fatal(e.into()))?;
+    if let (Some(file), Some(path)) = (csv_file, &args.csv) {
+        write_csv(file, &results).map_err(Failure::Fatal)?;
+        let png = path.with_extension("png");
+        let drawn = if png.exists() {
+            Err(anyhow::anyhow!(
+                "{} exists and is never overwritten: no heatmap drawn",
+                png.display()
+            ))
+        } else {
+            write_png(&png, &results, &verdict, program)
+        };
+        match drawn {
+            Ok(()) => println!("# matrix: {}  heatmap: {}", path.display(), png.display()),
+            Err(e) => eprintln!("{program}: warning: {e:#}"),
+        }
+    }
+    Ok(if verdict.passed() { 0 } else { 1 })
+}
