@@ -6,6 +6,9 @@
 //! - `backend`: where they run (`mpi`: host memory through MPI).
 //! - `driver`: the one sweep/timing/validation loop behind every binary.
 //! - `report`: the result rows and their exporters (nccl-tests table, CSV).
+//! - `doctor`: per-node and cross-node configuration checks (the `doctor` binary).
+//! - `allpairs`: every pair of ranks measured in rounds of disjoint pairs.
+//! - `rack`: the acceptance run of a rack from a TOML spec (the `rack_check` binary).
 
 pub mod allpairs;
 pub mod args;
@@ -15,6 +18,7 @@ pub mod datatype;
 pub mod doctor;
 pub mod driver;
 pub mod pattern;
+pub mod rack;
 pub mod report;
 pub mod sizes;
 pub mod stats;

@@ -10,7 +10,8 @@
 //! multiple of the lowest latency, and names a node all of whose pairs are slow.
 //!
 //! CSV: header `metric,size_bytes,node,<node 0>,...,<node N-1>`, then for each
-//! size N rows per metric (`time_us`, `algbw_gbs`, and `wrong_bytes` when checked):
+//! size N rows per metric (`time_us` the mean time of an exchange, `p50_us` its
+//! median, `algbw_gbs` size over mean time, and `wrong_bytes` when validated):
 //! row `node` i, column j holds the value of pair (i, j); the matrix is symmetric
 //! (each pair is measured once, both directions at once) and the diagonal is empty.
 
@@ -29,8 +30,11 @@ use std::path::Path;
 /// One pair measurement as one rank of the pair timed it.
 #[derive(Clone, Copy, Debug)]
 pub struct PairSample {
-    /// Seconds per exchange.
+    /// Mean seconds per exchange.
     pub seconds: f64,
+    /// Median seconds of one exchange: latency is judged on it, as perftest's
+    /// t_typical, so one descheduled iteration does not make a pair slow.
+    pub p50_seconds: f64,
     /// Bytes received wrong in validation; None when not validated.
     pub wrong: Option<u64>,
 }
@@ -83,6 +87,7 @@ impl Matrix {
 pub struct SizeMatrices {
     pub size_bytes: u64,
     pub time_us: Matrix,
+    pub p50_us: Matrix,
     pub algbw_gbs: Matrix,
     pub wrong_bytes: Option<Matrix>,
 }
@@ -115,6 +120,9 @@ pub fn labels(hosts: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Values each rank sends per round and size (see `measure_all_pairs`).
+const SAMPLE_LEN: usize = 3;
+
 /// Runs every round on every rank; rank 0 returns the matrices.
 pub fn measure_all_pairs(
     world: &World,
@@ -123,8 +131,8 @@ pub fn measure_all_pairs(
     watchdog: &Watchdog,
 ) -> anyhow::Result<Option<PairResults>> {
     let rounds = round_robin(world.size);
-    // Per round and size: seconds (NaN on a bye) and wrong bytes (-1: not checked).
-    let mut mine = Vec::with_capacity(rounds.len() * sizes.len() * 2);
+    // Per round and size: mean and median seconds (NaN on a bye), wrong bytes (-1: not checked).
+    let mut mine = Vec::with_capacity(rounds.len() * sizes.len() * SAMPLE_LEN);
     for (r, round) in rounds.iter().enumerate() {
         watchdog.begin(format!(
             "all-pairs round {} of {} (barrier)",
@@ -150,11 +158,15 @@ pub fn measure_all_pairs(
                 }
                 None => PairSample {
                     seconds: f64::NAN,
+                    p50_seconds: f64::NAN,
                     wrong: None,
                 },
             };
-            mine.push(sample.seconds);
-            mine.push(sample.wrong.map_or(-1.0, |w| w as f64));
+            mine.extend([
+                sample.seconds,
+                sample.p50_seconds,
+                sample.wrong.map_or(-1.0, |w| w as f64),
+            ]);
         }
     }
     watchdog.begin("all-pairs (gathering results)".into());
@@ -164,7 +176,7 @@ pub fn measure_all_pairs(
     let Some(all) = gathered else { return Ok(None) };
     let per_rank: Vec<&[f64]> = all.chunks_exact(mine.len().max(1)).collect();
     let n = world.size;
-    let checked = all.iter().skip(1).step_by(2).any(|&w| w >= 0.0);
+    let checked = all.iter().skip(2).step_by(SAMPLE_LEN).any(|&w| w >= 0.0);
     let mut results = PairResults {
         labels: labels(&world.hosts),
         sizes: sizes
@@ -172,6 +184,7 @@ pub fn measure_all_pairs(
             .map(|&size_bytes| SizeMatrices {
                 size_bytes,
                 time_us: Matrix::empty(n),
+                p50_us: Matrix::empty(n),
                 algbw_gbs: Matrix::empty(n),
                 wrong_bytes: checked.then(|| Matrix::empty(n)),
             })
@@ -180,16 +193,18 @@ pub fn measure_all_pairs(
     for (r, round) in rounds.iter().enumerate() {
         for &(a, b) in round {
             for (s, m) in results.sizes.iter_mut().enumerate() {
-                let at = (r * sizes.len() + s) * 2;
+                let at = (r * sizes.len() + s) * SAMPLE_LEN;
                 // The pair took as long as its slower side.
-                let seconds = per_rank[a][at].max(per_rank[b][at]);
+                let slower = |k: usize| per_rank[a][at + k].max(per_rank[b][at + k]);
+                let seconds = slower(0);
                 m.time_us.set(a, b, seconds * 1e6);
+                m.p50_us.set(a, b, slower(1) * 1e6);
                 m.algbw_gbs.set(a, b, m.size_bytes as f64 / seconds / 1e9);
                 if let Some(w) = &mut m.wrong_bytes {
                     w.set(
                         a,
                         b,
-                        per_rank[a][at + 1].max(0.0) + per_rank[b][at + 1].max(0.0),
+                        per_rank[a][at + 2].max(0.0) + per_rank[b][at + 2].max(0.0),
                     );
                 }
             }
@@ -203,7 +218,7 @@ pub fn measure_all_pairs(
 pub struct Thresholds {
     /// Bandwidth below this fraction of the median pair's (at the largest size).
     pub bw_fraction: f64,
-    /// Latency above this multiple of the fastest pair's (at the smallest size).
+    /// Median latency above this multiple of the fastest pair's (at the smallest size).
     pub latency_factor: f64,
 }
 
@@ -304,7 +319,7 @@ impl PairResults {
                 limit: bw_limit,
             })
             .collect();
-        let lat = small.time_us.pairs();
+        let lat = small.p50_us.pairs();
         let min_us = lat.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
         let lat_limit = t.latency_factor * min_us;
         let slow_latency: Vec<SlowPair> = lat
@@ -380,7 +395,7 @@ impl Verdict {
         }
         for p in &self.slow_latency {
             lines.push(format!(
-                "slow pair {}: time {:.2} us at {} > {:.2} ({} x lowest {:.2})",
+                "slow pair {}: median time {:.2} us at {} > {:.2} ({} x lowest {:.2})",
                 pair(p),
                 p.value,
                 human_bytes(self.latency_size),
@@ -406,7 +421,7 @@ impl Verdict {
     }
 }
 
-const METRICS: [&str; 3] = ["time_us", "algbw_gbs", "wrong_bytes"];
+const METRICS: [&str; 4] = ["time_us", "p50_us", "algbw_gbs", "wrong_bytes"];
 
 /// Writes the matrices as the CSV described at the top of this file.
 pub fn write_csv(out: impl Write, results: &PairResults) -> anyhow::Result<()> {
@@ -415,7 +430,12 @@ pub fn write_csv(out: impl Write, results: &PairResults) -> anyhow::Result<()> {
     header.extend(results.labels.iter().cloned());
     w.write_record(&header)?;
     for s in &results.sizes {
-        let matrices = [Some(&s.time_us), Some(&s.algbw_gbs), s.wrong_bytes.as_ref()];
+        let matrices = [
+            Some(&s.time_us),
+            Some(&s.p50_us),
+            Some(&s.algbw_gbs),
+            s.wrong_bytes.as_ref(),
+        ];
         for (metric, m) in METRICS.iter().zip(matrices) {
             let Some(m) = m else { continue };
             for (i, row) in m.0.iter().enumerate() {
@@ -467,6 +487,7 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
             sizes.push(SizeMatrices {
                 size_bytes,
                 time_us: Matrix::empty(n),
+                p50_us: Matrix::empty(n),
                 algbw_gbs: Matrix::empty(n),
                 wrong_bytes: None,
             });
@@ -474,6 +495,7 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
         let s = sizes.last_mut().expect("pushed above");
         let m = match metric {
             "time_us" => &mut s.time_us,
+            "p50_us" => &mut s.p50_us,
             "algbw_gbs" => &mut s.algbw_gbs,
             "wrong_bytes" => s.wrong_bytes.get_or_insert_with(|| Matrix::empty(n)),
             _ => bail!("{}: unknown metric '{metric}'", path.display()),
@@ -535,14 +557,14 @@ pub fn write_table(
     if let Some(s) = by_size(verdict.latency_size) {
         write_matrix(
             out,
-            &format!("time (us) of each pair at {} B", s.size_bytes),
+            &format!("median time (us) of each pair at {} B", s.size_bytes),
             &results.labels,
-            &s.time_us,
+            &s.p50_us,
         )?;
     }
     writeln!(
         out,
-        "# median algbw {:.3} GB/s at {} B: pairs below {} x median are slow; lowest time {:.2} us at {} B: pairs above {} x lowest are slow",
+        "# median algbw {:.3} GB/s at {} B: pairs below {} x median are slow; lowest median time {:.2} us at {} B: pairs above {} x lowest are slow",
         verdict.median_gbs, verdict.bw_size, t.bw_fraction, verdict.min_us, verdict.latency_size, t.latency_factor
     )?;
     let lines = verdict.lines(&results.labels, t);
@@ -564,6 +586,7 @@ mod tests {
         let mut small = SizeMatrices {
             size_bytes: 8,
             time_us: Matrix::empty(n),
+            p50_us: Matrix::empty(n),
             algbw_gbs: Matrix::empty(n),
             wrong_bytes: None,
         };
@@ -573,7 +596,8 @@ mod tests {
             for b in a + 1..n {
                 let is_slow = slow_node.is_some_and(|s| s == a || s == b);
                 large.algbw_gbs.set(a, b, if is_slow { slow } else { fast });
-                small.time_us.set(a, b, if is_slow { 50.0 } else { 5.0 });
+                small.time_us.set(a, b, if is_slow { 60.0 } else { 6.0 });
+                small.p50_us.set(a, b, if is_slow { 50.0 } else { 5.0 });
             }
         }
         PairResults {
@@ -636,14 +660,14 @@ mod tests {
             r.sizes[1].algbw_gbs.set(a, b, 10.0);
         }
         for (a, b) in [(0, 1), (0, 2), (2, 3)] {
-            r.sizes[0].time_us.set(a, b, 50.0);
+            r.sizes[0].p50_us.set(a, b, 50.0);
         }
         let v = r.judge(&Thresholds::default());
         assert_eq!(v.slow_bw.len() + v.slow_latency.len(), 6);
         assert!(v.suspects.is_empty(), "{v:?}");
         // With pair (0, 2) healthy again, nodes 1 and 3, all of whose pairs are
         // still slow, stand out.
-        r.sizes[0].time_us.set(0, 2, 5.0);
+        r.sizes[0].p50_us.set(0, 2, 5.0);
         assert_eq!(r.judge(&Thresholds::default()).suspects, vec![1, 3]);
     }
 
@@ -669,7 +693,7 @@ mod tests {
         write_csv(&mut bytes, &r).unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
         assert!(
-            text.starts_with("metric,size_bytes,node,node0,node1,node2\ntime_us,8,node0,,5,50\n"),
+            text.starts_with("metric,size_bytes,node,node0,node1,node2\ntime_us,8,node0,,6,60\n"),
             "{text}"
         );
         let dir = std::env::temp_dir().join(format!("allpairs-csv-{}", std::process::id()));

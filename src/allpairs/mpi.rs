@@ -27,10 +27,11 @@ pub struct MpiPair<'a> {
     world: &'a World,
     send: Vec<u8>,
     recv: Vec<u8>,
-    iters: usize,
     warmup_iters: usize,
     check: bool,
     delay: Option<Duration>,
+    /// Each timed exchange's seconds, reused for every pair: nothing is allocated in the loop.
+    per_iteration: Vec<f64>,
 }
 
 impl<'a> MpiPair<'a> {
@@ -42,10 +43,10 @@ impl<'a> MpiPair<'a> {
             world,
             send: (0..max_bytes).map(|i| pattern(world.rank, i)).collect(),
             recv: vec![0; max_bytes],
-            iters: plan.iters,
             warmup_iters: plan.warmup_iters,
             check: plan.check > 0,
             delay: (slow_rank == Some(world.rank)).then_some(FAULT_DELAY),
+            per_iteration: vec![0.0; plan.iters],
         }
     }
 }
@@ -68,14 +69,20 @@ impl PairMeasure for MpiPair<'_> {
             send_receive_into(send, &other, recv, &other);
         }
         let start = mpi::time();
-        for _ in 0..self.iters {
+        let mut last = start;
+        for t in self.per_iteration.iter_mut() {
             watchdog.enter_call();
             send_receive_into(send, &other, recv, &other);
             if let Some(d) = self.delay {
                 std::thread::sleep(d);
             }
+            let now = mpi::time();
+            *t = now - last;
+            last = now;
         }
-        let seconds = (mpi::time() - start) / self.iters as f64;
+        let seconds = (last - start) / self.per_iteration.len() as f64;
+        self.per_iteration.sort_by(f64::total_cmp);
+        let p50_seconds = self.per_iteration[self.per_iteration.len() / 2];
         let wrong = self.check.then(|| {
             recv.fill(0xFF);
             watchdog.enter_call();
@@ -85,7 +92,11 @@ impl PairMeasure for MpiPair<'_> {
                 .filter(|&(i, &b)| b != pattern(peer, i))
                 .count() as u64
         });
-        Ok(PairSample { seconds, wrong })
+        Ok(PairSample {
+            seconds,
+            p50_seconds,
+            wrong,
+        })
     }
 }
 
