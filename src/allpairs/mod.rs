@@ -239,7 +239,7 @@ impl Thresholds {
                 "--slow-fraction {bw_fraction}: give a fraction of the median in (0, 1], e.g. 0.9"
             ));
         }
-        if !(latency_factor >= 1.0) {
+        if latency_factor.is_nan() || latency_factor < 1.0 {
             return Err(format!(
                 "--slow-latency {latency_factor}: give a multiple of the lowest latency >= 1, e.g. 2"
             ));

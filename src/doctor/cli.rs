@@ -64,7 +64,7 @@ pub fn main() -> ExitCode {
             "--sysfs-root {}: not a directory; give the root that holds sys/ and proc/",
             a.sysfs_root.display()
         )),
-        (_, Some(a)) if a.port_rate.is_some_and(|r| !(r > 0.0)) => {
+        (_, Some(a)) if a.port_rate.is_some_and(|r| r.is_nan() || r <= 0.0) => {
             Some("--port-rate: give the expected rate in Gb/s, e.g. --port-rate 400".into())
         }
         _ => None,

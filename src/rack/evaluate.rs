@@ -122,7 +122,7 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
     let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut details = Vec::new();
     let mut passed = true;
-    if let Some(t) = min.as_ref().filter(|t| !(low >= t.value)) {
+    if let Some(t) = min.as_ref().filter(|t| low.is_nan() || low < t.value) {
         passed = false;
         details.push(format!(
             "{} {low:.3} {} is below {:.3}",
@@ -131,7 +131,7 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
             t.value
         ));
     }
-    if let Some(t) = max.as_ref().filter(|t| !(high <= t.value)) {
+    if let Some(t) = max.as_ref().filter(|t| high.is_nan() || high > t.value) {
         passed = false;
         details.push(format!(
             "{} {high:.3} {} is above {:.3}",
