@@ -19,6 +19,7 @@ pub mod heatmap;
 pub mod mpi;
 pub mod schedule;
 
+use crate::driver::{agree, Failure};
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
 use crate::world::World;
@@ -211,6 +212,83 @@ pub fn measure_all_pairs(
         }
     }
     Ok(Some(results))
+}
+
+/// One all-pairs run, whatever measures the pairs.
+pub struct PairRun<'a> {
+    /// The binary's name, for messages.
+    pub program: &'a str,
+    pub sizes: Vec<u64>,
+    /// Timed exchanges per pair and size (for the header).
+    pub iters: usize,
+    pub thresholds: Thresholds,
+    /// The matrix CSV (a new file; the heatmap goes beside it as .png).
+    pub csv: Option<&'a Path>,
+    /// -T: a pair that hangs this long ends the job (0 = never).
+    pub timeout_s: u64,
+}
+
+/// Measures every pair with `measure` and, on rank 0, prints the table and
+/// writes the CSV and heatmap. Exit status 1 when a pair is slow or received
+/// wrong data. Every rank calls it.
+pub(crate) fn run_pairs(
+    world: &World,
+    measure: &mut dyn PairMeasure,
+    run: &PairRun,
+) -> Result<u8, Failure> {
+    let program = run.program;
+    // Every rank has checked that the CSV does not exist yet before rank 0 creates it.
+    world.barrier();
+    let csv = match (run.csv, world.is_root()) {
+        (Some(path), true) => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(Some)
+            .map_err(|e| format!("--csv {}: {e}", path.display())),
+        _ => Ok(None),
+    };
+    agree(
+        world,
+        program,
+        csv.as_ref().map(|_| ()).map_err(Clone::clone),
+    )?;
+    let watchdog = Watchdog::start(world, program, run.timeout_s)?;
+    if world.is_root() {
+        println!(
+            "# {program} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each",
+            world.size,
+            round_robin(world.size).len(),
+            run.sizes.len(),
+            run.sizes.first().copied().unwrap_or(0),
+            run.sizes.last().copied().unwrap_or(0),
+            run.iters
+        );
+        println!("# each pair: {}", measure.describe());
+    }
+    let Some(results) = measure_all_pairs(world, measure, &run.sizes, &watchdog)? else {
+        return Ok(0);
+    };
+    let verdict = results.judge(&run.thresholds);
+    write_table(&mut std::io::stdout(), &results, &verdict, &run.thresholds)
+        .map_err(|e| Failure::Fatal(e.into()))?;
+    if let (Ok(Some(file)), Some(path)) = (csv, run.csv) {
+        write_csv(file, &results).map_err(Failure::Fatal)?;
+        let png = path.with_extension("png");
+        let drawn = if png.exists() {
+            Err(anyhow::anyhow!(
+                "{} exists and is never overwritten: no heatmap drawn",
+                png.display()
+            ))
+        } else {
+            heatmap::write_png(&png, &results, &verdict, program)
+        };
+        match drawn {
+            Ok(()) => println!("# matrix: {}  heatmap: {}", path.display(), png.display()),
+            Err(e) => eprintln!("{program}: warning: {e:#}"),
+        }
+    }
+    Ok(if verdict.passed() { 0 } else { 1 })
 }
 
 /// When a pair counts as slow.

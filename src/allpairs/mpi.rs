@@ -1,11 +1,10 @@
 //! `sendrecv_perf --all-pairs`: each pair exchanges messages with MPI_Sendrecv
 //! (both directions at once, as sendrecv_perf's ring does), timed with MPI_Wtime.
 
-use super::heatmap::write_png;
-use super::{measure_all_pairs, write_csv, write_table, PairMeasure, PairSample, Thresholds};
+use super::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
 use crate::args::{CollArgs, Plan};
 use crate::collective::Collective;
-use crate::driver::{agree, Failure};
+use crate::driver::Failure;
 use crate::sizes::sweep;
 use crate::watchdog::Watchdog;
 use crate::world::World;
@@ -131,58 +130,14 @@ pub(crate) fn run(
             plan.max_bytes
         )));
     }
-    let sizes = sweep(plan.min_bytes, plan.max_bytes, plan.step);
-    // Every rank has checked that --csv does not exist yet (Plan) before rank 0 creates it.
-    world.barrier();
-    let csv = match (&args.csv, world.is_root()) {
-        (Some(path), true) => std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map(Some)
-            .map_err(|e| format!("--csv {}: {e}", path.display())),
-        _ => Ok(None),
-    };
-    let csv_file = match &csv {
-        Ok(f) => f.as_ref().and_then(|f| f.try_clone().ok()),
-        Err(_) => None,
-    };
-    agree(world, program, csv.map(|_| ()))?;
     let mut pair = MpiPair::new(world, plan.max_bytes as usize, plan);
-    let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
-    if world.is_root() {
-        println!(
-            "# {program} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each",
-            world.size,
-            super::schedule::round_robin(world.size).len(),
-            sizes.len(),
-            plan.min_bytes,
-            plan.max_bytes,
-            plan.iters
-        );
-        println!("# each pair: {}", pair.describe());
-    }
-    let Some(results) = measure_all_pairs(world, &mut pair, &sizes, &watchdog)? else {
-        return Ok(0);
+    let setup = PairRun {
+        program,
+        sizes: sweep(plan.min_bytes, plan.max_bytes, plan.step),
+        iters: plan.iters,
+        thresholds,
+        csv: args.csv.as_deref(),
+        timeout_s: plan.timeout_s,
     };
-    let verdict = results.judge(&thresholds);
-    write_table(&mut std::io::stdout(), &results, &verdict, &thresholds)
-        .map_err(|e| Failure::Fatal(e.into()))?;
-    if let (Some(file), Some(path)) = (csv_file, &args.csv) {
-        write_csv(file, &results).map_err(Failure::Fatal)?;
-        let png = path.with_extension("png");
-        let drawn = if png.exists() {
-            Err(anyhow::anyhow!(
-                "{} exists and is never overwritten: no heatmap drawn",
-                png.display()
-            ))
-        } else {
-            write_png(&png, &results, &verdict, program)
-        };
-        match drawn {
-            Ok(()) => println!("# matrix: {}  heatmap: {}", path.display(), png.display()),
-            Err(e) => eprintln!("{program}: warning: {e:#}"),
-        }
-    }
-    Ok(if verdict.passed() { 0 } else { 1 })
+    run_pairs(world, &mut pair, &setup)
 }
