@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
 # The test command: unit tests and multi-rank integration tests (they launch
-# mpirun themselves). Runs as root too, on any core count.
+# mpirun themselves), then the notebook against CSVs that real runs of our
+# binaries write here. Runs as root too, on any core count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 cargo test --locked -- --test-threads=2
+
+# scripts/compare.py, headless, on two fresh runs: a baseline on 2 ranks with a
+# given limit, a candidate on 2 ranks (limits as detected here) with a 4-rank
+# run of another collective appended.
+cargo build --locked --bins
+python=""
+for candidate in python3 /usr/bin/python3; do
+    if "$candidate" -c 'import pandas, matplotlib' 2>/dev/null; then python=$candidate; break; fi
+done
+[ -n "$python" ] || { echo "test.sh: no python3 with pandas and matplotlib: run scripts/setup.sh" >&2; exit 1; }
+nb=$(mktemp -d)
+trap 'rm -rf "$nb"' EXIT
+bin=target/debug
+mpirun -np 2 $bin/all_reduce_perf -b 1K -e 256K -f 4 -n 10 --limit 100g --csv "$nb/baseline.csv" >/dev/null
+mpirun -np 2 $bin/all_reduce_perf -b 1K -e 256K -f 4 -n 10 --csv "$nb/candidate.csv" >/dev/null
+mpirun -np 4 $bin/all_gather_perf -b 1K -e 256K -f 4 -n 10 --csv "$nb/candidate.csv" --append >/dev/null
+"$python" scripts/compare.py "$nb/baseline.csv" "$nb/candidate.csv" "$nb/out"
+[ -s "$nb/out/busbw.png" ] || { echo "test.sh: the notebook wrote no busbw.png" >&2; exit 1; }
+echo "test.sh: notebook ran on CSVs from real runs"

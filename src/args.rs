@@ -3,6 +3,7 @@
 //! and the fix.
 
 use crate::datatype::{DataType, RedOp};
+use crate::limits::{parse_limit, Limit};
 use crate::sizes::{parse_size, Step};
 use clap::Parser;
 use serde::Serialize;
@@ -73,6 +74,20 @@ pub struct CollArgs {
     /// With --csv: add rows to an existing file of the same schema
     #[arg(long = "append", requires = "csv")]
     pub append: bool,
+    /// Link limit busbw is compared with (repeatable): a name (nvlink4, pcie5x16,
+    /// ib-ndr, 400g, ...; see README) or a per-direction number, 50GB/s or 400Gb/s.
+    /// Without it, limits are detected from sysfs
+    #[arg(long = "limit", value_name = "NAME|NUMBER[GB/s|Gb/s]", value_parser = parse_limit)]
+    pub limit: Vec<Limit>,
+    /// Root of the sysfs tree that limit detection reads (a copy, or a test fixture)
+    #[arg(long = "sysfs-root", value_name = "DIR", default_value = "/")]
+    pub sysfs_root: PathBuf,
+    /// After the run, write busbw, latency and latency-distribution plots (PNG and SVG) to DIR/<run_id>/
+    #[arg(long = "plot", value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Write each size's per-iteration latency histogram (.hgrm, microseconds) to DIR/<run_id>/
+    #[arg(long = "hist", value_name = "DIR")]
+    pub hist: Option<PathBuf>,
     /// sendrecv_perf: measure every pair of ranks in rounds of disjoint pairs; --csv gets the N x N matrices and a heatmap
     #[arg(long = "all-pairs")]
     pub all_pairs: bool,
@@ -230,6 +245,14 @@ impl CollArgs {
                 )));
             }
         }
+        for (flag, dir) in [("--plot", &self.plot), ("--hist", &self.hist)] {
+            if let Some(dir) = dir.as_ref().filter(|d| d.exists() && !d.is_dir()) {
+                return Err(usage(format!(
+                    "{flag} {}: exists and is not a directory; give a directory",
+                    dir.display()
+                )));
+            }
+        }
         Ok(Plan {
             min_bytes: self.minbytes,
             max_bytes: self.maxbytes,
@@ -269,11 +292,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    parse_command(argv)
+    parse_one_line(argv)
 }
 
-/// `parse_args` for any binary's flags.
-pub fn parse_command<P, I, T>(argv: I) -> Result<P, UsageError>
+/// `parse_args` for any clap command (the `plot` and `compare` binaries too).
+pub fn parse_one_line<P, I, T>(argv: I) -> Result<P, UsageError>
 where
     P: Parser,
     I: IntoIterator<Item = T>,
@@ -282,11 +305,18 @@ where
     P::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => {
+            // clap's message up to its usage block, on one line (a missing
+            // argument is named on the line after the first).
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            let message: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
             usage(format!(
                 "{} (see --help)",
-                first.trim_start_matches("error: ")
+                message.join(" ").trim_start_matches("error: ")
             ))
         }
     })
@@ -361,7 +391,20 @@ mod tests {
         assert!(err(&["-n", "0"]).starts_with("-n/--iters 0"));
         assert!(err(&["--backend", "tcp"]).starts_with("--backend tcp"));
         assert!(err(&["--bogus"]).contains("--bogus"));
+        assert!(err(&["--limit", "nvlink9"]).contains("--limit"));
+        assert!(err(&["--limit", "400gb/s"]).contains("Gb/s (bits)"));
+        assert!(err(&["--plot", "Cargo.toml"])
+            .starts_with("--plot Cargo.toml: exists and is not a directory"));
         assert!(!err(&["--bogus"]).contains('\n'));
+    }
+
+    #[test]
+    fn limits_repeat() {
+        let args =
+            parse_args(["all_reduce_perf", "--limit", "ib-ndr", "--limit", "25 GB/s"]).unwrap();
+        let gbs: Vec<f64> = args.limit.iter().map(|l| l.gbs).collect();
+        assert_eq!(gbs, [50.0, 25.0]);
+        assert!(parse_args(["all_reduce_perf"]).unwrap().limit.is_empty());
     }
 
     #[test]

@@ -8,8 +8,12 @@ use crate::backend::mpi::MpiBackend;
 use crate::backend::{Backend, BufRef, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong, fill, DataType, RedOp};
+use crate::limits::{self, Detection};
 use crate::pattern::Pattern;
 use crate::report::csv::CsvExport;
+use crate::report::hist::HistExport;
+use crate::report::plot::PlotExport;
+use crate::report::progress::Progress;
 use crate::report::table::Table;
 use crate::report::{Exporter, Measurement, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::{human_bytes, sweep, Step};
@@ -27,8 +31,8 @@ const EXIT_USAGE: u8 = 2;
 /// Environment variable (read only by validation) that corrupts one received
 /// element, "RANK:INDEX", to prove that `#wrong` counts it.
 pub const FAULT_CORRUPT_ENV: &str = "FABRICBENCH_FAULT_CORRUPT";
-/// Environment variable that makes rank N sleep before its first timed loop, to
-/// prove that `-T` names it.
+/// Environment variable "RANK[:SIZE]" that makes a rank sleep before its timed
+/// loop at SIZE bytes (default: the first size), to prove that `-T` names it.
 pub const FAULT_STALL_ENV: &str = "FABRICBENCH_FAULT_STALL_RANK";
 
 /// Entry point of each collective binary.
@@ -225,13 +229,23 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
             )));
         }
     }
-    let need = (send_bytes + recv_bytes) as u64;
+    // Host staging: the input pattern is built in a host buffer, and -c reads the
+    // result back into another.
+    let staging = (send_bytes + if plan.check > 0 { recv_bytes } else { 0 }) as u64;
+    let buffers = (send_bytes + recv_bytes) as u64;
+    let need = if info.device == "host" {
+        buffers + staging
+    } else {
+        buffers
+    };
     let memory = match backend.memory_available() {
         Some(avail) if need.saturating_mul(world.local_size as u64) > avail => Err(format!(
-            "-e/--maxbytes {}: each rank needs {} for its buffers and {} ranks share this node, \
+            "-e/--maxbytes {}: each rank needs {} (buffers {}, host staging {}) and {} ranks share this node, \
              but only {} is available; lower -e/--maxbytes",
             plan.max_bytes,
             human_bytes(need),
+            human_bytes(buffers),
+            human_bytes(staging),
             world.local_size,
             human_bytes(avail)
         )),
@@ -243,10 +257,18 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         .map_err(|e| format!("{e:#}"));
     agree(world, program, alloc)?;
 
-    let run_info = describe_run(world, program, &plan, &info);
+    let mut run_info = describe_run(world, program, &plan, &info);
+    find_limits(world, &args, &mut run_info);
+    run_info.planned_results = planned_results(&plan, coll, roots.len());
     let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
     if world.is_root() {
-        exporters.push(Box::new(Table::new(std::io::stdout())));
+        match Progress::on_terminal(run_info.planned_results) {
+            Some(bar) => {
+                exporters.push(Box::new(Table::new(bar.stdout())));
+                exporters.push(Box::new(bar));
+            }
+            None => exporters.push(Box::new(Table::new(std::io::stdout()))),
+        }
     }
     let csv = match (&args.csv, world.is_root()) {
         (Some(path), true) => {
@@ -255,6 +277,11 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         _ => Ok(()),
     };
     agree(world, program, csv.map_err(|e| format!("{e:#}")))?;
+    let views = match world.is_root() {
+        true => view_exporters(&args).map(|v| exporters.extend(v)),
+        false => Ok(()),
+    };
+    agree(world, program, views.map_err(|e| format!("{e:#}")))?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     for e in exporters.iter_mut() {
         e.start(&run_info)?;
@@ -266,9 +293,10 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
         backend: &mut *backend,
         plan: &plan,
         watchdog: &watchdog,
-        stall_rank: std::env::var(FAULT_STALL_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok()),
+        stall: std::env::var(FAULT_STALL_ENV).ok().and_then(|v| {
+            let (rank, size) = v.split_once(':').unwrap_or((&v, "0"));
+            Some((rank.parse().ok()?, size.parse().ok()?))
+        }),
         corrupt: std::env::var(FAULT_CORRUPT_ENV).ok().and_then(|v| {
             let (r, i) = v.split_once(':')?;
             Some((r.parse().ok()?, i.parse().ok()?))
@@ -290,6 +318,9 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
                 let mut cycle = 0;
                 while plan.run_cycles == 0 || cycle < plan.run_cycles {
                     for size in sweep(plan.min_bytes, plan.max_bytes, plan.step) {
+                        for e in exporters.iter_mut() {
+                            e.begin_size(size);
+                        }
                         let result = bench.measure_size(size, dtype, op, root, cycle)?;
                         for m in &result.measurements {
                             summary.wrong_total += m.wrong.unwrap_or(0);
@@ -375,7 +406,51 @@ fn describe_run(
         average: plan.average.name().to_string(),
         checked: plan.check > 0,
         notes,
+        ..RunInfo::default()
     }
+}
+
+/// The --hist and --plot exporters (rank 0).
+fn view_exporters(args: &CollArgs) -> anyhow::Result<Vec<Box<dyn Exporter>>> {
+    let mut views: Vec<Box<dyn Exporter>> = Vec::new();
+    if let Some(dir) = &args.hist {
+        views.push(Box::new(HistExport::new(dir)?));
+    }
+    if let Some(dir) = &args.plot {
+        views.push(Box::new(PlotExport::new(dir)?));
+    }
+    Ok(views)
+}
+
+/// The run's limits: --limit, else what the nodes' sysfs tells (read by one
+/// rank per node, so that a downgraded link on any node is reported).
+fn find_limits(world: &World, args: &CollArgs, run: &mut RunInfo) {
+    let mine = if world.local_rank == 0 {
+        limits::detect(&args.sysfs_root)
+    } else {
+        Detection::default()
+    };
+    let encoded = serde_json::to_vec(&mine).expect("a detection serialises");
+    let per_host: Vec<(String, Detection)> = world
+        .all_gather_bytes(&encoded)
+        .iter()
+        .zip(&world.hosts)
+        .filter_map(|(bytes, host)| Some((host.clone(), serde_json::from_slice(bytes).ok()?)))
+        .filter(|(_, d)| *d != Detection::default())
+        .collect();
+    let detected = limits::merge(&per_host);
+    run.limits = limits::choose(&args.limit, &detected);
+    run.limits_lines = vec![limits::describe(&run.limits, !args.limit.is_empty())];
+    run.limits_lines.extend(detected.found);
+    run.notes.extend(detected.warnings);
+}
+
+/// Size results the sweep will hand the exporters; None when -N 0 runs until interrupted.
+fn planned_results(plan: &Plan, coll: &dyn Collective, roots: usize) -> Option<u64> {
+    let ops = if coll.reduces() { plan.ops.len() } else { 1 };
+    let sizes = sweep(plan.min_bytes, plan.max_bytes, plan.step).len();
+    (plan.run_cycles > 0)
+        .then(|| (plan.datatypes.len() * ops * roots * sizes) as u64 * plan.run_cycles)
 }
 
 /// The state of one run's measurements.
@@ -385,7 +460,7 @@ struct Bench<'a> {
     backend: &'a mut dyn Backend,
     plan: &'a Plan,
     watchdog: &'a Watchdog,
-    stall_rank: Option<usize>,
+    stall: Option<(usize, u64)>,
     corrupt: Option<(usize, usize)>,
     /// Reused for every loop: nothing is allocated around the timed calls.
     per_iteration: Vec<f64>,
@@ -506,7 +581,10 @@ impl Bench<'_> {
         for placement in Placement::BOTH {
             let args = self.op_args(&layout, placement);
             self.write_inputs(&layout, &args)?;
-            if self.stall_rank == Some(self.world.rank) {
+            if self
+                .stall
+                .is_some_and(|(rank, at)| rank == self.world.rank && size >= at)
+            {
                 // Fault injection for the -T test: this rank never arrives.
                 std::thread::sleep(std::time::Duration::from_secs(3600));
             }
@@ -544,8 +622,7 @@ impl Bench<'_> {
                     .flat_map(|c| c[1..].to_vec())
                     .collect();
                 let seconds = self.plan.average.combine(&per_rank_time);
-                let algbw =
-                    self.coll.algbw_bytes(&layout.counts, dtype.size(), n) as f64 / 1e9 / seconds;
+                let algbw = layout.counts.size_bytes(dtype.size()) as f64 / 1e9 / seconds;
                 let worst = max_over_ranks(&per_iter, iters);
                 let h = histogram(&worst);
                 measurements.push(Measurement {

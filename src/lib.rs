@@ -5,7 +5,11 @@
 //!   expected data, the call).
 //! - `backend`: where they run (`mpi`: host memory through MPI).
 //! - `driver`: the one sweep/timing/validation loop behind every binary.
-//! - `report`: the result rows and their exporters (nccl-tests table, CSV).
+//! - `report`: the result rows and their exporters (nccl-tests table, CSV,
+//!   histograms, plots, progress bar).
+//! - `limits`: theoretical link limits (named, given, detected from sysfs).
+//! - `plot`: the charts of `plot`, `compare` and `--plot`.
+//! - `compare`: matching runs and their deltas.
 //! - `doctor`: per-node and cross-node configuration checks (the `doctor` binary).
 //! - `allpairs`: every pair of ranks measured in rounds of disjoint pairs.
 //! - `rack`: the acceptance run of a rack from a TOML spec (the `rack_check` binary).
@@ -14,10 +18,13 @@ pub mod allpairs;
 pub mod args;
 pub mod backend;
 pub mod collective;
+pub mod compare;
 pub mod datatype;
 pub mod doctor;
 pub mod driver;
+pub mod limits;
 pub mod pattern;
+pub mod plot;
 pub mod rack;
 pub mod report;
 pub mod sizes;

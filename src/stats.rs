@@ -26,13 +26,16 @@ pub fn histogram(seconds: &[f64]) -> Histogram<u64> {
 
 impl IterStats {
     pub fn from_seconds(seconds: &[f64], h: &Histogram<u64>) -> IterStats {
-        let at = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        let min_us = seconds.iter().copied().fold(f64::INFINITY, f64::min) * 1e6;
+        let max_us = seconds.iter().copied().fold(0.0, f64::max) * 1e6;
+        // A histogram bucket's top can overshoot the exact extremes by its 0.1% width.
+        let at = |q: f64| (h.value_at_quantile(q) as f64 / 1e3).clamp(min_us, max_us);
         IterStats {
-            min_us: seconds.iter().copied().fold(f64::INFINITY, f64::min) * 1e6,
+            min_us,
             p50_us: at(0.5),
             p99_us: at(0.99),
             p999_us: at(0.999),
-            max_us: seconds.iter().copied().fold(0.0, f64::max) * 1e6,
+            max_us,
         }
     }
 }

@@ -108,7 +108,12 @@ impl World {
                 Some(d)
             })
             .collect();
-        let mut all = vec![0u8; lens.iter().sum::<Count>() as usize];
+        let total = lens.iter().sum::<Count>() as usize;
+        if total == 0 {
+            // Every rank knows the total: all skip the call alike.
+            return vec![Vec::new(); self.size];
+        }
+        let mut all = vec![0u8; total];
         {
             let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
             self.comm.all_gather_varcount_into(mine, &mut partition);

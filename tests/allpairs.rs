@@ -3,30 +3,20 @@
 
 mod common;
 
-use common::{mpirun, scratch};
+use common::{log, mpirun, mpirun_env, scratch};
 use fabricbench::allpairs::read_csv;
 use std::process::Output;
 
 const SENDRECV: &str = env!("CARGO_BIN_EXE_sendrecv_perf");
 
-fn run(np: &str, args: &[&str], slow_rank: Option<&str>) -> Output {
-    let mut cmd = mpirun();
-    if let Some(r) = slow_rank {
-        cmd.env("FABRICBENCH_FAULT_SLOW_RANK", r)
-            .args(["-x", "FABRICBENCH_FAULT_SLOW_RANK"]);
-    }
-    cmd.args(["-np", np, SENDRECV, "--all-pairs", "-n", "5", "-w", "1"])
-        .args(args)
-        .output()
-        .expect("run mpirun")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+fn run(np: usize, args: &[&str], slow_rank: Option<&str>) -> Output {
+    let mut all = vec!["--all-pairs", "-n", "5", "-w", "1"];
+    all.extend_from_slice(args);
+    let env: Vec<(&str, &str)> = slow_rank
+        .map(|r| ("FABRICBENCH_FAULT_SLOW_RANK", r))
+        .into_iter()
+        .collect();
+    mpirun_env(np, SENDRECV, &all, &env)
 }
 
 #[test]
@@ -36,7 +26,7 @@ fn slow_rank_is_named_the_suspect() {
     // Noise on a shared 2-core host moves small-message times a lot: only the
     // injected 10 ms per exchange should cross these thresholds.
     let out = run(
-        "4",
+        4,
         &[
             "-b",
             "8",
@@ -53,7 +43,7 @@ fn slow_rank_is_named_the_suspect() {
         ],
         Some("3"),
     );
-    let log = text(&out);
+    let log = log(&out);
     assert_eq!(out.status.code(), Some(1), "{log}");
     let results = read_csv(&csv).unwrap();
     assert_eq!(results.labels.len(), 4);
@@ -96,7 +86,7 @@ fn odd_rank_count_measures_every_pair() {
     let csv = dir.join("pairs.csv");
     // Thresholds too loose for anything but a broken run: this checks the schedule.
     let out = run(
-        "3",
+        3,
         &[
             "-b",
             "1K",
@@ -113,7 +103,7 @@ fn odd_rank_count_measures_every_pair() {
         ],
         None,
     );
-    let log = text(&out);
+    let log = log(&out);
     assert_eq!(out.status.code(), Some(0), "{log}");
     assert!(log.contains("3 ranks, 3 rounds of disjoint pairs"), "{log}");
     assert!(log.contains("# all-pairs: no slow pair"), "{log}");
@@ -126,26 +116,18 @@ fn odd_rank_count_measures_every_pair() {
 
 #[test]
 fn all_pairs_usage_errors() {
-    let out = mpirun()
-        .args([
-            "-np",
-            "2",
-            env!("CARGO_BIN_EXE_all_reduce_perf"),
-            "--all-pairs",
-            "-b",
-            "8",
-            "-e",
-            "8",
-        ])
-        .output()
-        .unwrap();
+    let out = mpirun(
+        2,
+        env!("CARGO_BIN_EXE_all_reduce_perf"),
+        &["--all-pairs", "-b", "8", "-e", "8"],
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out)
+    assert!(log(&out)
         .contains("--all-pairs: all_reduce_perf has no pair mode; use sendrecv_perf --all-pairs"));
-    let out = run("1", &["-b", "8", "-e", "8"], None);
+    let out = run(1, &["-b", "8", "-e", "8"], None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).contains("--all-pairs needs 2 or more ranks"));
-    let out = run("2", &["-b", "8", "-e", "8", "--slow-fraction", "1.5"], None);
+    assert!(log(&out).contains("--all-pairs needs 2 or more ranks"));
+    let out = run(2, &["-b", "8", "-e", "8", "--slow-fraction", "1.5"], None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).contains("--slow-fraction 1.5: give a fraction of the median in (0, 1]"));
+    assert!(log(&out).contains("--slow-fraction 1.5: give a fraction of the median in (0, 1]"));
 }

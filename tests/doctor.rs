@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, mpirun, scratch};
+use common::{fixture, mpirun_command, scratch};
 use fabricbench::doctor::output::{read_csv, Report};
 use fabricbench::doctor::{Finding, Severity};
 use std::path::Path;
@@ -223,7 +223,7 @@ fn results_are_never_overwritten() {
 
 /// Two fixture nodes as two ranks of one job (mpirun's MPMD form).
 fn two_nodes(a: &str, b: &str, json: &Path) -> (i32, Report, String) {
-    let out = mpirun()
+    let out = mpirun_command()
         .args(["-np", "1", DOCTOR, "--sysfs-root", &root(a), "--json"])
         .arg(json)
         .args([":", "-np", "1", DOCTOR, "--sysfs-root", &root(b)])
@@ -298,7 +298,7 @@ fn nodes_that_differ_under_mpirun() {
 #[test]
 fn alike_nodes_under_mpirun_pass() {
     let json = scratch("doctor-alike").join("doctor.json");
-    let out = mpirun()
+    let out = mpirun_command()
         .args([
             "-np",
             "1",

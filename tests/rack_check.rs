@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fixture, scratch};
+use common::{fixture, log, scratch};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -21,14 +21,6 @@ fn rack_check(spec: &Path, out: &Path) -> Output {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("run rack_check")
-}
-
-fn log(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

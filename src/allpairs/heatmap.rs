@@ -4,28 +4,13 @@
 use super::{PairResults, Verdict};
 use anyhow::{anyhow, Context};
 use plotters::prelude::*;
-use plotters::style::FontStyle;
 use std::path::Path;
-use std::sync::Once;
 
 const CELL: u32 = 64;
 const MARGIN_LEFT: u32 = 150;
 const MARGIN_TOP: u32 = 70;
 const MARGIN_RIGHT: u32 = 20;
 const MARGIN_BOTTOM: u32 = 40;
-
-/// plotters' bitmap backend needs a registered font to draw text.
-fn register_font() {
-    static FONT: Once = Once::new();
-    FONT.call_once(|| {
-        // DejaVu Sans is a valid font: this cannot fail.
-        let _ = plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            dejavu::sans::regular(),
-        );
-    });
-}
 
 /// Draws the algbw matrix of the size bandwidth was judged at into a PNG.
 pub fn write_png(
@@ -34,7 +19,7 @@ pub fn write_png(
     verdict: &Verdict,
     what: &str,
 ) -> anyhow::Result<()> {
-    register_font();
+    crate::plot::register_fonts();
     let Some(sizes) = results
         .sizes
         .iter()

@@ -15,16 +15,7 @@ impl Collective for AllReduce {
         true
     }
     fn counts(&self, count: usize, _elt_size: usize, _nranks: usize) -> Counts {
-        Counts {
-            send: count,
-            recv: count,
-            param: count,
-            send_inplace_offset: 0,
-            recv_inplace_offset: 0,
-        }
-    }
-    fn algbw_bytes(&self, counts: &Counts, elt_size: usize, _nranks: usize) -> u64 {
-        (counts.param * elt_size) as u64
+        Counts::same(count)
     }
     /// A ring moves 2(n-1)/n of the buffer over each link: reduce-scatter then all-gather.
     fn busbw_factor(&self, nranks: usize) -> f64 {

@@ -21,9 +21,6 @@ impl Collective for AlltoAll {
             recv_inplace_offset: 0,
         }
     }
-    fn algbw_bytes(&self, counts: &Counts, elt_size: usize, nranks: usize) -> u64 {
-        (counts.param * elt_size * nranks) as u64
-    }
     fn busbw_factor(&self, nranks: usize) -> f64 {
         all_but_own_share(nranks)
     }

@@ -15,17 +15,7 @@ impl Collective for Gather {
         true
     }
     fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts {
-        let base = chunk_count(count, elt_size, nranks);
-        Counts {
-            send: base,
-            recv: base * nranks,
-            param: base,
-            send_inplace_offset: base,
-            recv_inplace_offset: 0,
-        }
-    }
-    fn algbw_bytes(&self, counts: &Counts, elt_size: usize, nranks: usize) -> u64 {
-        (counts.param * elt_size * nranks) as u64
+        Counts::gathered(chunk_count(count, elt_size, nranks), nranks)
     }
     fn busbw_factor(&self, nranks: usize) -> f64 {
         all_but_own_share(nranks)

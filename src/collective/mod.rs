@@ -41,7 +41,44 @@ pub struct Counts {
 }
 
 impl Counts {
-    /// The table's `size` column: max(send, recv) bytes.
+    /// Send and receive the same `count` elements (AllReduce, Broadcast, Reduce, SendRecv).
+    pub fn same(count: usize) -> Counts {
+        Counts {
+            send: count,
+            recv: count,
+            param: count,
+            send_inplace_offset: 0,
+            recv_inplace_offset: 0,
+        }
+    }
+
+    /// Send a `chunk`, receive every rank's (AllGather, Gather); in place, a rank's
+    /// chunk already sits at its slot of the receive buffer.
+    pub fn gathered(chunk: usize, nranks: usize) -> Counts {
+        Counts {
+            send: chunk,
+            recv: chunk * nranks,
+            param: chunk,
+            send_inplace_offset: chunk,
+            recv_inplace_offset: 0,
+        }
+    }
+
+    /// Send a chunk per rank, receive one (ReduceScatter, Scatter); in place, the
+    /// result lands at the rank's slot.
+    pub fn scattered(chunk: usize, nranks: usize) -> Counts {
+        Counts {
+            send: chunk * nranks,
+            recv: chunk,
+            param: chunk,
+            send_inplace_offset: 0,
+            recv_inplace_offset: chunk,
+        }
+    }
+
+    /// The table's `size` column, max(send, recv) bytes. It is also the byte count
+    /// algbw divides by the time: nccl-tests' per-collective `GetBw` numerators
+    /// (count x typesize, x nranks for the chunked collectives) all equal it.
     pub fn size_bytes(&self, elt_size: usize) -> u64 {
         (self.send.max(self.recv) * elt_size) as u64
     }
@@ -78,8 +115,6 @@ pub trait Collective: Sync {
         false
     }
     fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts;
-    /// Bytes per call that algbw divides by the time (nccl-tests' `GetBw`).
-    fn algbw_bytes(&self, counts: &Counts, elt_size: usize, nranks: usize) -> u64;
     /// busbw = algbw x this: comparable with the link's speed whatever the rank count.
     fn busbw_factor(&self, nranks: usize) -> f64;
     /// The value of receive-buffer element `index` after the call on `layout.rank`,
@@ -159,8 +194,6 @@ mod tests {
         assert_eq!(table(&Scatter), (1048560, 87380));
         assert_eq!(table(&Broadcast), (1 << 20, 262144));
         assert_eq!(table(&SendRecv), (1 << 20, 262144));
-        let ag = AllGather.counts(count, elt, 3);
-        assert_eq!(AllGather.algbw_bytes(&ag, elt, 3), 1048560);
     }
 
     #[test]

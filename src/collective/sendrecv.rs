@@ -12,16 +12,7 @@ impl Collective for SendRecv {
         "sendrecv"
     }
     fn counts(&self, count: usize, _elt_size: usize, _nranks: usize) -> Counts {
-        Counts {
-            send: count,
-            recv: count,
-            param: count,
-            send_inplace_offset: 0,
-            recv_inplace_offset: 0,
-        }
-    }
-    fn algbw_bytes(&self, counts: &Counts, elt_size: usize, _nranks: usize) -> u64 {
-        (counts.param * elt_size) as u64
+        Counts::same(count)
     }
     fn busbw_factor(&self, _nranks: usize) -> f64 {
         1.0

@@ -4,7 +4,7 @@
 use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
 use super::{check, collect, count, one_per_node, NodeFacts, Root, Selection, Severity};
-use crate::args::parse_command;
+use crate::args::parse_one_line;
 use crate::world::World;
 use clap::Parser;
 use std::path::PathBuf;
@@ -48,7 +48,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_ERRORS);
         }
     };
-    let parsed: Result<DoctorArgs, _> = parse_command(std::env::args_os());
+    let parsed: Result<DoctorArgs, _> = parse_one_line(std::env::args_os());
     let args = parsed.as_ref().ok();
     let mine = args.map(|a| {
         let selection = Selection {

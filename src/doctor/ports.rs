@@ -242,6 +242,8 @@ fn collect_port(root: &Root, base: &str, num: u32, software: bool) -> Port {
     }
 }
 
+const DOWNGRADE_FIX: &str = "the link trained below its speed or width: reseat or replace the cable/transceiver, check the switch port (mlxlink -d DEV -m)";
+
 /// The component name of a port: "mlx5_0:1".
 pub fn port_name(hca: &Hca, port: &Port) -> String {
     format!("{}:{}", hca.name, port.num)
@@ -337,7 +339,7 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
                 "link-downgrade",
                 format!("rate {}", port.rate),
                 format!("{want} Gb/sec (--port-rate)"),
-                "the link trained below its speed or width: reseat or replace the cable/transceiver, check the switch port (mlxlink -d DEV -m)",
+                DOWNGRADE_FIX,
             ));
         } else if let Some((best, best_text, best_where)) = rack_best(all, &hca.model) {
             if rate < best {
@@ -348,7 +350,7 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
                     "link-downgrade",
                     format!("rate {}", port.rate),
                     format!("{best_text}, as on {best_where} (same model {})", hca.model),
-                    "the link trained below its speed or width: reseat or replace the cable/transceiver, check the switch port (mlxlink -d DEV -m)",
+                    DOWNGRADE_FIX,
                 ));
             }
         }

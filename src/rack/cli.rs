@@ -5,7 +5,7 @@ use super::evaluate::evaluate;
 use super::report::{shell_line, DoctorStep, RunReport, TestStep};
 use super::runner::run_step;
 use super::spec::{CheckKind, Spec};
-use crate::args::parse_command;
+use crate::args::parse_one_line;
 use crate::doctor::output::read_csv as read_findings;
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ pub fn main() -> ExitCode {
 }
 
 fn run() -> Result<u8, String> {
-    let args: RackArgs = parse_command(std::env::args_os()).map_err(|e| e.0)?;
+    let args: RackArgs = parse_one_line(std::env::args_os()).map_err(|e| e.0)?;
     let spec = Spec::load(&args.spec)?;
     let bin_dir = match &args.bin_dir {
         Some(d) => d.clone(),

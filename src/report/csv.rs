@@ -1,7 +1,8 @@
 //! The long-form CSV: one `Row` per measurement, flushed as soon as it is
-//! measured, in a file that is never overwritten.
+//! measured, in a file that is never overwritten; and reading it back for
+//! `plot` and `compare`.
 
-use super::{Exporter, Row, RunInfo, SizeResult, Summary};
+use super::{Exporter, Row, RunInfo, SizeResult, Summary, SCHEMA_VERSION};
 use anyhow::{bail, Context};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,49 @@ pub fn header() -> Vec<String> {
         .split(',')
         .map(str::to_string)
         .collect()
+}
+
+/// Reads every row of a fabricbench CSV, refusing files of another schema_version.
+pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
+    if !path.exists() {
+        bail!("{}: no such file", path.display());
+    }
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let headers = reader
+        .headers()
+        .with_context(|| format!("{}: cannot read the header", path.display()))?
+        .clone();
+    let Some(version_column) = headers.iter().position(|h| h == "schema_version") else {
+        bail!(
+            "{}: not a fabricbench CSV (no schema_version column)",
+            path.display()
+        );
+    };
+    let mut rows = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let line = i + 2;
+        let record = record.with_context(|| format!("{}:{line}: unreadable", path.display()))?;
+        let version = record.get(version_column).unwrap_or("");
+        if version != SCHEMA_VERSION.to_string() {
+            bail!(
+                "{}:{line}: schema_version {version}, but this fabricbench reads schema_version {SCHEMA_VERSION}; \
+                 use the fabricbench version that wrote the file",
+                path.display()
+            );
+        }
+        let row: Row = record.deserialize(Some(&headers)).with_context(|| {
+            format!(
+                "{}:{line}: not a schema_version {SCHEMA_VERSION} row",
+                path.display()
+            )
+        })?;
+        rows.push(row);
+    }
+    if rows.is_empty() {
+        bail!("{}: no rows", path.display());
+    }
+    Ok(rows)
 }
 
 impl CsvExport {

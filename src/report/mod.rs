@@ -1,10 +1,16 @@
 //! What a run reports, and the exporters that write it: the nccl-tests table on
-//! stdout (`table`) and the long-form CSV (`csv`). Each exporter is one file behind
-//! the `Exporter` trait; the driver hands every exporter the same results.
+//! stdout (`table`), the long-form CSV (`csv`), per-size latency histograms
+//! (`hist`), the plots (`plot`) and a progress bar (`progress`). Each exporter is
+//! one file behind the `Exporter` trait; the driver hands every exporter the same
+//! results.
 
 pub mod csv;
+pub mod hist;
+pub mod plot;
+pub mod progress;
 pub mod table;
 
+use crate::limits::{self, Limit};
 use crate::stats::IterStats;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -41,6 +47,13 @@ pub struct RunInfo {
     pub checked: bool,
     /// Extra header lines of this run (warnings, e.g. a launcher mismatch).
     pub notes: Vec<String>,
+    /// Limits busbw is compared with, lowest first; empty: no limit.
+    pub limits: Vec<Limit>,
+    /// Which limits apply and where they came from ("no limit (...)" when
+    /// none), then what detection found, one line per finding.
+    pub limits_lines: Vec<String>,
+    /// Size results the sweep will produce; None with -N 0 (until interrupted).
+    pub planned_results: Option<u64>,
 }
 
 /// out-of-place or in-place.
@@ -111,6 +124,8 @@ pub trait Exporter {
     fn start(&mut self, run: &RunInfo) -> anyhow::Result<()>;
     fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()>;
     fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()>;
+    /// A size is about to be measured (for the progress bar).
+    fn begin_size(&mut self, _size_bytes: u64) {}
 }
 
 /// One CSV row: one measurement with its run facts. The README documents each
@@ -150,14 +165,18 @@ pub struct Row {
     pub max_us: f64,
     pub wrong: Option<u64>,
     pub slowest_rank: usize,
+    /// The lowest limit of the run (the one busbw cannot pass); empty: no limit.
     pub limit_name: Option<String>,
+    /// That limit per direction, GB/s.
     pub limit_gbs: Option<f64>,
+    /// busbw / limit_gbs in percent (100 = the link's data rate).
     pub pct_of_limit: Option<f64>,
     pub env: String,
 }
 
 impl Row {
     pub fn new(run: &RunInfo, result: &SizeResult, m: &Measurement) -> Row {
+        let limit = limits::binding(&run.limits);
         Row {
             schema_version: SCHEMA_VERSION,
             run_id: run.run_id.clone(),
@@ -192,9 +211,9 @@ impl Row {
             max_us: m.latency.max_us,
             wrong: m.wrong,
             slowest_rank: m.slowest_rank,
-            limit_name: None,
-            limit_gbs: None,
-            pct_of_limit: None,
+            limit_name: limit.map(|l| l.name.clone()),
+            limit_gbs: limit.map(|l| l.gbs),
+            pct_of_limit: limit.map(|l| limits::percent_of(m.busbw_gbs, l)),
             env: run.env.join(";"),
         }
     }

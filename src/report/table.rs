@@ -2,6 +2,8 @@
 //! nccl-tests logs read ours; the per-iteration percentiles follow at the right.
 
 use super::{Exporter, Placement, RunInfo, SizeResult, Summary};
+use crate::limits;
+use crate::sizes::human_bytes;
 use std::io::Write;
 
 /// nccl-tests' number format: the most decimals (2, 1, 0) that fit the width,
@@ -28,11 +30,13 @@ fn c_scientific(value: f64, decimals: usize) -> String {
 
 pub struct Table<W: Write> {
     out: W,
+    /// The highest busbw so far: GB/s, size, placement.
+    best: Option<(f64, u64, Placement)>,
 }
 
 impl<W: Write> Table<W> {
     pub fn new(out: W) -> Self {
-        Table { out }
+        Table { out, best: None }
     }
 }
 
@@ -61,6 +65,10 @@ impl<W: Write> Exporter for Table<W> {
             o,
             "# Per-iteration columns: p50/p99/p99.9/max of each iteration's time, taken as the max over ranks"
         )?;
+        for (i, line) in run.limits_lines.iter().enumerate() {
+            let lead = if i == 0 { "Limits: " } else { "  detected: " };
+            writeln!(o, "# {lead}{line}")?;
+        }
         for note in &run.notes {
             writeln!(o, "# WARNING: {note}")?;
         }
@@ -99,6 +107,9 @@ impl<W: Write> Exporter for Table<W> {
         for placement in Placement::BOTH {
             match r.measurements.iter().find(|m| m.placement == placement) {
                 Some(m) => {
+                    if self.best.map_or(true, |b| m.busbw_gbs > b.0) {
+                        self.best = Some((m.busbw_gbs, r.size_bytes, placement));
+                    }
                     let wrong = m.wrong.map_or("   N/A".to_string(), |w| format!("{w:>6}"));
                     line += &format!(
                         "  {}  {}  {}  {}",
@@ -149,6 +160,20 @@ impl<W: Write> Exporter for Table<W> {
             "Avg bus bandwidth",
             format_g(summary.avg_busbw_gbs)
         )?;
+        if let Some((busbw, size, placement)) = self.best {
+            let of_limit = limits::binding(&run.limits).map_or(
+                " (no limit: none given with --limit, none detected)".to_string(),
+                |l| format!(" = {:.1}% of {}", limits::percent_of(busbw, l), l.label()),
+            );
+            writeln!(
+                o,
+                "# {:<20} : {} GB/s at {} {}{of_limit}",
+                "Best bus bandwidth",
+                format_g(busbw),
+                human_bytes(size),
+                placement.name()
+            )?;
+        }
         writeln!(o, "#")?;
         writeln!(o, "# Collective test concluded: {}", run.program)?;
         o.flush()?;

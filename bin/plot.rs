@@ -1,0 +1,79 @@
+//! plot: the charts of one or more fabricbench CSVs (see `fabricbench::plot`).
+
+use clap::Parser;
+use fabricbench::args::parse_one_line;
+use fabricbench::limits::{parse_limit, Limit};
+use fabricbench::plot::{apply_limits, limits_in, load_runs, render};
+use fabricbench::sizes::parse_size;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Draws, per collective, busbw vs size, p50/p99/p99.9 vs size and the latency
+/// distribution at one size, as PNG and SVG.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// CSV files written by the benchmarks' --csv
+    #[arg(required = true, value_name = "CSV")]
+    csv: Vec<PathBuf>,
+    /// Directory to write the pictures to
+    #[arg(short = 'o', long = "out", value_name = "DIR", default_value = "plots")]
+    out: PathBuf,
+    /// A directory given to the benchmarks' --hist: full latency distributions
+    /// for the distribution chart (repeatable)
+    #[arg(long = "hist", value_name = "DIR")]
+    hist: Vec<PathBuf>,
+    /// Message size of the distribution chart (default: the largest measured)
+    #[arg(long = "size", value_name = "BYTES", value_parser = parse_size)]
+    size: Option<u64>,
+    /// Limits to draw and take % of limit against, instead of those in the CSVs (repeatable)
+    #[arg(long = "limit", value_name = "NAME|NUMBER[GB/s|Gb/s]", value_parser = parse_limit)]
+    limit: Vec<Limit>,
+}
+
+fn main() -> ExitCode {
+    let args: Args = match parse_one_line(std::env::args_os()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("plot: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("plot: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let mut runs = load_runs(&args.csv)?;
+    for dir in &args.hist {
+        if !dir.is_dir() {
+            anyhow::bail!("--hist {}: not a directory", dir.display());
+        }
+        let mut found = 0;
+        for run in &mut runs {
+            found += run.load_histograms(dir)?;
+        }
+        if found == 0 {
+            eprintln!(
+                "plot: warning: --hist {}: no .hgrm file of these runs (looked for <run_id>/<name>.hgrm)",
+                dir.display()
+            );
+        }
+    }
+    let limits = if args.limit.is_empty() {
+        limits_in(&runs)
+    } else {
+        apply_limits(&mut runs, &args.limit);
+        args.limit.clone()
+    };
+    let written = render(&runs, &limits, args.size, &args.out)?;
+    for path in written {
+        println!("{}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! `--plot DIR`: the charts of `crate::plot` for this run, drawn when the run
+//! ends into `DIR/<run_id>/`, with each size's full latency distribution (the
+//! per-iteration histograms are at hand here, unlike in the CSV).
+
+use super::{hist, Exporter, Row, RunInfo, SizeResult, Summary};
+use crate::plot::{render, RunData};
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+pub struct PlotExport {
+    dir: PathBuf,
+    run: RunData,
+}
+
+impl PlotExport {
+    pub fn new(dir: &Path) -> anyhow::Result<PlotExport> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--plot {}: cannot create the directory", dir.display()))?;
+        Ok(PlotExport {
+            dir: dir.to_path_buf(),
+            run: RunData::default(),
+        })
+    }
+}
+
+impl Exporter for PlotExport {
+    fn start(&mut self, run: &RunInfo) -> anyhow::Result<()> {
+        self.run.label = run.run_id.clone();
+        Ok(())
+    }
+
+    fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
+        for m in &result.measurements {
+            let row = Row::new(run, result, m);
+            self.run
+                .distributions
+                .insert(hist::file_name(&row), hist::percentiles(&m.histogram));
+            self.run.rows.push(row);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, run: &RunInfo, _summary: &Summary) -> anyhow::Result<()> {
+        if self.run.rows.is_empty() {
+            return Ok(());
+        }
+        let dir = self.dir.join(&run.run_id);
+        let written = render(std::slice::from_ref(&self.run), &run.limits, None, &dir)
+            .with_context(|| format!("--plot {}", dir.display()))?;
+        eprintln!(
+            "fabricbench: {} plots (PNG and SVG) in {}",
+            written.len(),
+            dir.display()
+        );
+        Ok(())
+    }
+}

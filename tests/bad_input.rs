@@ -1,0 +1,243 @@
+//! Bad input and faults: one line naming the flag and the fix, a non-zero exit on
+//! every rank, no hang, and rows already measured kept on disk.
+
+mod common;
+
+use common::{mpirun, mpirun_env, read_rows, scratch, text};
+use std::process::Command;
+
+const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+
+/// Runs on 2 ranks and returns (exit code, the error lines on stderr).
+fn fails(args: &[&str]) -> (Option<i32>, Vec<String>) {
+    let out = mpirun(2, ALL_REDUCE, args);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{args:?} should fail:\n{stdout}");
+    assert!(
+        !stderr.contains("panicked"),
+        "{args:?}: no panic trace:\n{stderr}"
+    );
+    let errors = stderr
+        .lines()
+        .filter(|l| l.contains("error:"))
+        .map(str::to_string)
+        .collect();
+    (out.status.code(), errors)
+}
+
+fn usage_error(args: &[&str], expected: &str) {
+    let (code, errors) = fails(args);
+    assert_eq!(code, Some(2), "{args:?}: usage errors exit 2; {errors:?}");
+    assert_eq!(
+        errors.len(),
+        1,
+        "{args:?}: one line, printed once: {errors:?}"
+    );
+    assert!(
+        errors[0].contains(expected),
+        "{args:?}: {:?} lacks {expected:?}",
+        errors[0]
+    );
+}
+
+#[test]
+fn sizes() {
+    usage_error(
+        &["-b", "1M", "-e", "1K"],
+        "-b/--minbytes 1048576 is larger than -e/--maxbytes 1024: give -b <= -e",
+    );
+    usage_error(
+        &["-b", "0"],
+        "-b/--minbytes 0: sizes must be at least 1 byte",
+    );
+    usage_error(
+        &["-e", "12Q"],
+        "'12Q' is not a size: use a number with an optional K, M or G suffix",
+    );
+    usage_error(&["-f", "1"], "-f/--stepfactor 1: must be an integer > 1");
+}
+
+#[test]
+fn types_ops_roots() {
+    usage_error(
+        &["-d", "int7"],
+        "-d/--datatype: unknown datatype 'int7'; use one of: int8,",
+    );
+    usage_error(
+        &["-o", "xor"],
+        "-o/--op: unknown op 'xor'; use one of: sum, prod, min, max, avg, all",
+    );
+    let (code, errors) = {
+        let out = mpirun(2, env!("CARGO_BIN_EXE_broadcast_perf"), &["-r", "5"]);
+        let (_, stderr) = text(&out);
+        (
+            out.status.code(),
+            stderr
+                .lines()
+                .filter(|l| l.contains("error:"))
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(code, Some(2));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("-r/--root 5: out of range for 2 ranks; use 0..1 or -1 for every rank"),
+        "{errors:?}"
+    );
+}
+
+fn mem_available_bytes() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
+}
+
+#[test]
+fn buffers_that_do_not_fit_are_refused_before_allocating() {
+    // Two ranks of doubles at size S need 4 S each (send, receive and their host
+    // staging): S = a quarter of this host's available memory cannot fit.
+    let size = (mem_available_bytes() / 4).next_multiple_of(1 << 30);
+    let arg = size.to_string();
+    let (code, errors) = fails(&["-b", &arg, "-e", &arg, "-d", "double"]);
+    assert_eq!(code, Some(1));
+    assert!(!errors.is_empty());
+    for e in &errors {
+        let gib = 4 * size >> 30;
+        assert!(
+            e.contains(&format!(
+                "-e/--maxbytes {size}: each rank needs {gib} GiB (buffers"
+            )),
+            "{e}"
+        );
+        assert!(e.contains("ranks share this node, but only"), "{e}");
+        assert!(e.contains("lower -e/--maxbytes"), "{e}");
+    }
+}
+
+#[test]
+fn ranks_with_different_arguments_are_caught() {
+    let out = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "1",
+            ALL_REDUCE,
+            "-e",
+            "1M",
+            ":",
+            "-np",
+            "1",
+            ALL_REDUCE,
+            "-e",
+            "2M",
+        ])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("ranks were started with different arguments (--maxbytes is 2097152 on rank 1 but 1048576 on rank 0)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_existing_csv_is_never_overwritten() {
+    let dir = scratch("existing-csv");
+    let csv = dir.join("keep.csv");
+    std::fs::write(&csv, "precious\n").unwrap();
+    usage_error(
+        &["--csv", csv.to_str().unwrap()],
+        "the file exists and runs are never overwritten",
+    );
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), "precious\n");
+}
+
+#[test]
+fn append_adds_rows_of_the_same_schema() {
+    let dir = scratch("append-csv");
+    let csv = dir.join("runs.csv");
+    let path = csv.to_str().unwrap();
+    for _ in 0..2 {
+        let out = mpirun(
+            2,
+            ALL_REDUCE,
+            &["-b", "8", "-e", "8", "-n", "2", "--csv", path, "--append"],
+        );
+        assert!(out.status.success(), "{}", text(&out).1);
+    }
+    assert_eq!(read_rows(&csv).len(), 4);
+    std::fs::write(&csv, "other,columns\n1,2\n").unwrap();
+    let (code, errors) = fails(&["-b", "8", "-e", "8", "--csv", path, "--append"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("the file has other columns")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn a_hang_times_out_naming_the_rank_that_did_not_arrive() {
+    let dir = scratch("timeout");
+    let csv = dir.join("partial.csv");
+    // Rank 2 stalls before the 8 KiB size; sizes 8 B to 2 KiB finish first.
+    let started = std::time::Instant::now();
+    let out = mpirun_env(
+        3,
+        ALL_REDUCE,
+        &[
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "4",
+            "-n",
+            "2",
+            "-T",
+            "3",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+        &[("FABRICBENCH_FAULT_STALL_RANK", "2:4096")],
+    );
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "the watchdog ended the job"
+    );
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("-T/--timeout 3"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains("AllReduce float sum out-of-place root 0 8192 B"),
+        "{line}"
+    );
+    assert!(line.contains("ranks waiting in it: 0,1;"), "{line}");
+    assert!(
+        line.contains("ranks that had not arrived: 2 (on "),
+        "{line}"
+    );
+    // The sizes measured before the hang are on disk.
+    let rows = read_rows(&csv);
+    assert_eq!(
+        rows.iter().map(|r| r.size_bytes).collect::<Vec<_>>(),
+        [8, 8, 32, 32, 128, 128, 512, 512, 2048, 2048]
+    );
+}

@@ -1,0 +1,199 @@
+//! The compare binary on synthetic CSVs: exit statuses, the delta table,
+//! unmatched rows, bad input, and the overlay plots.
+
+use fabricbench::report::{Row, SCHEMA_VERSION};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fb-compare-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn row(placement: &str, size: u64, busbw: f64, p99: f64) -> Row {
+    Row {
+        schema_version: SCHEMA_VERSION,
+        run_id: "r".into(),
+        collective: "all_reduce".into(),
+        datatype: "float".into(),
+        redop: "sum".into(),
+        root: -1,
+        placement: placement.into(),
+        size_bytes: size,
+        nranks: 8,
+        nnodes: 2,
+        iters: 20,
+        backend: "mpi".into(),
+        busbw_gbs: busbw,
+        p50_us: p99 / 2.0,
+        p99_us: p99,
+        p999_us: p99 * 1.1,
+        min_us: p99 / 3.0,
+        max_us: p99 * 1.2,
+        limit_name: Some("ib-ndr".into()),
+        limit_gbs: Some(50.0),
+        pct_of_limit: Some(busbw / 50.0 * 100.0),
+        ..Row::default()
+    }
+}
+
+fn write(path: &Path, rows: &[Row]) {
+    let mut w = csv::Writer::from_path(path).unwrap();
+    for r in rows {
+        w.serialize(r).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// A baseline over 1K..1M, both placements.
+fn baseline() -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (i, size) in [1u64 << 10, 1 << 14, 1 << 17, 1 << 20]
+        .into_iter()
+        .enumerate()
+    {
+        for placement in ["out-of-place", "in-place"] {
+            rows.push(row(placement, size, 5.0 + 10.0 * i as f64, 10.0 + i as f64));
+        }
+    }
+    rows
+}
+
+fn compare(args: &[&Path], flags: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_compare"))
+        .args(args)
+        .args(flags)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_regression_beyond_the_threshold_fails() {
+    let dir = scratch("regression");
+    let (base, cand) = (dir.join("base.csv"), dir.join("repaired.csv"));
+    write(&base, &baseline());
+    // The candidate: 1 MiB out-of-place loses 12% of its busbw; an extra size is unmatched.
+    let mut rows = baseline();
+    rows[6].busbw_gbs *= 0.88;
+    rows.push(row("out-of-place", 4 << 20, 40.0, 20.0));
+    write(&cand, &rows);
+
+    let (code, out, err) = compare(&[&base, &cand], &["--threshold", "10"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let regressed: Vec<&str> = out.lines().filter(|l| l.contains("REGRESSED")).collect();
+    assert_eq!(regressed.len(), 1, "{out}");
+    assert!(regressed[0].contains("out-of-place") && regressed[0].contains("1048576"));
+    assert!(regressed[0].contains("-12.0%"), "{}", regressed[0]);
+    assert!(out.contains("# unmatched: 1 rows only in repaired:\n#   all_reduce float sum out-of-place 4 MiB 8 ranks"), "{out}");
+    assert!(
+        out.contains("# 8 matched rows; 1 regressed beyond busbw -10% or p99 +10%"),
+        "{out}"
+    );
+
+    // Within a looser threshold, or with none, the same runs pass.
+    let (code, out, _) = compare(&[&base, &cand], &["--threshold", "15"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out, _) = compare(&[&base, &cand], &[]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("no --threshold given: nothing judged"));
+
+    // A p99 rise counts too, with its own bound.
+    let mut slow = baseline();
+    slow[0].p99_us *= 1.5;
+    let slow_path = dir.join("slow.csv");
+    write(&slow_path, &slow);
+    let (code, _, _) = compare(&[&base, &slow_path], &["--threshold", "10"]);
+    assert_eq!(code, Some(1));
+    let (code, _, _) = compare(
+        &[&base, &slow_path],
+        &["--threshold", "10", "--p99-threshold", "60"],
+    );
+    assert_eq!(code, Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn overlay_plots() {
+    let dir = scratch("plot");
+    let (a, b) = (dir.join("a.csv"), dir.join("b.csv"));
+    write(&a, &baseline());
+    let mut rows = baseline();
+    for r in &mut rows {
+        r.busbw_gbs *= 1.1;
+    }
+    write(&b, &rows);
+    let plots = dir.join("plots");
+    let (code, out, err) = compare(&[&a, &b], &["--plot", plots.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("# 6 plots in"), "{out}");
+    let svg = std::fs::read_to_string(plots.join("all_reduce_busbw.svg")).unwrap();
+    // One legend entry per run and placement, and the limit line.
+    for label in ["a out-of-place", "b in-place", "limit: ib-ndr 50 GB/s"] {
+        assert!(svg.contains(label), "{label}");
+    }
+    let png = std::fs::metadata(plots.join("all_reduce_busbw.png")).unwrap();
+    assert!(png.len() > 20_000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_input_is_named() {
+    let dir = scratch("bad");
+    let base = dir.join("base.csv");
+    write(&base, &baseline());
+
+    let missing = dir.join("missing.csv");
+    let (code, _, err) = compare(&[&base, &missing], &[]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim(),
+        format!("compare: error: {}: no such file", missing.display())
+    );
+
+    let future = dir.join("future.csv");
+    let mut rows = baseline();
+    rows[0].schema_version = SCHEMA_VERSION + 1;
+    write(&future, &rows);
+    let (code, _, err) = compare(&[&base, &future], &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(&format!(
+            "future.csv:2: schema_version {}, but this fabricbench reads schema_version {SCHEMA_VERSION}",
+            SCHEMA_VERSION + 1
+        )),
+        "{err}"
+    );
+
+    let other = dir.join("other.csv");
+    let mut rows = baseline();
+    for r in &mut rows {
+        r.nranks = 16;
+    }
+    write(&other, &rows);
+    let (code, _, err) = compare(&[&base, &other], &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("other against base: no row matches the baseline"),
+        "{err}"
+    );
+    assert!(
+        err.contains("all_reduce float sum 16 ranks 1 KiB..1 MiB"),
+        "{err}"
+    );
+
+    let (code, _, err) = compare(&[&base, &base], &["--threshold=-3"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--threshold") && err.contains("percentage"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
