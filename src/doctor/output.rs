@@ -14,14 +14,26 @@ pub struct Report {
     pub findings: Vec<Finding>,
 }
 
+/// "1 error", "2 errors".
+pub fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// "2 errors, 1 warning": the counts of findings that matter.
+pub fn counts(findings: &[Finding]) -> String {
+    format!(
+        "{}, {}",
+        plural(count(findings, Severity::Error), "error"),
+        plural(count(findings, Severity::Warning), "warning")
+    )
+}
+
 pub fn summary_line(nodes: &[NodeFacts], findings: &[Finding]) -> String {
     format!(
-        "doctor: {} errors, {} warnings, {} notes on {} node{} ({})",
-        count(findings, Severity::Error),
-        count(findings, Severity::Warning),
-        count(findings, Severity::Info),
-        nodes.len(),
-        if nodes.len() == 1 { "" } else { "s" },
+        "doctor: {}, {} on {} ({})",
+        counts(findings),
+        plural(count(findings, Severity::Info), "note"),
+        plural(nodes.len(), "node"),
         nodes
             .iter()
             .map(|n| n.node.as_str())

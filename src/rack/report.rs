@@ -4,6 +4,7 @@
 
 use super::evaluate::CheckResult;
 use super::runner::StepOutcome;
+use crate::doctor::output::counts;
 use crate::doctor::{Finding, Severity};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -130,13 +131,11 @@ impl RunReport {
         let mut row = 0;
         if let Some(d) = &self.doctor {
             row += 1;
-            let count = |s| d.findings.iter().filter(|f| f.severity == s).count();
             let _ = writeln!(
                 md,
-                "| {row} | doctor ({}) | {} errors, {} warnings | no error | {} |",
+                "| {row} | doctor ({}) | {} | no error | {} |",
                 d.outcome.status(),
-                count(Severity::Error),
-                count(Severity::Warning),
+                counts(&d.findings),
                 verdict(d.passed())
             );
         }
