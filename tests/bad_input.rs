@@ -118,7 +118,10 @@ fn buffers_that_do_not_fit_are_refused_before_allocating() {
             )),
             "{e}"
         );
-        assert!(e.contains("of available host memory shared by 2 ranks on this node"), "{e}");
+        assert!(
+            e.contains("of available host memory shared by 2 ranks on this node"),
+            "{e}"
+        );
         assert!(e.contains("lower -e/--maxbytes"), "{e}");
     }
 }
