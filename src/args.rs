@@ -104,6 +104,15 @@ pub struct CollArgs {
     #[arg(long = "nccl-lib", env = "FABRICBENCH_NCCL_LIB", value_name = "PATH")]
     #[serde(skip)] // a per-node path that may differ between ranks
     pub nccl_lib: Option<PathBuf>,
+    /// sendrecv_perf: measure every pair of ranks in rounds of disjoint pairs; --csv gets the N x N matrices and a heatmap
+    #[arg(long = "all-pairs")]
+    pub all_pairs: bool,
+    /// With --all-pairs: a pair whose bandwidth is below this fraction of the median is slow
+    #[arg(long = "slow-fraction", default_value_t = 0.9)]
+    pub slow_fraction: f64,
+    /// With --all-pairs: a pair whose latency is above this multiple of the lowest is slow
+    #[arg(long = "slow-latency", default_value_t = 2.0)]
+    pub slow_latency: f64,
 }
 
 /// How the per-rank times are combined (`-a`).

@@ -87,7 +87,7 @@ fn abort_job_on_panic() {
 }
 
 /// How a run ends early.
-enum Failure {
+pub(crate) enum Failure {
     /// The same mistake on every rank: rank 0 prints it.
     Usage(String),
     /// A problem some ranks found and printed; all ranks agreed to stop.
@@ -109,7 +109,7 @@ impl From<anyhow::Error> for Failure {
 }
 
 /// Stops every rank when any rank hit a problem (printed by that rank).
-fn agree(world: &World, program: &str, mine: Result<(), String>) -> Result<(), Failure> {
+pub(crate) fn agree(world: &World, program: &str, mine: Result<(), String>) -> Result<(), Failure> {
     let failed = world.max_u64(mine.is_err() as u64);
     if let Err(msg) = &mine {
         // One write: lines of ranks sharing mpirun's stderr then never interleave.
@@ -280,6 +280,9 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     agree_on_arguments(world, &parsed)?;
     let args = parsed?;
     let plan = args.plan()?;
+    if args.all_pairs {
+        return crate::allpairs::mpi::run(world, coll, &args, &plan, program);
+    }
     // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
     let env = relevant_env();
     let nranks = world.size * plan.gpus_per_process;

@@ -14,18 +14,24 @@
 //! - `compare`: matching runs and their deltas.
 //! - `gpu`: CUDA and NCCL found and loaded at run time; GPU buffers.
 //! - `copy_bw`: GPU copy bandwidth per direction against the link limits.
+//! - `doctor`: per-node and cross-node configuration checks (the `doctor` binary).
+//! - `allpairs`: every pair of ranks measured in rounds of disjoint pairs.
+//! - `rack`: the acceptance run of a rack from a TOML spec (the `rack_check` binary).
 
+pub mod allpairs;
 pub mod args;
 pub mod backend;
 pub mod collective;
 pub mod compare;
 pub mod copy_bw;
 pub mod datatype;
+pub mod doctor;
 pub mod driver;
 pub mod gpu;
 pub mod limits;
 pub mod pattern;
 pub mod plot;
+pub mod rack;
 pub mod report;
 pub mod sizes;
 pub mod stats;

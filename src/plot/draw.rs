@@ -35,7 +35,7 @@ const LIMIT_SCALE_CAP: f64 = 3.0;
 
 /// plotters draws text with the fonts registered here (DejaVu, built in), so
 /// no system font is needed.
-fn register_fonts() {
+pub(crate) fn register_fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())

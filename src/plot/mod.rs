@@ -13,6 +13,9 @@
 
 mod draw;
 
+/// For charts drawn outside this module (the all-pairs heatmap).
+pub(crate) use draw::register_fonts;
+
 use crate::limits::Limit;
 use crate::report::hist::{self, Percentile};
 use crate::report::Row;

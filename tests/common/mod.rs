@@ -1,8 +1,10 @@
-//! Helpers for the integration tests: launch our binaries under mpirun.
+//! Helpers for the integration tests: launch our binaries under mpirun, scratch
+//! folders, fixtures.
 #![allow(dead_code)] // each test file uses a different part of this module
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Runs `binary args` on `np` ranks of this host under mpirun (root and
 /// oversubscription allowed, as in CI).
@@ -11,16 +13,29 @@ pub fn mpirun(np: usize, binary: &str, args: &[&str]) -> Output {
 }
 
 pub fn mpirun_env(np: usize, binary: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+    let mut cmd = mpirun_command();
     for (k, v) in env {
         // mpirun forwards to the ranks only the variables named with -x.
         cmd.args(["-x", k]).env(k, v);
     }
     cmd.args(["-np", &np.to_string(), binary]).args(args);
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     cmd.output().expect("mpirun runs (install openmpi-bin)")
+}
+
+/// An mpirun command line to add to (for MPMD jobs: `-np 1 A : -np 1 B`),
+/// root and oversubscription allowed, as in CI.
+pub fn mpirun_command() -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    cmd
+}
+
+/// stdout then stderr, for messages and searches.
+pub fn log(out: &Output) -> String {
+    let (stdout, stderr) = text(out);
+    format!("{stdout}\n{stderr}")
 }
 
 pub fn text(out: &Output) -> (String, String) {
@@ -39,9 +54,13 @@ pub fn table_rows(stdout: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// A fresh directory under target/ for one test's files.
+/// A fresh directory under target/ for one test's files, unique to this call
+/// (tests running at once may ask for the same name).
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -53,4 +72,11 @@ pub fn read_rows(path: &Path) -> Vec<fabricbench::report::Row> {
         .deserialize()
         .map(|r| r.expect("row parses"))
         .collect()
+}
+
+/// A file or folder under tests/fixtures.
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
 }

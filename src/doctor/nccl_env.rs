@@ -1,0 +1,280 @@
+//! NCCL's environment: debug and tuning variables left set (NCCL's docs warn
+//! that what helps one benchmark hurts elsewhere), NCCL_IB_DISABLE on an RDMA
+//! node, and NCCL_SOCKET_IFNAME / NCCL_IB_HCA naming what this node lacks (NCCL
+//! silently skips such entries and may fall back to TCP sockets).
+//!
+//! The environment is `/proc/self/environ` under the root: on a live node, the
+//! environment the launcher gave this rank, as NCCL in the job would see it.
+
+use super::{Finding, NodeFacts, Root, Severity};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NcclFacts {
+    /// Every NCCL_* variable.
+    pub env: BTreeMap<String, String>,
+    /// Versions of the libnccl.so.X.Y.Z files found on the library path, sorted.
+    pub versions: Vec<String>,
+}
+
+/// Variables for debugging NCCL, not for production runs.
+const DEBUG_VARS: &[&str] = &[
+    "NCCL_DEBUG_SUBSYS",
+    "NCCL_DEBUG_FILE",
+    "NCCL_TOPO_DUMP_FILE",
+    "NCCL_GRAPH_DUMP_FILE",
+];
+
+/// Tuning variables that override NCCL's own choices.
+const TUNING_VARS: &[&str] = &[
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_NTHREADS",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_MIN_CTAS",
+    "NCCL_MAX_CTAS",
+    "NCCL_BUFFSIZE",
+    "NCCL_P2P_LEVEL",
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_NET_GDR_LEVEL",
+    "NCCL_NET_GDR_READ",
+    "NCCL_CROSS_NIC",
+    "NCCL_IB_GID_INDEX",
+    "NCCL_IB_QPS_PER_CONNECTION",
+    "NCCL_IB_SPLIT_DATA_ON_QPS",
+    "NCCL_NSOCKS_PERTHREAD",
+    "NCCL_SOCKET_NTHREADS",
+    "NCCL_LL_THRESHOLD",
+    "NCCL_TREE_THRESHOLD",
+    "NCCL_CHECKS_DISABLE",
+    "NCCL_LAUNCH_MODE",
+];
+
+/// Where libnccl is looked for, besides LD_LIBRARY_PATH.
+const LIB_DIRS: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+    "/usr/local/cuda/lib64",
+    "/usr/local/nccl/lib",
+];
+
+/// The NUL-separated environment under the root.
+pub fn read_environ(root: &Root) -> BTreeMap<String, String> {
+    std::fs::read(root.path("/proc/self/environ"))
+        .map(|bytes| {
+            bytes
+                .split(|&b| b == 0)
+                .filter_map(|kv| {
+                    let kv = String::from_utf8_lossy(kv);
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_string(), v.to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn collect(root: &Root, env: BTreeMap<String, String>) -> NcclFacts {
+    let mut dirs: Vec<String> = env
+        .get("LD_LIBRARY_PATH")
+        .map(|p| {
+            p.split(':')
+                .filter(|d| !d.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.extend(LIB_DIRS.iter().map(|d| d.to_string()));
+    let mut versions: Vec<String> = dirs
+        .iter()
+        .flat_map(|d| root.list(d))
+        .filter_map(|f| f.strip_prefix("libnccl.so.").map(str::to_string))
+        // libnccl.so.2.21.5 names the version; libnccl.so.2 is only the soname link.
+        .filter(|v| v.matches('.').count() == 2)
+        .collect();
+    versions.sort();
+    versions.dedup();
+    NcclFacts {
+        env: env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("NCCL_"))
+            .collect(),
+        versions,
+    }
+}
+
+/// NCCL's list syntax: "^a,b" excludes, "=a" matches exactly, else prefixes.
+struct NameList<'a> {
+    exclude: bool,
+    exact: bool,
+    entries: Vec<&'a str>,
+}
+
+impl<'a> NameList<'a> {
+    fn parse(value: &'a str) -> NameList<'a> {
+        let exclude = value.starts_with('^');
+        let rest = value.trim_start_matches('^');
+        let exact = rest.starts_with('=');
+        NameList {
+            exclude,
+            exact,
+            entries: rest
+                .trim_start_matches('=')
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .collect(),
+        }
+    }
+
+    fn matches(&self, entry: &str, name: &str) -> bool {
+        if self.exact {
+            name == entry
+        } else {
+            name.starts_with(entry)
+        }
+    }
+
+    /// Entries that match none of `names` (only meaningful for include lists).
+    fn unmatched(&self, names: &[String], name_of: impl Fn(&str) -> &str) -> Vec<&'a str> {
+        self.entries
+            .iter()
+            .copied()
+            .filter(|e| !names.iter().any(|n| self.matches(name_of(e), n)))
+            .collect()
+    }
+}
+
+pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
+    let env = &node.nccl.env;
+    let leftover = |var: &str, kind: &str, value: &str| {
+        Finding::new(
+            Severity::Warning,
+            &node.node,
+            var,
+            "nccl-env",
+            format!("{var}={value}"),
+            "unset in production",
+            format!("unset {var}: a {kind} variable left set (NCCL's docs: what helps one benchmark can hurt elsewhere)"),
+        )
+    };
+    for (var, value) in env {
+        if var == "NCCL_DEBUG" {
+            // WARN and VERSION print little; INFO and TRACE flood the logs and slow the job.
+            if !matches!(value.to_ascii_uppercase().as_str(), "WARN" | "VERSION") {
+                out.push(leftover(var, "debug", value));
+            }
+        } else if DEBUG_VARS.contains(&var.as_str()) {
+            out.push(leftover(var, "debug", value));
+        } else if TUNING_VARS.contains(&var.as_str()) {
+            out.push(leftover(var, "tuning", value));
+        }
+    }
+    if env.get("NCCL_IB_DISABLE").is_some_and(|v| v == "1") && !node.rdma_devices.is_empty() {
+        out.push(Finding::new(
+            Severity::Error,
+            &node.node,
+            "NCCL_IB_DISABLE",
+            "nccl-env",
+            "NCCL_IB_DISABLE=1 on a node with RDMA devices",
+            "unset",
+            "unset NCCL_IB_DISABLE: with it NCCL uses TCP sockets instead of the RDMA NICs",
+        ));
+    }
+    if let Some(value) = env.get("NCCL_SOCKET_IFNAME") {
+        check_list(
+            node,
+            "NCCL_SOCKET_IFNAME",
+            value,
+            &node.netdevs,
+            |e| e,
+            "network interface",
+            out,
+        );
+    }
+    if let Some(value) = env.get("NCCL_IB_HCA") {
+        // Entries are <hca>[:<port>]; the port is checked by NCCL itself.
+        check_list(
+            node,
+            "NCCL_IB_HCA",
+            value,
+            &node.rdma_devices,
+            |e| e.split(':').next().unwrap_or(e),
+            "RDMA device",
+            out,
+        );
+    }
+}
+
+fn check_list(
+    node: &NodeFacts,
+    var: &str,
+    value: &str,
+    names: &[String],
+    name_of: impl Fn(&str) -> &str,
+    what: &str,
+    out: &mut Vec<Finding>,
+) {
+    let list = NameList::parse(value);
+    if list.exclude {
+        return;
+    }
+    let unmatched = list.unmatched(names, &name_of);
+    if unmatched.is_empty() {
+        return;
+    }
+    let all_missing = unmatched.len() == list.entries.len();
+    let have = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    };
+    out.push(Finding::new(
+        if all_missing {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        &node.node,
+        var,
+        "nccl-env",
+        format!(
+            "{var}={value}: {} matches no {what} here (have: {have})",
+            unmatched.join(", ")
+        ),
+        format!("every entry matches a {what} of this node"),
+        if all_missing {
+            format!("fix or unset {var}: NCCL finds no {what} it names and fails or falls back to another transport")
+        } else {
+            format!("drop the missing entries from {var} or fix the node that lacks them")
+        },
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_lists_follow_nccl() {
+        let names = vec!["eth0".to_string(), "ib0".to_string()];
+        let l = NameList::parse("eth,ens");
+        assert_eq!(l.unmatched(&names, |e| e), vec!["ens"]);
+        let l = NameList::parse("=eth");
+        assert_eq!(l.unmatched(&names, |e| e), vec!["eth"]);
+        let l = NameList::parse("^docker");
+        assert!(l.exclude);
+        let hcas = vec!["mlx5_0".to_string()];
+        let l = NameList::parse("mlx5_0:1,mlx5_4:1");
+        assert_eq!(
+            l.unmatched(&hcas, |e| e.split(':').next().unwrap()),
+            vec!["mlx5_4:1"]
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! RDMA ports: state and physical state, rate and width against the rack's best
+//! port of the same adapter model (a downgraded link), and the active MTU.
+
+use super::gpudirect::PciLink;
+use super::{Finding, NodeFacts, Root, Severity};
+use serde::{Deserialize, Serialize};
+
+/// One RDMA device (HCA) and its ports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hca {
+    pub name: String,
+    /// Adapter model ("MT4129"), or what stands for it on software devices.
+    pub model: String,
+    pub firmware: Option<String>,
+    /// Kernel driver and, where the module publishes one, its version.
+    pub driver: Option<String>,
+    /// The PCIe link of the adapter; None for software devices (rxe).
+    pub pci: Option<PciLink>,
+    pub ports: Vec<Port>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Port {
+    pub num: u32,
+    /// "ACTIVE", "DOWN", "INIT", "ARMED".
+    pub state: String,
+    /// "LinkUp", "Polling", "Disabled", ...
+    pub phys_state: String,
+    /// As sysfs prints it: "400 Gb/sec (4X NDR)".
+    pub rate: String,
+    pub rate_gbps: Option<f64>,
+    /// Lanes: 4 for "4X".
+    pub width: Option<u32>,
+    /// "InfiniBand" or "Ethernet".
+    pub link_layer: String,
+    /// The network interface of a RoCE port and its MTU.
+    pub netdev: Option<String>,
+    pub netdev_mtu: Option<u32>,
+    /// RDMA MTU in bytes. For RoCE the kernel derives it from the netdev MTU, and
+    /// so does doctor; an InfiniBand port's comes from the subnet manager and is
+    /// not in sysfs (None).
+    pub active_mtu: Option<u32>,
+    pub gids: Vec<Gid>,
+}
+
+impl Port {
+    pub fn is_ethernet(&self) -> bool {
+        self.link_layer == "Ethernet"
+    }
+    pub fn is_active(&self) -> bool {
+        self.state == "ACTIVE"
+    }
+}
+
+/// A non-empty entry of a port's GID table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gid {
+    pub index: u32,
+    pub gid: String,
+    /// "RoCE v2", "IB/RoCE v1".
+    pub kind: String,
+    pub netdev: Option<String>,
+}
+
+/// One entry of --hca: a device, optionally one port of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HcaFilter {
+    pub device: String,
+    pub port: Option<u32>,
+}
+
+impl std::str::FromStr for HcaFilter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (device, port) = match s.split_once(':') {
+            Some((d, p)) => (
+                d,
+                Some(
+                    p.parse()
+                        .map_err(|_| format!("'{s}': the port after ':' must be a number"))?,
+                ),
+            ),
+            None => (s, None),
+        };
+        if device.is_empty() {
+            return Err(format!("'{s}': give a device name such as mlx5_0"));
+        }
+        Ok(HcaFilter {
+            device: device.to_string(),
+            port,
+        })
+    }
+}
+
+/// Bytes the kernel takes off the netdev MTU before picking the RDMA MTU: rxe's
+/// RXE_MAX_HDR_LENGTH, and iboe_get_mtu's headers for hardware RoCE (mlx5).
+const RXE_HEADER_BYTES: u32 = 80;
+const ROCE_HEADER_BYTES: u32 = 96;
+
+/// The RDMA MTU a RoCE port runs at over a netdev of this MTU: the largest IB
+/// MTU that fits after the headers.
+pub fn roce_active_mtu(netdev_mtu: u32, header_bytes: u32) -> u32 {
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|&m| netdev_mtu.saturating_sub(header_bytes) >= m)
+        .unwrap_or(256)
+}
+
+/// "400 Gb/sec (4X NDR)" -> (400.0, 4).
+pub fn parse_rate(text: &str) -> (Option<f64>, Option<u32>) {
+    let gbps = text
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse::<f64>().ok());
+    let width = text
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once('X'))
+        .and_then(|(n, _)| n.trim().parse::<u32>().ok());
+    (gbps, width)
+}
+
+/// sysfs "4: ACTIVE" -> "ACTIVE".
+fn state_name(text: Option<String>) -> String {
+    text.map(|t| match t.split_once(':') {
+        Some((_, name)) => name.trim().to_string(),
+        None => t,
+    })
+    .unwrap_or_else(|| "unknown".to_string())
+}
+
+pub fn collect(root: &Root, devices: &[String], filter: &[HcaFilter]) -> Vec<Hca> {
+    let wanted = |dev: &str| filter.is_empty() || filter.iter().any(|f| f.device == dev);
+    devices
+        .iter()
+        .filter(|d| wanted(d))
+        .map(|dev| {
+            let port_wanted = |num: u32| {
+                filter.is_empty()
+                    || filter
+                        .iter()
+                        .any(|f| f.device == *dev && f.port.map_or(true, |p| p == num))
+            };
+            collect_hca(root, dev, &port_wanted)
+        })
+        .collect()
+}
+
+fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca {
+    let base = format!("/sys/class/infiniband/{dev}");
+    // Software devices (rxe, siw) name their netdev in `parent` and have no PCI device.
+    let software_parent = root.read(&format!("{base}/parent"));
+    let pci_driver = root.link_name(&format!("{base}/device/driver"));
+    let driver_module = pci_driver.clone().or_else(|| {
+        software_parent.as_ref().map(|_| {
+            if dev.starts_with("siw") {
+                "siw"
+            } else {
+                "rdma_rxe"
+            }
+            .to_string()
+        })
+    });
+    let driver = driver_module.map(|m| {
+        match root
+            .read(&format!("/sys/module/{m}/version"))
+            .filter(|v| !v.is_empty())
+        {
+            Some(v) => format!("{m} {v}"),
+            None => m,
+        }
+    });
+    let model = root
+        .read(&format!("{base}/hca_type"))
+        .filter(|m| !m.is_empty())
+        .or_else(|| software_parent.as_ref().map(|_| "soft-RoCE".to_string()))
+        .unwrap_or_else(|| {
+            dev.trim_end_matches(|c: char| c.is_ascii_digit())
+                .to_string()
+        });
+    let pci = pci_driver
+        .is_some()
+        .then(|| {
+            let bdf = root.link_name(&format!("{base}/device"))?;
+            Some(PciLink::read(root, &bdf))
+        })
+        .flatten();
+    let mut ports: Vec<Port> = root
+        .list(&format!("{base}/ports"))
+        .iter()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .filter(|&n| port_wanted(n))
+        .map(|n| collect_port(root, &base, n, software_parent.is_some()))
+        .collect();
+    ports.sort_by_key(|p| p.num);
+    Hca {
+        name: dev.to_string(),
+        model,
+        firmware: root
+            .read(&format!("{base}/fw_ver"))
+            .filter(|f| !f.is_empty()),
+        driver,
+        pci,
+        ports,
+    }
+}
+
+fn collect_port(root: &Root, base: &str, num: u32, software: bool) -> Port {
+    let dir = format!("{base}/ports/{num}");
+    let rate = root
+        .read(&format!("{dir}/rate"))
+        .unwrap_or_else(|| "unknown".to_string());
+    let (rate_gbps, width) = parse_rate(&rate);
+    let gids = super::roce::collect_gids(root, &dir);
+    let link_layer = root
+        .read(&format!("{dir}/link_layer"))
+        .unwrap_or_else(|| "unknown".to_string());
+    let netdev = gids.iter().find_map(|g| g.netdev.clone());
+    let netdev_mtu = netdev
+        .as_ref()
+        .and_then(|n| root.read(&format!("/sys/class/net/{n}/mtu")))
+        .and_then(|m| m.parse().ok());
+    let header = if software {
+        RXE_HEADER_BYTES
+    } else {
+        ROCE_HEADER_BYTES
+    };
+    let active_mtu = (link_layer == "Ethernet")
+        .then(|| netdev_mtu.map(|m| roce_active_mtu(m, header)))
+        .flatten();
+    Port {
+        num,
+        state: state_name(root.read(&format!("{dir}/state"))),
+        phys_state: state_name(root.read(&format!("{dir}/phys_state"))),
+        rate,
+        rate_gbps,
+        width,
+        link_layer,
+        netdev,
+        netdev_mtu,
+        active_mtu,
+        gids,
+    }
+}
+
+const DOWNGRADE_FIX: &str = "the link trained below its speed or width: reseat or replace the cable/transceiver, check the switch port (mlxlink -d DEV -m)";
+
+/// The component name of a port: "mlx5_0:1".
+pub fn port_name(hca: &Hca, port: &Port) -> String {
+    format!("{}:{}", hca.name, port.num)
+}
+
+/// The fastest active port of this model anywhere in the rack, with where it is.
+fn rack_best(all: &[NodeFacts], model: &str) -> Option<(f64, String, String)> {
+    all.iter()
+        .flat_map(|n| n.hcas.iter().map(move |h| (n, h)))
+        .filter(|(_, h)| h.model == model)
+        .flat_map(|(n, h)| h.ports.iter().map(move |p| (n, h, p)))
+        .filter(|(_, _, p)| p.is_active())
+        .filter_map(|(n, h, p)| {
+            p.rate_gbps
+                .map(|r| (r, p.rate.clone(), format!("{} {}", n.node, port_name(h, p))))
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+pub fn check(node: &NodeFacts, all: &[NodeFacts], out: &mut Vec<Finding>) {
+    if node.rdma_devices.is_empty() {
+        out.push(Finding::new(
+            Severity::Info,
+            &node.node,
+            "rdma",
+            "no-rdma-device",
+            "no RDMA device in /sys/class/infiniband",
+            "RDMA devices on a GPU node of an RDMA fabric",
+            "none needed where the fabric is TCP; otherwise install the NIC driver (MOFED/rdma-core) and check `ibv_devices`",
+        ));
+        return;
+    }
+    if node.hcas.is_empty() {
+        out.push(Finding::new(
+            Severity::Error,
+            &node.node,
+            "rdma",
+            "hca-missing",
+            format!(
+                "--hca selects no device; this node has {}",
+                node.rdma_devices.join(", ")
+            ),
+            "the devices named by --hca",
+            "name devices that exist on this node in --hca",
+        ));
+    }
+    for hca in &node.hcas {
+        if hca.ports.is_empty() {
+            out.push(Finding::new(
+                Severity::Error,
+                &node.node,
+                hca.name.as_str(),
+                "hca-missing",
+                "no such port",
+                "the port named by --hca",
+                "name a port that exists (see /sys/class/infiniband/DEV/ports)",
+            ));
+        }
+        for port in &hca.ports {
+            check_port(node, all, hca, port, out);
+        }
+    }
+}
+
+fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: &mut Vec<Finding>) {
+    let component = port_name(hca, port);
+    if !port.is_active() || port.phys_state != "LinkUp" {
+        let fix = match (port.state.as_str(), port.phys_state.as_str()) {
+            ("INIT", "LinkUp") if !port.is_ethernet() => {
+                "the link is up but no subnet manager configured the port: check that opensm/UFM runs on the fabric"
+            }
+            (_, "Disabled") => "the port is administratively disabled: enable it on the switch or with ibportstate",
+            (_, "Polling") => "no link partner: check the cable, the transceiver and the switch port (ibstat, mlxlink)",
+            _ => "bring the link up: check the cable and the switch port (ibstat, mlxlink, ip link)",
+        };
+        out.push(Finding::new(
+            Severity::Error,
+            &node.node,
+            component.as_str(),
+            "port-state",
+            format!("state {}, physical state {}", port.state, port.phys_state),
+            "state ACTIVE, physical state LinkUp",
+            fix,
+        ));
+        return;
+    }
+    if let Some(rate) = port.rate_gbps {
+        if let Some(want) = node.port_rate_gbps.filter(|&w| rate < w) {
+            out.push(Finding::new(
+                Severity::Error,
+                &node.node,
+                component.as_str(),
+                "link-downgrade",
+                format!("rate {}", port.rate),
+                format!("{want} Gb/sec (--port-rate)"),
+                DOWNGRADE_FIX,
+            ));
+        } else if let Some((best, best_text, best_where)) = rack_best(all, &hca.model) {
+            if rate < best {
+                out.push(Finding::new(
+                    Severity::Error,
+                    &node.node,
+                    component.as_str(),
+                    "link-downgrade",
+                    format!("rate {}", port.rate),
+                    format!("{best_text}, as on {best_where} (same model {})", hca.model),
+                    DOWNGRADE_FIX,
+                ));
+            }
+        }
+    }
+    if let (Some(mtu), Some(netdev_mtu)) = (port.active_mtu, port.netdev_mtu) {
+        if mtu < 4096 {
+            out.push(Finding::new(
+                Severity::Warning,
+                &node.node,
+                component.as_str(),
+                "roce-mtu",
+                format!(
+                    "active MTU {mtu} (netdev {} MTU {netdev_mtu})",
+                    port.netdev.as_deref().unwrap_or("?")
+                ),
+                "active MTU 4096 (netdev MTU 4200 or more; 9000 is usual)",
+                "raise the MTU of the netdev and of the switch ports alike on every node (ip link set DEV mtu 9000)",
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse() {
+        assert_eq!(parse_rate("400 Gb/sec (4X NDR)"), (Some(400.0), Some(4)));
+        assert_eq!(parse_rate("2.5 Gb/sec (1X SDR)"), (Some(2.5), Some(1)));
+        assert_eq!(parse_rate("unknown"), (None, None));
+    }
+
+    #[test]
+    fn roce_mtu_follows_the_kernel() {
+        // rxe over veth at 1500 is 1024 and at 4200 is 4096 (seen in the Soft-RoCE VM).
+        assert_eq!(roce_active_mtu(1500, RXE_HEADER_BYTES), 1024);
+        assert_eq!(roce_active_mtu(4200, RXE_HEADER_BYTES), 4096);
+        assert_eq!(roce_active_mtu(9000, ROCE_HEADER_BYTES), 4096);
+        assert_eq!(roce_active_mtu(4150, ROCE_HEADER_BYTES), 2048);
+        assert_eq!(roce_active_mtu(100, ROCE_HEADER_BYTES), 256);
+    }
+
+    #[test]
+    fn hca_filter_parses() {
+        assert_eq!(
+            "mlx5_0:2".parse::<HcaFilter>().unwrap(),
+            HcaFilter {
+                device: "mlx5_0".into(),
+                port: Some(2)
+            }
+        );
+        assert_eq!("rxe1".parse::<HcaFilter>().unwrap().port, None);
+        assert!("mlx5_0:x".parse::<HcaFilter>().is_err());
+        assert!(":1".parse::<HcaFilter>().is_err());
+    }
+}

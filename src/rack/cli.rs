@@ -1,0 +1,193 @@
+//! The `rack_check` binary: doctor, then the spec's tests, then its checks, into
+//! one report directory.
+
+use super::evaluate::evaluate;
+use super::report::{shell_line, DoctorStep, RunReport, TestStep};
+use super::runner::run_step;
+use super::spec::{CheckKind, Spec};
+use crate::args::parse_one_line;
+use crate::doctor::output::read_csv as read_findings;
+use clap::Parser;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit statuses: 1 when anything failed, 2 for a usage or spec error.
+const EXIT_FAILED: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+/// Rack acceptance: runs doctor and the spec's tests (through mpirun or srun),
+/// checks every result against the spec's thresholds, and writes a report
+/// directory (summary.md, CSVs, logs, plots). Exits 0 only when everything passed.
+#[derive(Parser, Debug)]
+#[command(name = "rack_check", version)]
+pub struct RackArgs {
+    /// The rack spec (TOML): launch layout, doctor flags, tests and checks
+    #[arg(long = "spec")]
+    pub spec: PathBuf,
+    /// The report directory to create (it must not exist); default rack-report-<UTC time>
+    #[arg(long = "out")]
+    pub out: Option<PathBuf>,
+    /// Where doctor and the benchmark binaries are (default: beside rack_check)
+    #[arg(long = "bin-dir")]
+    pub bin_dir: Option<PathBuf>,
+}
+
+pub fn main() -> ExitCode {
+    match run() {
+        Ok(code) => ExitCode::from(code),
+        Err(msg) => {
+            eprintln!("rack_check: error: {msg}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+fn run() -> Result<u8, String> {
+    let args: RackArgs = parse_one_line(std::env::args_os()).map_err(|e| e.0)?;
+    let spec = Spec::load(&args.spec)?;
+    let bin_dir = match &args.bin_dir {
+        Some(d) => d.clone(),
+        None => std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(Path::to_path_buf))
+            .ok_or("cannot tell where rack_check is: give --bin-dir")?,
+    };
+    let binary = |name: &str| -> Result<String, String> {
+        let path = bin_dir.join(name);
+        if path.is_file() {
+            Ok(path.display().to_string())
+        } else {
+            Err(format!(
+                "{name} is not in {} (build it, or point --bin-dir at the fabricbench binaries)",
+                bin_dir.display()
+            ))
+        }
+    };
+    let doctor_bin = if spec.doctor.skip {
+        None
+    } else {
+        Some(binary("doctor")?)
+    };
+    let test_bins = spec
+        .tests
+        .iter()
+        .map(|t| binary(&t.binary))
+        .collect::<Result<Vec<_>, _>>()?;
+    let started = chrono::Utc::now();
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!("rack-report-{}", started.format("%Y%m%dT%H%M%SZ")))
+    });
+    if out.exists() {
+        return Err(format!(
+            "--out {}: exists, and reports are never overwritten; choose a new directory",
+            out.display()
+        ));
+    }
+    std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
+    std::fs::copy(&args.spec, out.join("spec.toml"))
+        .map_err(|e| format!("--out {}: cannot copy the spec: {e}", out.display()))?;
+
+    let timeout = Duration::from_secs(spec.launch.timeout_s);
+    let launch = &spec.launch;
+    let doctor = doctor_bin.map(|bin| {
+        let mut flags: Vec<String> = vec![
+            "--csv".into(),
+            out.join("doctor.csv").display().to_string(),
+            "--json".into(),
+            out.join("doctor.json").display().to_string(),
+        ];
+        flags.extend(spec.doctor.args.iter().cloned());
+        // One rank per node is enough: doctor reads the node, not the GPUs.
+        let argv = launch.argv(&bin, &flags, launch.nodes, 1);
+        println!("rack_check: doctor: {}", shell_line(&argv));
+        let outcome = run_step(&argv, &out.join("doctor.log"), timeout);
+        let findings = read_findings(&out.join("doctor.csv")).unwrap_or_default();
+        let step = DoctorStep { outcome, findings };
+        println!(
+            "rack_check: doctor: {} ({})",
+            if step.passed() { "PASS" } else { "FAIL" },
+            step.outcome.status()
+        );
+        step
+    });
+
+    let mut tests = Vec::new();
+    for (t, bin) in spec.tests.iter().zip(&test_bins) {
+        let csv = out.join(format!("{}.csv", t.name));
+        let mut flags = t.args.clone();
+        // The binary flags pairs by the spec's thresholds too, so its exit status
+        // and table agree with the check.
+        let pair_check = spec.checks.iter().find_map(|c| match &c.kind {
+            CheckKind::AllPairs(th) if c.test == t.name => Some(th),
+            _ => None,
+        });
+        if let Some(th) = pair_check.filter(|_| !flags.iter().any(|f| f.starts_with("--slow-"))) {
+            flags.extend([
+                "--slow-fraction".into(),
+                th.bw_fraction.to_string(),
+                "--slow-latency".into(),
+                th.latency_factor.to_string(),
+            ]);
+        }
+        flags.push("--csv".into());
+        flags.push(csv.display().to_string());
+        let argv = launch.argv(
+            bin,
+            &flags,
+            t.nodes.unwrap_or(launch.nodes),
+            t.ranks_per_node.unwrap_or(launch.ranks_per_node),
+        );
+        println!("rack_check: test {}: {}", t.name, shell_line(&argv));
+        let outcome = run_step(&argv, &out.join(format!("{}.log", t.name)), timeout);
+        let step = TestStep {
+            name: t.name.clone(),
+            outcome,
+            csv,
+            all_pairs: t.all_pairs(),
+        };
+        println!(
+            "rack_check: test {}: {} in {:.1} s",
+            t.name,
+            step.outcome.status(),
+            step.outcome.seconds
+        );
+        tests.push(step);
+    }
+
+    let checks: Vec<_> = spec
+        .checks
+        .iter()
+        .map(|c| {
+            let result = evaluate(c, &out.join(format!("{}.csv", c.test)));
+            println!(
+                "rack_check: {}: {} {} (threshold {})",
+                result.label,
+                if result.passed { "PASS" } else { "FAIL" },
+                result.measured,
+                result.threshold
+            );
+            for d in result.details.iter().filter(|_| !result.passed) {
+                println!("rack_check:     {d}");
+            }
+            result
+        })
+        .collect();
+    let report = RunReport {
+        name: spec.name.clone(),
+        spec_file: "spec.toml".into(),
+        started: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        doctor,
+        tests,
+        checks,
+    };
+    let summary = out.join("summary.md");
+    std::fs::write(&summary, report.markdown())
+        .map_err(|e| format!("cannot write {}: {e}", summary.display()))?;
+    println!(
+        "rack_check: {}; report: {}",
+        report.headline(),
+        summary.display()
+    );
+    Ok(if report.passed() { 0 } else { EXIT_FAILED })
+}

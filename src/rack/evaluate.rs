@@ -1,0 +1,308 @@
+//! Checks against results: a spec check reads its test's CSV (rows of
+//! `report::Row`, or the all-pairs matrices) and passes or fails with the value
+//! it measured, the threshold, and which nodes or pairs failed.
+
+use super::spec::{Check, CheckKind, Threshold};
+use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
+use crate::report::Row;
+use crate::sizes::human_bytes;
+use std::path::Path;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckResult {
+    pub label: String,
+    pub measured: String,
+    pub threshold: String,
+    pub passed: bool,
+    /// Why it failed, naming nodes, ranks or pairs; notes on a pass.
+    pub details: Vec<String>,
+}
+
+impl CheckResult {
+    fn failed(check: &Check, threshold: String, why: String) -> CheckResult {
+        CheckResult {
+            label: check.label.clone(),
+            measured: "-".into(),
+            threshold,
+            passed: false,
+            details: vec![why],
+        }
+    }
+}
+
+pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let mut reader = csv::Reader::from_path(path)?;
+    Ok(reader.deserialize().collect::<Result<Vec<Row>, _>>()?)
+}
+
+fn describe(min: &Option<Threshold>, max: &Option<Threshold>) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = min {
+        parts.push(format!(">= {}", t.text));
+    }
+    if let Some(t) = max {
+        parts.push(format!("<= {}", t.text));
+    }
+    parts.join(" and ")
+}
+
+/// Evaluates one check from the CSV its test wrote.
+pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
+    match &check.kind {
+        CheckKind::Row { min, max, .. } => match read_rows(csv) {
+            Ok(rows) => evaluate_rows(check, &rows),
+            Err(e) => CheckResult::failed(
+                check,
+                describe(min, max),
+                format!("no results to check: {}: {e}", csv.display()),
+            ),
+        },
+        CheckKind::AllPairs(t) => match read_pairs(csv) {
+            Ok(results) => evaluate_pairs(check, t, &results),
+            Err(e) => CheckResult::failed(
+                check,
+                pairs_threshold(t),
+                format!("no results to check: {e:#}"),
+            ),
+        },
+    }
+}
+
+/// The rows at the check's size: the CSV's size closest to it, within 1% (the
+/// collectives that split a buffer across ranks round sizes down a little).
+fn rows_at<'a>(rows: &'a [Row], size: u64, placement: &str) -> Vec<&'a Row> {
+    let distance = |r: &Row| r.size_bytes.abs_diff(size);
+    let candidates: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.placement == placement && distance(r) <= size / 100)
+        .collect();
+    let best = candidates.iter().map(|r| distance(r)).min();
+    candidates
+        .into_iter()
+        .filter(|r| Some(distance(r)) == best)
+        .collect()
+}
+
+pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
+    let CheckKind::Row {
+        metric,
+        size,
+        placement,
+        min,
+        max,
+    } = &check.kind
+    else {
+        unreachable!("evaluate_rows is called for row checks")
+    };
+    let threshold = describe(min, max);
+    let at = rows_at(rows, *size, placement);
+    if at.is_empty() {
+        let sizes: Vec<String> = rows
+            .iter()
+            .filter(|r| &r.placement == placement)
+            .map(|r| human_bytes(r.size_bytes))
+            .collect();
+        return CheckResult::failed(
+            check,
+            threshold,
+            format!(
+                "no {placement} row at {} (measured: {})",
+                human_bytes(*size),
+                if sizes.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    sizes.join(", ")
+                }
+            ),
+        );
+    }
+    let values: Vec<f64> = at.iter().map(|r| metric.value(r)).collect();
+    // The worst row decides (several datatypes, ops or -N cycles may match).
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut details = Vec::new();
+    let mut passed = true;
+    if let Some(t) = min.as_ref().filter(|t| low.is_nan() || low < t.value) {
+        passed = false;
+        details.push(format!(
+            "{} {low:.3} {} is below {:.3}",
+            metric.name(),
+            metric.unit(),
+            t.value
+        ));
+    }
+    if let Some(t) = max.as_ref().filter(|t| high.is_nan() || high > t.value) {
+        passed = false;
+        details.push(format!(
+            "{} {high:.3} {} is above {:.3}",
+            metric.name(),
+            metric.unit(),
+            t.value
+        ));
+    }
+    let wrong: u64 = at.iter().filter_map(|r| r.wrong).sum();
+    if wrong > 0 {
+        passed = false;
+        details.push(format!("{wrong} wrong elements: the data is corrupted"));
+    }
+    if !passed {
+        let worst = if min.is_some() { low } else { high };
+        if let Some(r) = at.iter().find(|r| metric.value(r) == worst) {
+            details.push(format!(
+                "slowest rank {} of {} on {}",
+                r.slowest_rank,
+                r.nranks,
+                r.hosts.replace(';', ", ")
+            ));
+        }
+    }
+    let shown = if values.len() == 1 || min.is_some() {
+        low
+    } else {
+        high
+    };
+    CheckResult {
+        label: check.label.clone(),
+        measured: format!(
+            "{shown:.3} {}{}",
+            metric.unit(),
+            if values.len() > 1 {
+                format!(" (worst of {} rows)", values.len())
+            } else {
+                String::new()
+            }
+        ),
+        threshold,
+        passed,
+        details,
+    }
+}
+
+fn pairs_threshold(t: &Thresholds) -> String {
+    format!(
+        "every pair >= {} x median algbw and <= {} x lowest median time",
+        t.bw_fraction, t.latency_factor
+    )
+}
+
+pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> CheckResult {
+    let verdict = results.judge(t);
+    let n = results.labels.len();
+    CheckResult {
+        label: check.label.clone(),
+        measured: format!(
+            "{} pairs of {n} nodes: median algbw {:.3} GB/s at {}, lowest median time {:.2} us at {}",
+            n * n.saturating_sub(1) / 2,
+            verdict.median_gbs,
+            human_bytes(verdict.bw_size),
+            verdict.min_us,
+            human_bytes(verdict.latency_size)
+        ),
+        threshold: pairs_threshold(t),
+        passed: verdict.passed(),
+        details: verdict.lines(&results.labels, t),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rack::spec::Spec;
+
+    fn row(size: u64, placement: &str, busbw: f64, time: f64) -> Row {
+        Row {
+            size_bytes: size,
+            placement: placement.into(),
+            busbw_gbs: busbw,
+            time_us: time,
+            wrong: Some(0),
+            nranks: 4,
+            hosts: "a;b".into(),
+            slowest_rank: 3,
+            ..Row::default()
+        }
+    }
+
+    fn checks() -> Vec<Check> {
+        Spec::parse(
+            r#"
+name = "t"
+[launch]
+[[test]]
+name = "ar"
+binary = "all_reduce_perf"
+[[check]]
+test = "ar"
+metric = "busbw"
+size = "1M"
+min = "80% of ib-ndr"
+[[check]]
+test = "ar"
+metric = "time"
+size = "8"
+max = 10
+"#,
+        )
+        .unwrap()
+        .checks
+    }
+
+    #[test]
+    fn thresholds_pass_and_fail() {
+        let c = checks();
+        let rows = vec![
+            row(8, "out-of-place", 0.0, 4.0),
+            row(8, "in-place", 0.0, 40.0),
+            row(1 << 20, "out-of-place", 41.0, 30.0),
+        ];
+        let r = evaluate_rows(&c[0], &rows);
+        assert!(r.passed, "{r:?}");
+        assert_eq!(r.measured, "41.000 GB/s");
+        assert!(r.threshold.starts_with(">= 40.000 GB/s (80% of ib-ndr"));
+        // In-place at 8 B is slow, but the check reads out-of-place.
+        assert!(evaluate_rows(&c[1], &rows).passed);
+        let slow = vec![row(1 << 20, "out-of-place", 39.9, 30.0)];
+        let r = evaluate_rows(&c[0], &slow);
+        assert!(!r.passed);
+        assert_eq!(
+            r.details,
+            vec![
+                "busbw 39.900 GB/s is below 40.000".to_string(),
+                "slowest rank 3 of 4 on a, b".to_string()
+            ]
+        );
+        let r = evaluate_rows(&c[1], &[row(8, "out-of-place", 0.0, 10.5)]);
+        assert!(!r.passed);
+        assert_eq!(r.details[0], "time 10.500 us is above 10.000");
+    }
+
+    #[test]
+    fn the_worst_row_decides_and_wrong_data_fails() {
+        let c = checks();
+        let mut rows = vec![
+            row(1 << 20, "out-of-place", 45.0, 1.0),
+            row(1 << 20, "out-of-place", 30.0, 1.0),
+        ];
+        let r = evaluate_rows(&c[0], &rows);
+        assert!(!r.passed);
+        assert_eq!(r.measured, "30.000 GB/s (worst of 2 rows)");
+        rows[1].busbw_gbs = 45.0;
+        rows[1].wrong = Some(7);
+        let r = evaluate_rows(&c[0], &rows);
+        assert!(!r.passed);
+        assert_eq!(r.details[0], "7 wrong elements: the data is corrupted");
+    }
+
+    #[test]
+    fn missing_sizes_fail_with_what_was_measured() {
+        let c = checks();
+        // 3 ranks round 1 MiB down to 1048560 B: still the 1 MiB row.
+        assert!(evaluate_rows(&c[0], &[row(1048560, "out-of-place", 45.0, 1.0)]).passed);
+        let r = evaluate_rows(&c[0], &[row(512 << 10, "out-of-place", 45.0, 1.0)]);
+        assert!(!r.passed);
+        assert_eq!(
+            r.details,
+            vec!["no out-of-place row at 1 MiB (measured: 512 KiB)".to_string()]
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! The acceptance report: summary.md in the report directory, with the verdict,
+//! one row per check, the failing nodes and pairs, and links to every CSV, log
+//! and plot beside it.
+
+use super::evaluate::CheckResult;
+use super::runner::StepOutcome;
+use crate::doctor::output::counts;
+use crate::doctor::{Finding, Severity};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+pub struct DoctorStep {
+    pub outcome: StepOutcome,
+    /// Read back from doctor.csv (empty when doctor did not write it).
+    pub findings: Vec<Finding>,
+}
+
+impl DoctorStep {
+    /// doctor exits 0 when it found no error, 1 when it did.
+    pub fn passed(&self) -> bool {
+        self.outcome.exit == Some(0)
+    }
+}
+
+pub struct TestStep {
+    pub name: String,
+    pub outcome: StepOutcome,
+    pub csv: PathBuf,
+    pub all_pairs: bool,
+}
+
+impl TestStep {
+    /// It ran to the end and wrote results. An all-pairs run exits 1 when it
+    /// flags pairs by its own thresholds; its checks judge the matrix by the spec's.
+    pub fn ran(&self) -> bool {
+        self.csv.exists()
+            && (self.outcome.exit == Some(0) || (self.all_pairs && self.outcome.exit == Some(1)))
+    }
+
+    pub fn heatmap(&self) -> Option<PathBuf> {
+        let png = self.csv.with_extension("png");
+        png.exists().then_some(png)
+    }
+}
+
+pub struct RunReport {
+    pub name: String,
+    pub spec_file: String,
+    pub started: String,
+    pub doctor: Option<DoctorStep>,
+    pub tests: Vec<TestStep>,
+    pub checks: Vec<CheckResult>,
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+}
+
+fn link(p: &Path) -> String {
+    let f = file_name(p);
+    format!("[{f}]({f})")
+}
+
+/// A command line as a shell would take it back.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if a.is_empty()
+                || a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>*?()".contains(c))
+            {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Markdown table cells hold no pipes or newlines.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn verdict(passed: bool) -> &'static str {
+    if passed {
+        "PASS"
+    } else {
+        "**FAIL**"
+    }
+}
+
+impl RunReport {
+    pub fn failed_steps(&self) -> usize {
+        let doctor = self.doctor.as_ref().is_some_and(|d| !d.passed()) as usize;
+        doctor + self.tests.iter().filter(|t| !t.ran()).count()
+    }
+
+    pub fn failed_checks(&self) -> usize {
+        self.checks.iter().filter(|c| !c.passed).count()
+    }
+
+    pub fn passed(&self) -> bool {
+        self.failed_steps() == 0 && self.failed_checks() == 0
+    }
+
+    /// The verdict line, also printed by rack_check.
+    pub fn headline(&self) -> String {
+        let total = self.checks.len() + self.tests.len() + self.doctor.is_some() as usize;
+        let failed = self.failed_checks() + self.failed_steps();
+        if failed == 0 {
+            format!("PASS: {total} of {total} steps and checks passed")
+        } else {
+            format!("FAIL: {failed} of {total} steps and checks failed")
+        }
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut md = String::new();
+        let _ = writeln!(md, "# Rack acceptance: {}\n", self.name);
+        let _ = writeln!(md, "**{}**\n", self.headline());
+        let _ = writeln!(
+            md,
+            "Spec [{0}]({0}), started {1}, fabricbench {2}.\n",
+            self.spec_file,
+            self.started,
+            env!("CARGO_PKG_VERSION")
+        );
+        md.push_str("| # | check | measured | threshold | result |\n|---|---|---|---|---|\n");
+        let mut row = 0;
+        if let Some(d) = &self.doctor {
+            row += 1;
+            let _ = writeln!(
+                md,
+                "| {row} | doctor ({}) | {} | no error | {} |",
+                d.outcome.status(),
+                counts(&d.findings),
+                verdict(d.passed())
+            );
+        }
+        for t in &self.tests {
+            row += 1;
+            let _ = writeln!(
+                md,
+                "| {row} | test {} ran | {} in {:.1} s | results written | {} |",
+                t.name,
+                t.outcome.status(),
+                t.outcome.seconds,
+                verdict(t.ran())
+            );
+        }
+        for c in &self.checks {
+            row += 1;
+            let _ = writeln!(
+                md,
+                "| {row} | {} | {} | {} | {} |",
+                cell(&c.label),
+                cell(&c.measured),
+                cell(&c.threshold),
+                verdict(c.passed)
+            );
+        }
+        md.push('\n');
+        self.failures(&mut md);
+        self.steps(&mut md);
+        if let Some(d) = &self.doctor {
+            let shown: Vec<&Finding> = d
+                .findings
+                .iter()
+                .filter(|f| f.severity != Severity::Info)
+                .collect();
+            if !shown.is_empty() {
+                md.push_str("## Doctor findings\n\n| severity | node | component | check | seen | expected | fix |\n|---|---|---|---|---|---|---|\n");
+                for f in shown {
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | {} | {} | {} | {} |",
+                        f.severity.name(),
+                        cell(&f.node),
+                        cell(&f.component),
+                        cell(&f.check),
+                        cell(&f.seen),
+                        cell(&f.expected),
+                        cell(&f.fix)
+                    );
+                }
+                md.push('\n');
+            }
+        }
+        md
+    }
+
+    /// Every failing node, pair and step in one list.
+    fn failures(&self, md: &mut String) {
+        let mut lines = Vec::new();
+        if let Some(d) = &self.doctor {
+            for f in d.findings.iter().filter(|f| f.severity == Severity::Error) {
+                lines.push(format!(
+                    "doctor: {} {}: {} ({}); fix: {}",
+                    f.node, f.component, f.seen, f.check, f.fix
+                ));
+            }
+            if !d.passed() && d.findings.is_empty() {
+                lines.push(format!(
+                    "doctor: {} (see {})",
+                    d.outcome.status(),
+                    link(&d.outcome.log)
+                ));
+            }
+        }
+        for t in self.tests.iter().filter(|t| !t.ran()) {
+            lines.push(format!(
+                "test {}: {} (see {})",
+                t.name,
+                t.outcome.status(),
+                link(&t.outcome.log)
+            ));
+        }
+        for c in self.checks.iter().filter(|c| !c.passed) {
+            for d in &c.details {
+                lines.push(format!("{}: {d}", c.label));
+            }
+        }
+        if lines.is_empty() {
+            return;
+        }
+        md.push_str("## Failing nodes, pairs and steps\n\n");
+        for l in lines {
+            let _ = writeln!(md, "- {}", l.replace('\n', " "));
+        }
+        md.push('\n');
+    }
+
+    fn steps(&self, md: &mut String) {
+        md.push_str(
+            "## Steps\n\n| step | command | status | results | log |\n|---|---|---|---|---|\n",
+        );
+        if let Some(d) = &self.doctor {
+            let _ = writeln!(
+                md,
+                "| doctor | `{}` | {} | [doctor.csv](doctor.csv), [doctor.json](doctor.json) | {} |",
+                cell(&shell_line(&d.outcome.argv)),
+                d.outcome.status(),
+                link(&d.outcome.log)
+            );
+        }
+        for t in &self.tests {
+            let results = if t.csv.exists() {
+                link(&t.csv)
+            } else {
+                "none".into()
+            };
+            let _ = writeln!(
+                md,
+                "| {} | `{}` | {} | {} | {} |",
+                t.name,
+                cell(&shell_line(&t.outcome.argv)),
+                t.outcome.status(),
+                results,
+                link(&t.outcome.log)
+            );
+        }
+        md.push('\n');
+        for t in &self.tests {
+            if let Some(png) = t.heatmap() {
+                let _ = writeln!(
+                    md,
+                    "### {}: all-pairs heatmap\n\n![{}]({})\n",
+                    t.name,
+                    t.name,
+                    file_name(&png)
+                );
+            }
+        }
+    }
+}

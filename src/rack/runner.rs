@@ -1,0 +1,155 @@
+//! Runs one step of the acceptance run (doctor or a test) as a child process with
+//! its output in a log file, and stops it when it outlives the spec's timeout: a
+//! hang becomes a failed step, never a rack_check that waits for ever.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const POLL: Duration = Duration::from_millis(50);
+/// After SIGTERM, how long mpirun gets to take its ranks down before SIGKILL.
+const GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Debug)]
+pub struct StepOutcome {
+    pub argv: Vec<String>,
+    /// Exit status; None when it was killed or never started.
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    /// The limit it ran under.
+    pub timeout: Duration,
+    /// Why it did not start, if it did not.
+    pub start_error: Option<String>,
+    pub seconds: f64,
+    pub log: PathBuf,
+}
+
+impl StepOutcome {
+    /// "exit 0", "timed out after 60 s", "did not start: ...".
+    pub fn status(&self) -> String {
+        if let Some(e) = &self.start_error {
+            format!("did not start: {e}")
+        } else if self.timed_out {
+            format!(
+                "timed out after {} s (timeout_s) and was stopped",
+                self.timeout.as_secs()
+            )
+        } else {
+            match self.exit {
+                Some(code) => format!("exit {code}"),
+                None => "killed by a signal".into(),
+            }
+        }
+    }
+}
+
+/// Runs `argv` with stdout and stderr in `log`, stopping its process group after `timeout`.
+pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
+    let started = Instant::now();
+    let mut outcome = StepOutcome {
+        argv: argv.to_vec(),
+        exit: None,
+        timed_out: false,
+        timeout,
+        start_error: None,
+        seconds: 0.0,
+        log: log.to_path_buf(),
+    };
+    let spawned = File::create(log).and_then(|out| {
+        let err = out.try_clone()?;
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            // Its own process group, so a timeout stops mpirun and every rank it started.
+            .process_group(0)
+            .spawn()
+    });
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            outcome.start_error = Some(format!("{}: {e}", argv[0]));
+            return outcome;
+        }
+    };
+    let group = Pid::from_raw(child.id() as i32);
+    let mut terminated_at: Option<Instant> = None;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                outcome.exit = status.code();
+                break;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                outcome.start_error = Some(format!("waiting for {}: {e}", argv[0]));
+                break;
+            }
+        }
+        if started.elapsed() >= timeout {
+            match terminated_at {
+                None => {
+                    outcome.timed_out = true;
+                    let _ = killpg(group, Signal::SIGTERM);
+                    terminated_at = Some(Instant::now());
+                }
+                Some(t) if t.elapsed() >= GRACE => {
+                    let _ = killpg(group, Signal::SIGKILL);
+                }
+                Some(_) => {}
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+    outcome.seconds = started.elapsed().as_secs_f64();
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["sh".into(), "-c".into(), script.into()]
+    }
+
+    #[test]
+    fn output_goes_to_the_log_and_the_status_is_kept() {
+        let dir = std::env::temp_dir().join(format!("rack-runner-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("a.log");
+        let o = run_step(
+            &sh("echo out; echo err >&2; exit 3"),
+            &log,
+            Duration::from_secs(60),
+        );
+        assert_eq!((o.exit, o.timed_out), (Some(3), false));
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "out\nerr\n");
+        assert_eq!(o.status(), "exit 3");
+        // A child of the step is stopped with it.
+        let pid_file = dir.join("pid");
+        let script = format!("sleep 600 & echo $! > {}; sleep 600", pid_file.display());
+        let o = run_step(&sh(&script), &dir.join("b.log"), Duration::from_millis(300));
+        assert!(o.timed_out && o.exit.is_none(), "{o:?}");
+        assert!(o.seconds < 30.0);
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+                .map_or(true, |stat| stat.contains(") Z "))
+        });
+        assert!(gone, "the step's background child {pid} survived");
+        let o = run_step(
+            &["/no/such/binary".to_string()],
+            &dir.join("c.log"),
+            Duration::from_secs(1),
+        );
+        assert!(o.status().starts_with("did not start: /no/such/binary"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,634 @@
+//! The rack spec (TOML): how to launch, what doctor gets, the tests to run and
+//! the checks on their results. Loading validates everything up front, so a typo
+//! is one line naming the field before anything runs. See README ("Rack
+//! acceptance") and scripts/rack-*.toml for the format.
+
+use crate::allpairs::Thresholds;
+use crate::limits::parse_limit;
+use crate::report::Row;
+use crate::sizes::{human_bytes, parse_size};
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// Open MPI's mpirun: `-np`, `--map-by ppr:K:node`, `-H`.
+    #[default]
+    Mpirun,
+    /// Slurm's srun inside an allocation: `--mpi=pmix -N --ntasks-per-node`.
+    Srun,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_timeout() -> u64 {
+    3600
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    #[serde(default)]
+    pub launcher: Launcher,
+    #[serde(default = "one")]
+    pub nodes: usize,
+    /// Ranks on each node for the tests (one per GPU); doctor always runs one.
+    #[serde(default = "one")]
+    pub ranks_per_node: usize,
+    /// mpirun only: the nodes (`-H a:K,b:K`); leave out inside an allocation.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// More launcher arguments, before the binary (`--bind-to`, `-x VAR`, `--oversubscribe`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Each test (and doctor) is stopped after this many seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: u64,
+}
+
+impl Launch {
+    /// The command line that starts `program args` on `nodes` x `per_node` ranks.
+    /// A job of one rank under mpirun is started directly.
+    pub fn argv(
+        &self,
+        program: &str,
+        args: &[String],
+        nodes: usize,
+        per_node: usize,
+    ) -> Vec<String> {
+        let mut argv: Vec<String> = Vec::new();
+        match self.launcher {
+            Launcher::Mpirun if nodes * per_node == 1 && self.hosts.is_empty() => {}
+            Launcher::Mpirun => {
+                argv.extend([
+                    "mpirun".to_string(),
+                    "-np".into(),
+                    (nodes * per_node).to_string(),
+                    "--map-by".into(),
+                    format!("ppr:{per_node}:node"),
+                ]);
+                if !self.hosts.is_empty() {
+                    argv.push("-H".into());
+                    argv.push(
+                        self.hosts
+                            .iter()
+                            .take(nodes)
+                            .map(|h| format!("{h}:{per_node}"))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    );
+                }
+                argv.extend(self.args.iter().cloned());
+            }
+            Launcher::Srun => {
+                argv.extend([
+                    "srun".to_string(),
+                    "--mpi=pmix".into(),
+                    "-N".into(),
+                    nodes.to_string(),
+                    format!("--ntasks-per-node={per_node}"),
+                ]);
+                argv.extend(self.args.iter().cloned());
+            }
+        }
+        argv.push(program.to_string());
+        argv.extend(args.iter().cloned());
+        argv
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoctorSpec {
+    #[serde(default)]
+    pub skip: bool,
+    /// doctor's flags: `--port-rate 400`, `--hca mlx5_0,mlx5_1`, `--sysfs-root DIR`.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    /// Names its files in the report: NAME.csv, NAME.log.
+    pub name: String,
+    /// One of fabricbench's binaries: all_reduce_perf, sendrecv_perf, ...
+    pub binary: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    pub nodes: Option<usize>,
+    pub ranks_per_node: Option<usize>,
+}
+
+impl TestSpec {
+    pub fn all_pairs(&self) -> bool {
+        self.args.iter().any(|a| a == "--all-pairs")
+    }
+}
+
+/// A threshold: a number (GB/s or us, the metric's unit) or "P% of LIMIT [x N]".
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Bound {
+    Number(f64),
+    Text(String),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    test: String,
+    metric: String,
+    size: Option<String>,
+    placement: Option<String>,
+    min: Option<Bound>,
+    max: Option<Bound>,
+    slow_fraction: Option<f64>,
+    slow_latency: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: String,
+    launch: Launch,
+    #[serde(default)]
+    doctor: DoctorSpec,
+    #[serde(default, rename = "test")]
+    tests: Vec<TestSpec>,
+    #[serde(default, rename = "check")]
+    checks: Vec<RawCheck>,
+}
+
+/// A CSV column a check reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowMetric {
+    Busbw,
+    Algbw,
+    Time,
+    P50,
+    P99,
+    P999,
+    Max,
+}
+
+impl RowMetric {
+    const ALL: [(&'static str, RowMetric); 7] = [
+        ("busbw", RowMetric::Busbw),
+        ("algbw", RowMetric::Algbw),
+        ("time", RowMetric::Time),
+        ("p50", RowMetric::P50),
+        ("p99", RowMetric::P99),
+        ("p999", RowMetric::P999),
+        ("max", RowMetric::Max),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    pub fn is_bandwidth(self) -> bool {
+        matches!(self, RowMetric::Busbw | RowMetric::Algbw)
+    }
+
+    pub fn unit(self) -> &'static str {
+        if self.is_bandwidth() {
+            "GB/s"
+        } else {
+            "us"
+        }
+    }
+
+    pub fn value(self, row: &Row) -> f64 {
+        match self {
+            RowMetric::Busbw => row.busbw_gbs,
+            RowMetric::Algbw => row.algbw_gbs,
+            RowMetric::Time => row.time_us,
+            RowMetric::P50 => row.p50_us,
+            RowMetric::P99 => row.p99_us,
+            RowMetric::P999 => row.p999_us,
+            RowMetric::Max => row.max_us,
+        }
+    }
+}
+
+/// A resolved threshold: the number and how it was arrived at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    pub value: f64,
+    /// "340.000 GB/s (85% of ib-ndr x 8: InfiniBand NDR 4X, 400 Gb/s = 50 GB/s)".
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CheckKind {
+    /// A value of the test's CSV rows at one size and placement.
+    Row {
+        metric: RowMetric,
+        size: u64,
+        placement: String,
+        min: Option<Threshold>,
+        max: Option<Threshold>,
+    },
+    /// The test's all-pairs matrices have no slow pair and no wrong data.
+    AllPairs(Thresholds),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// "all_reduce busbw at 1 GiB (out-of-place)".
+    pub label: String,
+    pub test: String,
+    pub kind: CheckKind,
+}
+
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub name: String,
+    pub launch: Launch,
+    pub doctor: DoctorSpec,
+    pub tests: Vec<TestSpec>,
+    pub checks: Vec<Check>,
+}
+
+/// "85% of ib-ndr x 8" (or a plain number) for a check's min or max.
+pub fn parse_bound(bound: &Bound, metric: RowMetric, field: &str) -> Result<Threshold, String> {
+    let unit = metric.unit();
+    let number = |value: f64| Threshold {
+        value,
+        text: format!("{value} {unit}"),
+    };
+    let text = match bound {
+        Bound::Number(v) => return Ok(number(*v)),
+        Bound::Text(t) => t.trim(),
+    };
+    if let Ok(v) = text.parse::<f64>() {
+        return Ok(number(v));
+    }
+    let usage = || {
+        format!(
+            "{field} '{text}': give a number in {unit}, or \"P% of LIMIT\" or \"P% of LIMIT x N\" \
+             with LIMIT a link name of --limit (ib-ndr, nvlink4, pcie5x16, ...) or a bandwidth (400Gb/s)"
+        )
+    };
+    let (pct, rest) = text.split_once("% of ").ok_or_else(usage)?;
+    let pct: f64 = pct.trim().parse().map_err(|_| usage())?;
+    let (name, count) = match rest.split_once(" x ") {
+        Some((n, c)) => (n.trim(), c.trim().parse::<u32>().map_err(|_| usage())?),
+        None => (rest.trim(), 1),
+    };
+    let limit = parse_limit(name).map_err(|e| format!("{field} '{text}': {e}"))?;
+    if !metric.is_bandwidth() {
+        return Err(format!(
+            "{field} '{text}': a % of a named limit applies to busbw and algbw; metric {} takes microseconds",
+            metric.name()
+        ));
+    }
+    let value = pct / 100.0 * limit.gbs * count as f64;
+    Ok(Threshold {
+        value,
+        text: format!(
+            "{value:.3} GB/s ({text}: {}{})",
+            limit.label(),
+            if count > 1 {
+                format!(", x {count}")
+            } else {
+                String::new()
+            }
+        ),
+    })
+}
+
+/// A TOML error as one line: "line 12: unknown field `nodez`, expected ...".
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let line = e
+        .span()
+        .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+    let message = e.message().replace('\n', " ");
+    match line {
+        Some(l) => format!("line {l}: {message}"),
+        None => message,
+    }
+}
+
+impl Spec {
+    pub fn load(path: &Path) -> Result<Spec, String> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("--spec {}: {e}", path.display()))?;
+        Spec::parse(&text).map_err(|e| format!("--spec {}: {e}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Spec, String> {
+        let raw: RawSpec = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        if raw.launch.nodes == 0 || raw.launch.ranks_per_node == 0 {
+            return Err("[launch] nodes and ranks_per_node must be at least 1".into());
+        }
+        if !raw.launch.hosts.is_empty() && raw.launch.hosts.len() < raw.launch.nodes {
+            return Err(format!(
+                "[launch] hosts lists {} hosts for nodes = {}: list one per node or leave hosts out",
+                raw.launch.hosts.len(),
+                raw.launch.nodes
+            ));
+        }
+        for (i, t) in raw.tests.iter().enumerate() {
+            let at = format!("[[test]] {} ({})", i + 1, t.name);
+            if t.name.is_empty()
+                || !t
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(format!(
+                    "{at}: name must be letters, digits, '_' or '-' (it names the report's files)"
+                ));
+            }
+            if raw.tests[..i].iter().any(|o| o.name == t.name) {
+                return Err(format!("{at}: another test has this name"));
+            }
+            if t.binary.contains('/') || t.binary.is_empty() {
+                return Err(format!(
+                    "{at}: binary '{}': give the name of a fabricbench binary, e.g. all_reduce_perf",
+                    t.binary
+                ));
+            }
+            if t.args.iter().any(|a| a == "--csv" || a == "--append") {
+                return Err(format!(
+                    "{at}: drop --csv/--append from args: rack_check writes each test's CSV into the report"
+                ));
+            }
+            if t.nodes == Some(0) || t.ranks_per_node == Some(0) {
+                return Err(format!("{at}: nodes and ranks_per_node must be at least 1"));
+            }
+        }
+        let checks = raw
+            .checks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let at = format!("[[check]] {} ({} {})", i + 1, c.test, c.metric);
+                resolve_check(c, &raw.tests).map_err(|e| format!("{at}: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Spec {
+            name: raw.name,
+            launch: raw.launch,
+            doctor: raw.doctor,
+            tests: raw.tests,
+            checks,
+        })
+    }
+
+    pub fn test(&self, name: &str) -> Option<&TestSpec> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+}
+
+fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
+    let test = tests.iter().find(|t| t.name == c.test).ok_or_else(|| {
+        format!(
+            "test '{}' is not a [[test]] name (tests: {})",
+            c.test,
+            tests
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    if c.metric == "all-pairs" {
+        if !test.all_pairs() {
+            return Err(format!(
+                "metric all-pairs needs a test run with --all-pairs; add it to test '{}' args",
+                test.name
+            ));
+        }
+        if c.size.is_some() || c.min.is_some() || c.max.is_some() || c.placement.is_some() {
+            return Err(
+                "an all-pairs check takes slow_fraction and slow_latency, not size/min/max/placement"
+                    .into(),
+            );
+        }
+        let defaults = Thresholds::default();
+        let t = Thresholds::new(
+            c.slow_fraction.unwrap_or(defaults.bw_fraction),
+            c.slow_latency.unwrap_or(defaults.latency_factor),
+        )
+        .map_err(|e| {
+            e.replace("--slow-fraction", "slow_fraction")
+                .replace("--slow-latency", "slow_latency")
+        })?;
+        return Ok(Check {
+            label: format!("{} all pairs", c.test),
+            test: c.test.clone(),
+            kind: CheckKind::AllPairs(t),
+        });
+    }
+    let metric = RowMetric::ALL
+        .iter()
+        .find(|(n, _)| *n == c.metric)
+        .map(|(_, m)| *m)
+        .ok_or_else(|| {
+            format!(
+                "metric '{}': use busbw, algbw, time, p50, p99, p999, max or all-pairs",
+                c.metric
+            )
+        })?;
+    if test.all_pairs() {
+        return Err(format!(
+            "test '{}' runs --all-pairs: check it with metric = \"all-pairs\"",
+            test.name
+        ));
+    }
+    if c.slow_fraction.is_some() || c.slow_latency.is_some() {
+        return Err("slow_fraction and slow_latency belong to all-pairs checks".into());
+    }
+    let size_text = c
+        .size
+        .as_deref()
+        .ok_or("size is missing: give the message size the check reads, e.g. size = \"1G\"")?;
+    let size = parse_size(size_text).map_err(|e| format!("size {e}"))?;
+    let placement = c.placement.clone().unwrap_or_else(|| "out-of-place".into());
+    if placement != "out-of-place" && placement != "in-place" {
+        return Err(format!(
+            "placement '{placement}': use out-of-place or in-place"
+        ));
+    }
+    let min = c
+        .min
+        .as_ref()
+        .map(|b| parse_bound(b, metric, "min"))
+        .transpose()?;
+    let max = c
+        .max
+        .as_ref()
+        .map(|b| parse_bound(b, metric, "max"))
+        .transpose()?;
+    if min.is_none() && max.is_none() {
+        return Err("give min or max (or both)".into());
+    }
+    Ok(Check {
+        label: format!(
+            "{} {} at {} ({placement})",
+            c.test,
+            metric.name(),
+            human_bytes(size)
+        ),
+        test: c.test.clone(),
+        kind: CheckKind::Row {
+            metric,
+            size,
+            placement,
+            min,
+            max,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+name = "two nodes"
+[launch]
+nodes = 2
+ranks_per_node = 8
+hosts = ["a", "b"]
+args = ["--bind-to", "numa"]
+[doctor]
+args = ["--port-rate", "400"]
+[[test]]
+name = "ar"
+binary = "all_reduce_perf"
+args = ["-b", "8", "-e", "1G", "-f", "2"]
+[[test]]
+name = "pairs"
+binary = "sendrecv_perf"
+args = ["--all-pairs"]
+ranks_per_node = 1
+[[check]]
+test = "ar"
+metric = "busbw"
+size = "1G"
+min = "85% of ib-ndr x 8"
+[[check]]
+test = "ar"
+metric = "time"
+size = "8"
+max = 30
+[[check]]
+test = "pairs"
+metric = "all-pairs"
+slow_fraction = 0.8
+"#;
+
+    #[test]
+    fn a_spec_parses_and_resolves() {
+        let s = Spec::parse(SPEC).unwrap();
+        assert_eq!(s.checks.len(), 3);
+        let CheckKind::Row {
+            min: Some(t), size, ..
+        } = &s.checks[0].kind
+        else {
+            panic!("{:?}", s.checks[0])
+        };
+        assert_eq!(*size, 1 << 30);
+        assert_eq!(t.value, 340.0);
+        assert_eq!(
+            t.text,
+            "340.000 GB/s (85% of ib-ndr x 8: ib-ndr 50 GB/s, x 8)"
+        );
+        assert_eq!(s.checks[0].label, "ar busbw at 1 GiB (out-of-place)");
+        let CheckKind::Row { max: Some(t), .. } = &s.checks[1].kind else {
+            panic!()
+        };
+        assert_eq!((t.value, t.text.as_str()), (30.0, "30 us"));
+        assert_eq!(
+            s.checks[2].kind,
+            CheckKind::AllPairs(Thresholds::new(0.8, 2.0).unwrap())
+        );
+    }
+
+    #[test]
+    fn launch_commands() {
+        let s = Spec::parse(SPEC).unwrap();
+        assert_eq!(
+            s.launch
+                .argv("/x/all_reduce_perf", &["-b".into(), "8".into()], 2, 8)
+                .join(" "),
+            "mpirun -np 16 --map-by ppr:8:node -H a:8,b:8 --bind-to numa /x/all_reduce_perf -b 8"
+        );
+        let mut local = s.launch.clone();
+        local.hosts.clear();
+        assert_eq!(local.argv("/x/doctor", &[], 1, 1), vec!["/x/doctor"]);
+        local.launcher = Launcher::Srun;
+        assert_eq!(
+            local.argv("/x/doctor", &[], 2, 1).join(" "),
+            "srun --mpi=pmix -N 2 --ntasks-per-node=1 --bind-to numa /x/doctor"
+        );
+    }
+
+    fn err(edit: (&str, &str)) -> String {
+        assert!(SPEC.contains(edit.0), "{}", edit.0);
+        Spec::parse(&SPEC.replacen(edit.0, edit.1, 1)).unwrap_err()
+    }
+
+    #[test]
+    fn mistakes_are_one_line_naming_the_field() {
+        assert_eq!(
+            err(("min = \"85% of ib-ndr x 8\"", "min = \"85% of ib-qdr\""))
+                .lines()
+                .count(),
+            1
+        );
+        assert!(
+            err(("min = \"85% of ib-ndr x 8\"", "min = \"85% of ib-qdr\"")).starts_with(
+                "[[check]] 1 (ar busbw): min '85% of ib-qdr': 'ib-qdr' is neither a link name"
+            )
+        );
+        assert!(
+            err(("max = 30", "max = \"50% of ib-ndr\"")).contains("metric time takes microseconds")
+        );
+        assert!(
+            err(("metric = \"busbw\"", "metric = \"bandwidth\"")).contains("metric 'bandwidth'")
+        );
+        assert!(err((
+            "test = \"ar\"\nmetric = \"time\"",
+            "test = \"nope\"\nmetric = \"time\""
+        ))
+        .contains("test 'nope' is not a [[test]] name (tests: ar, pairs)"));
+        assert!(
+            err(("size = \"8\"", "size = \"8Q\"")).starts_with("[[check]] 2 (ar time): size '8Q'")
+        );
+        let e = err(("nodes = 2", "nodez = 2"));
+        assert!(e.starts_with("line 4: unknown field `nodez`"), "{e}");
+        assert!(err(("args = [\"--all-pairs\"]", "args = []"))
+            .contains("needs a test run with --all-pairs"));
+        assert!(err(("slow_fraction = 0.8", "slow_fraction = 3.0")).contains("slow_fraction 3"));
+        assert!(err(("name = \"pairs\"", "name = \"ar\"")).contains("another test has this name"));
+        assert!(err(("args = [\"-b\", \"8\"", "args = [\"--csv\", \"x\"")).contains("drop --csv"));
+        assert!(err(("hosts = [\"a\", \"b\"]", "hosts = [\"a\"]"))
+            .contains("hosts lists 1 hosts for nodes = 2"));
+    }
+
+    #[test]
+    fn plain_numbers_in_text() {
+        let t = parse_bound(&Bound::Text("12.5".into()), RowMetric::Busbw, "min").unwrap();
+        assert_eq!((t.value, t.text.as_str()), (12.5, "12.5 GB/s"));
+        let t = parse_bound(&Bound::Text("50% of 400g".into()), RowMetric::Algbw, "min").unwrap();
+        assert_eq!(t.value, 25.0);
+        let t = parse_bound(
+            &Bound::Text("50% of 800Gb/s x 2".into()),
+            RowMetric::Busbw,
+            "min",
+        )
+        .unwrap();
+        assert_eq!(t.value, 100.0);
+    }
+}
