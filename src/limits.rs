@@ -70,7 +70,7 @@ const PCIE_GENERATIONS: [(f64, u32); 6] = [
 ];
 
 /// A PCIe link: transfer rate per lane and lane count.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcieLink {
     pub gts: f64,
     pub width: u32,
@@ -371,16 +371,15 @@ fn read_link(dev: &Path, kind: &str) -> Option<PcieLink> {
 
 /// Reads the link of one PCI device; `who` names it in messages.
 fn detect_pcie(dev: &Path, who: &str, role: PcieRole, found: &mut Detection) {
-    let Some(current) = read_link(dev, "current").filter(|l| l.width > 0) else {
+    let Some((state, current)) =
+        pcie_state_at(dev).and_then(|s| Some((s, s.current.filter(|l| l.width > 0)?)))
+    else {
         found
             .found
             .push(format!("{who}: PCIe link speed/width not reported"));
         return;
     };
-    let max = PcieLink {
-        gts: link_speed(dev, "max").unwrap_or(current.gts),
-        width: link_width(dev, "max").unwrap_or(current.width),
-    };
+    let max = state.capable;
     // An idle GPU drops its link to a lower speed to save power and raises it
     // under load, so its speed at rest is no limit; its width is.
     let effective = match role {
@@ -395,8 +394,17 @@ fn detect_pcie(dev: &Path, who: &str, role: PcieRole, found: &mut Detection) {
         PcieRole::Nic => "nic-pcie",
         PcieRole::Gpu => "gpu-pcie",
     };
+    let slot_note = if max.below(&state.device_max) {
+        format!(
+            ", its slot's; the device's own {} GT/s x{}",
+            trim_number(state.device_max.gts),
+            state.device_max.width
+        )
+    } else {
+        String::new()
+    };
     found.found.push(format!(
-        "{who}: PCIe {} GT/s x{} (max {} GT/s x{}) = {gbs:.2} GB/s",
+        "{who}: PCIe {} GT/s x{} (max {} GT/s x{}{slot_note}) = {gbs:.2} GB/s",
         trim_number(current.gts),
         current.width,
         trim_number(max.gts),
@@ -404,7 +412,7 @@ fn detect_pcie(dev: &Path, who: &str, role: PcieRole, found: &mut Detection) {
     ));
     if effective.below(&max) {
         found.warnings.push(format!(
-            "{who}: PCIe link runs at {} GT/s x{} but the device supports {} GT/s x{}: \
+            "{who}: PCIe link runs at {} GT/s x{} but the link supports {} GT/s x{}: \
              {gbs:.2} GB/s instead of {:.2} GB/s per direction (reseat the card or check the slot and BIOS)",
             trim_number(current.gts),
             current.width,
@@ -486,10 +494,12 @@ pub fn detect(root: &Path) -> Detection {
 }
 
 /// What sysfs says about the PCIe link of one device.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcieState {
     /// The best both ends support: min of the device's and its upstream port's maxima.
     pub capable: PcieLink,
+    /// The device's own maximum (above `capable` for a Gen5 card in a Gen4 slot).
+    pub device_max: PcieLink,
     /// What the link runs at now (GPUs drop to lower speeds when idle).
     pub current: Option<PcieLink>,
 }
@@ -506,16 +516,23 @@ impl PcieState {
 
 /// Reads the link of the device at `bus_id` under `root` (normally "/").
 pub fn pcie_state(root: &Path, bus_id: &str) -> Option<PcieState> {
-    let device = pci_device_dir(root, bus_id);
-    let mut capable = read_link(&device, "max")?;
+    pcie_state_at(&pci_device_dir(root, bus_id))
+}
+
+/// Reads the link of the PCI device whose sysfs directory is `device`; None
+/// where sysfs reports no maximum link.
+pub fn pcie_state_at(device: &Path) -> Option<PcieState> {
+    let device_max = read_link(device, "max")?;
     let port = device.canonicalize().ok()?.parent().map(Path::to_path_buf);
+    let mut capable = device_max;
     if let Some(port_max) = port.as_deref().and_then(|p| read_link(p, "max")) {
         capable.gts = capable.gts.min(port_max.gts);
         capable.width = capable.width.min(port_max.width);
     }
     Some(PcieState {
         capable,
-        current: read_link(&device, "current"),
+        device_max,
+        current: read_link(device, "current"),
     })
 }
 
@@ -730,6 +747,28 @@ mod tests {
         assert!((nic.gbs - 15.75).abs() < 0.01);
         // The x8 link, not the 200 Gb/s port, is what busbw is measured against.
         assert_eq!(binding(&choose(&[], &d)).unwrap().name, "nic-pcie gen4 x8");
+    }
+
+    #[test]
+    fn a_gen5_gpu_in_a_gen4_slot_is_a_gen4_limit() {
+        let root = fixture("sysfs-gen5-in-gen4");
+        let d = detect(&root);
+        assert_eq!(d.limits.len(), 1, "{:?}", d.limits);
+        assert_eq!(d.limits[0].name, "gpu-pcie gen4 x16");
+        // The same figure copy_bw compares the GPU's copies with.
+        let state = pcie_state(&root, "0000:41:00.0").unwrap();
+        assert_eq!(d.limits[0].gbs, state.limit().gbs);
+        assert!((state.limit().gbs - 31.51).abs() < 0.01);
+        assert_eq!(state.device_max.generation(), Some(5));
+        // Running at what the slot allows is no downgrade; the found line says why gen4.
+        assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+        assert_eq!(
+            d.found,
+            [
+                "GPU 0000:41:00.0: PCIe 16 GT/s x16 (max 16 GT/s x16, its slot's; \
+              the device's own 32 GT/s x16) = 31.51 GB/s"
+            ]
+        );
     }
 
     #[test]
