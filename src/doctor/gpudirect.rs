@@ -5,70 +5,33 @@
 
 use super::ports::port_name;
 use super::{Finding, NodeFacts, Root, Severity};
+use crate::limits::{self, PcieState};
 use serde::{Deserialize, Serialize};
 
 const NVIDIA_VENDOR: &str = "0x10de";
 
-/// A PCIe device's link as sysfs reports it.
+/// A PCI device and its link as sysfs reports it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PciLink {
+pub struct PciDevice {
     /// Bus address: "0000:17:00.0".
     pub bdf: String,
-    /// "32.0 GT/s PCIe".
-    pub speed: Option<String>,
-    pub max_speed: Option<String>,
-    pub width: Option<u32>,
-    pub max_width: Option<u32>,
+    /// None where sysfs reports no link maximum.
+    pub link: Option<PcieState>,
 }
 
-/// "32.0 GT/s PCIe" -> 32.0; "Unknown" -> None.
-fn gts(speed: &Option<String>) -> Option<f64> {
-    speed.as_deref()?.split_whitespace().next()?.parse().ok()
-}
-
-impl PciLink {
-    pub fn read(root: &Root, bdf: &str) -> PciLink {
-        let dir = format!("/sys/bus/pci/devices/{bdf}");
-        let read = |f: &str| root.read(&format!("{dir}/{f}"));
-        let number = |f: &str| read(f).and_then(|w| w.parse().ok());
-        PciLink {
+impl PciDevice {
+    pub fn read(root: &Root, bdf: &str) -> PciDevice {
+        PciDevice {
             bdf: bdf.to_string(),
-            speed: read("current_link_speed"),
-            max_speed: read("max_link_speed"),
-            width: number("current_link_width"),
-            max_width: number("max_link_width"),
+            link: limits::pcie_state(root.dir(), bdf),
         }
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "x{} at {}",
-            self.width.map_or("?".into(), |w| w.to_string()),
-            self.speed.as_deref().unwrap_or("?")
-        )
-    }
-
-    fn describe_max(&self) -> String {
-        format!(
-            "x{} at {}",
-            self.max_width.map_or("?".into(), |w| w.to_string()),
-            self.max_speed.as_deref().unwrap_or("?")
-        )
-    }
-
-    fn narrower(&self) -> bool {
-        matches!((self.width, self.max_width), (Some(w), Some(m)) if w < m)
-    }
-
-    fn slower(&self) -> bool {
-        matches!((gts(&self.speed), gts(&self.max_speed)), (Some(s), Some(m)) if s < m)
     }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuFacts {
     /// NVIDIA GPUs on the PCI bus.
-    pub gpus: Vec<PciLink>,
+    pub gpus: Vec<PciDevice>,
     /// /sys/module/nvidia/version: the driver is loaded.
     pub driver_version: Option<String>,
     /// nvidia_peermem (or the older nv_peer_mem) is loaded.
@@ -88,7 +51,7 @@ pub fn collect(root: &Root) -> GpuFacts {
                 // 0x0300xx VGA and 0x0302xx 3D controllers; NVSwitches are 0x0680xx.
                 && (class.starts_with("0x0300") || class.starts_with("0x0302"))
         })
-        .map(|bdf| PciLink::read(root, &bdf))
+        .map(|bdf| PciDevice::read(root, &bdf))
         .collect();
     GpuFacts {
         gpus,
@@ -163,23 +126,41 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
 fn check_link(
     node: &NodeFacts,
     component: &str,
-    link: &PciLink,
+    device: &PciDevice,
     gpu: bool,
     out: &mut Vec<Finding>,
 ) {
-    let seen = format!("PCIe {}", link.describe());
-    let expected = format!("PCIe {} (the device's maximum)", link.describe_max());
-    if link.narrower() {
+    let Some(link) = &device.link else {
+        return;
+    };
+    let expected = format!(
+        "{} (the most the device and its slot support)",
+        link.capable.describe()
+    );
+    let Some(current) = link.current.filter(|c| c.width > 0) else {
         out.push(Finding::new(
             Severity::Error,
             &node.node,
             component,
             "pcie-width",
-            seen.as_str(),
-            expected.as_str(),
+            "PCIe link not trained (no current speed and width)",
+            expected,
+            "the device has no link: reseat the card or riser, check the slot and BIOS bifurcation",
+        ));
+        return;
+    };
+    let seen = current.describe();
+    if current.width < link.capable.width {
+        out.push(Finding::new(
+            Severity::Error,
+            &node.node,
+            component,
+            "pcie-width",
+            seen,
+            expected,
             "the link trained with fewer lanes: reseat the card or riser, check the slot and BIOS bifurcation",
         ));
-    } else if link.slower() {
+    } else if current.gts < link.capable.gts {
         // GPUs drop their link speed when idle to save power; NICs do not.
         let (severity, fix) = if gpu {
             (
@@ -201,5 +182,41 @@ fn check_link(
             expected,
             fix,
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gen5_gpu_at_its_gen4_slots_speed_is_no_finding() {
+        let root = Root::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/sysfs-gen5-in-gen4"),
+        );
+        let mut node = NodeFacts {
+            gpus: collect(&root),
+            ..NodeFacts::default()
+        };
+        assert_eq!(node.gpus.gpus.len(), 1);
+        let pcie = |node: &NodeFacts| {
+            let mut out = Vec::new();
+            check(node, &mut out);
+            out.retain(|f| f.check.starts_with("pcie"));
+            out
+        };
+        assert!(pcie(&node).is_empty(), "{:?}", pcie(&node));
+        // Slower than even the slot allows is still seen.
+        let link = node.gpus.gpus[0].link.as_mut().unwrap();
+        link.current.as_mut().unwrap().gts = 8.0;
+        let found = pcie(&node);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].check, "pcie-speed");
+        assert_eq!(found[0].seen, "PCIe Gen3 x16");
+        assert_eq!(
+            found[0].expected,
+            "PCIe Gen4 x16 (the most the device and its slot support)"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! RDMA ports: state and physical state, rate and width against the rack's best
 //! port of the same adapter model (a downgraded link), and the active MTU.
 
-use super::gpudirect::PciLink;
+use super::gpudirect::PciDevice;
 use super::{Finding, NodeFacts, Root, Severity};
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ pub struct Hca {
     /// Kernel driver and, where the module publishes one, its version.
     pub driver: Option<String>,
     /// The PCIe link of the adapter; None for software devices (rxe).
-    pub pci: Option<PciLink>,
+    pub pci: Option<PciDevice>,
     pub ports: Vec<Port>,
 }
 
@@ -181,7 +181,7 @@ fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca
         .is_some()
         .then(|| {
             let bdf = root.link_name(&format!("{base}/device"))?;
-            Some(PciLink::read(root, &bdf))
+            Some(PciDevice::read(root, &bdf))
         })
         .flatten();
     let mut ports: Vec<Port> = root
