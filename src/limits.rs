@@ -318,12 +318,55 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// "400 Gb/sec (4X NDR)" -> 400.
-fn parse_port_rate(rate: &str) -> Option<f64> {
-    let (number, rest) = rate.split_once(' ')?;
-    rest.starts_with("Gb/sec")
-        .then(|| number.parse().ok())
-        .flatten()
+/// An RDMA port's link as sysfs reports it (`/sys/class/infiniband/DEV/ports/N`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RdmaPortLink {
+    /// "ACTIVE", "DOWN", "INIT", "ARMED" (sysfs "4: ACTIVE" without its number).
+    pub state: Option<String>,
+    /// As sysfs prints it: "400 Gb/sec (4X NDR)".
+    pub rate: Option<String>,
+    /// 400 for that rate.
+    pub gbps: Option<f64>,
+    /// Lanes: 4 for "4X".
+    pub width: Option<u32>,
+    /// "InfiniBand" or "Ethernet".
+    pub link_layer: Option<String>,
+}
+
+/// Reads the RDMA port whose sysfs directory is `dir`.
+pub fn read_rdma_port(dir: &Path) -> RdmaPortLink {
+    let rate = read_trimmed(&dir.join("rate"));
+    let (gbps, width) = rate.as_deref().map_or((None, None), parse_port_rate);
+    RdmaPortLink {
+        state: read_trimmed(&dir.join("state"))
+            .filter(|s| !s.is_empty())
+            .map(|s| port_state_name(&s)),
+        rate,
+        gbps,
+        width,
+        link_layer: read_trimmed(&dir.join("link_layer")),
+    }
+}
+
+/// sysfs "4: ACTIVE" -> "ACTIVE" (port states and physical states alike).
+pub fn port_state_name(text: &str) -> String {
+    match text.split_once(':') {
+        Some((_, name)) => name.trim().to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// "400 Gb/sec (4X NDR)" -> (400, 4).
+pub fn parse_port_rate(rate: &str) -> (Option<f64>, Option<u32>) {
+    let gbps = rate
+        .split_once(' ')
+        .filter(|(_, unit)| unit.starts_with("Gb/sec"))
+        .and_then(|(number, _)| number.parse().ok());
+    let width = rate
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once('X'))
+        .and_then(|(n, _)| n.trim().parse().ok());
+    (gbps, width)
 }
 
 /// "16.0 GT/s PCIe" or "8 GT/s" -> 16.0, 8.0; "Unknown" -> None.
@@ -446,21 +489,21 @@ pub fn detect(root: &Path) -> Detection {
         let name = file_name(&dev);
         for port in entries(&dev.join("ports")) {
             let who = format!("{name} port {}", file_name(&port));
-            let state = read_trimmed(&port.join("state")).unwrap_or_default();
-            if !state.is_empty() && !state.contains("ACTIVE") {
+            let link = read_rdma_port(&port);
+            if let Some(state) = link.state.filter(|s| s != "ACTIVE") {
                 found.found.push(format!("{who}: {state}, not a limit"));
                 continue;
             }
-            let Some(rate_text) = read_trimmed(&port.join("rate")) else {
+            let Some(rate_text) = link.rate else {
                 continue;
             };
-            let Some(gbits) = parse_port_rate(&rate_text).filter(|g| *g > 0.0) else {
+            let Some(gbits) = link.gbps.filter(|g| *g > 0.0) else {
                 found
                     .found
                     .push(format!("{who}: unreadable rate '{rate_text}'"));
                 continue;
             };
-            let layer = read_trimmed(&port.join("link_layer")).unwrap_or_default();
+            let layer = link.link_layer.unwrap_or_default();
             found.found.push(format!("{who}: {rate_text} {layer}"));
             found.add_limit(Limit {
                 name: format!("rdma-port {} Gb/s", trim_number(gbits)),
@@ -723,7 +766,9 @@ mod tests {
         assert_eq!(d.limits[0].gbs, 50.0);
         assert!((d.limits[1].gbs - 63.0).abs() < 0.1);
         // The down port is reported but sets no limit; the idle GPU's gen1 speed neither.
-        assert!(d.found.iter().any(|f| f.contains("mlx5_1 port 1: 1: DOWN")));
+        assert!(d
+            .found
+            .contains(&"mlx5_1 port 1: DOWN, not a limit".to_string()));
         assert!(d.warnings.is_empty(), "{:?}", d.warnings);
         assert!(choose(&[], &d).first().unwrap().gbs == 50.0);
     }
@@ -799,6 +844,18 @@ mod tests {
                 .count(),
             2
         );
+    }
+
+    #[test]
+    fn port_rates_and_states_parse() {
+        assert_eq!(
+            parse_port_rate("400 Gb/sec (4X NDR)"),
+            (Some(400.0), Some(4))
+        );
+        assert_eq!(parse_port_rate("2.5 Gb/sec (1X SDR)"), (Some(2.5), Some(1)));
+        assert_eq!(parse_port_rate("unknown"), (None, None));
+        assert_eq!(port_state_name("4: ACTIVE"), "ACTIVE");
+        assert_eq!(port_state_name("5: LinkUp"), "LinkUp");
     }
 
     #[test]

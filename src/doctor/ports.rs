@@ -3,6 +3,7 @@
 
 use super::gpudirect::PciDevice;
 use super::{Finding, NodeFacts, Root, Severity};
+use crate::limits;
 use serde::{Deserialize, Serialize};
 
 /// One RDMA device (HCA) and its ports.
@@ -106,28 +107,6 @@ pub fn roce_active_mtu(netdev_mtu: u32, header_bytes: u32) -> u32 {
         .unwrap_or(256)
 }
 
-/// "400 Gb/sec (4X NDR)" -> (400.0, 4).
-pub fn parse_rate(text: &str) -> (Option<f64>, Option<u32>) {
-    let gbps = text
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse::<f64>().ok());
-    let width = text
-        .split_once('(')
-        .and_then(|(_, rest)| rest.split_once('X'))
-        .and_then(|(n, _)| n.trim().parse::<u32>().ok());
-    (gbps, width)
-}
-
-/// sysfs "4: ACTIVE" -> "ACTIVE".
-fn state_name(text: Option<String>) -> String {
-    text.map(|t| match t.split_once(':') {
-        Some((_, name)) => name.trim().to_string(),
-        None => t,
-    })
-    .unwrap_or_else(|| "unknown".to_string())
-}
-
 pub fn collect(root: &Root, devices: &[String], filter: &[HcaFilter]) -> Vec<Hca> {
     let wanted = |dev: &str| filter.is_empty() || filter.iter().any(|f| f.device == dev);
     devices
@@ -206,14 +185,10 @@ fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca
 
 fn collect_port(root: &Root, base: &str, num: u32, software: bool) -> Port {
     let dir = format!("{base}/ports/{num}");
-    let rate = root
-        .read(&format!("{dir}/rate"))
-        .unwrap_or_else(|| "unknown".to_string());
-    let (rate_gbps, width) = parse_rate(&rate);
+    let link = limits::read_rdma_port(&root.path(&dir));
+    let unknown = || "unknown".to_string();
     let gids = super::roce::collect_gids(root, &dir);
-    let link_layer = root
-        .read(&format!("{dir}/link_layer"))
-        .unwrap_or_else(|| "unknown".to_string());
+    let link_layer = link.link_layer.unwrap_or_else(unknown);
     let netdev = gids.iter().find_map(|g| g.netdev.clone());
     let netdev_mtu = netdev
         .as_ref()
@@ -229,11 +204,13 @@ fn collect_port(root: &Root, base: &str, num: u32, software: bool) -> Port {
         .flatten();
     Port {
         num,
-        state: state_name(root.read(&format!("{dir}/state"))),
-        phys_state: state_name(root.read(&format!("{dir}/phys_state"))),
-        rate,
-        rate_gbps,
-        width,
+        state: link.state.unwrap_or_else(unknown),
+        phys_state: root
+            .read(&format!("{dir}/phys_state"))
+            .map_or_else(unknown, |s| limits::port_state_name(&s)),
+        rate: link.rate.unwrap_or_else(unknown),
+        rate_gbps: link.gbps,
+        width: link.width,
         link_layer,
         netdev,
         netdev_mtu,
@@ -376,13 +353,6 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rates_parse() {
-        assert_eq!(parse_rate("400 Gb/sec (4X NDR)"), (Some(400.0), Some(4)));
-        assert_eq!(parse_rate("2.5 Gb/sec (1X SDR)"), (Some(2.5), Some(1)));
-        assert_eq!(parse_rate("unknown"), (None, None));
-    }
 
     #[test]
     fn roce_mtu_follows_the_kernel() {
