@@ -149,6 +149,19 @@ fn check_link(
         ));
         return;
     };
+    if link.device_max.gts > link.capable.gts || link.device_max.width > link.capable.width {
+        // Not a fault of the link but of the placement: the card cannot reach its
+        // own bandwidth in this slot, and every copy through it pays for that.
+        out.push(Finding::new(
+            Severity::Warning,
+            &node.node,
+            component,
+            "pcie-slot",
+            format!("{} slot", link.capable.describe()),
+            format!("{} (what the device supports)", link.device_max.describe()),
+            "the slot or riser is slower than the card: move it to a slot of its own PCIe generation and width",
+        ));
+    }
     let seen = current.describe();
     if current.width < link.capable.width {
         out.push(Finding::new(
@@ -190,7 +203,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_gen5_gpu_at_its_gen4_slots_speed_is_no_finding() {
+    fn a_gen5_gpu_in_a_gen4_slot_is_a_placement_warning_not_a_link_fault() {
         let root = Root::new(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/fixtures/sysfs-gen5-in-gen4"),
@@ -206,16 +219,24 @@ mod tests {
             out.retain(|f| f.check.starts_with("pcie"));
             out
         };
-        assert!(pcie(&node).is_empty(), "{:?}", pcie(&node));
-        // Slower than even the slot allows is still seen.
+        let found = pcie(&node);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].check, "pcie-slot");
+        assert_eq!(found[0].severity, Severity::Warning);
+        assert_eq!(found[0].seen, "PCIe Gen4 x16 slot");
+        assert_eq!(
+            found[0].expected,
+            "PCIe Gen5 x16 (what the device supports)"
+        );
+        // Slower than even the slot allows is a link fault besides.
         let link = node.gpus.gpus[0].link.as_mut().unwrap();
         link.current.as_mut().unwrap().gts = 8.0;
         let found = pcie(&node);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].check, "pcie-speed");
-        assert_eq!(found[0].seen, "PCIe Gen3 x16");
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[1].check, "pcie-speed");
+        assert_eq!(found[1].seen, "PCIe Gen3 x16");
         assert_eq!(
-            found[0].expected,
+            found[1].expected,
             "PCIe Gen4 x16 (the most the device and its slot support)"
         );
     }
