@@ -213,14 +213,7 @@ impl CollArgs {
                 self.backend
             )));
         }
-        if let Some(path) = &self.csv {
-            if path.exists() && !self.append {
-                return Err(usage(format!(
-                    "--csv {}: the file exists and runs are never overwritten; choose a new path or add --append",
-                    path.display()
-                )));
-            }
-        }
+        check_csv_target(self.csv.as_deref(), self.append)?;
         Ok(Plan {
             min_bytes: self.minbytes,
             max_bytes: self.maxbytes,
@@ -253,6 +246,17 @@ impl Plan {
     }
 }
 
+/// `--csv PATH`: refused when the file exists without `--append` (runs are never overwritten).
+pub fn check_csv_target(csv: Option<&std::path::Path>, append: bool) -> Result<(), UsageError> {
+    match csv {
+        Some(path) if path.exists() && !append => Err(usage(format!(
+            "--csv {}: the file exists and runs are never overwritten; choose a new path or add --append",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Parses the command line, turning clap's multi-line errors into one line.
 /// `--help` and `--version` print and exit 0 as usual.
 pub fn parse_args<I, T>(argv: I) -> Result<CollArgs, UsageError>
@@ -260,7 +264,17 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    CollArgs::try_parse_from(argv).map_err(|e| match e.kind() {
+    parse_command_line(argv)
+}
+
+/// `parse_args` for any clap command line (the collectives' and the verbs benchmarks').
+pub fn parse_command_line<P, I, T>(argv: I) -> Result<P, UsageError>
+where
+    P: Parser,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    P::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => {
             let text = e.render().to_string();

@@ -64,19 +64,32 @@ impl CsvExport {
     }
 }
 
+impl CsvExport {
+    /// Writes and flushes rows measured outside the collective driver (the
+    /// verbs benchmarks build their own).
+    pub fn write_rows(&mut self, rows: &[Row]) -> anyhow::Result<()> {
+        for row in rows {
+            self.writer.serialize(row)?;
+        }
+        self.writer
+            .flush()
+            .with_context(|| format!("--csv {}: write failed", self.path.display()))?;
+        Ok(())
+    }
+}
+
 impl Exporter for CsvExport {
     fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
         Ok(())
     }
 
     fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
-        for m in &result.measurements {
-            self.writer.serialize(Row::new(run, result, m))?;
-        }
-        self.writer
-            .flush()
-            .with_context(|| format!("--csv {}: write failed", self.path.display()))?;
-        Ok(())
+        let rows: Vec<Row> = result
+            .measurements
+            .iter()
+            .map(|m| Row::new(run, result, m))
+            .collect();
+        self.write_rows(&rows)
     }
 
     fn finish(&mut self, _run: &RunInfo, _summary: &Summary) -> anyhow::Result<()> {

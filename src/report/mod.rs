@@ -154,6 +154,14 @@ pub struct Row {
     pub limit_gbs: Option<f64>,
     pub pct_of_limit: Option<f64>,
     pub env: String,
+    /// Verbs bandwidth rows: perftest's BW peak, GB/s.
+    pub peak_gbs: Option<f64>,
+    /// Verbs bandwidth rows: perftest's MsgRate, million messages per second.
+    pub msg_rate_mpps: Option<f64>,
+    /// Verbs latency rows: perftest's t_stdev, us.
+    pub stdev_us: Option<f64>,
+    /// Verbs rows: the pair ("0", "1", ...) or "sum"/"all" over every pair.
+    pub pair: Option<String>,
 }
 
 impl Row {
@@ -196,6 +204,10 @@ impl Row {
             limit_gbs: None,
             pct_of_limit: None,
             env: run.env.join(";"),
+            peak_gbs: None,
+            msg_rate_mpps: None,
+            stdev_us: None,
+            pair: None,
         }
     }
 }

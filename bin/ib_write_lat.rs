@@ -1,0 +1,7 @@
+//! ib_write_lat: perftest's ib_write_lat on fabricbench's verbs benchmarks.
+fn main() -> std::process::ExitCode {
+    fabricbench::verbs::main(fabricbench::verbs::Benchmark {
+        verb: fabricbench::verbs::Verb::Write,
+        test: fabricbench::verbs::Test::Lat,
+    })
+}

@@ -1,0 +1,109 @@
+//! Work completions: polling a CQ into plain records, and naming a failed
+//! completion with its likely cause (the seed's failure table).
+
+use sideway::ibverbs::completion::{
+    GenericCompletionQueue, PollCompletionQueueError, WorkCompletionStatus as S,
+};
+
+/// One polled work completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wc {
+    pub wr_id: u64,
+    pub status: u32,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+}
+
+/// Appends every completion waiting on `cq` to `out` (cleared first). Drains
+/// the poller: a basic CQ's poller drops what it fetched but was not read.
+pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> Result<(), String> {
+    out.clear();
+    match cq.start_poll() {
+        Ok(poller) => {
+            out.extend(poller.map(|wc| Wc {
+                wr_id: wc.wr_id(),
+                status: wc.status(),
+                vendor_err: wc.vendor_err(),
+                byte_len: wc.byte_len(),
+            }));
+            Ok(())
+        }
+        Err(PollCompletionQueueError::CompletionQueueEmpty) => Ok(()),
+        Err(e) => Err(format!("polling the completion queue failed: {e}")),
+    }
+}
+
+pub const SUCCESS: u32 = S::Success as u32;
+
+/// libibverbs' name of a completion status and what usually causes it.
+pub fn status_name_and_cause(status: u32) -> (&'static str, &'static str) {
+    const TABLE: &[(S, &str, &str)] = &[
+        (S::Success, "IBV_WC_SUCCESS", "no error"),
+        (S::LocalLengthError, "IBV_WC_LOC_LEN_ERR",
+         "a received message was longer than the posted receive buffer, or a send exceeded the port's max message size"),
+        (S::LocalQueuePairOperationError, "IBV_WC_LOC_QP_OP_ERR",
+         "the local QP rejected the work request (e.g. inline data beyond what the QP was created with)"),
+        (S::LocalProtectionError, "IBV_WC_LOC_PROT_ERR",
+         "a local buffer is outside its memory region or the region lacks the access needed"),
+        (S::WorkRequestFlushedError, "IBV_WC_WR_FLUSH_ERR",
+         "the QP had already failed and flushed this request: the first error names the cause"),
+        (S::BadResponseError, "IBV_WC_BAD_RESP_ERR", "the peer answered with an unexpected transport opcode"),
+        (S::LocalAccessError, "IBV_WC_LOC_ACCESS_ERR", "a protection error on a local buffer during an RDMA read"),
+        (S::RemoteInvalidRequestError, "IBV_WC_REM_INV_REQ_ERR",
+         "the peer rejected the request: message larger than its receive buffer or max message size, or an operation its QP does not allow"),
+        (S::RemoteAccessError, "IBV_WC_REM_ACCESS_ERR",
+         "the peer refused the remote key or address: rkey/address mismatch, or its region lacks remote access"),
+        (S::RemoteOperationError, "IBV_WC_REM_OP_ERR", "the peer could not complete the operation (its QP failed)"),
+        (S::RetryCounterExceededError, "IBV_WC_RETRY_EXC_ERR",
+         "the peer never acknowledged: peer process gone, link down, GID or MTU mismatch between the nodes \
+          (RoCE: PFC/ECN/MTU settings differ), or -u too short for this fabric (Soft-RoCE VMs need -u 18)"),
+        (S::ResponderNotReadyRetryCounterExceededError, "IBV_WC_RNR_RETRY_EXC_ERR",
+         "the peer had no receive posted for too long"),
+        (S::RemoteAbortedError, "IBV_WC_REM_ABORT_ERR", "the peer aborted the operation"),
+        (S::FatalError, "IBV_WC_FATAL_ERR", "the device reported a fatal error (check dmesg)"),
+        (S::ResponseTimeoutError, "IBV_WC_RESP_TIMEOUT_ERR", "the peer's response timed out"),
+        (S::GeneralError, "IBV_WC_GENERAL_ERR", "the device reported a general error (check dmesg)"),
+    ];
+    TABLE
+        .iter()
+        .find(|(s, _, _)| *s as u32 == status)
+        .map(|&(_, name, cause)| (name, cause))
+        .unwrap_or(("IBV_WC_UNKNOWN", "a status this build does not know (see ibv_wc_status_str)"))
+}
+
+/// One line for a failed completion: its name, where it happened, the likely cause.
+pub fn describe_failure(wc: &Wc, what: &str) -> String {
+    let (name, cause) = status_name_and_cause(wc.status);
+    format!(
+        "completion error {name} (status {}, vendor error 0x{:x}) {what}: likely cause: {cause}",
+        wc.status, wc.vendor_err
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_libibverbs() {
+        assert_eq!(status_name_and_cause(0).0, "IBV_WC_SUCCESS");
+        assert_eq!(status_name_and_cause(5).0, "IBV_WC_WR_FLUSH_ERR");
+        assert_eq!(status_name_and_cause(10).0, "IBV_WC_REM_ACCESS_ERR");
+        assert_eq!(status_name_and_cause(12).0, "IBV_WC_RETRY_EXC_ERR");
+        assert_eq!(status_name_and_cause(13).0, "IBV_WC_RNR_RETRY_EXC_ERR");
+        assert_eq!(status_name_and_cause(999).0, "IBV_WC_UNKNOWN");
+    }
+
+    #[test]
+    fn failure_line_names_the_cause() {
+        let wc = Wc {
+            wr_id: 7,
+            status: 12,
+            vendor_err: 0x81,
+            byte_len: 0,
+        };
+        let line = describe_failure(&wc, "on QP 0x11 at 65536 B after 3 of 5000 completions");
+        assert!(line.starts_with("completion error IBV_WC_RETRY_EXC_ERR (status 12, vendor error 0x81) on QP 0x11"), "{line}");
+        assert!(line.contains("GID or MTU mismatch") && line.contains("peer process gone"), "{line}");
+    }
+}
