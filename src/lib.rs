@@ -6,6 +6,7 @@
 //! - `backend`: where they run (`mpi`: host memory through MPI).
 //! - `driver`: the one sweep/timing/validation loop behind every binary.
 //! - `report`: the result rows and their exporters (nccl-tests table, CSV).
+//! - `verbs`: the perftest-compatible RDMA verbs benchmarks (ib_write_bw, ...).
 
 pub mod args;
 pub mod backend;
@@ -16,5 +17,6 @@ pub mod pattern;
 pub mod report;
 pub mod sizes;
 pub mod stats;
+pub mod verbs;
 pub mod watchdog;
 pub mod world;

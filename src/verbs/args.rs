@@ -186,9 +186,11 @@ impl VerbsArgs {
         let sizes = if self.all {
             (1..=ALL_SIZES_MAX_EXP).map(|e| 1u64 << e).collect()
         } else {
-            let size = self
-                .size
-                .unwrap_or(if lat { DEFAULT_SIZE_LAT } else { DEFAULT_SIZE_BW });
+            let size = self.size.unwrap_or(if lat {
+                DEFAULT_SIZE_LAT
+            } else {
+                DEFAULT_SIZE_BW
+            });
             if size == 0 {
                 return Err(usage("-s/--size 0: messages must be at least 1 byte"));
             }
@@ -202,11 +204,9 @@ impl VerbsArgs {
         let length = match (self.duration, self.iters) {
             (Some(0), _) => return Err(usage("-D/--duration 0: give at least 1 second")),
             (Some(s), _) => Length::Duration(Duration::from_secs(s)),
-            (None, Some(n)) if n < MIN_ITERS => {
-                return Err(usage(format!(
-                    "-n/--iters {n}: at least {MIN_ITERS} iterations are needed (perftest's minimum)"
-                )))
-            }
+            (None, Some(n)) if n < MIN_ITERS => return Err(usage(format!(
+                "-n/--iters {n}: at least {MIN_ITERS} iterations are needed (perftest's minimum)"
+            ))),
             (None, Some(n)) => Length::Iters(n),
             (None, None) if bench.verb == Verb::Write && !lat => {
                 Length::Iters(DEFAULT_ITERS_WRITE_BW)
@@ -236,9 +236,7 @@ impl VerbsArgs {
         }
         let tx_depth = match self.tx_depth {
             Some(t) if t == 0 || t > MAX_TX_DEPTH => {
-                return Err(usage(format!(
-                    "-t/--tx-depth {t}: use 1 to {MAX_TX_DEPTH}"
-                )))
+                return Err(usage(format!("-t/--tx-depth {t}: use 1 to {MAX_TX_DEPTH}")))
             }
             Some(t) if lat && t != 1 => {
                 return Err(usage(format!(
@@ -300,7 +298,9 @@ impl VerbsArgs {
         }
         let inline_size = match self.inline_size {
             Some(i) if i > MAX_INLINE => {
-                return Err(usage(format!("-I/--inline_size {i}: at most {MAX_INLINE} bytes")))
+                return Err(usage(format!(
+                    "-I/--inline_size {i}: at most {MAX_INLINE} bytes"
+                )))
             }
             Some(i) if i > 0 && bench.verb == Verb::Read => {
                 return Err(usage(format!(
@@ -318,10 +318,14 @@ impl VerbsArgs {
             return Err(usage("-i/--ib-port 0: ports are numbered from 1"));
         }
         if self.timeout == 0 {
-            return Err(usage("--timeout 0: give the longest wait in seconds, e.g. --timeout 120"));
+            return Err(usage(
+                "--timeout 0: give the longest wait in seconds, e.g. --timeout 120",
+            ));
         }
         if self.port == 0 {
-            return Err(usage("-p/--port 0: give the TCP port of the handshake, e.g. -p 18515"));
+            return Err(usage(
+                "-p/--port 0: give the TCP port of the handshake, e.g. -p 18515",
+            ));
         }
         let devices = match &self.ib_dev {
             Some(list) => {
@@ -442,7 +446,10 @@ mod tests {
         let p = plan(WRITE_BW, &[]).unwrap();
         assert_eq!(p.sizes, vec![65536]);
         assert_eq!(p.length, Length::Iters(5000));
-        assert_eq!((p.tx_depth, p.qps, p.qp_timeout, p.inline_size), (128, 1, 14, 0));
+        assert_eq!(
+            (p.tx_depth, p.qps, p.qp_timeout, p.inline_size),
+            (128, 1, 14, 0)
+        );
         // 64 KiB > 8 KiB: every work request signalled, as perftest.
         assert_eq!(p.cq_mod, 1);
         assert_eq!(p.tcp_port, 18515);
@@ -472,8 +479,18 @@ mod tests {
 
     #[test]
     fn cuda_and_devices() {
-        let p = plan(WRITE_BW, &["--use_cuda=1", "--use_cuda_dmabuf", "-d", "rxe1,rxe2"]).unwrap();
-        assert_eq!(p.memory, Memory::Cuda { gpu: 1, dmabuf: true });
+        let p = plan(
+            WRITE_BW,
+            &["--use_cuda=1", "--use_cuda_dmabuf", "-d", "rxe1,rxe2"],
+        )
+        .unwrap();
+        assert_eq!(
+            p.memory,
+            Memory::Cuda {
+                gpu: 1,
+                dmabuf: true
+            }
+        );
         assert_eq!(p.devices, vec!["rxe1", "rxe2"]);
         assert!(err(WRITE_BW, &["--use_cuda_dmabuf"]).contains("--use_cuda"));
         assert!(err(WRITE_BW, &["-d", "rxe1,"]).contains("-d/--ib-dev"));

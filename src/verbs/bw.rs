@@ -57,7 +57,13 @@ impl PeakTracker {
                 return;
             }
         }
-        while self.hull.len() >= 2 && cross(self.hull[self.hull.len() - 2], self.hull[self.hull.len() - 1], p) <= 0 {
+        while self.hull.len() >= 2
+            && cross(
+                self.hull[self.hull.len() - 2],
+                self.hull[self.hull.len() - 1],
+                p,
+            ) <= 0
+        {
             self.hull.pop();
         }
         self.hull.push(p);
@@ -146,7 +152,14 @@ impl Progress {
     }
 }
 
-fn check(wc: &Wc, ep: &Endpoint, what: &str, size: u32, done: u64, total: Option<u64>) -> Result<(), String> {
+fn check(
+    wc: &Wc,
+    ep: &Endpoint,
+    what: &str,
+    size: u32,
+    done: u64,
+    total: Option<u64>,
+) -> Result<(), String> {
     if wc.status == SUCCESS {
         return Ok(());
     }
@@ -161,7 +174,13 @@ fn check(wc: &Wc, ep: &Endpoint, what: &str, size: u32, done: u64, total: Option
 
 /// perftest's warm-up before write and read tests: `tx_depth` signalled
 /// requests per QP, all completed before the timed run.
-pub fn warm_up(ep: &mut Endpoint, remote: &[QpInfo], op: Op, size: u32, plan: &Plan) -> Result<(), String> {
+pub fn warm_up(
+    ep: &mut Endpoint,
+    remote: &[QpInfo],
+    op: Op,
+    size: u32,
+    plan: &Plan,
+) -> Result<(), String> {
     let inline = op != Op::Read && size <= plan.inline_size;
     let mut wcs = Vec::new();
     let mut progress = Progress::new(plan.timeout);
@@ -173,7 +192,14 @@ pub fn warm_up(ep: &mut Endpoint, remote: &[QpInfo], op: Op, size: u32, plan: &P
         while left > 0 {
             poll(&ep.send_cq, &mut wcs)?;
             for wc in &wcs {
-                check(wc, ep, "a warm-up request", size, plan.tx_depth as u64 - left, None)?;
+                check(
+                    wc,
+                    ep,
+                    "a warm-up request",
+                    size,
+                    plan.tx_depth as u64 - left,
+                    None,
+                )?;
                 left -= 1;
             }
             if wcs.is_empty() {
@@ -390,7 +416,9 @@ mod tests {
     fn simulated(seed: u64, n: usize, cq_mod: usize) -> (Vec<u64>, Vec<(u64, u64)>) {
         let mut x = seed;
         let mut rnd = move |m: u64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 33) % m
         };
         let mut posts = Vec::new();
@@ -401,7 +429,10 @@ mod tests {
         }
         let mut completions = Vec::new();
         let mut last = 0;
-        for j in (cq_mod - 1..n).step_by(cq_mod).chain(std::iter::once(n - 1)) {
+        for j in (cq_mod - 1..n)
+            .step_by(cq_mod)
+            .chain(std::iter::once(n - 1))
+        {
             let tc = (posts[j] + 100 + rnd(400)).max(last + 1);
             last = tc;
             completions.push((tc, j as u64 + 1));
@@ -430,7 +461,10 @@ mod tests {
                 let (posts, completions) = simulated(seed, 300, cq_mod);
                 let want = brute_force(&posts, &completions);
                 let got = tracked(&posts, &completions);
-                assert!((got - want).abs() <= want * 1e-12, "seed {seed} cq_mod {cq_mod}: {got} vs {want}");
+                assert!(
+                    (got - want).abs() <= want * 1e-12,
+                    "seed {seed} cq_mod {cq_mod}: {got} vs {want}"
+                );
             }
         }
     }

@@ -68,7 +68,10 @@ pub fn status_name_and_cause(status: u32) -> (&'static str, &'static str) {
         .iter()
         .find(|(s, _, _)| *s as u32 == status)
         .map(|&(_, name, cause)| (name, cause))
-        .unwrap_or(("IBV_WC_UNKNOWN", "a status this build does not know (see ibv_wc_status_str)"))
+        .unwrap_or((
+            "IBV_WC_UNKNOWN",
+            "a status this build does not know (see ibv_wc_status_str)",
+        ))
 }
 
 /// One line for a failed completion: its name, where it happened, the likely cause.
@@ -103,7 +106,15 @@ mod tests {
             byte_len: 0,
         };
         let line = describe_failure(&wc, "on QP 0x11 at 65536 B after 3 of 5000 completions");
-        assert!(line.starts_with("completion error IBV_WC_RETRY_EXC_ERR (status 12, vendor error 0x81) on QP 0x11"), "{line}");
-        assert!(line.contains("GID or MTU mismatch") && line.contains("peer process gone"), "{line}");
+        assert!(
+            line.starts_with(
+                "completion error IBV_WC_RETRY_EXC_ERR (status 12, vendor error 0x81) on QP 0x11"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("GID or MTU mismatch") && line.contains("peer process gone"),
+            "{line}"
+        );
     }
 }

@@ -459,7 +459,10 @@ mod tests {
         assert_eq!(c.entry.index, 4);
         let link_local_only = vec![entry(1, "fe80::1", GidKind::RoceV2)];
         let e = choose_gid("rxe0", 1, LinkLayer::Ethernet, &link_local_only, 16, None).unwrap_err();
-        assert!(e.contains("no RoCE v2 GID") && e.contains("1 fe80::1 RoCE v2 on eth0"), "{e}");
+        assert!(
+            e.contains("no RoCE v2 GID") && e.contains("1 fe80::1 RoCE v2 on eth0"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -473,17 +476,25 @@ mod tests {
         let c = choose_gid("rxe0", 1, LinkLayer::Ethernet, &table, 1024, None)
             .unwrap()
             .unwrap();
-        assert_eq!((c.entry.index, show_gid(&c.entry.gid)), (1, "::ffff:127.0.0.1".into()));
+        assert_eq!(
+            (c.entry.index, show_gid(&c.entry.gid)),
+            (1, "::ffff:127.0.0.1".into())
+        );
     }
 
     #[test]
     fn requested_index_is_checked() {
         let t = roce_table();
-        let ok = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(4)).unwrap().unwrap();
+        let ok = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(4))
+            .unwrap()
+            .unwrap();
         assert_eq!((ok.entry.index, ok.automatic.clone()), (4, None));
         assert!(ok.describe().ends_with(", from -x)"));
         let e = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(300)).unwrap_err();
-        assert!(e.starts_with("-x/--gid-index 300: out of range: mlx5_0 port 1 has 255"), "{e}");
+        assert!(
+            e.starts_with("-x/--gid-index 300: out of range: mlx5_0 port 1 has 255"),
+            "{e}"
+        );
         let e = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(5)).unwrap_err();
         assert!(e.contains("entry 5 of mlx5_0 port 1 is empty"), "{e}");
         let e = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(2)).unwrap_err();
@@ -493,7 +504,10 @@ mod tests {
     #[test]
     fn infiniband_uses_lid_routing_unless_asked() {
         let t = vec![entry(0, "fe80::2:c903:1:2", GidKind::InfiniBand)];
-        assert_eq!(choose_gid("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128, None).unwrap(), None);
+        assert_eq!(
+            choose_gid("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128, None).unwrap(),
+            None
+        );
         let c = choose_gid("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128, Some(0)).unwrap();
         assert_eq!(c.unwrap().entry.kind, GidKind::InfiniBand);
     }
@@ -501,8 +515,14 @@ mod tests {
     #[test]
     fn port_rates() {
         let r = parse_port_rate("100 Gb/sec (4X EDR)\n").unwrap();
-        assert_eq!((r.gbit_per_s, r.text.as_str()), (100.0, "100 Gb/sec (4X EDR)"));
-        assert_eq!(parse_port_rate("2.5 Gb/sec (1X SDR)").unwrap().gbit_per_s, 2.5);
+        assert_eq!(
+            (r.gbit_per_s, r.text.as_str()),
+            (100.0, "100 Gb/sec (4X EDR)")
+        );
+        assert_eq!(
+            parse_port_rate("2.5 Gb/sec (1X SDR)").unwrap().gbit_per_s,
+            2.5
+        );
         assert_eq!(parse_port_rate("0 Gb/sec"), None);
         assert_eq!(parse_port_rate("fast"), None);
         assert_eq!(parse_port_rate(""), None);

@@ -20,9 +20,9 @@ pub const PROTOCOL: &str = "fabricbench-verbs/1";
 const MAX_FRAME: usize = 16 << 20;
 const MAX_PSN: u32 = 0xff_ffff;
 /// TCP keepalive: a peer host that vanished is noticed after about 25 s.
-const KEEPALIVE_IDLE_S: i32 = 10;
-const KEEPALIVE_INTERVAL_S: i32 = 5;
-const KEEPALIVE_COUNT: i32 = 3;
+const KEEPALIVE_IDLE_S: u32 = 10;
+const KEEPALIVE_INTERVAL_S: u32 = 5;
+const KEEPALIVE_COUNT: u32 = 3;
 
 /// How the peer reaches one of this side's QPs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,15 +94,19 @@ pub struct LatReport {
 pub enum Message {
     Hello(Box<Hello>),
     /// This side is ready for `size` (receives posted).
-    Ready { size: u64 },
+    Ready {
+        size: u64,
+    },
     /// A measurement; None on a side that only served the peer.
     Report(Option<Report>),
     /// This side stopped; the peer should too.
-    Abort { reason: String },
+    Abort {
+        reason: String,
+    },
 }
 
 impl Message {
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Message::Hello(_) => "its connection details",
             Message::Ready { .. } => "a start signal",
@@ -163,8 +167,13 @@ fn check_message(msg: &Message) -> Result<(), String> {
             if h.host.is_empty() || h.device.is_empty() || h.qps.is_empty() {
                 return Err("the peer's connection details lack a host, device or QP".into());
             }
-            if super::device::mtu_bytes(h.active_mtu.trailing_zeros().saturating_sub(7)) != Some(h.active_mtu) {
-                return Err(format!("the peer's active MTU {} is not an RDMA MTU", h.active_mtu));
+            if super::device::mtu_bytes(h.active_mtu.trailing_zeros().saturating_sub(7))
+                != Some(h.active_mtu)
+            {
+                return Err(format!(
+                    "the peer's active MTU {} is not an RDMA MTU",
+                    h.active_mtu
+                ));
             }
             if h.max_rd_atomic == 0 {
                 return Err("the peer allows 0 outstanding reads".into());
@@ -174,10 +183,16 @@ fn check_message(msg: &Message) -> Result<(), String> {
             }
             for (i, q) in h.qps.iter().enumerate() {
                 if q.qpn == 0 || q.qpn > MAX_PSN {
-                    return Err(format!("the peer's QP {i} has number {} (valid: 1..0xffffff)", q.qpn));
+                    return Err(format!(
+                        "the peer's QP {i} has number {} (valid: 1..0xffffff)",
+                        q.qpn
+                    ));
                 }
                 if q.psn > MAX_PSN {
-                    return Err(format!("the peer's QP {i} has PSN 0x{:x} (24 bits at most)", q.psn));
+                    return Err(format!(
+                        "the peer's QP {i} has PSN 0x{:x} (24 bits at most)",
+                        q.psn
+                    ));
                 }
                 if q.addr.checked_add(q.len + CONTROL_BYTES as u64).is_none() {
                     return Err(format!("the peer's QP {i} buffer wraps the address space"));
@@ -219,6 +234,7 @@ fn check_message(msg: &Message) -> Result<(), String> {
 
 /// HdrHistogram V2 bytes of `h`.
 pub fn histogram_bytes(h: &hdrhistogram::Histogram<u64>) -> Vec<u8> {
+    use hdrhistogram::serialization::Serializer;
     let mut out = Vec::new();
     hdrhistogram::serialization::V2Serializer::new()
         .serialize(h, &mut out)
@@ -235,7 +251,10 @@ pub fn histogram_from(bytes: &[u8]) -> Result<hdrhistogram::Histogram<u64>, Stri
 /// Checks the peer's details against this side's: same program and shared
 /// flags, QPs that can hold the largest size, a compatible port and GID.
 pub fn check_peer(mine: &Hello, peer: &Hello, max_size: u64) -> Result<(), String> {
-    let who = format!("the peer ({} {} port {})", peer.host, peer.device, peer.port);
+    let who = format!(
+        "the peer ({} {} port {})",
+        peer.host, peer.device, peer.port
+    );
     if peer.program != mine.program {
         return Err(format!(
             "{who} runs {}, this side {}: start the same benchmark on both sides",
@@ -261,7 +280,11 @@ pub fn check_peer(mine: &Hello, peer: &Hello, max_size: u64) -> Result<(), Strin
         ));
     }
     if peer.qps.len() != mine.qps.len() {
-        return Err(format!("{who} has {} QPs, this side {}", peer.qps.len(), mine.qps.len()));
+        return Err(format!(
+            "{who} has {} QPs, this side {}",
+            peer.qps.len(),
+            mine.qps.len()
+        ));
     }
     if let Some(q) = peer.qps.iter().find(|q| q.len < max_size) {
         return Err(format!(
@@ -301,12 +324,22 @@ pub fn check_peer(mine: &Hello, peer: &Hello, max_size: u64) -> Result<(), Strin
 }
 
 /// The path MTU of a pair: -m if both ports allow it, else the smaller active MTU.
-pub fn path_mtu(requested: Option<u32>, mine: u32, peer: u32, peer_name: &str) -> Result<u32, String> {
+pub fn path_mtu(
+    requested: Option<u32>,
+    mine: u32,
+    peer: u32,
+    my_name: &str,
+    peer_name: &str,
+) -> Result<u32, String> {
+    let too_large = |m: u32, active: u32, name: &str| {
+        format!(
+            "-m/--mtu {m}: larger than the active MTU {active} of {name}; use -m {active} or less"
+        )
+    };
     match requested {
-        Some(m) if m > peer => Err(format!(
-            "-m/--mtu {m}: larger than the active MTU {peer} of {peer_name}; use -m {peer} or less"
-        )),
-        Some(m) => Ok(m.min(mine)),
+        Some(m) if m > mine => Err(too_large(m, mine, my_name)),
+        Some(m) if m > peer => Err(too_large(m, peer, peer_name)),
+        Some(m) => Ok(m),
         None => Ok(mine.min(peer)),
     }
 }
@@ -326,6 +359,9 @@ pub trait Link {
     fn swap(&mut self, mine: &Message, patience: Patience) -> Result<Message, String>;
     /// Every endpoint's message, by endpoint (MPI: rank; TCP: client 0, server 1).
     fn gather(&mut self, mine: &Message) -> Result<Vec<Message>, String>;
+    /// This side failed with `reason` (printed already): tell the peer, without
+    /// waiting for it. Under MPI this ends the whole job.
+    fn abandon(&mut self, reason: &str);
 }
 
 /// A plain start: one TCP connection between server and client.
@@ -404,7 +440,12 @@ impl TcpLink {
         }
     }
 
-    fn new(stream: TcpStream, peer: String, client: bool, timeout: Duration) -> Result<TcpLink, String> {
+    fn new(
+        stream: TcpStream,
+        peer: String,
+        client: bool,
+        timeout: Duration,
+    ) -> Result<TcpLink, String> {
         stream
             .set_nodelay(true)
             .map_err(|e| format!("cannot configure the connection to {peer}: {e}"))?;
@@ -432,7 +473,8 @@ impl TcpLink {
         self.stream
             .set_read_timeout(wait)
             .map_err(|e| format!("cannot configure the connection to {}: {e}", self.peer))?;
-        let failed = |e: std::io::Error| match e.kind() {
+        let failed = |e: std::io::Error| {
+            match e.kind() {
             ErrorKind::UnexpectedEof => format!(
                 "the peer at {} closed the connection while this side waited for {expected} (see the peer's output)",
                 self.peer
@@ -443,6 +485,7 @@ impl TcpLink {
                 self.timeout.as_secs()
             ),
             _ => format!("reading {expected} from the peer at {} failed: {e}", self.peer),
+        }
         };
         let mut len = [0u8; 4];
         self.stream.read_exact(&mut len).map_err(failed)?;
@@ -469,9 +512,13 @@ fn accept(peer: Message, who: &str) -> Result<Message, String> {
 
 impl Link for TcpLink {
     fn swap(&mut self, mine: &Message, patience: Patience) -> Result<Message, String> {
-        self.stream
-            .write_all(&encode(mine))
-            .map_err(|e| format!("sending {} to the peer at {} failed: {e}", mine.kind(), self.peer))?;
+        self.stream.write_all(&encode(mine)).map_err(|e| {
+            format!(
+                "sending {} to the peer at {} failed: {e}",
+                mine.kind(),
+                self.peer
+            )
+        })?;
         let theirs = self.receive(mine.kind(), patience)?;
         accept(theirs, &format!("the peer at {}", self.peer))
     }
@@ -483,6 +530,14 @@ impl Link for TcpLink {
         } else {
             vec![theirs, mine.clone()]
         })
+    }
+
+    fn abandon(&mut self, reason: &str) {
+        let stop = Message::Abort {
+            reason: reason.to_string(),
+        };
+        // Best effort: the peer may be gone already.
+        let _ = self.stream.write_all(&encode(&stop));
     }
 }
 
@@ -514,6 +569,12 @@ impl Link for MpiLink<'_> {
     fn gather(&mut self, mine: &Message) -> Result<Vec<Message>, String> {
         self.all(mine)
     }
+
+    fn abandon(&mut self, _reason: &str) {
+        use mpi::topology::Communicator;
+        // The other ranks may be inside an all-gather: only ending the job frees them.
+        self.world.comm.abort(1)
+    }
 }
 
 #[cfg(test)]
@@ -524,7 +585,10 @@ mod tests {
         Hello {
             protocol: PROTOCOL.into(),
             program: "ib_write_bw".into(),
-            settings: vec![("-s/--size".into(), "65536".into()), ("-q/--qp".into(), "1".into())],
+            settings: vec![
+                ("-s/--size".into(), "65536".into()),
+                ("-q/--qp".into(), "1".into()),
+            ],
             host: "node1".into(),
             device: "rxe0".into(),
             port: 1,
@@ -570,10 +634,16 @@ mod tests {
         }));
         let back = round_trip(&r).unwrap();
         assert_eq!(back, r);
-        let Message::Report(Some(report)) = back else { panic!() };
+        let Message::Report(Some(report)) = back else {
+            panic!()
+        };
         let h2 = histogram_from(&report.bw.unwrap().histogram).unwrap();
         assert_eq!(h2.len(), 3);
-        for m in [Message::Ready { size: 4 }, Message::Report(None), Message::Abort { reason: "x".into() }] {
+        for m in [
+            Message::Ready { size: 4 },
+            Message::Report(None),
+            Message::Abort { reason: "x".into() },
+        ] {
             assert_eq!(round_trip(&m).unwrap(), m);
         }
     }
@@ -582,21 +652,33 @@ mod tests {
     fn malformed_frames_are_errors_not_crashes() {
         let good = encode(&Message::Hello(Box::new(hello())));
         assert!(decode(&good[..3]).unwrap_err().contains("too short"));
-        assert!(decode(&good[..good.len() - 1]).unwrap_err().contains("length says"));
+        assert!(decode(&good[..good.len() - 1])
+            .unwrap_err()
+            .contains("length says"));
         let mut garbage = good.clone();
         garbage[10] = 0xff;
-        assert!(decode(&garbage).unwrap_err().starts_with("malformed message"));
+        assert!(decode(&garbage)
+            .unwrap_err()
+            .starts_with("malformed message"));
         let text = |s: &str| {
             let mut f = (s.len() as u32).to_be_bytes().to_vec();
             f.extend_from_slice(s.as_bytes());
             decode(&f)
         };
         assert!(text("").unwrap_err().starts_with("malformed"));
-        assert!(text("{\"Ready\":{\"size\":-1}}").unwrap_err().starts_with("malformed"));
-        assert!(text("{\"Ready\":{\"size\":1,\"extra\":2}}").unwrap_err().contains("unknown field"));
-        assert!(text("{\"Shutdown\":null}").unwrap_err().contains("unknown variant"));
+        assert!(text("{\"Ready\":{\"size\":-1}}")
+            .unwrap_err()
+            .starts_with("malformed"));
+        assert!(text("{\"Ready\":{\"size\":1,\"extra\":2}}")
+            .unwrap_err()
+            .contains("unknown field"));
+        assert!(text("{\"Shutdown\":null}")
+            .unwrap_err()
+            .contains("unknown variant"));
         let bad_hist = "{\"Report\":{\"size\":8,\"bw\":{\"messages\":1,\"elapsed_ns\":1,\"peak_msgs_per_s\":null,\"histogram\":[1,2,3]},\"lat\":null}}";
-        assert!(text(bad_hist).unwrap_err().contains("histogram does not decode"));
+        assert!(text(bad_hist)
+            .unwrap_err()
+            .contains("histogram does not decode"));
     }
 
     #[test]
@@ -606,7 +688,8 @@ mod tests {
             f(&mut h);
             round_trip(&Message::Hello(Box::new(h))).unwrap_err()
         };
-        assert!(check(&|h| h.protocol = "fabricbench-verbs/0".into()).contains("same fabricbench version"));
+        assert!(check(&|h| h.protocol = "fabricbench-verbs/0".into())
+            .contains("same fabricbench version"));
         assert!(check(&|h| h.qps[0].qpn = 0).contains("number 0"));
         assert!(check(&|h| h.qps[0].qpn = 0x100_0000).contains("valid: 1..0xffffff"));
         assert!(check(&|h| h.qps[0].psn = 0x100_0000).contains("24 bits"));
@@ -637,10 +720,15 @@ mod tests {
 
     #[test]
     fn mtu_negotiation() {
-        assert_eq!(path_mtu(None, 4096, 1024, "peer"), Ok(1024));
-        assert_eq!(path_mtu(Some(2048), 4096, 4096, "peer"), Ok(2048));
-        let e = path_mtu(Some(4096), 4096, 1024, "rxe1 port 1").unwrap_err();
-        assert_eq!(e, "-m/--mtu 4096: larger than the active MTU 1024 of rxe1 port 1; use -m 1024 or less");
+        assert_eq!(path_mtu(None, 4096, 1024, "me", "peer"), Ok(1024));
+        assert_eq!(path_mtu(Some(2048), 4096, 4096, "me", "peer"), Ok(2048));
+        let e = path_mtu(Some(4096), 4096, 1024, "rxe0 port 1", "rxe1 port 1").unwrap_err();
+        assert_eq!(
+            e,
+            "-m/--mtu 4096: larger than the active MTU 1024 of rxe1 port 1; use -m 1024 or less"
+        );
+        let e = path_mtu(Some(2048), 1024, 4096, "rxe0 port 1", "rxe1 port 1").unwrap_err();
+        assert!(e.contains("active MTU 1024 of rxe0 port 1"), "{e}");
     }
 
     #[test]
@@ -648,22 +736,34 @@ mod tests {
         let port = 20000 + (std::process::id() % 20000) as u16;
         let server = std::thread::spawn(move || {
             let mut link = TcpLink::serve(port, Duration::from_secs(20)).unwrap();
-            let got = link.swap(&Message::Ready { size: 2 }, Patience::Prompt).unwrap();
+            let got = link
+                .swap(&Message::Ready { size: 2 }, Patience::Prompt)
+                .unwrap();
             assert_eq!(got, Message::Hello(Box::new(hello())));
             let all = link.gather(&Message::Report(None)).unwrap();
             assert_eq!(all[1], Message::Report(None));
             // The client is gone now: a clear error, not a hang.
-            link.swap(&Message::Ready { size: 4 }, Patience::WhileMeasuring).unwrap_err()
+            link.swap(&Message::Ready { size: 4 }, Patience::WhileMeasuring)
+                .unwrap_err()
         });
         let mut client = TcpLink::connect("127.0.0.1", port, Duration::from_secs(20)).unwrap();
-        let got = client.swap(&Message::Hello(Box::new(hello())), Patience::Prompt).unwrap();
+        let got = client
+            .swap(&Message::Hello(Box::new(hello())), Patience::Prompt)
+            .unwrap();
         assert_eq!(got, Message::Ready { size: 2 });
-        let all = client.gather(&Message::Abort { reason: "test ends".into() }).unwrap_err();
+        let all = client
+            .gather(&Message::Abort {
+                reason: "test ends".into(),
+            })
+            .unwrap_err();
         assert!(all.contains("stopped"), "{all}");
         drop(client);
         let e = server.join().unwrap();
         // The server saw the client's stop first, then the closed connection.
-        assert!(e.contains("stopped: test ends") || e.contains("closed the connection"), "{e}");
+        assert!(
+            e.contains("stopped: test ends") || e.contains("closed the connection"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -671,7 +771,8 @@ mod tests {
         let port = 20001 + (std::process::id() % 20000) as u16;
         let server = std::thread::spawn(move || {
             let mut link = TcpLink::serve(port, Duration::from_secs(20)).unwrap();
-            link.swap(&Message::Ready { size: 2 }, Patience::Prompt).unwrap_err()
+            link.swap(&Message::Ready { size: 2 }, Patience::Prompt)
+                .unwrap_err()
         });
         let mut raw = loop {
             if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
@@ -687,9 +788,18 @@ mod tests {
     #[test]
     fn nobody_connecting_times_out() {
         let port = 20002 + (std::process::id() % 20000) as u16;
-        let e = TcpLink::serve(port, Duration::from_millis(200)).err().unwrap();
-        assert!(e.starts_with(&format!("no client connected to TCP port {port} within 0 s")), "{e}");
-        let e = TcpLink::connect("127.0.0.1", port, Duration::from_millis(200)).err().unwrap();
+        let e = TcpLink::serve(port, Duration::from_millis(200))
+            .err()
+            .unwrap();
+        assert!(
+            e.starts_with(&format!(
+                "no client connected to TCP port {port} within 0 s"
+            )),
+            "{e}"
+        );
+        let e = TcpLink::connect("127.0.0.1", port, Duration::from_millis(200))
+            .err()
+            .unwrap();
         assert!(e.contains("no server answered"), "{e}");
     }
 }

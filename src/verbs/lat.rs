@@ -128,7 +128,10 @@ fn check(wc: &Wc, qp: &QpEnd, what: &str, size: u32, iteration: u64) -> Result<(
     }
     Err(describe_failure(
         wc,
-        &format!("on {what} of QP 0x{:x} at {size} B, iteration {iteration}", qp.qpn()),
+        &format!(
+            "on {what} of QP 0x{:x} at {size} B, iteration {iteration}",
+            qp.qpn()
+        ),
     ))
 }
 

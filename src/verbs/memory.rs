@@ -93,13 +93,22 @@ pub fn registration_failure(total: u64, os: &std::io::Error, limit: Option<u64>)
 
 /// Registers `buf` for local and remote access. `total` is every byte this side
 /// registers (for the memlock message).
-pub fn register(pd: &Arc<ProtectionDomain>, buf: &Buffer, total: u64) -> Result<Arc<MemoryRegion>, String> {
+pub fn register(
+    pd: &Arc<ProtectionDomain>,
+    buf: &Buffer,
+    total: u64,
+) -> Result<Arc<MemoryRegion>, String> {
     let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead;
     // SAFETY: `buf` is valid for its length and outlives the region (the caller
     // keeps both together and drops the region first).
     unsafe { pd.reg_mr(buf.addr() as usize, buf.len(), access) }.map_err(|e| match e.0 {
-        RegisterMemoryRegionErrorKind::Ibverbs(os) => registration_failure(total, &os, memlock_limit()),
-        other => format!("registering {} of buffers failed: {other}", human_bytes(total)),
+        RegisterMemoryRegionErrorKind::Ibverbs(os) => {
+            registration_failure(total, &os, memlock_limit())
+        }
+        other => format!(
+            "registering {} of buffers failed: {other}",
+            human_bytes(total)
+        ),
     })
 }
 
@@ -119,8 +128,19 @@ mod tests {
 
     #[test]
     fn gpu_memory_says_it_is_not_built() {
-        let e = allocate(Memory::Cuda { gpu: 0, dmabuf: false }, 64).err().unwrap();
-        assert!(e.starts_with("--use_cuda=0: GPU memory for verbs is not available in this build yet"), "{e}");
+        let e = allocate(
+            Memory::Cuda {
+                gpu: 0,
+                dmabuf: false,
+            },
+            64,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.starts_with("--use_cuda=0: GPU memory for verbs is not available in this build yet"),
+            "{e}"
+        );
         assert_eq!(e.lines().count(), 1);
     }
 
@@ -129,7 +149,10 @@ mod tests {
         let os = std::io::Error::from_raw_os_error(nix::errno::Errno::ENOMEM as i32);
         let e = registration_failure(16 << 20, &os, Some(8 << 20));
         assert!(e.contains("RLIMIT_MEMLOCK is 8 MiB"), "{e}");
-        assert!(e.contains("ulimit -l unlimited") && e.contains("IPC_LOCK"), "{e}");
+        assert!(
+            e.contains("ulimit -l unlimited") && e.contains("IPC_LOCK"),
+            "{e}"
+        );
         let e = registration_failure(4 << 20, &os, Some(8 << 20));
         assert!(!e.contains("RLIMIT_MEMLOCK"), "{e}");
         assert!(!registration_failure(16 << 20, &os, None).contains("RLIMIT_MEMLOCK"));

@@ -60,7 +60,13 @@ pub struct Line {
 }
 
 /// One side's bandwidth figures, from its measurement.
-pub fn bw_figures(size: u64, messages: u64, elapsed_ns: u64, peak_msgs: Option<f64>, histogram: Histogram<u64>) -> Figures {
+pub fn bw_figures(
+    size: u64,
+    messages: u64,
+    elapsed_ns: u64,
+    peak_msgs: Option<f64>,
+    histogram: Histogram<u64>,
+) -> Figures {
     let seconds = elapsed_ns as f64 / 1e9;
     let msgs_per_s = messages as f64 / seconds;
     Figures::Bw {
@@ -231,10 +237,19 @@ pub fn header_block(h: &Header) -> Vec<String> {
     let mut out = vec![
         RESULT_LINE.to_string(),
         format!("                    {}", title(p.bench, p.bidirectional)),
-        format!(" Dual-port       : OFF\t\tDevice         : {}", h.mine.device),
-        format!(" Number of qps   : {}\t\tTransport type : {}", p.qps, h.transport),
+        format!(
+            " Dual-port       : OFF\t\tDevice         : {}",
+            h.mine.device
+        ),
+        format!(
+            " Number of qps   : {}\t\tTransport type : {}",
+            p.qps, h.transport
+        ),
         " Connection type : RC\t\tUsing SRQ      : OFF".to_string(),
-        format!(" ibv_wr* API     : {}", if h.extended { "ON" } else { "OFF" }),
+        format!(
+            " ibv_wr* API     : {}",
+            if h.extended { "ON" } else { "OFF" }
+        ),
     ];
     if h.sending || p.bidirectional {
         out.push(format!(" TX depth        : {}", p.tx_depth));
@@ -265,7 +280,10 @@ pub fn header_block(h: &Header) -> Vec<String> {
     ));
     out.push(format!(
         " Port rate       : {}",
-        h.mine.rate.as_ref().map_or("unknown (no sysfs rate)".to_string(), |r| r.text.clone())
+        h.mine
+            .rate
+            .as_ref()
+            .map_or("unknown (no sysfs rate)".to_string(), |r| r.text.clone())
     ));
     out.push(format!(
         " Timing          : CLOCK_MONOTONIC; {}",
@@ -275,7 +293,10 @@ pub fn header_block(h: &Header) -> Vec<String> {
             Test::Lat => "latency = half the round trip",
         }
     ));
-    out.push(format!(" Tool            : fabricbench {} (perftest-compatible output)", env!("CARGO_PKG_VERSION")));
+    out.push(format!(
+        " Tool            : fabricbench {} (perftest-compatible output)",
+        env!("CARGO_PKG_VERSION")
+    ));
     out.extend(h.pairs.iter().map(|l| format!(" {l}")));
     out.extend(h.warnings.iter().map(|w| format!(" WARNING: {w}")));
     out.push(RESULT_LINE.to_string());
@@ -418,7 +439,13 @@ mod tests {
         Line {
             size: 65536,
             label: label.map(str::to_string),
-            figures: bw_figures(65536, 5000, 100_000_000, Some(60_000.0), crate::stats::histogram(&[1e-6, 3e-6])),
+            figures: bw_figures(
+                65536,
+                5000,
+                100_000_000,
+                Some(60_000.0),
+                crate::stats::histogram(&[1e-6, 3e-6]),
+            ),
             limit: Some(Limit {
                 name: "port rate rxe0:1 (10 Gb/sec (1X QDR))".into(),
                 gbs: 1.25,
@@ -497,14 +524,27 @@ mod tests {
     fn sums_add_rates_and_peaks() {
         let a = bw_figures(8, 100, 1000, Some(2e8), crate::stats::histogram(&[1e-6]));
         let b = bw_figures(8, 100, 2000, Some(1e8), crate::stats::histogram(&[2e-6]));
-        let Figures::Bw { iterations, peak, average, msgs_per_s, histogram } = sum_bw(&[a, b]) else { panic!() };
+        let Figures::Bw {
+            iterations,
+            peak,
+            average,
+            msgs_per_s,
+            histogram,
+        } = sum_bw(&[a, b])
+        else {
+            panic!()
+        };
         assert_eq!(iterations, 200);
         assert_eq!(peak, Some(8.0 * 3e8));
         assert_eq!(msgs_per_s, 1e11 + 5e10);
         assert_eq!(average, 8.0 * 1.5e11);
         assert_eq!(histogram.len(), 2);
         let no_peak = bw_figures(8, 100, 1000, None, empty_histogram());
-        let Figures::Bw { peak, .. } = sum_bw(&[no_peak, bw_figures(8, 1, 1, Some(1.0), empty_histogram())]) else { panic!() };
+        let Figures::Bw { peak, .. } =
+            sum_bw(&[no_peak, bw_figures(8, 1, 1, Some(1.0), empty_histogram())])
+        else {
+            panic!()
+        };
         assert_eq!(peak, None);
     }
 
@@ -515,7 +555,12 @@ mod tests {
             stats: crate::verbs::lat::perftest_stats(&[1.0, 2.0, 3.0]).unwrap(),
             histogram: crate::verbs::lat::histogram_of(v),
         };
-        let Figures::Lat { iterations, stats, .. } = all_lat(&[part(&[1000.0, 2000.0]), part(&[3000.0, 4000.0])]) else { panic!() };
+        let Figures::Lat {
+            iterations, stats, ..
+        } = all_lat(&[part(&[1000.0, 2000.0]), part(&[3000.0, 4000.0])])
+        else {
+            panic!()
+        };
         assert_eq!(iterations, 4);
         assert_eq!(stats.t_min_us, 1.0);
         assert_eq!(stats.t_max_us, 4.0);
@@ -538,7 +583,10 @@ mod tests {
         };
         let row = csv_row(&ctx, &bw_line(None));
         assert_eq!(row.collective, "ib_write");
-        assert_eq!((row.placement.as_str(), row.pair.as_deref()), ("bw", Some("0")));
+        assert_eq!(
+            (row.placement.as_str(), row.pair.as_deref()),
+            ("bw", Some("0"))
+        );
         assert_eq!(row.nnodes, 1);
         assert!((row.algbw_gbs - 3.2768).abs() < 1e-9);
         assert_eq!(row.msg_rate_mpps, Some(0.05));
@@ -580,7 +628,9 @@ mod tests {
             plan: &plan,
             mine: &hello,
             transport: "IB",
-            gid: Some("1 (RoCE v2 ::ffff:127.0.0.1 on lo, chosen automatically; -x overrides)".into()),
+            gid: Some(
+                "1 (RoCE v2 ::ffff:127.0.0.1 on lo, chosen automatically; -x overrides)".into(),
+            ),
             mtu: 4096,
             out_reads: 1,
             extended: true,
@@ -602,7 +652,10 @@ mod tests {
             " Port rate       : 10 Gb/sec (1X QDR)",
             " WARNING: w",
         ] {
-            assert!(lines.iter().any(|l| l == want), "missing {want:?} in {lines:#?}");
+            assert!(
+                lines.iter().any(|l| l == want),
+                "missing {want:?} in {lines:#?}"
+            );
         }
         assert_eq!(lines[0], RESULT_LINE);
         assert_eq!(

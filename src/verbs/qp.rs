@@ -112,7 +112,12 @@ impl QpEnd {
     pub fn clear_target_byte(&mut self, offset: usize) {
         assert!(offset < self.half);
         // SAFETY: in bounds; no write from the peer is in flight between sizes.
-        unsafe { self.buffer.as_ptr().add(self.half + offset).write_volatile(0) };
+        unsafe {
+            self.buffer
+                .as_ptr()
+                .add(self.half + offset)
+                .write_volatile(0)
+        };
     }
 
     /// The control word the peer writes to end a -D latency run.
@@ -125,7 +130,12 @@ impl QpEnd {
         // SAFETY: as in `control`.
         unsafe { self.buffer.as_ptr().add(2 * self.half).write_volatile(0) };
         // SAFETY: as in `control`; the second byte carries the stop value to send.
-        unsafe { self.buffer.as_ptr().add(2 * self.half + 1).write_volatile(1) };
+        unsafe {
+            self.buffer
+                .as_ptr()
+                .add(2 * self.half + 1)
+                .write_volatile(1)
+        };
     }
 
     /// Posts one work request of `len` bytes to the peer's `remote` QP.
@@ -159,23 +169,33 @@ impl QpEnd {
             // SAFETY: the region covers [local, local + len).
             unsafe { handle.setup_sge(lkey, local, len) };
         }
-        guard
-            .post()
-            .map_err(|e| format!("posting a {op:?} of {len} B on QP 0x{:x} failed: {e}: {}", self.qpn(), source_text(&e)))
+        guard.post().map_err(|e| {
+            format!(
+                "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}: {}",
+                self.qpn(),
+                source_text(&e)
+            )
+        })
     }
 
     /// Writes the stop value into the peer's control word (ends a -D latency run).
     pub fn post_stop(&mut self, remote: &QpInfo) -> Result<(), String> {
-        let (lkey, stop) = (self.mr.lkey(), self.buffer.addr() + 2 * self.half as u64 + 1);
+        let (lkey, stop) = (
+            self.mr.lkey(),
+            self.buffer.addr() + 2 * self.half as u64 + 1,
+        );
         let mut guard = self.qp.start_post_send();
         let handle = guard
             .construct_wr(u64::MAX, WorkRequestFlags::Signaled)
             .setup_write(remote.rkey, remote.addr + remote.len);
         // SAFETY: the stop byte lies in the registered control area.
         unsafe { handle.setup_sge(lkey, stop, 1) };
-        guard
-            .post()
-            .map_err(|e| format!("posting the end of the run on QP 0x{:x} failed: {e}", self.qpn()))
+        guard.post().map_err(|e| {
+            format!(
+                "posting the end of the run on QP 0x{:x} failed: {e}",
+                self.qpn()
+            )
+        })
     }
 
     /// Posts receives into the target half, one per id.
@@ -186,16 +206,23 @@ impl QpEnd {
             // SAFETY: the region covers the target half (>= len bytes).
             unsafe { guard.construct_wr(id).setup_sge(lkey, target, len) };
         }
-        guard
-            .post()
-            .map_err(|e| format!("posting receives on QP 0x{:x} failed: {e}: {}", self.qpn(), source_text(&e)))
+        guard.post().map_err(|e| {
+            format!(
+                "posting receives on QP 0x{:x} failed: {e}: {}",
+                self.qpn(),
+                source_text(&e)
+            )
+        })
     }
 
     fn modify(&mut self, attr: &QueuePairAttribute, state: &str, hint: &str) -> Result<(), String> {
         let qpn = self.qpn();
-        self.qp
-            .modify(attr)
-            .map_err(|e| format!("moving QP 0x{qpn:x} to {state} failed: {e} ({}){hint}", source_text(&e)))
+        self.qp.modify(attr).map_err(|e| {
+            format!(
+                "moving QP 0x{qpn:x} to {state} failed: {e} ({}){hint}",
+                source_text(&e)
+            )
+        })
     }
 }
 
@@ -234,10 +261,13 @@ impl Endpoint {
     /// Creates the CQs and `plan.qps` QPs in INIT, each with a registered buffer
     /// for the largest size.
     pub fn create(port: &Port, plan: &Plan) -> Result<Endpoint, String> {
-        let pd = port
-            .ctx
-            .alloc_pd()
-            .map_err(|e| format!("allocating a protection domain on {} failed: {}", port.device, source_text(&e)))?;
+        let pd = port.ctx.alloc_pd().map_err(|e| {
+            format!(
+                "allocating a protection domain on {} failed: {}",
+                port.device,
+                source_text(&e)
+            )
+        })?;
         let recv = plan.bench.verb == Verb::Send;
         let rx_depth = if recv { plan.rx_depth } else { 1 };
         let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send")?;
@@ -319,7 +349,9 @@ impl Endpoint {
         let peer_gid: Ipv6Addr = peer.gid;
         for (end, remote) in self.qps.iter_mut().zip(&peer.qps) {
             let mut ah = AddressHandleAttribute::new();
-            ah.setup_dest_lid(peer.lid).setup_port(port.port).setup_service_level(0);
+            ah.setup_dest_lid(peer.lid)
+                .setup_port(port.port)
+                .setup_service_level(0);
             if let Some(gid) = &port.gid {
                 ah.setup_grh(&Gid::from(peer_gid), 0, gid.entry.index as u8, HOP_LIMIT, 0);
             }
