@@ -277,11 +277,17 @@ where
     P::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => {
+            // The first paragraph, joined: some errors name the argument on
+            // the next line ("...not provided:\n  --use_cuda <GPU>").
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.is_empty())
+                .collect();
             usage(format!(
                 "{} (see --help)",
-                first.trim_start_matches("error: ")
+                first.join(" ").trim_start_matches("error: ")
             ))
         }
     })

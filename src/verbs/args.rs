@@ -204,9 +204,11 @@ impl VerbsArgs {
         let length = match (self.duration, self.iters) {
             (Some(0), _) => return Err(usage("-D/--duration 0: give at least 1 second")),
             (Some(s), _) => Length::Duration(Duration::from_secs(s)),
-            (None, Some(n)) if n < MIN_ITERS => return Err(usage(format!(
+            (None, Some(n)) if n < MIN_ITERS => {
+                return Err(usage(format!(
                 "-n/--iters {n}: at least {MIN_ITERS} iterations are needed (perftest's minimum)"
-            ))),
+            )))
+            }
             (None, Some(n)) => Length::Iters(n),
             (None, None) if bench.verb == Verb::Write && !lat => {
                 Length::Iters(DEFAULT_ITERS_WRITE_BW)

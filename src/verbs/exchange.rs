@@ -696,7 +696,9 @@ mod tests {
         assert!(check(&|h| h.qps[0].addr = u64::MAX - 10).contains("wraps"));
         assert!(check(&|h| h.active_mtu = 1500).contains("not an RDMA MTU"));
         assert!(check(&|h| h.qps.clear()).contains("lack"));
-        assert!(check(&|h| h.rate.as_mut().unwrap().gbit_per_s = f64::NAN).contains("port rate"));
+        assert!(check(&|h| h.rate.as_mut().unwrap().gbit_per_s = -1.0).contains("port rate -1"));
+        // JSON has no NaN: it travels as null and is refused as malformed.
+        assert!(check(&|h| h.rate.as_mut().unwrap().gbit_per_s = f64::NAN).contains("malformed"));
     }
 
     #[test]
@@ -740,29 +742,32 @@ mod tests {
                 .swap(&Message::Ready { size: 2 }, Patience::Prompt)
                 .unwrap();
             assert_eq!(got, Message::Hello(Box::new(hello())));
+            // Client first, then server.
             let all = link.gather(&Message::Report(None)).unwrap();
-            assert_eq!(all[1], Message::Report(None));
+            assert_eq!(all, vec![Message::Ready { size: 8 }, Message::Report(None)]);
+            let stopped = link
+                .swap(&Message::Ready { size: 4 }, Patience::WhileMeasuring)
+                .unwrap_err();
             // The client is gone now: a clear error, not a hang.
-            link.swap(&Message::Ready { size: 4 }, Patience::WhileMeasuring)
-                .unwrap_err()
+            let gone = link
+                .swap(&Message::Ready { size: 4 }, Patience::WhileMeasuring)
+                .unwrap_err();
+            (stopped, gone)
         });
         let mut client = TcpLink::connect("127.0.0.1", port, Duration::from_secs(20)).unwrap();
         let got = client
             .swap(&Message::Hello(Box::new(hello())), Patience::Prompt)
             .unwrap();
         assert_eq!(got, Message::Ready { size: 2 });
-        let all = client
-            .gather(&Message::Abort {
-                reason: "test ends".into(),
-            })
-            .unwrap_err();
-        assert!(all.contains("stopped"), "{all}");
+        let all = client.gather(&Message::Ready { size: 8 }).unwrap();
+        assert_eq!(all, vec![Message::Ready { size: 8 }, Message::Report(None)]);
+        client.abandon("test ends");
         drop(client);
-        let e = server.join().unwrap();
-        // The server saw the client's stop first, then the closed connection.
+        let (stopped, gone) = server.join().unwrap();
+        assert!(stopped.ends_with("stopped: test ends"), "{stopped}");
         assert!(
-            e.contains("stopped: test ends") || e.contains("closed the connection"),
-            "{e}"
+            gone.contains("closed the connection") || gone.contains("failed"),
+            "{gone}"
         );
     }
 
