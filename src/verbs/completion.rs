@@ -2,8 +2,12 @@
 //! completion with its likely cause (the seed's failure table).
 
 use sideway::ibverbs::completion::{
-    GenericCompletionQueue, PollCompletionQueueError, WorkCompletionStatus as S,
+    CompletionQueue, GenericCompletionQueue, WorkCompletionStatus as S,
 };
+use std::mem::MaybeUninit;
+
+/// Completions fetched by one `ibv_poll_cq` call.
+const POLL_BATCH: usize = 16;
 
 /// One polled work completion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -14,23 +18,38 @@ pub struct Wc {
     pub byte_len: u32,
 }
 
-/// Appends every completion waiting on `cq` to `out` (cleared first). Drains
-/// the poller: a basic CQ's poller drops what it fetched but was not read.
+/// Replaces `out` with the completions waiting on `cq` (at most `POLL_BATCH`).
+///
+/// Plain `ibv_poll_cq` into a stack array, as perftest polls: sideway's
+/// extended poller calls `ibv_end_poll` after `ibv_next_poll` returned ENOENT,
+/// which rxe (rdma-core 44) has already ended, so its consumer index moves
+/// twice and stale entries come back as new completions; its basic poller
+/// allocates on every call.
 pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> Result<(), String> {
     out.clear();
-    match cq.start_poll() {
-        Ok(poller) => {
-            out.extend(poller.map(|wc| Wc {
-                wr_id: wc.wr_id(),
-                status: wc.status(),
-                vendor_err: wc.vendor_err(),
-                byte_len: wc.byte_len(),
-            }));
-            Ok(())
-        }
-        Err(PollCompletionQueueError::CompletionQueueEmpty) => Ok(()),
-        Err(e) => Err(format!("polling the completion queue failed: {e}")),
+    let mut wcs = [MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit(); POLL_BATCH];
+    // SAFETY: the CQ lives as long as `cq`; ibv_poll_cq writes at most
+    // POLL_BATCH entries and returns how many.
+    let n = unsafe {
+        rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), POLL_BATCH as i32, wcs.as_mut_ptr().cast())
+    };
+    if n < 0 {
+        return Err(format!(
+            "polling the completion queue failed: {}",
+            std::io::Error::from_raw_os_error(-n)
+        ));
     }
+    out.extend(wcs[..n as usize].iter().map(|wc| {
+        // SAFETY: ibv_poll_cq filled the first n entries.
+        let wc = unsafe { wc.assume_init_ref() };
+        Wc {
+            wr_id: wc.wr_id,
+            status: wc.status,
+            vendor_err: wc.vendor_err,
+            byte_len: wc.byte_len,
+        }
+    }));
+    Ok(())
 }
 
 pub const SUCCESS: u32 = S::Success as u32;

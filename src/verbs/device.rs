@@ -234,7 +234,7 @@ pub fn no_device_message(errno: Option<i32>) -> String {
         Some(e) if e == nix::errno::Errno::EOPNOTSUPP as i32 => {
             "libibverbs.so.1 could not be loaded or has no provider"
         }
-        _ => "the kernel exposes no RDMA device (/sys/class/infiniband is empty)",
+        _ => "/sys/class/infiniband is empty",
     };
     format!(
         "no RDMA device on this host ({why}): install the NIC's driver and rdma-core \

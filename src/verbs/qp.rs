@@ -148,11 +148,15 @@ impl QpEnd {
         inline: bool,
         remote: &QpInfo,
     ) -> Result<(), String> {
-        let flags = if signaled {
-            WorkRequestFlags::Signaled
-        } else {
-            WorkRequestFlags::none()
-        };
+        let mut flags = WorkRequestFlags::none();
+        if signaled {
+            flags |= WorkRequestFlags::Signaled;
+        }
+        // The ibv_wr_* API needs the flag too: providers such as rxe read
+        // inline data only when it is set.
+        if inline {
+            flags |= WorkRequestFlags::Inline;
+        }
         let (lkey, local) = (self.mr.lkey(), self.local_addr());
         // SAFETY: the local half is `half` >= len bytes and stays registered.
         let data = unsafe { std::slice::from_raw_parts(self.buffer.as_ptr(), len as usize) };
@@ -242,19 +246,17 @@ fn random_psn() -> u32 {
     (h.finish() & 0xff_ffff) as u32
 }
 
+/// A basic CQ (`ibv_create_cq`): `completion::poll` reads it with ibv_poll_cq.
 fn create_cq(port: &Port, entries: u32, what: &str) -> Result<GenericCompletionQueue, String> {
     let mut builder = port.ctx.create_cq_builder();
     builder.setup_cqe(entries);
-    match builder.build_ex() {
-        Ok(cq) => Ok(cq.into()),
-        Err(_) => builder.build().map(Into::into).map_err(|e| {
-            format!(
-                "creating the {what} completion queue ({entries} entries) on {} failed: {}; lower -t/-r/-q",
-                port.device,
-                source_text(&e)
-            )
-        }),
-    }
+    builder.build().map(Into::into).map_err(|e| {
+        format!(
+            "creating the {what} completion queue ({entries} entries) on {} failed: {}; lower -t/-r/-q",
+            port.device,
+            source_text(&e)
+        )
+    })
 }
 
 impl Endpoint {
