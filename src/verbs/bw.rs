@@ -9,21 +9,19 @@
 //! (post to completion) in a histogram.
 
 use super::args::{Length, Plan};
-use super::completion::{describe_failure, poll, Wc, SUCCESS};
+use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
 use super::exchange::QpInfo;
 use super::qp::{Endpoint, Op};
 use super::Clock;
 use crate::stats::empty_histogram;
 use hdrhistogram::Histogram;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Work request ids: QP index above this shift, sequence number below.
 const QP_SHIFT: u32 = 40;
 const SEQ_MASK: u64 = (1 << QP_SHIFT) - 1;
 /// Marks warm-up requests.
 const WARM_UP: u64 = 1 << 63;
-/// Empty polls between two looks at the clock for the no-progress timeout.
-const POLLS_PER_CHECK: u32 = 1024;
 
 fn wr_id(qp: usize, seq: u64) -> u64 {
     ((qp as u64) << QP_SHIFT) | seq
@@ -113,45 +111,6 @@ pub struct BwMeasure {
     pub histogram: Histogram<u64>,
 }
 
-/// Stops a loop that has seen no completion for `timeout`.
-struct Progress {
-    last: Instant,
-    idle_polls: u32,
-    timeout: Duration,
-}
-
-impl Progress {
-    fn new(timeout: Duration) -> Progress {
-        Progress {
-            last: Instant::now(),
-            idle_polls: 0,
-            timeout,
-        }
-    }
-
-    fn made(&mut self) {
-        self.idle_polls = 0;
-        self.last = Instant::now();
-    }
-
-    /// After an empty poll: an error once nothing happened for the timeout.
-    fn idle(&mut self, state: impl FnOnce() -> String) -> Result<(), String> {
-        self.idle_polls += 1;
-        if self.idle_polls < POLLS_PER_CHECK {
-            return Ok(());
-        }
-        self.idle_polls = 0;
-        if self.last.elapsed() < self.timeout {
-            return Ok(());
-        }
-        Err(format!(
-            "no completion for {} s ({}): the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
-            self.timeout.as_secs(),
-            state()
-        ))
-    }
-}
-
 fn check(
     wc: &Wc,
     ep: &Endpoint,
@@ -183,7 +142,7 @@ pub fn warm_up(
 ) -> Result<(), String> {
     let inline = op != Op::Read && size <= plan.inline_size;
     let mut wcs = Vec::new();
-    let mut progress = Progress::new(plan.timeout);
+    let mut stall = Stall::new(plan.timeout);
     for (q, r) in remote.iter().enumerate() {
         for s in 0..plan.tx_depth as u64 {
             ep.qps[q].post(op, WARM_UP | wr_id(q, s), size, true, inline, r)?;
@@ -203,9 +162,11 @@ pub fn warm_up(
                 left -= 1;
             }
             if wcs.is_empty() {
-                progress.idle(|| format!("warm-up at {size} B, {left} requests outstanding"))?;
+                stall.idle(|| {
+                    format!("waited for the warm-up at {size} B ({left} requests outstanding)")
+                })?;
             } else {
-                progress.made();
+                stall.progress();
             }
         }
     }
@@ -266,7 +227,7 @@ pub fn run(
     let mut recv_ended = vec![!roles.receiving; qps];
 
     let mut stopping = false;
-    let mut progress = Progress::new(plan.timeout);
+    let mut stall = Stall::new(plan.timeout);
     let mut wcs = Vec::with_capacity(64);
     loop {
         if roles.sending {
@@ -366,14 +327,14 @@ pub fn run(
             break;
         }
         if idle {
-            progress.idle(|| {
+            stall.idle(|| {
                 format!(
-                    "{size} B: posted {posted_total}, completed {completed_total}, received {}",
+                    "waited for a completion at {size} B (posted {posted_total}, completed {completed_total}, received {})",
                     received.iter().sum::<u64>()
                 )
             })?;
         } else {
-            progress.made();
+            stall.progress();
         }
     }
 

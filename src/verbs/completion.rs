@@ -5,6 +5,7 @@ use sideway::ibverbs::completion::{
     CompletionQueue, GenericCompletionQueue, WorkCompletionStatus as S,
 };
 use std::mem::MaybeUninit;
+use std::time::{Duration, Instant};
 
 /// Completions fetched by one `ibv_poll_cq` call.
 const POLL_BATCH: usize = 16;
@@ -50,6 +51,53 @@ pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> Result<(), String
         }
     }));
     Ok(())
+}
+
+/// Empty polls between two looks at the clock.
+const POLLS_PER_CHECK: u32 = 4096;
+
+/// Notices a peer that went quiet: counts empty polls and reads the clock only
+/// every `POLLS_PER_CHECK` of them, so the timed loops pay nothing per message.
+pub struct Stall {
+    idle_polls: u32,
+    /// The first check without progress since the last progress.
+    since: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Stall {
+    pub fn new(timeout: Duration) -> Stall {
+        Stall {
+            idle_polls: 0,
+            since: None,
+            timeout,
+        }
+    }
+
+    /// Something arrived.
+    pub fn progress(&mut self) {
+        self.idle_polls = 0;
+        self.since = None;
+    }
+
+    /// Nothing arrived: an error once nothing did for the timeout. `waiting`
+    /// says for what ("waited for ...").
+    pub fn idle(&mut self, waiting: impl FnOnce() -> String) -> Result<(), String> {
+        self.idle_polls += 1;
+        if self.idle_polls < POLLS_PER_CHECK {
+            return Ok(());
+        }
+        self.idle_polls = 0;
+        let now = Instant::now();
+        if now - *self.since.get_or_insert(now) < self.timeout {
+            return Ok(());
+        }
+        Err(format!(
+            "{} for {} s: the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
+            waiting(),
+            self.timeout.as_secs()
+        ))
+    }
 }
 
 pub const SUCCESS: u32 = S::Success as u32;
@@ -105,6 +153,24 @@ pub fn describe_failure(wc: &Wc, what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stall_is_noticed_at_a_check_and_progress_resets_it() {
+        // Timeout 0: the first look at the clock without progress is a stall.
+        let mut stall = Stall::new(Duration::ZERO);
+        for _ in 1..POLLS_PER_CHECK {
+            stall.idle(|| unreachable!()).unwrap();
+        }
+        stall.progress();
+        for _ in 1..POLLS_PER_CHECK {
+            stall.idle(|| unreachable!()).unwrap();
+        }
+        let e = stall.idle(|| "waited for message 3".into()).unwrap_err();
+        assert!(
+            e.starts_with("waited for message 3 for 0 s: the peer stopped responding"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn names_match_libibverbs() {

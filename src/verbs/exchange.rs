@@ -358,7 +358,7 @@ pub trait Link {
     /// Sends `mine` to the peer and returns the peer's message.
     fn swap(&mut self, mine: &Message, patience: Patience) -> Result<Message, String>;
     /// Every endpoint's message, by endpoint (MPI: rank; TCP: client 0, server 1).
-    fn gather(&mut self, mine: &Message) -> Result<Vec<Message>, String>;
+    fn gather(&mut self, mine: &Message, patience: Patience) -> Result<Vec<Message>, String>;
     /// This side failed with `reason` (printed already): tell the peer, without
     /// waiting for it. Under MPI this ends the whole job.
     fn abandon(&mut self, reason: &str);
@@ -523,8 +523,8 @@ impl Link for TcpLink {
         accept(theirs, &format!("the peer at {}", self.peer))
     }
 
-    fn gather(&mut self, mine: &Message) -> Result<Vec<Message>, String> {
-        let theirs = self.swap(mine, Patience::WhileMeasuring)?;
+    fn gather(&mut self, mine: &Message, patience: Patience) -> Result<Vec<Message>, String> {
+        let theirs = self.swap(mine, patience)?;
         Ok(if self.client {
             vec![mine.clone(), theirs]
         } else {
@@ -546,10 +546,44 @@ impl Link for TcpLink {
 pub struct MpiLink<'w> {
     pub world: &'w World,
     pub peer: usize,
+    /// --timeout: the longest wait for a prompt answer.
+    pub timeout: Duration,
 }
 
+/// How often a rank waiting for the others looks again.
+const ARRIVAL_POLL: Duration = Duration::from_millis(1);
+
 impl MpiLink<'_> {
-    fn all(&self, mine: &Message) -> Result<Vec<Message>, String> {
+    /// Waits until every rank has arrived, asleep between looks: a rank spinning
+    /// in a blocking MPI call takes a CPU from the transfer it waits for (with
+    /// Soft-RoCE, the kernel threads that move the data).
+    fn arrive(&self, expected: &str, patience: Patience) -> Result<(), String> {
+        use mpi::collective::CommunicatorCollectives;
+        let deadline = match patience {
+            Patience::Prompt => Some(Instant::now() + self.timeout),
+            Patience::WhileMeasuring => None,
+        };
+        let mut request = self.world.comm.immediate_barrier();
+        loop {
+            match request.test() {
+                Ok(_) => return Ok(()),
+                Err(pending) => request = pending,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                // Never completed: the job is ended next (`abandon`), and
+                // dropping a pending request would panic.
+                std::mem::forget(request);
+                return Err(format!(
+                    "not every rank sent {expected} within {} s: a rank is stuck or gone (see its output); raise --timeout if it is slow",
+                    self.timeout.as_secs()
+                ));
+            }
+            std::thread::sleep(ARRIVAL_POLL);
+        }
+    }
+
+    fn all(&self, mine: &Message, patience: Patience) -> Result<Vec<Message>, String> {
+        self.arrive(mine.kind(), patience)?;
         self.world
             .all_gather_bytes(&encode(mine))
             .iter()
@@ -560,14 +594,14 @@ impl MpiLink<'_> {
 }
 
 impl Link for MpiLink<'_> {
-    fn swap(&mut self, mine: &Message, _patience: Patience) -> Result<Message, String> {
+    fn swap(&mut self, mine: &Message, patience: Patience) -> Result<Message, String> {
         let peer = self.peer;
-        let theirs = self.all(mine)?.swap_remove(peer);
+        let theirs = self.all(mine, patience)?.swap_remove(peer);
         accept(theirs, &format!("rank {peer}"))
     }
 
-    fn gather(&mut self, mine: &Message) -> Result<Vec<Message>, String> {
-        self.all(mine)
+    fn gather(&mut self, mine: &Message, patience: Patience) -> Result<Vec<Message>, String> {
+        self.all(mine, patience)
     }
 
     fn abandon(&mut self, _reason: &str) {
@@ -743,7 +777,9 @@ mod tests {
                 .unwrap();
             assert_eq!(got, Message::Hello(Box::new(hello())));
             // Client first, then server.
-            let all = link.gather(&Message::Report(None)).unwrap();
+            let all = link
+                .gather(&Message::Report(None), Patience::WhileMeasuring)
+                .unwrap();
             assert_eq!(all, vec![Message::Ready { size: 8 }, Message::Report(None)]);
             let stopped = link
                 .swap(&Message::Ready { size: 4 }, Patience::WhileMeasuring)
@@ -759,7 +795,9 @@ mod tests {
             .swap(&Message::Hello(Box::new(hello())), Patience::Prompt)
             .unwrap();
         assert_eq!(got, Message::Ready { size: 2 });
-        let all = client.gather(&Message::Ready { size: 8 }).unwrap();
+        let all = client
+            .gather(&Message::Ready { size: 8 }, Patience::Prompt)
+            .unwrap();
         assert_eq!(all, vec![Message::Ready { size: 8 }, Message::Report(None)]);
         client.abandon("test ends");
         drop(client);

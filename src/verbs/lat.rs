@@ -5,19 +5,17 @@
 //! read, with perftest's statistics.
 
 use super::args::{Length, Plan};
-use super::completion::{describe_failure, poll, Wc, SUCCESS};
+use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
 use super::exchange::QpInfo;
 use super::qp::{Endpoint, Op, QpEnd};
 use super::{Clock, Verb};
 use crate::stats::empty_histogram;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// perftest drops the two slowest samples before its statistics (LAT_MEASURE_TAIL).
 const DROPPED_TAIL: usize = 2;
-/// Spins between two looks at the clock while waiting for the peer.
-const SPINS_PER_CHECK: u32 = 4096;
 
 /// perftest's latency columns, in microseconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,39 +87,6 @@ pub fn histogram_of(samples: &[f64]) -> Histogram<u64> {
     h
 }
 
-/// Waits on the peer; an error after `timeout` without news.
-struct Wait {
-    since: Instant,
-    spins: u32,
-    timeout: Duration,
-}
-
-impl Wait {
-    fn new(timeout: Duration) -> Wait {
-        Wait {
-            since: Instant::now(),
-            spins: 0,
-            timeout,
-        }
-    }
-
-    fn spin(&mut self, what: impl FnOnce() -> String) -> Result<(), String> {
-        self.spins += 1;
-        if self.spins < SPINS_PER_CHECK {
-            return Ok(());
-        }
-        self.spins = 0;
-        if self.since.elapsed() < self.timeout {
-            return Ok(());
-        }
-        Err(format!(
-            "{} did not arrive within {} s: the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
-            what(),
-            self.timeout.as_secs()
-        ))
-    }
-}
-
 fn check(wc: &Wc, qp: &QpEnd, what: &str, size: u32, iteration: u64) -> Result<(), String> {
     if wc.status == SUCCESS {
         return Ok(());
@@ -140,17 +105,17 @@ fn one_completion(
     ep: &Endpoint,
     recv: bool,
     wcs: &mut Vec<Wc>,
-    timeout: Duration,
-    what: &dyn Fn() -> String,
+    stall: &mut Stall,
+    waiting: &dyn Fn() -> String,
 ) -> Result<Wc, String> {
     let cq = if recv { &ep.recv_cq } else { &ep.send_cq };
-    let mut wait = Wait::new(timeout);
     loop {
         poll(cq, wcs)?;
         if let Some(wc) = wcs.first() {
+            stall.progress();
             return Ok(*wc);
         }
-        wait.spin(what)?;
+        stall.idle(waiting)?;
     }
 }
 
@@ -191,25 +156,26 @@ pub fn run(
     let mut wcs = Vec::with_capacity(4);
     let (mut sent, mut received) = (0u64, 0u64);
     let mut recv_posted = plan.rx_depth as u64;
+    let mut stall = Stall::new(plan.timeout);
     loop {
         // The peer's message first, except where the client opens the exchange.
         let answers_due = verb != Verb::Read && received < iters && !(client && sent == 0);
         if answers_due {
             let expect = received + 1;
-            let what = || format!("the peer's message {expect} at {size} B");
+            let waiting = || format!("waited for the peer's message {expect} at {size} B");
             match verb {
                 Verb::Write => {
-                    let mut wait = Wait::new(plan.timeout);
                     let flag = expect as u8;
                     while ep.qps[0].target_byte(last) != flag {
                         if ep.qps[0].control() != 0 {
                             return Ok(None);
                         }
-                        wait.spin(what)?;
+                        stall.idle(waiting)?;
                     }
+                    stall.progress();
                 }
                 _ => {
-                    let wc = one_completion(ep, true, &mut wcs, plan.timeout, &what)?;
+                    let wc = one_completion(ep, true, &mut wcs, &mut stall, &waiting)?;
                     check(&wc, &ep.qps[0], "a receive", size, expect)?;
                     if deadline.is_some() && wc.byte_len == 0 {
                         return Ok(None);
@@ -229,8 +195,8 @@ pub fn run(
                 Verb::Send => ep.qps[0].post(op, u64::MAX, 0, true, false, remote)?,
                 Verb::Read => break,
             }
-            let wc = one_completion(ep, false, &mut wcs, plan.timeout, &|| {
-                "the completion of the run's end".into()
+            let wc = one_completion(ep, false, &mut wcs, &mut stall, &|| {
+                "waited for the completion of the run's end".into()
             })?;
             check(&wc, &ep.qps[0], "the end of the run", size, sent)?;
             break;
@@ -245,8 +211,8 @@ pub fn run(
             }
             ep.qps[0].post(op, sent, size, true, inline, remote)?;
             sent += 1;
-            let what = || format!("the completion of message {sent} at {size} B");
-            let wc = one_completion(ep, false, &mut wcs, plan.timeout, &what)?;
+            let waiting = || format!("waited for the completion of message {sent} at {size} B");
+            let wc = one_completion(ep, false, &mut wcs, &mut stall, &waiting)?;
             check(&wc, &ep.qps[0], "a request", size, sent)?;
         }
         let reads_done = verb == Verb::Read && sent == iters;

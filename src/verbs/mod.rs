@@ -270,6 +270,7 @@ fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
         Box::new(MpiLink {
             world,
             peer: seat.peer(),
+            timeout: plan.timeout,
         })
     } else {
         let tcp = match &plan.host {
@@ -344,7 +345,7 @@ impl Session<'_> {
         let plan = self.plan;
         let mine = self.hello();
         let hellos: Vec<Hello> = link
-            .gather(&Message::Hello(Box::new(mine.clone())))?
+            .gather(&Message::Hello(Box::new(mine.clone())), Patience::Prompt)?
             .into_iter()
             .map(|m| match m {
                 Message::Hello(h) => Ok(*h),
@@ -376,7 +377,7 @@ impl Session<'_> {
         for &size in &plan.sizes {
             let report = self.measure(link, &peer.qps, size)?;
             let reports: Vec<Option<Report>> = link
-                .gather(&Message::Report(report))?
+                .gather(&Message::Report(report), Patience::WhileMeasuring)?
                 .into_iter()
                 .map(|m| match m {
                     Message::Report(r) if r.as_ref().is_none_or(|r| r.size == size) => Ok(r),
