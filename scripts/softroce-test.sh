@@ -23,8 +23,12 @@
 #   N_BW, N_LAT iterations (default 1000 each); QP_TIMEOUT (-u, default 18)
 #   REPEAT      runs of each tool per size (default 3); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
+#   FAULTS=0    skip the fault checks (default: run them first)
 #   STRICT=1    exit 2 when a ratio misses its target (default: report only)
-# Exit status: 0 all runs succeeded, 1 a run failed, 2 (STRICT) a target missed.
+# Before the comparison it checks the errors real devices produce (unknown device,
+# GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
+# status, one line naming the cause.
+# Exit status: 0 all runs and checks succeeded, 1 one failed, 2 (STRICT) a target missed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -131,6 +135,63 @@ run_one() { # kind bin test size n
     figure "$test" "$size" "$log"
 }
 
+# CMD must exit with CODE and print EXPECTED (a fixed string) on stderr.
+expect_error() { # name code expected cmd...
+    local name=$1 code=$2 expected=$3 log rc
+    shift 3
+    port=$((port + 1))
+    log="$OUT/fault-${name// /_}.log"
+    timeout "$RUN_TIMEOUT" "$@" >"$log" 2>&1
+    rc=$?
+    if [ "$rc" = "$code" ] && grep -qF -- "$expected" "$log" && ! grep -q panicked "$log"; then
+        echo "fault check ok: $name: $(grep -F -- "$expected" "$log" | head -1)"
+    else
+        echo "fault check FAILED: $name (exit $rc, wanted $code and \"$expected\"); log $log"
+        sed 's/^/    /' "$log" | tail -5
+        failures=$((failures + 1))
+    fi
+}
+
+if [ "${FAULTS:-1}" = 1 ]; then
+    W=$BIN_DIR/ib_write_bw
+    common=(-n 20 -u "$QP_TIMEOUT" -F --timeout 20)
+    expect_error "unknown device" 1 "RDMA device rxe9 not found; available: " "$W" -d rxe9
+    expect_error "GID index" 1 "-x/--gid-index 5000: out of range" "$W" -d "$CLIENT_DEV" -x 5000
+    expect_error "empty GID" 1 "-x/--gid-index 999: entry 999 of $CLIENT_DEV port 1 is empty" "$W" -d "$CLIENT_DEV" -x 999
+    expect_error "message size" 1 "messages exceed the largest message of $CLIENT_DEV" "$W" -d "$CLIENT_DEV" -s 3G
+    expect_error "no client" 1 "no client connected to TCP port $((port + 1)) within 2 s" \
+        "$W" -d "$SERVER_DEV" "${common[@]}" --timeout 2 -p $((port + 1))
+    expect_error "no server" 1 "no server answered at $ADDR:$((port + 1)) within 2 s" \
+        "$W" -d "$CLIENT_DEV" "${common[@]}" --timeout 2 -p $((port + 1)) "$ADDR"
+    # Memory registration beyond RLIMIT_MEMLOCK, as a user without CAP_IPC_LOCK.
+    if command -v setpriv >/dev/null; then
+        expect_error "memlock" 1 "RLIMIT_MEMLOCK is 64 KiB; raise it with \`ulimit -l unlimited\`" \
+            setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+            bash -c "ulimit -l 64 && exec $W -d $CLIENT_DEV -s 1M"
+    fi
+    # Soft-RoCE's veth pair (rxe1: 1024-byte MTU), when present.
+    if [ -d /sys/class/infiniband/rxe1 ] && [ -d /sys/class/infiniband/rxe2 ]; then
+        expect_error "MTU" 1 "-m/--mtu 4096: larger than the active MTU 1024 of rxe" \
+            mpirun -np 2 "$W" -d rxe1,rxe2 "${common[@]}" -m 4096
+        netdev=$(cat /sys/class/infiniband/rxe1/ports/1/gid_attrs/ndevs/0 2>/dev/null)
+        if [ -n "$netdev" ] && ip link set "$netdev" down 2>/dev/null; then
+            sleep 1
+            expect_error "port down" 1 "port 1 of rxe1 is DOWN" "$W" -d rxe1
+            ip link set "$netdev" up
+            sleep 2
+        fi
+    fi
+    # A peer killed mid-run: the survivor names the completion error and its cause.
+    port=$((port + 1))
+    timeout 120 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &
+    victim=$!
+    sleep 1
+    (sleep 5 && kill -9 "$victim") &
+    expect_error "peer killed" 1 "completion error IBV_WC_RETRY_EXC_ERR" \
+        "$W" -d "$CLIENT_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" --timeout 60 "$ADDR"
+    wait
+fi
+
 for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
     test=${bin##*_}
     if [ "$test" = bw ]; then sizes=$BW_SIZES n=$N_BW; else sizes=$LAT_SIZES n=$N_LAT; fi
@@ -175,7 +236,7 @@ for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_la
     done
 done
 
-echo "softroce-test: $failures failed runs, $misses results off target, $(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s"
+echo "softroce-test: $failures failed runs or checks, $misses results off target, $(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s"
 [ "$failures" = 0 ] || exit 1
 [ "${STRICT:-0}" = 1 ] && [ "$misses" != 0 ] && exit 2
 exit 0
