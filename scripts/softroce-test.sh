@@ -154,7 +154,7 @@ expect_error() { # name code expected cmd...
 
 if [ "${FAULTS:-1}" = 1 ]; then
     W=$BIN_DIR/ib_write_bw
-    common=(-n 20 -u "$QP_TIMEOUT" -F --timeout 20)
+    common=(-n 20 -u "$QP_TIMEOUT" -F)
     expect_error "unknown device" 1 "RDMA device rxe9 not found; available: " "$W" -d rxe9
     expect_error "GID index" 1 "-x/--gid-index 5000: out of range" "$W" -d "$CLIENT_DEV" -x 5000
     expect_error "empty GID" 1 "-x/--gid-index 999: entry 999 of $CLIENT_DEV port 1 is empty" "$W" -d "$CLIENT_DEV" -x 999
@@ -172,7 +172,7 @@ if [ "${FAULTS:-1}" = 1 ]; then
     # Soft-RoCE's veth pair (rxe1: 1024-byte MTU), when present.
     if [ -d /sys/class/infiniband/rxe1 ] && [ -d /sys/class/infiniband/rxe2 ]; then
         expect_error "MTU" 1 "-m/--mtu 4096: larger than the active MTU 1024 of rxe" \
-            mpirun -np 2 "$W" -d rxe1,rxe2 "${common[@]}" -m 4096
+            mpirun -np 2 "$W" -d rxe1,rxe2 "${common[@]}" --timeout 20 -m 4096
         netdev=$(cat /sys/class/infiniband/rxe1/ports/1/gid_attrs/ndevs/0 2>/dev/null)
         if [ -n "$netdev" ] && ip link set "$netdev" down 2>/dev/null; then
             sleep 1
@@ -183,10 +183,8 @@ if [ "${FAULTS:-1}" = 1 ]; then
     fi
     # A peer killed mid-run: the survivor names the completion error and its cause.
     port=$((port + 1))
-    timeout 120 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &
-    victim=$!
+    timeout -s KILL 6 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &
     sleep 1
-    (sleep 5 && kill -9 "$victim") &
     expect_error "peer killed" 1 "completion error IBV_WC_RETRY_EXC_ERR" \
         "$W" -d "$CLIENT_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" --timeout 60 "$ADDR"
     wait

@@ -152,6 +152,8 @@ pub struct Plan {
     pub mtu: Option<u32>,
     pub qp_timeout: u8,
     pub inline_size: u32,
+    /// -I was not given: `inline_size` is the test's default.
+    pub inline_default: bool,
     pub bidirectional: bool,
     pub peak: bool,
     pub report_gbits: bool,
@@ -353,6 +355,7 @@ impl VerbsArgs {
             mtu: self.mtu,
             qp_timeout: self.qp_timeout,
             inline_size,
+            inline_default: self.inline_size.is_none(),
             bidirectional: self.bidirectional,
             peak: !self.no_peak,
             report_gbits: self.report_gbits,
@@ -377,6 +380,16 @@ impl VerbsArgs {
 }
 
 impl Plan {
+    /// The plan on a software RDMA device (Soft-RoCE, siw): no inline data
+    /// unless -I asks for it, as perftest, which does not know these devices.
+    pub fn on_device(&self, software: bool) -> Plan {
+        let mut plan = self.clone();
+        if software && plan.inline_default {
+            plan.inline_size = 0;
+        }
+        plan
+    }
+
     pub fn max_size(&self) -> u64 {
         self.sizes.iter().copied().max().unwrap_or(1)
     }
@@ -466,6 +479,11 @@ mod tests {
         assert_eq!((p.tx_depth, p.cq_mod, p.inline_size), (1, 1, 220));
         assert_eq!(plan(SEND_LAT, &[]).unwrap().inline_size, 236);
         assert_eq!(plan(READ_LAT, &[]).unwrap().inline_size, 0);
+        // Software devices: off by default, -I still counts.
+        assert_eq!(p.on_device(true).inline_size, 0);
+        assert_eq!(p.on_device(false).inline_size, 220);
+        let given = plan(WRITE_LAT, &["-I", "64"]).unwrap();
+        assert_eq!(given.on_device(true).inline_size, 64);
     }
 
     #[test]

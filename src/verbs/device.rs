@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 /// Raw `ibv_port_state` values (ABI-stable).
 const PORT_ACTIVE: u32 = 4;
+/// Vendor ids of the software RDMA providers: Soft-RoCE (rxe) and siw.
+const SOFTWARE_VENDOR_IDS: [u32; 2] = [0xff_ffff, 0x62_6d74];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LinkLayer {
@@ -226,6 +228,8 @@ pub struct Port {
     /// The GID shown in the connection lines: the chosen one, else entry 0.
     pub shown_gid: Ipv6Addr,
     pub rate: Option<PortRate>,
+    /// A software device (Soft-RoCE, siw) rather than a NIC.
+    pub software: bool,
 }
 
 /// Why there is no usable device: printed as one line.
@@ -338,6 +342,7 @@ pub fn open_port(wanted: Option<&str>, port: u8, gid_index: Option<u32>) -> Resu
         active_mtu: mtu_bytes(pattr.active_mtu).unwrap_or(256),
         max_msg_size: pattr.max_msg_sz as u64,
         max_rd_atomic: attr.max_qp_rd_atom().max(1) as u32,
+        software: SOFTWARE_VENDOR_IDS.contains(&attr.vendor_id()),
         gid,
         shown_gid,
         ctx,

@@ -201,13 +201,15 @@ fn agree<T>(world: &World, program: &str, code: u8, mine: Result<T, String>) -> 
     Err(Stop(code))
 }
 
-/// Opens the device and port of this side and creates its queue pairs.
-fn open_side(plan: &Plan, local_rank: usize) -> Result<(Port, Endpoint), String> {
+/// Opens the device and port of this side and creates its queue pairs; the
+/// plan as it applies to that device.
+fn open_side(plan: &Plan, local_rank: usize) -> Result<(Plan, Port, Endpoint), String> {
     let port = open_port(
         device_name_for(&plan.devices, local_rank),
         plan.ib_port,
         plan.gid_index,
     )?;
+    let plan = plan.on_device(port.software);
     let max = plan.max_size();
     if max > port.max_msg_size {
         let flag = if plan.sizes.len() > 1 {
@@ -220,8 +222,8 @@ fn open_side(plan: &Plan, local_rank: usize) -> Result<(Port, Endpoint), String>
             port.device, port.port, port.max_msg_size, port.max_msg_size
         ));
     }
-    let endpoint = Endpoint::create(&port, plan)?;
-    Ok((port, endpoint))
+    let endpoint = Endpoint::create(&port, &plan)?;
+    Ok((plan, port, endpoint))
 }
 
 /// perftest's -F check: a CPU frequency governor other than `performance`.
@@ -249,7 +251,7 @@ fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
         EXIT_USAGE,
         seat(world.size, world.rank, plan.host.is_some()),
     )?;
-    let (port, mut endpoint) = agree(
+    let (plan, port, mut endpoint) = agree(
         world,
         program,
         EXIT_FAILED,
@@ -541,7 +543,6 @@ impl Session<'_> {
             gid: self.port.gid.as_ref().map(|g| g.describe()),
             mtu,
             out_reads,
-            extended: self.endpoint.extended,
             sending: self.seat.client(),
             exchange,
             pairs: pair_lines,

@@ -1,6 +1,7 @@
 //! One side's verbs resources: protection domain, completion queues, RC queue
 //! pairs with their registered buffers, the moves INIT -> RTR -> RTS, and
-//! posting work requests.
+//! posting work requests (sideway sets everything up; the data path is plain
+//! `ibv_post_send`/`ibv_post_recv`, as perftest's).
 //!
 //! Each QP owns one buffer: [local half | target half | control word]. The local
 //! half is what this side writes or sends from (and reads into); the peer writes,
@@ -11,14 +12,17 @@ use super::device::{source_text, Port};
 use super::exchange::{Hello, QpInfo};
 use super::memory::{allocate, register, Buffer};
 use super::Verb;
+use rdma_mummy_sys::{
+    ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode,
+    rdma_t, wr_t,
+};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::completion::GenericCompletionQueue;
 use sideway::ibverbs::device_context::Mtu;
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
-    GenericQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, QueuePairType,
-    SetInlineData, SetScatterGatherEntry, WorkRequestFlags,
+    BasicQueuePair, QueuePair, QueuePairAttribute, QueuePairState, QueuePairType,
 };
 use sideway::ibverbs::AccessFlags;
 use std::hash::{BuildHasher, Hasher};
@@ -54,7 +58,7 @@ impl From<Verb> for Op {
 /// One RC queue pair and its buffer.
 pub struct QpEnd {
     // Field order is drop order: the QP, then the region, then the memory.
-    qp: GenericQueuePair,
+    qp: BasicQueuePair,
     mr: Arc<MemoryRegion>,
     buffer: Buffer,
     pub psn: u32,
@@ -148,53 +152,39 @@ impl QpEnd {
         inline: bool,
         remote: &QpInfo,
     ) -> Result<(), String> {
-        let mut flags = WorkRequestFlags::none();
-        if signaled {
-            flags |= WorkRequestFlags::Signaled;
-        }
-        // The ibv_wr_* API needs the flag too: providers such as rxe read
-        // inline data only when it is set.
-        if inline {
-            flags |= WorkRequestFlags::Inline;
-        }
-        let (lkey, local) = (self.mr.lkey(), self.local_addr());
-        // SAFETY: the local half is `half` >= len bytes and stays registered.
-        let data = unsafe { std::slice::from_raw_parts(self.buffer.as_ptr(), len as usize) };
-        let mut guard = self.qp.start_post_send();
-        let wr = guard.construct_wr(wr_id, flags);
-        let handle = match op {
-            Op::Write => wr.setup_write(remote.rkey, remote.addr),
-            Op::Read => wr.setup_read(remote.rkey, remote.addr),
-            Op::Send => wr.setup_send(),
+        let opcode = match op {
+            Op::Write => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            Op::Read => ibv_wr_opcode::IBV_WR_RDMA_READ,
+            Op::Send => ibv_wr_opcode::IBV_WR_SEND,
         };
-        if inline {
-            handle.setup_inline_data(data);
-        } else {
-            // SAFETY: the region covers [local, local + len).
-            unsafe { handle.setup_sge(lkey, local, len) };
+        let mut flags = 0;
+        if signaled {
+            flags |= ibv_send_flags::IBV_SEND_SIGNALED.0;
         }
-        guard.post().map_err(|e| {
-            format!(
-                "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}: {}",
-                self.qpn(),
-                source_text(&e)
-            )
-        })
+        if inline {
+            flags |= ibv_send_flags::IBV_SEND_INLINE.0;
+        }
+        let sge = (self.local_addr(), len);
+        self.post_send(wr_id, opcode, flags, sge, (remote.addr, remote.rkey))
+            .map_err(|e| {
+                format!(
+                    "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
+                    self.qpn()
+                )
+            })
     }
 
     /// Writes the stop value into the peer's control word (ends a -D latency run).
     pub fn post_stop(&mut self, remote: &QpInfo) -> Result<(), String> {
-        let (lkey, stop) = (
-            self.mr.lkey(),
-            self.buffer.addr() + 2 * self.half as u64 + 1,
-        );
-        let mut guard = self.qp.start_post_send();
-        let handle = guard
-            .construct_wr(u64::MAX, WorkRequestFlags::Signaled)
-            .setup_write(remote.rkey, remote.addr + remote.len);
-        // SAFETY: the stop byte lies in the registered control area.
-        unsafe { handle.setup_sge(lkey, stop, 1) };
-        guard.post().map_err(|e| {
+        let stop = self.buffer.addr() + 2 * self.half as u64 + 1;
+        self.post_send(
+            u64::MAX,
+            ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            ibv_send_flags::IBV_SEND_SIGNALED.0,
+            (stop, 1),
+            (remote.addr + remote.len, remote.rkey),
+        )
+        .map_err(|e| {
             format!(
                 "posting the end of the run on QP 0x{:x} failed: {e}",
                 self.qpn()
@@ -202,21 +192,71 @@ impl QpEnd {
         })
     }
 
+    /// One `ibv_post_send` of a work request built on the stack: perftest's
+    /// data path, with nothing allocated per message. `local` is (address,
+    /// length) in this QP's buffer, `remote` the peer's (address, rkey).
+    fn post_send(
+        &mut self,
+        wr_id: u64,
+        opcode: ibv_wr_opcode::Type,
+        flags: u32,
+        local: (u64, u32),
+        remote: (u64, u32),
+    ) -> Result<(), std::io::Error> {
+        let mut sge = ibv_sge {
+            addr: local.0,
+            length: local.1,
+            lkey: self.mr.lkey(),
+        };
+        // SAFETY: ibv_send_wr is plain data; all-zero is its empty value.
+        let mut wr: ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = wr_id;
+        wr.sg_list = &mut sge;
+        wr.num_sge = 1;
+        wr.opcode = opcode;
+        wr.send_flags = flags;
+        wr.wr = wr_t {
+            rdma: rdma_t {
+                remote_addr: remote.0,
+                rkey: remote.1,
+            },
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP lives as long as `self`; the SGE lies in this QP's
+        // registered buffer (callers pass lengths within it) and inline data
+        // is copied before ibv_post_send returns.
+        match unsafe { ibv_post_send(self.qp.qp().as_ptr(), &mut wr, &mut bad) } {
+            0 => Ok(()),
+            errno => Err(std::io::Error::from_raw_os_error(errno)),
+        }
+    }
+
     /// Posts receives into the target half, one per id.
     pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> Result<(), String> {
-        let (lkey, target) = (self.mr.lkey(), self.target_addr());
-        let mut guard = self.qp.start_post_recv();
+        let mut sge = ibv_sge {
+            addr: self.target_addr(),
+            length: len,
+            lkey: self.mr.lkey(),
+        };
         for id in ids {
-            // SAFETY: the region covers the target half (>= len bytes).
-            unsafe { guard.construct_wr(id).setup_sge(lkey, target, len) };
+            let mut wr = ibv_recv_wr {
+                wr_id: id,
+                next: std::ptr::null_mut(),
+                sg_list: &mut sge,
+                num_sge: 1,
+            };
+            let mut bad = std::ptr::null_mut();
+            // SAFETY: as in `post_send`; the SGE covers the target half (>= len).
+            let errno = unsafe { ibv_post_recv(self.qp.qp().as_ptr(), &mut wr, &mut bad) };
+            if errno != 0 {
+                return Err(format!(
+                    "posting a receive on QP 0x{:x} failed: {}",
+                    self.qpn(),
+                    std::io::Error::from_raw_os_error(errno)
+                ));
+            }
         }
-        guard.post().map_err(|e| {
-            format!(
-                "posting receives on QP 0x{:x} failed: {e}: {}",
-                self.qpn(),
-                source_text(&e)
-            )
-        })
+        Ok(())
     }
 
     fn modify(&mut self, attr: &QueuePairAttribute, state: &str, hint: &str) -> Result<(), String> {
@@ -236,8 +276,6 @@ pub struct Endpoint {
     pub send_cq: GenericCompletionQueue,
     pub recv_cq: GenericCompletionQueue,
     _pd: Arc<ProtectionDomain>,
-    /// Whether the QPs are extended (ibv_wr_* API).
-    pub extended: bool,
 }
 
 fn random_psn() -> u32 {
@@ -276,7 +314,6 @@ impl Endpoint {
         let recv_cq = create_cq(port, rx_depth * plan.qps, "receive")?;
         let half = (plan.max_size() as usize).next_multiple_of(64);
         let total = plan.qps as u64 * (2 * half + CONTROL_BYTES) as u64;
-        let mut extended = true;
         let mut qps = Vec::with_capacity(plan.qps as usize);
         for _ in 0..plan.qps {
             let mut builder = pd.create_qp_builder();
@@ -289,21 +326,15 @@ impl Endpoint {
                 .setup_max_inline_data(plan.inline_size)
                 .setup_send_cq(send_cq.clone())
                 .setup_recv_cq(recv_cq.clone());
-            let qp = match builder.build_ex() {
-                Ok(qp) => GenericQueuePair::Extended(qp),
-                Err(_) => {
-                    extended = false;
-                    GenericQueuePair::Basic(builder.build().map_err(|e| {
-                        format!(
-                            "creating an RC queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
-                            port.device,
-                            source_text(&e),
-                            plan.tx_depth,
-                            plan.inline_size
-                        )
-                    })?)
-                }
-            };
+            let qp = builder.build().map_err(|e| {
+                format!(
+                    "creating an RC queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
+                    port.device,
+                    source_text(&e),
+                    plan.tx_depth,
+                    plan.inline_size
+                )
+            })?;
             let buffer = allocate(plan.memory, 2 * half + CONTROL_BYTES)?;
             let mr = register(&pd, &buffer, total)?;
             let mut end = QpEnd {
@@ -328,7 +359,6 @@ impl Endpoint {
             send_cq,
             recv_cq,
             _pd: pd,
-            extended,
         })
     }
 
