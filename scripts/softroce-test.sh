@@ -20,7 +20,7 @@
 #               CLIENT_DEV override DEV per side (the VM's veth pair: SERVER_DEV=rxe2
 #               CLIENT_DEV=rxe1 ADDR=10.99.0.2)
 #   BW_SIZES, LAT_SIZES   message sizes (default "4096 65536" and "2 4096")
-#   N_BW, N_LAT iterations (default 1000 each); QP_TIMEOUT (-u, default 18)
+#   N_BW, N_LAT iterations (default 3000 each); QP_TIMEOUT (-u, default 18)
 #   REPEAT      runs of each tool per size (default 3); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
 #   FAULTS=0    skip the fault checks (default: run them first)
@@ -51,8 +51,8 @@ CLIENT_DEV=${CLIENT_DEV:-$DEV}
 ADDR=${ADDR:-127.0.0.1}
 BW_SIZES=${BW_SIZES:-4096 65536}
 LAT_SIZES=${LAT_SIZES:-2 4096}
-N_BW=${N_BW:-1000}
-N_LAT=${N_LAT:-1000}
+N_BW=${N_BW:-3000}
+N_LAT=${N_LAT:-3000}
 QP_TIMEOUT=${QP_TIMEOUT:-18}
 REPEAT=${REPEAT:-3}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
