@@ -40,16 +40,12 @@ pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> Result<(), String
             std::io::Error::from_raw_os_error(-n)
         ));
     }
-    out.extend(wcs[..n as usize].iter().map(|wc| {
-        // SAFETY: ibv_poll_cq filled the first n entries.
-        let wc = unsafe { wc.assume_init_ref() };
-        Wc {
-            wr_id: wc.wr_id,
-            status: wc.status,
-            vendor_err: wc.vendor_err,
-            byte_len: wc.byte_len,
-        }
-    }));
+    // SAFETY: ibv_poll_cq filled the first n entries.
+    out.extend(
+        wcs[..n as usize]
+            .iter()
+            .map(|wc| Wc::from(unsafe { wc.assume_init_ref() })),
+    );
     Ok(())
 }
 
@@ -100,6 +96,33 @@ impl Stall {
     }
 }
 
+/// The next completion waiting on `cq`, if any: `ibv_poll_cq` for one entry,
+/// as perftest's latency loops poll.
+pub fn poll_one(cq: &GenericCompletionQueue) -> Result<Option<Wc>, String> {
+    let mut wc = MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit();
+    // SAFETY: as in `poll`, for one entry.
+    match unsafe { rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), 1, wc.as_mut_ptr()) } {
+        0 => Ok(None),
+        // SAFETY: ibv_poll_cq filled the entry.
+        1 => Ok(Some(unsafe { wc.assume_init_ref() }.into())),
+        n => Err(format!(
+            "polling the completion queue failed: {}",
+            std::io::Error::from_raw_os_error(-n)
+        )),
+    }
+}
+
+impl From<&rdma_mummy_sys::ibv_wc> for Wc {
+    fn from(wc: &rdma_mummy_sys::ibv_wc) -> Wc {
+        Wc {
+            wr_id: wc.wr_id,
+            status: wc.status,
+            vendor_err: wc.vendor_err,
+            byte_len: wc.byte_len,
+        }
+    }
+}
+
 pub const SUCCESS: u32 = S::Success as u32;
 
 /// libibverbs' name of a completion status and what usually causes it.
@@ -119,7 +142,7 @@ pub fn status_name_and_cause(status: u32) -> (&'static str, &'static str) {
         (S::RemoteInvalidRequestError, "IBV_WC_REM_INV_REQ_ERR",
          "the peer rejected the request: message larger than its receive buffer or max message size, or an operation its QP does not allow"),
         (S::RemoteAccessError, "IBV_WC_REM_ACCESS_ERR",
-         "the peer refused the remote key or address: rkey/address mismatch, or its region lacks remote access"),
+         "the peer refused the remote key or address: its process exited (its memory is unregistered), an rkey/address mismatch, or a region without remote access"),
         (S::RemoteOperationError, "IBV_WC_REM_OP_ERR", "the peer could not complete the operation (its QP failed)"),
         (S::RetryCounterExceededError, "IBV_WC_RETRY_EXC_ERR",
          "the peer never acknowledged: peer process gone, link down, GID or MTU mismatch between the nodes \

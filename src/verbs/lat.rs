@@ -5,7 +5,7 @@
 //! read, with perftest's statistics.
 
 use super::args::{Length, Plan};
-use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
+use super::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
 use super::exchange::QpInfo;
 use super::qp::{Endpoint, Op, QpEnd};
 use super::{Clock, Verb};
@@ -104,16 +104,14 @@ fn check(wc: &Wc, qp: &QpEnd, what: &str, size: u32, iteration: u64) -> Result<(
 fn one_completion(
     ep: &Endpoint,
     recv: bool,
-    wcs: &mut Vec<Wc>,
     stall: &mut Stall,
     waiting: &dyn Fn() -> String,
 ) -> Result<Wc, String> {
     let cq = if recv { &ep.recv_cq } else { &ep.send_cq };
     loop {
-        poll(cq, wcs)?;
-        if let Some(wc) = wcs.first() {
+        if let Some(wc) = poll_one(cq)? {
             stall.progress();
-            return Ok(*wc);
+            return Ok(wc);
         }
         stall.idle(waiting)?;
     }
@@ -153,7 +151,6 @@ pub fn run(
     let last = size as usize - 1;
     let op = Op::from(verb);
     let mut stamps = Vec::with_capacity(iters.min(1 << 20) as usize);
-    let mut wcs = Vec::with_capacity(4);
     let (mut sent, mut received) = (0u64, 0u64);
     let mut recv_posted = plan.rx_depth as u64;
     let mut stall = Stall::new(plan.timeout);
@@ -175,7 +172,7 @@ pub fn run(
                     stall.progress();
                 }
                 _ => {
-                    let wc = one_completion(ep, true, &mut wcs, &mut stall, &waiting)?;
+                    let wc = one_completion(ep, true, &mut stall, &waiting)?;
                     check(&wc, &ep.qps[0], "a receive", size, expect)?;
                     if deadline.is_some() && wc.byte_len == 0 {
                         return Ok(None);
@@ -195,16 +192,15 @@ pub fn run(
                 Verb::Send => ep.qps[0].post(op, u64::MAX, 0, true, false, remote)?,
                 Verb::Read => break,
             }
-            let wc = one_completion(ep, false, &mut wcs, &mut stall, &|| {
+            let wc = one_completion(ep, false, &mut stall, &|| {
                 "waited for the completion of the run's end".into()
             })?;
             check(&wc, &ep.qps[0], "the end of the run", size, sent)?;
             break;
         }
         if sent < iters {
-            let t = clock.now_ns();
             if client {
-                stamps.push(t);
+                stamps.push(clock.now_ns());
             }
             if verb == Verb::Write {
                 ep.qps[0].set_local_byte(last, (sent + 1) as u8);
@@ -212,7 +208,7 @@ pub fn run(
             ep.qps[0].post(op, sent, size, true, inline, remote)?;
             sent += 1;
             let waiting = || format!("waited for the completion of message {sent} at {size} B");
-            let wc = one_completion(ep, false, &mut wcs, &mut stall, &waiting)?;
+            let wc = one_completion(ep, false, &mut stall, &waiting)?;
             check(&wc, &ep.qps[0], "a request", size, sent)?;
         }
         let reads_done = verb == Verb::Read && sent == iters;
