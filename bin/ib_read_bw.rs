@@ -1,7 +1,6 @@
 //! ib_read_bw: perftest's ib_read_bw on fabricbench's verbs benchmarks.
+use fabricbench::verbs::{self, Benchmark, Test, Verb};
+
 fn main() -> std::process::ExitCode {
-    fabricbench::verbs::main(fabricbench::verbs::Benchmark {
-        verb: fabricbench::verbs::Verb::Read,
-        test: fabricbench::verbs::Test::Bw,
-    })
+    verbs::main(Benchmark::new(Verb::Read, Test::Bw))
 }

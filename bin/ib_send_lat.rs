@@ -1,7 +1,6 @@
 //! ib_send_lat: perftest's ib_send_lat on fabricbench's verbs benchmarks.
+use fabricbench::verbs::{self, Benchmark, Test, Verb};
+
 fn main() -> std::process::ExitCode {
-    fabricbench::verbs::main(fabricbench::verbs::Benchmark {
-        verb: fabricbench::verbs::Verb::Send,
-        test: fabricbench::verbs::Test::Lat,
-    })
+    verbs::main(Benchmark::new(Verb::Send, Test::Lat))
 }

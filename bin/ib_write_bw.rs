@@ -1,7 +1,6 @@
 //! ib_write_bw: perftest's ib_write_bw on fabricbench's verbs benchmarks.
+use fabricbench::verbs::{self, Benchmark, Test, Verb};
+
 fn main() -> std::process::ExitCode {
-    fabricbench::verbs::main(fabricbench::verbs::Benchmark {
-        verb: fabricbench::verbs::Verb::Write,
-        test: fabricbench::verbs::Test::Bw,
-    })
+    verbs::main(Benchmark::new(Verb::Write, Test::Bw))
 }

@@ -421,30 +421,12 @@ impl Plan {
 mod tests {
     use super::*;
 
-    const WRITE_BW: Benchmark = Benchmark {
-        verb: Verb::Write,
-        test: Test::Bw,
-    };
-    const READ_BW: Benchmark = Benchmark {
-        verb: Verb::Read,
-        test: Test::Bw,
-    };
-    const SEND_BW: Benchmark = Benchmark {
-        verb: Verb::Send,
-        test: Test::Bw,
-    };
-    const WRITE_LAT: Benchmark = Benchmark {
-        verb: Verb::Write,
-        test: Test::Lat,
-    };
-    const SEND_LAT: Benchmark = Benchmark {
-        verb: Verb::Send,
-        test: Test::Lat,
-    };
-    const READ_LAT: Benchmark = Benchmark {
-        verb: Verb::Read,
-        test: Test::Lat,
-    };
+    const WRITE_BW: Benchmark = Benchmark::new(Verb::Write, Test::Bw);
+    const READ_BW: Benchmark = Benchmark::new(Verb::Read, Test::Bw);
+    const SEND_BW: Benchmark = Benchmark::new(Verb::Send, Test::Bw);
+    const WRITE_LAT: Benchmark = Benchmark::new(Verb::Write, Test::Lat);
+    const SEND_LAT: Benchmark = Benchmark::new(Verb::Send, Test::Lat);
+    const READ_LAT: Benchmark = Benchmark::new(Verb::Read, Test::Lat);
 
     fn plan(bench: Benchmark, args: &[&str]) -> Result<Plan, UsageError> {
         let mut argv = vec![bench.program()];

@@ -11,8 +11,8 @@
 use super::args::{Length, Plan};
 use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
 use super::exchange::QpInfo;
-use super::qp::{Endpoint, Op};
-use super::Clock;
+use super::qp::Endpoint;
+use super::{Clock, Verb};
 use crate::stats::empty_histogram;
 use hdrhistogram::Histogram;
 use std::time::Instant;
@@ -136,11 +136,11 @@ fn check(
 pub fn warm_up(
     ep: &mut Endpoint,
     remote: &[QpInfo],
-    op: Op,
+    op: Verb,
     size: u32,
     plan: &Plan,
 ) -> Result<(), String> {
-    let inline = op != Op::Read && size <= plan.inline_size;
+    let inline = op != Verb::Read && size <= plan.inline_size;
     let mut wcs = Vec::new();
     let mut stall = Stall::new(plan.timeout);
     for (q, r) in remote.iter().enumerate() {
@@ -194,14 +194,14 @@ pub struct Roles {
 pub fn run(
     ep: &mut Endpoint,
     remote: &[QpInfo],
-    op: Op,
+    op: Verb,
     size: u32,
     plan: &Plan,
     roles: Roles,
     clock: &Clock,
 ) -> Result<Option<BwMeasure>, String> {
     let qps = ep.qps.len();
-    let inline = op != Op::Read && size <= plan.inline_size;
+    let inline = op != Verb::Read && size <= plan.inline_size;
     let (per_qp, deadline) = match plan.length {
         Length::Iters(n) => (n, None),
         Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),
@@ -251,7 +251,7 @@ pub fn run(
                 // the receiver the run is over).
                 if stopping && final_wr[q].is_none() && posted[q] < completed[q] + tx {
                     let s = posted[q];
-                    if op == Op::Send {
+                    if op == Verb::Send {
                         ep.qps[q].post(op, wr_id(q, s), 0, true, false, &remote[q])?;
                         final_wr[q] = Some(s);
                     } else if last_signaled[q] {
@@ -279,7 +279,7 @@ pub fn run(
                 let t = clock.now_ns();
                 // A completion covers every earlier request of its QP; the
                 // zero-length end marker of a -D send run is not a message.
-                let marker = op == Op::Send && final_wr[q] == Some(s);
+                let marker = op == Verb::Send && final_wr[q] == Some(s);
                 let newly = s + 1 - completed[q] - marker as u64;
                 completed[q] = s + 1;
                 if newly > 0 {

@@ -7,7 +7,7 @@
 use super::args::{Length, Plan};
 use super::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
 use super::exchange::QpInfo;
-use super::qp::{Endpoint, Op, QpEnd};
+use super::qp::{Endpoint, QpEnd};
 use super::{Clock, Verb};
 use crate::stats::empty_histogram;
 use hdrhistogram::Histogram;
@@ -149,7 +149,6 @@ pub fn run(
     };
     let inline = verb != Verb::Read && size <= plan.inline_size;
     let last = size as usize - 1;
-    let op = Op::from(verb);
     let mut stamps = Vec::with_capacity(iters.min(1 << 20) as usize);
     let (mut sent, mut received) = (0u64, 0u64);
     let mut recv_posted = plan.rx_depth as u64;
@@ -189,7 +188,7 @@ pub fn run(
         if client && deadline.is_some_and(|d| Instant::now() >= d) {
             match verb {
                 Verb::Write => ep.qps[0].post_stop(remote)?,
-                Verb::Send => ep.qps[0].post(op, u64::MAX, 0, true, false, remote)?,
+                Verb::Send => ep.qps[0].post(verb, u64::MAX, 0, true, false, remote)?,
                 Verb::Read => break,
             }
             let wc = one_completion(ep, false, &mut stall, &|| {
@@ -205,7 +204,7 @@ pub fn run(
             if verb == Verb::Write {
                 ep.qps[0].set_local_byte(last, (sent + 1) as u8);
             }
-            ep.qps[0].post(op, sent, size, true, inline, remote)?;
+            ep.qps[0].post(verb, sent, size, true, inline, remote)?;
             sent += 1;
             let waiting = || format!("waited for the completion of message {sent} at {size} B");
             let wc = one_completion(ep, false, &mut stall, &waiting)?;

@@ -34,7 +34,7 @@ use output::{
     all_lat, bw_figures, connection_lines, csv_row, header_block, sum_bw, table_header, table_row,
     CsvContext, Figures, Header, Limit, Line, RESULT_LINE,
 };
-use qp::{Endpoint, Op};
+use qp::Endpoint;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -63,6 +63,10 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
+    pub const fn new(verb: Verb, test: Test) -> Benchmark {
+        Benchmark { verb, test }
+    }
+
     pub fn program(self) -> &'static str {
         match (self.verb, self.test) {
             (Verb::Write, Test::Bw) => "ib_write_bw",
@@ -426,11 +430,10 @@ impl Session<'_> {
                     bw::post_receives(self.endpoint, len, plan)?;
                 }
                 start_together(link, size)?;
-                let op = Op::from(verb);
-                if roles.sending && op != Op::Send {
-                    bw::warm_up(self.endpoint, remote, op, len, plan)?;
+                if roles.sending && verb != Verb::Send {
+                    bw::warm_up(self.endpoint, remote, verb, len, plan)?;
                 }
-                let measured = bw::run(self.endpoint, remote, op, len, plan, roles, &self.clock)?;
+                let measured = bw::run(self.endpoint, remote, verb, len, plan, roles, &self.clock)?;
                 Ok(measured.map(|m| Report {
                     size,
                     bw: Some(BwReport {

@@ -425,10 +425,7 @@ mod tests {
     use crate::verbs::device::{LinkLayer, PortRate};
     use crate::verbs::exchange::{QpInfo, PROTOCOL};
 
-    const WRITE_BW: Benchmark = Benchmark {
-        verb: Verb::Write,
-        test: Test::Bw,
-    };
+    const WRITE_BW: Benchmark = Benchmark::new(Verb::Write, Test::Bw);
 
     fn bw_line(label: Option<&str>) -> Line {
         // 5000 messages of 64 KiB in 0.1 s: 3125 MiB/s, 0.05 Mpps.

@@ -37,24 +37,6 @@ const RETRY_COUNT: u8 = 7;
 const RNR_RETRY: u8 = 7;
 const HOP_LIMIT: u8 = 0xff;
 
-/// What a work request does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    Write,
-    Read,
-    Send,
-}
-
-impl From<Verb> for Op {
-    fn from(v: Verb) -> Op {
-        match v {
-            Verb::Write => Op::Write,
-            Verb::Read => Op::Read,
-            Verb::Send => Op::Send,
-        }
-    }
-}
-
 /// One RC queue pair and its buffer.
 pub struct QpEnd {
     // Field order is drop order: the QP, then the region, then the memory.
@@ -145,7 +127,7 @@ impl QpEnd {
     /// Posts one work request of `len` bytes to the peer's `remote` QP.
     pub fn post(
         &mut self,
-        op: Op,
+        op: Verb,
         wr_id: u64,
         len: u32,
         signaled: bool,
@@ -153,9 +135,9 @@ impl QpEnd {
         remote: &QpInfo,
     ) -> Result<(), String> {
         let opcode = match op {
-            Op::Write => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            Op::Read => ibv_wr_opcode::IBV_WR_RDMA_READ,
-            Op::Send => ibv_wr_opcode::IBV_WR_SEND,
+            Verb::Write => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            Verb::Read => ibv_wr_opcode::IBV_WR_RDMA_READ,
+            Verb::Send => ibv_wr_opcode::IBV_WR_SEND,
         };
         let mut flags = 0;
         if signaled {
