@@ -277,14 +277,7 @@ impl CollArgs {
                 "-z/--blocking 1 and -G/--cudagraph: a captured graph cannot wait between calls; use one of them",
             ));
         }
-        if let Some(path) = &self.csv {
-            if path.exists() && !self.append {
-                return Err(usage(format!(
-                    "--csv {}: the file exists and runs are never overwritten; choose a new path or add --append",
-                    path.display()
-                )));
-            }
-        }
+        check_csv_target(self.csv.as_deref(), self.append)?;
         for (flag, dir) in [("--plot", &self.plot), ("--hist", &self.hist)] {
             if let Some(dir) = dir.as_ref().filter(|d| d.exists() && !d.is_dir()) {
                 return Err(usage(format!(
@@ -326,6 +319,17 @@ impl Plan {
                 nranks - 1
             ))),
         }
+    }
+}
+
+/// `--csv PATH`: refused when the file exists without `--append` (runs are never overwritten).
+pub fn check_csv_target(csv: Option<&std::path::Path>, append: bool) -> Result<(), UsageError> {
+    match csv {
+        Some(path) if path.exists() && !append => Err(usage(format!(
+            "--csv {}: the file exists and runs are never overwritten; choose a new path or add --append",
+            path.display()
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -258,7 +258,8 @@ fn buffer_bytes(plan: &Plan, coll: &dyn Collective, nranks: usize) -> (usize, us
     })
 }
 
-fn relevant_env() -> Vec<String> {
+/// Environment that shapes results (NCCL_*, OMPI_MCA_*, UCX_*, FI_*), as sorted K=V.
+pub fn relevant_env() -> Vec<String> {
     let mut vars: Vec<String> = std::env::vars()
         .filter(|(k, _)| {
             ["NCCL_", "OMPI_MCA_", "UCX_", "FI_"]
@@ -271,7 +272,7 @@ fn relevant_env() -> Vec<String> {
     vars
 }
 
-fn now_utc() -> String {
+pub fn now_utc() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -456,6 +457,15 @@ fn distinct<T: PartialEq + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> 
     out
 }
 
+/// A run's id: its UTC start time and this process's id.
+pub fn new_run_id(stamp: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "{}-{:05}",
+        stamp.format("%Y%m%dT%H%M%SZ"),
+        std::process::id() % 100_000
+    )
+}
+
 fn describe_run(
     world: &World,
     program: &str,
@@ -544,11 +554,7 @@ fn describe_run(
     });
     RunInfo {
         program: program.to_string(),
-        run_id: format!(
-            "{}-{:05}",
-            stamp.format("%Y%m%dT%H%M%SZ"),
-            std::process::id() % 100_000
-        ),
+        run_id: new_run_id(stamp),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         backend: info.name.clone(),
         transport,

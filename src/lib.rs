@@ -17,6 +17,7 @@
 //! - `doctor`: per-node and cross-node configuration checks (the `doctor` binary).
 //! - `allpairs`: every pair of ranks measured in rounds of disjoint pairs.
 //! - `rack`: the acceptance run of a rack from a TOML spec (the `rack_check` binary).
+//! - `verbs`: the perftest-compatible RDMA verbs benchmarks (ib_write_bw, ...).
 
 pub mod allpairs;
 pub mod args;
@@ -35,5 +36,6 @@ pub mod rack;
 pub mod report;
 pub mod sizes;
 pub mod stats;
+pub mod verbs;
 pub mod watchdog;
 pub mod world;

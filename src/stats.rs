@@ -13,11 +13,15 @@ pub struct IterStats {
     pub max_us: f64,
 }
 
+/// An empty histogram of nanoseconds: 1 ns to one hour at 3 significant
+/// digits, a fixed size with no resizing.
+pub fn empty_histogram() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
 /// Histogram of per-iteration times in nanoseconds.
 pub fn histogram(seconds: &[f64]) -> Histogram<u64> {
-    // 1 ns to one hour at 3 significant digits: a fixed size, no resizing.
-    let mut h =
-        Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+    let mut h = empty_histogram();
     for &s in seconds {
         h.saturating_record(((s * 1e9).round() as u64).max(1));
     }

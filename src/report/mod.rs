@@ -184,6 +184,14 @@ pub struct Row {
     pub env: String,
     pub cpu_us: Option<f64>,
     pub launch: Option<String>,
+    /// Verbs bandwidth rows: perftest's BW peak, GB/s.
+    pub peak_gbs: Option<f64>,
+    /// Verbs bandwidth rows: perftest's MsgRate, million messages per second.
+    pub msg_rate_mpps: Option<f64>,
+    /// Verbs latency rows: perftest's t_stdev, us.
+    pub stdev_us: Option<f64>,
+    /// Verbs rows: the pair ("0", "1", ...) or "sum"/"all" over every pair.
+    pub pair: Option<String>,
 }
 
 impl Row {
@@ -228,6 +236,10 @@ impl Row {
             env: run.env.join(";"),
             cpu_us: m.cpu_us,
             launch: Some(run.launch.clone()),
+            peak_gbs: None,
+            msg_rate_mpps: None,
+            stdev_us: None,
+            pair: None,
         };
         row.set_limit(limits::binding(&run.limits));
         row

@@ -1,0 +1,6 @@
+//! ib_read_lat: perftest's ib_read_lat on fabricbench's verbs benchmarks.
+use fabricbench::verbs::{self, Benchmark, Test, Verb};
+
+fn main() -> std::process::ExitCode {
+    verbs::main(Benchmark::new(Verb::Read, Test::Lat))
+}

@@ -1,0 +1,6 @@
+//! ib_send_bw: perftest's ib_send_bw on fabricbench's verbs benchmarks.
+use fabricbench::verbs::{self, Benchmark, Test, Verb};
+
+fn main() -> std::process::ExitCode {
+    verbs::main(Benchmark::new(Verb::Send, Test::Bw))
+}

@@ -1,0 +1,6 @@
+//! ib_send_lat: perftest's ib_send_lat on fabricbench's verbs benchmarks.
+use fabricbench::verbs::{self, Benchmark, Test, Verb};
+
+fn main() -> std::process::ExitCode {
+    verbs::main(Benchmark::new(Verb::Send, Test::Lat))
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# scripts/softroce-test.sh: fabricbench's six RDMA verbs benchmarks end to end on
+# Soft-RoCE, next to perftest's own binaries, with speed ratios.
+#
+# Needs an RDMA device: Soft-RoCE on loopback is enough (as root:
+#   modprobe rdma_rxe && rdma link add rxe0 type rxe netdev lo),
+# plus perftest and Open MPI. On a host without one, set SOFTROCE_VM to a
+# run-in-vm.sh (a qemu VM whose kernel has rdma_rxe, sharing this directory) and
+# the script reruns itself there.
+#
+# For each of ib_{write,read,send}_{bw,lat} and each size it runs, REPEAT times
+# in turn: perftest's binary (server/client), ours server/client over TCP, and
+# ours under `mpirun -np 2`, all on the same device with the same flags. Then one
+# line per binary and size: the medians [with the range over the runs] and the
+# ratios of the medians, ours/perftest, of BW average (target >= 0.98) or of
+# t_typical (target <= 1.05). Logs and our CSVs go to OUT.
+#
+# Settings (environment):
+#   BIN_DIR     our binaries (default target/release if built, else target/debug)
+#   DEV, ADDR   device and server address (default rxe0, 127.0.0.1); SERVER_DEV and
+#               CLIENT_DEV override DEV per side (the VM's veth pair: SERVER_DEV=rxe2
+#               CLIENT_DEV=rxe1 ADDR=10.99.0.2)
+#   BW_SIZES, LAT_SIZES   message sizes (default "4096 65536" and "2 4096")
+#   N_BW, N_LAT iterations (default 3000 each); QP_TIMEOUT (-u, default 18)
+#   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
+#   OUT         log folder (default softroce-results/<UTC time>)
+#   FAULTS=0    skip the fault checks (default: run them first)
+#   STRICT=1    exit 2 when a ratio misses its target (default: report only)
+# Before the comparison it checks the errors real devices produce (unknown device,
+# GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
+# status, one line naming the cause.
+# Exit status: 0 all runs and checks succeeded, 1 one failed, 2 (STRICT) a target missed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -d /sys/class/infiniband ] || [ -z "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+    if [ -n "${SOFTROCE_VM:-}" ] && [ -z "${SOFTROCE_TEST_IN_VM:-}" ]; then
+        export SOFTROCE_TEST_IN_VM=1
+        exec "$SOFTROCE_VM" -t "${VM_TIMEOUT:-3600}" -- "$PWD/scripts/softroce-test.sh"
+    fi
+    echo "softroce-test: no RDMA device here; create Soft-RoCE (modprobe rdma_rxe; rdma link add rxe0 type rxe netdev lo) or set SOFTROCE_VM=/path/to/run-in-vm.sh" >&2
+    exit 1
+fi
+
+if [ -z "${BIN_DIR:-}" ]; then
+    BIN_DIR=target/debug
+    [ -x target/release/ib_write_bw ] && BIN_DIR=target/release
+fi
+DEV=${DEV:-rxe0}
+SERVER_DEV=${SERVER_DEV:-$DEV}
+CLIENT_DEV=${CLIENT_DEV:-$DEV}
+ADDR=${ADDR:-127.0.0.1}
+BW_SIZES=${BW_SIZES:-4096 65536}
+LAT_SIZES=${LAT_SIZES:-2 4096}
+N_BW=${N_BW:-3000}
+N_LAT=${N_LAT:-3000}
+QP_TIMEOUT=${QP_TIMEOUT:-18}
+REPEAT=${REPEAT:-5}
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+OUT=${OUT:-softroce-results/$(date -u +%Y%m%dT%H%M%SZ)}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+for tool in "$BIN_DIR/ib_write_bw" ib_write_bw mpirun; do
+    command -v "$tool" >/dev/null || { echo "softroce-test: $tool not found (cargo build; apt install perftest openmpi-bin)" >&2; exit 1; }
+done
+mkdir -p "$OUT" || exit 1
+port=18600
+failures=0
+misses=0
+t_start=$(date +%s.%N)
+echo "softroce-test: $(uname -r), $(nproc) CPUs, ours from $BIN_DIR, server $SERVER_DEV, client $CLIENT_DEV -> $ADDR, -u $QP_TIMEOUT, logs in $OUT"
+
+# The result row of SIZE in a perftest-format log: BW average (bw) or t_typical (lat).
+figure() { # test size log
+    local col=4
+    [ "$1" = lat ] && col=5
+    awk -v s="$2" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ && NF >= 5 { print $c; exit }' "$3"
+}
+
+# "median min max" of the numbers on stdin (nothing when there are none).
+spread() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
+
+# Server in the background, client once it listens; both bounded by RUN_TIMEOUT.
+pair() { # log server-cmd... -- client-cmd...
+    local log=$1 server=() client=() spid src crc
+    shift
+    while [ "$1" != -- ]; do server+=("$1"); shift; done
+    shift
+    client=("$@")
+    timeout "$RUN_TIMEOUT" "${server[@]}" >"$log.server" 2>&1 &
+    spid=$!
+    for _ in $(seq 200); do
+        ss -ltn 2>/dev/null | grep -q ":$port " && break
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.1
+    done
+    timeout "$RUN_TIMEOUT" "${client[@]}" >"$log" 2>&1
+    crc=$?
+    wait "$spid"
+    src=$?
+    [ "$crc" = 0 ] && [ "$src" = 0 ]
+}
+
+# One run of one tool; prints its figure, or nothing when it failed.
+# Runs in a subshell: the caller moves `port` on by 3 (one per attempt).
+run_one() { # kind bin test size n
+    local kind=$1 bin=$2 test=$3 size=$4 n=$5 log ok attempt
+    local flags=(-s "$size" -n "$n" -u "$QP_TIMEOUT" -F -p "$port")
+    log="$OUT/$bin-$size-$kind-$port.log"
+    for attempt in 1 2 3; do
+        case $kind in
+            perftest)
+                pair "$log" "$bin" -d "$SERVER_DEV" "${flags[@]}" -- "$bin" -d "$CLIENT_DEV" "${flags[@]}" "$ADDR" ;;
+            tcp)
+                pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" "${flags[@]}" -- \
+                    "$BIN_DIR/$bin" -d "$CLIENT_DEV" "${flags[@]}" --csv "$log.csv" "$ADDR" ;;
+            mpirun)
+                timeout "$RUN_TIMEOUT" mpirun -np 2 "$BIN_DIR/$bin" -d "$CLIENT_DEV,$SERVER_DEV" \
+                    "${flags[@]}" --csv "$log.csv" >"$log" 2>&1 ;;
+        esac
+        ok=$?
+        # perftest gives up when its rdtsc-vs-gettimeofday fit is noisy (a
+        # preempted vCPU): rerun that one; any other failure stands.
+        [ "$ok" = 0 ] || ! grep -qs "Can't produce a report" "$log" "$log.server" && break
+        port=$((port + 1))
+        flags=(-s "$size" -n "$n" -u "$QP_TIMEOUT" -F -p "$port")
+    done
+    if [ "$ok" != 0 ]; then
+        echo "FAILED: $kind $bin -s $size (exit $ok); log $log" >&2
+        tail -3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /' >&2
+        return 1
+    fi
+    if [ "$kind" != perftest ] && [ "$(wc -l <"$log.csv")" != 2 ]; then
+        echo "FAILED: $kind $bin -s $size wrote no CSV row ($log.csv)" >&2
+        return 1
+    fi
+    figure "$test" "$size" "$log"
+}
+
+# CMD must exit with CODE and print EXPECTED (a fixed string) on stderr.
+expect_error() { # name code expected cmd...
+    local name=$1 code=$2 expected=$3 log rc
+    shift 3
+    port=$((port + 1))
+    log="$OUT/fault-${name// /_}.log"
+    timeout "$RUN_TIMEOUT" "$@" >"$log" 2>&1
+    rc=$?
+    if [ "$rc" = "$code" ] && grep -qF -- "$expected" "$log" && ! grep -q panicked "$log"; then
+        echo "fault check ok: $name: $(grep -F -- "$expected" "$log" | head -1)"
+    else
+        echo "fault check FAILED: $name (exit $rc, wanted $code and \"$expected\"); log $log"
+        sed 's/^/    /' "$log" | tail -5
+        failures=$((failures + 1))
+    fi
+}
+
+if [ "${FAULTS:-1}" = 1 ]; then
+    W=$BIN_DIR/ib_write_bw
+    common=(-n 20 -u "$QP_TIMEOUT" -F)
+    expect_error "unknown device" 1 "RDMA device rxe9 not found; available: " "$W" -d rxe9
+    expect_error "GID index" 1 "-x/--gid-index 5000: out of range" "$W" -d "$CLIENT_DEV" -x 5000
+    expect_error "empty GID" 1 "-x/--gid-index 999: entry 999 of $CLIENT_DEV port 1 is empty" "$W" -d "$CLIENT_DEV" -x 999
+    expect_error "message size" 1 "messages exceed the largest message of $CLIENT_DEV" "$W" -d "$CLIENT_DEV" -s 3G
+    expect_error "no client" 1 "no client connected to TCP port $((port + 1)) within 2 s" \
+        "$W" -d "$SERVER_DEV" "${common[@]}" --timeout 2 -p $((port + 1))
+    expect_error "no server" 1 "no server answered at $ADDR:$((port + 1)) within 2 s" \
+        "$W" -d "$CLIENT_DEV" "${common[@]}" --timeout 2 -p $((port + 1)) "$ADDR"
+    # Memory registration beyond RLIMIT_MEMLOCK, as a user without CAP_IPC_LOCK.
+    if command -v setpriv >/dev/null; then
+        expect_error "memlock" 1 "RLIMIT_MEMLOCK is 64 KiB; raise it with \`ulimit -l unlimited\`" \
+            setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+            bash -c "ulimit -l 64 && exec $W -d $CLIENT_DEV -s 1M"
+    fi
+    # Soft-RoCE's veth pair (rxe1: 1024-byte MTU), when present.
+    if [ -d /sys/class/infiniband/rxe1 ] && [ -d /sys/class/infiniband/rxe2 ]; then
+        expect_error "MTU" 1 "-m/--mtu 4096: larger than the active MTU 1024 of rxe" \
+            mpirun -np 2 "$W" -d rxe1,rxe2 "${common[@]}" --timeout 20 -m 4096
+        netdev=$(cat /sys/class/infiniband/rxe1/ports/1/gid_attrs/ndevs/0 2>/dev/null)
+        if [ -n "$netdev" ] && ip link set "$netdev" down 2>/dev/null; then
+            sleep 1
+            expect_error "port down" 1 "port 1 of rxe1 is DOWN" "$W" -d rxe1
+            ip link set "$netdev" up
+            sleep 2
+        fi
+    fi
+    # A peer killed mid-run: the survivor names the completion error and its cause.
+    port=$((port + 1))
+    timeout -s KILL 6 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &
+    sleep 1
+    expect_error "peer killed" 1 "completion error IBV_WC_" \
+        "$W" -d "$CLIENT_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" --timeout 60 "$ADDR"
+    wait
+fi
+
+for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
+    test=${bin##*_}
+    if [ "$test" = bw ]; then sizes=$BW_SIZES n=$N_BW; else sizes=$LAT_SIZES n=$N_LAT; fi
+    for size in $sizes; do
+        t0=$(date +%s.%N)
+        declare -A got=([perftest]="" [tcp]="" [mpirun]="")
+        for _ in $(seq "$REPEAT"); do
+            for kind in perftest tcp mpirun; do
+                port=$((port + 3))
+                if v=$(run_one "$kind" "$bin" "$test" "$size" "$n") && [ -n "$v" ]; then
+                    got[$kind]+="$v "
+                else
+                    failures=$((failures + 1))
+                fi
+            done
+        done
+        read -r ref ref_lo ref_hi <<<"$(echo "${got[perftest]}" | tr ' ' '\n' | grep . | spread)"
+        line=$(printf '%-12s %8s B ' "$bin" "$size")
+        if [ "$test" = bw ]; then line+="BW average MiB/s"; else line+="t_typical us"; fi
+        line+=$(printf '  perftest %s [%s-%s]' "${ref:-n/a}" "${ref_lo:-}" "${ref_hi:-}")
+        verdict=ok
+        for kind in tcp mpirun; do
+            read -r ours lo hi <<<"$(echo "${got[$kind]}" | tr ' ' '\n' | grep . | spread)"
+            if [ -z "$ours" ] || [ -z "$ref" ]; then
+                line+=$(printf '  %s n/a' "$kind")
+                verdict=FAILED
+                continue
+            fi
+            ratio=$(awk -v a="$ours" -v b="$ref" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
+            line+=$(printf '  %s %s [%s-%s] x%s' "$kind" "$ours" "$lo" "$hi" "$ratio")
+            if [ "$test" = bw ]; then
+                awk -v r="$ratio" 'BEGIN { exit !(r >= 0.98) }' || { [ "$verdict" = ok ] && verdict=MISSED; }
+            else
+                awk -v r="$ratio" 'BEGIN { exit !(r <= 1.05) }' || { [ "$verdict" = ok ] && verdict=MISSED; }
+            fi
+        done
+        [ "$verdict" = MISSED ] && misses=$((misses + 1))
+        target=">= 0.98"
+        [ "$test" = lat ] && target="<= 1.05"
+        echo "$line  [target $target] $verdict ($(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s)"
+        unset got
+    done
+done
+
+echo "softroce-test: $failures failed runs or checks, $misses results off target, $(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s"
+[ "$failures" = 0 ] || exit 1
+[ "${STRICT:-0}" = 1 ] && [ "$misses" != 0 ] && exit 2
+exit 0

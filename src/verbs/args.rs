@@ -1,0 +1,550 @@
+//! perftest's flags, spelled, defaulted and meant as in perftest, and their
+//! validation into a `Plan`. Every problem is one line naming the flag and the fix.
+
+use super::{Benchmark, Test, Verb};
+use crate::args::{check_csv_target, parse_one_line, UsageError};
+use crate::sizes::parse_size;
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// perftest's defaults (perftest_parameters.h).
+pub const DEFAULT_TCP_PORT: u16 = 18515;
+const DEFAULT_QP_TIMEOUT: u8 = 14;
+const DEFAULT_ITERS_WRITE_BW: u64 = 5000;
+const DEFAULT_ITERS: u64 = 1000;
+const MIN_ITERS: u64 = 5;
+const DEFAULT_SIZE_BW: u64 = 65536;
+const DEFAULT_SIZE_LAT: u64 = 2;
+const DEFAULT_TX_DEPTH_BW: u32 = 128;
+const MAX_TX_DEPTH: u32 = 15000;
+const DEFAULT_RX_DEPTH_SEND: u32 = 512;
+const MAX_RX_DEPTH: u32 = 16384;
+const DEFAULT_CQ_MOD: u32 = 100;
+const MAX_CQ_MOD: u32 = 1024;
+const MAX_QPS: u32 = 16384;
+const MAX_INLINE: u32 = 1024;
+/// Above this size perftest signals every work request unless -Q is given.
+const CQ_MOD_SIZE_LIMIT: u64 = 8192;
+/// `-a`: 2 B to 8 MiB, as perftest.
+const ALL_SIZES_MAX_EXP: u32 = 23;
+/// perftest's default inline sizes of the latency tests (RC).
+const DEFAULT_INLINE_WRITE_LAT: u32 = 220;
+const DEFAULT_INLINE_SEND_LAT: u32 = 236;
+
+fn size_arg(text: &str) -> Result<u64, String> {
+    parse_size(text)
+}
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    version,
+    about = "RDMA verbs benchmark over RC queue pairs, perftest-compatible. \
+             Server: run without HOST; client: run with the server's HOST. \
+             Under mpirun, 2k ranks form k pairs (rank i with rank i+k)."
+)]
+pub struct VerbsArgs {
+    /// RDMA device (default: the first one); under mpirun a comma list is taken
+    /// by node-local rank (rxe1,rxe2: local rank 0 uses rxe1, 1 uses rxe2)
+    #[arg(short = 'd', long = "ib-dev")]
+    pub ib_dev: Option<String>,
+    /// Port of the device
+    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
+    pub ib_port: u8,
+    /// GID index (default: InfiniBand none; Ethernet the RoCE v2 GID of the port's IPv4 address)
+    #[arg(short = 'x', long = "gid-index")]
+    pub gid_index: Option<u32>,
+    /// Message size in bytes (K, M suffixes: 1K = 1024)
+    #[arg(short = 's', long = "size", value_parser = size_arg)]
+    pub size: Option<u64>,
+    /// Run every size from 2 B to 8 MiB
+    #[arg(short = 'a', long = "all", conflicts_with = "size")]
+    pub all: bool,
+    /// Messages per QP per size (bw: 5000 for write, 1000 otherwise; lat: 1000)
+    #[arg(short = 'n', long = "iters")]
+    pub iters: Option<u64>,
+    /// Run each test for this many seconds instead of -n messages
+    #[arg(short = 'D', long = "duration", conflicts_with_all = ["iters", "all"])]
+    pub duration: Option<u64>,
+    /// Queue pairs per side (bandwidth tests)
+    #[arg(short = 'q', long = "qp", default_value_t = 1)]
+    pub qps: u32,
+    /// Send queue depth: work requests in flight per QP (bw: 128, lat: 1)
+    #[arg(short = 't', long = "tx-depth")]
+    pub tx_depth: Option<u32>,
+    /// Receives posted per QP (send tests; default 512)
+    #[arg(short = 'r', long = "rx-depth")]
+    pub rx_depth: Option<u32>,
+    /// Ask for a completion every this many work requests (bw; default 100, 1 above 8 KiB)
+    #[arg(short = 'Q', long = "cq-mod")]
+    pub cq_mod: Option<u32>,
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default: the smaller active MTU of the two ports)
+    #[arg(short = 'm', long = "mtu")]
+    pub mtu: Option<u32>,
+    /// QP ACK timeout exponent: 4.096 us * 2^N (0 = wait for ever; Soft-RoCE VMs need 18 or more)
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = DEFAULT_QP_TIMEOUT)]
+    pub qp_timeout: u8,
+    /// Largest message sent inline (write/send; lat default 220/236, bw default 0)
+    #[arg(short = 'I', long = "inline_size")]
+    pub inline_size: Option<u32>,
+    /// Measure both directions at once (bandwidth tests)
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+    /// Do not compute the BW peak column (printed as 0.00, as perftest)
+    #[arg(short = 'N', long = "noPeak")]
+    pub no_peak: bool,
+    /// Do not warn when the CPU frequency governor is not 'performance'
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub no_cpu_freq_warning: bool,
+    /// Report bandwidth in Gb/s (1e9 bits) instead of MiB/s
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// TCP port of the server/client handshake
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    pub port: u16,
+    /// Use memory of this CUDA GPU for the buffers
+    #[arg(long = "use_cuda", value_name = "GPU")]
+    pub use_cuda: Option<u32>,
+    /// With --use_cuda: register the GPU memory through dma-buf
+    #[arg(long = "use_cuda_dmabuf", requires = "use_cuda")]
+    pub use_cuda_dmabuf: bool,
+    /// Append one row per size (and per pair) to this CSV (never overwritten)
+    #[arg(long = "csv")]
+    pub csv: Option<PathBuf>,
+    /// With --csv: add rows to an existing file of the same schema
+    #[arg(long = "append", requires = "csv")]
+    pub append: bool,
+    /// Longest wait, in seconds, for the peer to connect or answer and for any completion
+    #[arg(long = "timeout", default_value_t = 120)]
+    pub timeout: u64,
+    /// Server to connect to (client side); without it this side is the server
+    pub host: Option<String>,
+}
+
+/// How long each size runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Length {
+    /// Messages per QP.
+    Iters(u64),
+    Duration(Duration),
+}
+
+/// Where the buffers live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    Host,
+    Cuda { gpu: u32, dmabuf: bool },
+}
+
+/// The validated command line.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub bench: Benchmark,
+    pub sizes: Vec<u64>,
+    pub length: Length,
+    pub qps: u32,
+    /// Work requests in flight per QP (already capped at the message count).
+    pub tx_depth: u32,
+    /// Receives kept posted per QP (send tests).
+    pub rx_depth: u32,
+    /// Signal one work request in this many (bw).
+    pub cq_mod: u32,
+    pub mtu: Option<u32>,
+    pub qp_timeout: u8,
+    pub inline_size: u32,
+    /// -I was not given: `inline_size` is the test's default.
+    pub inline_default: bool,
+    pub bidirectional: bool,
+    pub peak: bool,
+    pub report_gbits: bool,
+    pub cpu_freq_warning: bool,
+    pub tcp_port: u16,
+    pub memory: Memory,
+    pub csv: Option<PathBuf>,
+    pub append: bool,
+    pub timeout: Duration,
+    pub host: Option<String>,
+    pub devices: Vec<String>,
+    pub ib_port: u8,
+    pub gid_index: Option<u32>,
+}
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// Parses the command line of `bench` (argv[0] included).
+pub fn parse<I, T>(bench: Benchmark, argv: I) -> Result<Plan, UsageError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    parse_one_line::<VerbsArgs, _, _>(argv)?.plan(bench)
+}
+
+impl VerbsArgs {
+    pub fn plan(&self, bench: Benchmark) -> Result<Plan, UsageError> {
+        let lat = bench.test == Test::Lat;
+        let sizes = if self.all {
+            (1..=ALL_SIZES_MAX_EXP).map(|e| 1u64 << e).collect()
+        } else {
+            let size = self.size.unwrap_or(if lat {
+                DEFAULT_SIZE_LAT
+            } else {
+                DEFAULT_SIZE_BW
+            });
+            if size == 0 {
+                return Err(usage("-s/--size 0: messages must be at least 1 byte"));
+            }
+            if size > u32::MAX as u64 {
+                return Err(usage(format!(
+                    "-s/--size {size}: verbs messages are at most 4 GiB - 1 (2^32-1 bytes)"
+                )));
+            }
+            vec![size]
+        };
+        let length = match (self.duration, self.iters) {
+            (Some(0), _) => return Err(usage("-D/--duration 0: give at least 1 second")),
+            (Some(s), _) => Length::Duration(Duration::from_secs(s)),
+            (None, Some(n)) if n < MIN_ITERS => {
+                return Err(usage(format!(
+                "-n/--iters {n}: at least {MIN_ITERS} iterations are needed (perftest's minimum)"
+            )))
+            }
+            (None, Some(n)) => Length::Iters(n),
+            (None, None) if bench.verb == Verb::Write && !lat => {
+                Length::Iters(DEFAULT_ITERS_WRITE_BW)
+            }
+            (None, None) => Length::Iters(DEFAULT_ITERS),
+        };
+        let messages = match length {
+            Length::Iters(n) => n,
+            Length::Duration(_) => u64::MAX,
+        };
+        if self.qps == 0 || self.qps > MAX_QPS {
+            return Err(usage(format!(
+                "-q/--qp {}: use 1 to {MAX_QPS} queue pairs",
+                self.qps
+            )));
+        }
+        if lat && self.qps > 1 {
+            return Err(usage(format!(
+                "-q/--qp {}: latency tests run one QP; drop -q",
+                self.qps
+            )));
+        }
+        if lat && self.bidirectional {
+            return Err(usage(
+                "-b/--bidirectional: latency tests are ping-pongs already; drop -b",
+            ));
+        }
+        let tx_depth = match self.tx_depth {
+            Some(t) if t == 0 || t > MAX_TX_DEPTH => {
+                return Err(usage(format!("-t/--tx-depth {t}: use 1 to {MAX_TX_DEPTH}")))
+            }
+            Some(t) if lat && t != 1 => {
+                return Err(usage(format!(
+                    "-t/--tx-depth {t}: latency tests keep one message in flight; drop -t"
+                )))
+            }
+            Some(t) => t,
+            None if lat => 1,
+            None => DEFAULT_TX_DEPTH_BW,
+        };
+        let tx_depth = (tx_depth as u64).min(messages) as u32;
+        let rx_depth = match self.rx_depth {
+            Some(r) if bench.verb != Verb::Send => {
+                return Err(usage(format!(
+                    "-r/--rx-depth {r}: only send tests post receives; drop -r"
+                )))
+            }
+            Some(r) if r == 0 || r > MAX_RX_DEPTH => {
+                return Err(usage(format!("-r/--rx-depth {r}: use 1 to {MAX_RX_DEPTH}")))
+            }
+            Some(r) => r,
+            None => DEFAULT_RX_DEPTH_SEND,
+        };
+        // A receiver needs room for every message in flight, and for the
+        // zero-length message that ends a -D run.
+        let rx_depth = match length {
+            Length::Iters(n) => (rx_depth as u64).min(n) as u32,
+            Length::Duration(_) => rx_depth.max(tx_depth + 1),
+        };
+        let cq_mod = match self.cq_mod {
+            Some(q) if q == 0 || q > MAX_CQ_MOD => {
+                return Err(usage(format!("-Q/--cq-mod {q}: use 1 to {MAX_CQ_MOD}")))
+            }
+            Some(_) if lat => {
+                return Err(usage(
+                    "-Q/--cq-mod: latency tests wait for every completion; drop -Q",
+                ))
+            }
+            Some(q) => q,
+            None if lat => 1,
+            // perftest: large messages get a completion each, unless -a runs
+            // every size with one setting.
+            None if !self.all && sizes[0] > CQ_MOD_SIZE_LIMIT => 1,
+            None => DEFAULT_CQ_MOD,
+        }
+        .min(tx_depth);
+        if let Some(m) = self.mtu {
+            if !matches!(m, 256 | 512 | 1024 | 2048 | 4096) {
+                return Err(usage(format!(
+                    "-m/--mtu {m}: RDMA path MTUs are 256, 512, 1024, 2048 or 4096"
+                )));
+            }
+        }
+        if self.qp_timeout > 31 {
+            return Err(usage(format!(
+                "-u/--qp-timeout {}: the exponent is 0 to 31 (14 = 67 ms, 18 = 1.07 s)",
+                self.qp_timeout
+            )));
+        }
+        let inline_size = match self.inline_size {
+            Some(i) if i > MAX_INLINE => {
+                return Err(usage(format!(
+                    "-I/--inline_size {i}: at most {MAX_INLINE} bytes"
+                )))
+            }
+            Some(i) if i > 0 && bench.verb == Verb::Read => {
+                return Err(usage(format!(
+                    "-I/--inline_size {i}: RDMA reads carry no inline data; drop -I"
+                )))
+            }
+            Some(i) => i,
+            None => match (bench.test, bench.verb) {
+                (Test::Lat, Verb::Write) => DEFAULT_INLINE_WRITE_LAT,
+                (Test::Lat, Verb::Send) => DEFAULT_INLINE_SEND_LAT,
+                _ => 0,
+            },
+        };
+        if self.ib_port == 0 {
+            return Err(usage("-i/--ib-port 0: ports are numbered from 1"));
+        }
+        if self.timeout == 0 {
+            return Err(usage(
+                "--timeout 0: give the longest wait in seconds, e.g. --timeout 120",
+            ));
+        }
+        if self.port == 0 {
+            return Err(usage(
+                "-p/--port 0: give the TCP port of the handshake, e.g. -p 18515",
+            ));
+        }
+        let devices = match &self.ib_dev {
+            Some(list) => {
+                let names: Vec<String> = list.split(',').map(|d| d.trim().to_string()).collect();
+                if names.iter().any(String::is_empty) {
+                    return Err(usage(format!(
+                        "-d/--ib-dev '{list}': give a device name (e.g. mlx5_0) or a comma list without empty entries"
+                    )));
+                }
+                names
+            }
+            None => Vec::new(),
+        };
+        check_csv_target(self.csv.as_deref(), self.append)?;
+        Ok(Plan {
+            bench,
+            sizes,
+            length,
+            qps: self.qps,
+            tx_depth,
+            rx_depth,
+            cq_mod,
+            mtu: self.mtu,
+            qp_timeout: self.qp_timeout,
+            inline_size,
+            inline_default: self.inline_size.is_none(),
+            bidirectional: self.bidirectional,
+            peak: !self.no_peak,
+            report_gbits: self.report_gbits,
+            cpu_freq_warning: !self.no_cpu_freq_warning,
+            tcp_port: self.port,
+            memory: match self.use_cuda {
+                Some(gpu) => Memory::Cuda {
+                    gpu,
+                    dmabuf: self.use_cuda_dmabuf,
+                },
+                None => Memory::Host,
+            },
+            csv: self.csv.clone(),
+            append: self.append,
+            timeout: Duration::from_secs(self.timeout),
+            host: self.host.clone(),
+            devices,
+            ib_port: self.ib_port,
+            gid_index: self.gid_index,
+        })
+    }
+}
+
+impl Plan {
+    /// The plan on a software RDMA device (Soft-RoCE, siw): no inline data
+    /// unless -I asks for it, as perftest, which does not know these devices.
+    pub fn on_device(&self, software: bool) -> Plan {
+        let mut plan = self.clone();
+        if software && plan.inline_default {
+            plan.inline_size = 0;
+        }
+        plan
+    }
+
+    pub fn max_size(&self) -> u64 {
+        self.sizes.iter().copied().max().unwrap_or(1)
+    }
+
+    /// The settings both sides of a pair must share, as (flag, value) pairs.
+    pub fn symmetric_settings(&self) -> Vec<(String, String)> {
+        let length = match self.length {
+            Length::Iters(n) => ("-n/--iters".to_string(), n.to_string()),
+            Length::Duration(d) => ("-D/--duration".to_string(), d.as_secs().to_string()),
+        };
+        let sizes = match self.sizes.as_slice() {
+            [one] => one.to_string(),
+            _ => "all (-a)".to_string(),
+        };
+        vec![
+            ("-s/--size".into(), sizes),
+            length,
+            ("-q/--qp".into(), self.qps.to_string()),
+            ("-b/--bidirectional".into(), self.bidirectional.to_string()),
+            (
+                "-m/--mtu".into(),
+                self.mtu.map_or("port's".into(), |m| m.to_string()),
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WRITE_BW: Benchmark = Benchmark::new(Verb::Write, Test::Bw);
+    const READ_BW: Benchmark = Benchmark::new(Verb::Read, Test::Bw);
+    const SEND_BW: Benchmark = Benchmark::new(Verb::Send, Test::Bw);
+    const WRITE_LAT: Benchmark = Benchmark::new(Verb::Write, Test::Lat);
+    const SEND_LAT: Benchmark = Benchmark::new(Verb::Send, Test::Lat);
+    const READ_LAT: Benchmark = Benchmark::new(Verb::Read, Test::Lat);
+
+    fn plan(bench: Benchmark, args: &[&str]) -> Result<Plan, UsageError> {
+        let mut argv = vec![bench.program()];
+        argv.extend_from_slice(args);
+        parse(bench, argv)
+    }
+
+    fn err(bench: Benchmark, args: &[&str]) -> String {
+        plan(bench, args).unwrap_err().0
+    }
+
+    #[test]
+    fn perftest_defaults() {
+        let p = plan(WRITE_BW, &[]).unwrap();
+        assert_eq!(p.sizes, vec![65536]);
+        assert_eq!(p.length, Length::Iters(5000));
+        assert_eq!(
+            (p.tx_depth, p.qps, p.qp_timeout, p.inline_size),
+            (128, 1, 14, 0)
+        );
+        // 64 KiB > 8 KiB: every work request signalled, as perftest.
+        assert_eq!(p.cq_mod, 1);
+        assert_eq!(p.tcp_port, 18515);
+        assert!(p.peak && p.host.is_none() && p.devices.is_empty());
+
+        let p = plan(READ_BW, &["-s", "4096"]).unwrap();
+        assert_eq!(p.length, Length::Iters(1000));
+        assert_eq!(p.cq_mod, 100);
+
+        let p = plan(WRITE_LAT, &[]).unwrap();
+        assert_eq!(p.sizes, vec![2]);
+        assert_eq!((p.tx_depth, p.cq_mod, p.inline_size), (1, 1, 220));
+        assert_eq!(plan(SEND_LAT, &[]).unwrap().inline_size, 236);
+        assert_eq!(plan(READ_LAT, &[]).unwrap().inline_size, 0);
+        // Software devices: off by default, -I still counts.
+        assert_eq!(p.on_device(true).inline_size, 0);
+        assert_eq!(p.on_device(false).inline_size, 220);
+        let given = plan(WRITE_LAT, &["-I", "64"]).unwrap();
+        assert_eq!(given.on_device(true).inline_size, 64);
+    }
+
+    #[test]
+    fn all_sizes_and_host() {
+        let p = plan(SEND_BW, &["-a", "-n", "20", "-u", "18", "10.0.0.2"]).unwrap();
+        assert_eq!(p.sizes.len(), 23);
+        assert_eq!((p.sizes[0], p.sizes[22]), (2, 8 << 20));
+        assert_eq!(p.host.as_deref(), Some("10.0.0.2"));
+        // -a keeps CQ moderation for every size; capped by tx depth (capped by -n).
+        assert_eq!((p.tx_depth, p.cq_mod, p.rx_depth), (20, 20, 20));
+        assert_eq!(p.qp_timeout, 18);
+    }
+
+    #[test]
+    fn cuda_and_devices() {
+        let p = plan(
+            WRITE_BW,
+            &["--use_cuda=1", "--use_cuda_dmabuf", "-d", "rxe1,rxe2"],
+        )
+        .unwrap();
+        assert_eq!(
+            p.memory,
+            Memory::Cuda {
+                gpu: 1,
+                dmabuf: true
+            }
+        );
+        assert_eq!(p.devices, vec!["rxe1", "rxe2"]);
+        assert!(err(WRITE_BW, &["--use_cuda_dmabuf"]).contains("--use_cuda"));
+        assert!(err(WRITE_BW, &["-d", "rxe1,"]).contains("-d/--ib-dev"));
+    }
+
+    #[test]
+    fn duration_runs() {
+        let p = plan(SEND_BW, &["-D", "3", "-t", "600"]).unwrap();
+        assert_eq!(p.length, Length::Duration(Duration::from_secs(3)));
+        // Room for every message in flight plus the end marker.
+        assert_eq!(p.rx_depth, 601);
+        assert!(err(WRITE_BW, &["-D", "3", "-a"]).contains("--all"));
+        assert!(err(WRITE_BW, &["-D", "0"]).contains("-D/--duration 0"));
+    }
+
+    #[test]
+    fn mistakes_name_the_flag() {
+        for (bench, args, flag) in [
+            (WRITE_BW, vec!["-s", "0"], "-s/--size 0"),
+            (WRITE_BW, vec!["-s", "5G"], "-s/--size"),
+            (WRITE_BW, vec!["-n", "4"], "-n/--iters 4"),
+            (WRITE_BW, vec!["-q", "0"], "-q/--qp 0"),
+            (WRITE_LAT, vec!["-q", "2"], "-q/--qp 2"),
+            (WRITE_LAT, vec!["-b"], "-b/--bidirectional"),
+            (WRITE_LAT, vec!["-t", "4"], "-t/--tx-depth 4"),
+            (WRITE_BW, vec!["-t", "0"], "-t/--tx-depth 0"),
+            (WRITE_BW, vec!["-r", "8"], "-r/--rx-depth 8"),
+            (WRITE_BW, vec!["-Q", "0"], "-Q/--cq-mod 0"),
+            (WRITE_BW, vec!["-m", "1500"], "-m/--mtu 1500"),
+            (WRITE_BW, vec!["-u", "32"], "-u/--qp-timeout 32"),
+            (READ_BW, vec!["-I", "64"], "-I/--inline_size 64"),
+            (WRITE_BW, vec!["-I", "2048"], "-I/--inline_size 2048"),
+            (WRITE_BW, vec!["-i", "0"], "-i/--ib-port 0"),
+            (WRITE_BW, vec!["--timeout", "0"], "--timeout 0"),
+            (WRITE_BW, vec!["-a", "-s", "8"], "--all"),
+            (WRITE_BW, vec!["--bogus"], "--bogus"),
+        ] {
+            let e = err(bench, &args);
+            assert!(e.contains(flag), "{args:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
+    fn symmetric_settings_differ_when_flags_do() {
+        let a = plan(WRITE_BW, &["-s", "8"]).unwrap().symmetric_settings();
+        let b = plan(WRITE_BW, &["-s", "16"]).unwrap().symmetric_settings();
+        let c = plan(WRITE_BW, &["-s", "8", "-t", "4", "10.0.0.1"])
+            .unwrap()
+            .symmetric_settings();
+        assert_ne!(a, b);
+        // Sender-side and address flags need not match.
+        assert_eq!(a, c);
+    }
+}

@@ -1,0 +1,461 @@
+//! The bandwidth tests: post `tx_depth` work requests per QP and keep them
+//! coming, asking for a completion every `cq_mod` of them, as perftest's
+//! run_iter_bw does; the receiving side of send tests reposts receives as
+//! they complete. One loop serves the sender, the receiver and both at once (-b).
+//!
+//! perftest's definitions: BW average = bytes / (last completion - first post);
+//! MsgRate = messages / that time; BW peak = the best rate over any window from
+//! a post to a later completion. Every completion also records its own latency
+//! (post to completion) in a histogram.
+
+use super::args::{Length, Plan};
+use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
+use super::exchange::QpInfo;
+use super::qp::Endpoint;
+use super::{Clock, Verb};
+use crate::stats::empty_histogram;
+use hdrhistogram::Histogram;
+use std::time::Instant;
+
+/// Work request ids: QP index above this shift, sequence number below.
+const QP_SHIFT: u32 = 40;
+const SEQ_MASK: u64 = (1 << QP_SHIFT) - 1;
+/// Marks warm-up requests.
+const WARM_UP: u64 = 1 << 63;
+
+fn wr_id(qp: usize, seq: u64) -> u64 {
+    ((qp as u64) << QP_SHIFT) | seq
+}
+
+fn split_wr_id(id: u64) -> (usize, u64) {
+    (((id & !WARM_UP) >> QP_SHIFT) as usize, id & SEQ_MASK)
+}
+
+/// The best message rate over any window [post i, completion j] (messages
+/// j - i + 1 over tc[j] - tp[i]) in O(log n) per completion instead of
+/// perftest's O(n^2): the best window ending at a completion starts at the
+/// tangent point of the lower convex hull of the posts (time, index).
+#[derive(Debug, Default)]
+pub struct PeakTracker {
+    hull: Vec<(i128, i128)>,
+    best: f64,
+}
+
+fn cross(o: (i128, i128), a: (i128, i128), b: (i128, i128)) -> i128 {
+    (a.0 - o.0) * (b.1 - o.1) - (a.1 - o.1) * (b.0 - o.0)
+}
+
+impl PeakTracker {
+    /// Post number `index` (0-based, all QPs) at `t_ns`; times never decrease.
+    pub fn posted(&mut self, t_ns: u64, index: u64) {
+        let p = (t_ns as i128, index as i128);
+        if let Some(last) = self.hull.last() {
+            // Same instant, later index: never a better window start.
+            if last.0 == p.0 {
+                return;
+            }
+        }
+        while self.hull.len() >= 2
+            && cross(
+                self.hull[self.hull.len() - 2],
+                self.hull[self.hull.len() - 1],
+                p,
+            ) <= 0
+        {
+            self.hull.pop();
+        }
+        self.hull.push(p);
+    }
+
+    /// `count` messages (all QPs) had completed at `t_ns`.
+    pub fn completed(&mut self, t_ns: u64, count: u64) {
+        let q = (t_ns as i128, count as i128);
+        // Only posts strictly before the completion form windows.
+        let n = self.hull.partition_point(|p| p.0 < q.0);
+        if n == 0 {
+            return;
+        }
+        // Slope to q rises along the hull, then falls: find the top.
+        let better = |k: usize| {
+            let (a, b) = (self.hull[k], self.hull[k + 1]);
+            (q.1 - b.1) * (q.0 - a.0) > (q.1 - a.1) * (q.0 - b.0)
+        };
+        let (mut lo, mut hi) = (0, n - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if better(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let p = self.hull[lo];
+        let rate = (q.1 - p.1) as f64 / (q.0 - p.0) as f64;
+        if rate > self.best {
+            self.best = rate;
+        }
+    }
+
+    /// Messages per second of the best window, None before any completion.
+    pub fn peak_per_second(&self) -> Option<f64> {
+        (self.best > 0.0).then_some(self.best * 1e9)
+    }
+}
+
+/// One side's bandwidth measurement of one size.
+pub struct BwMeasure {
+    pub messages: u64,
+    pub elapsed_ns: u64,
+    pub peak_msgs_per_s: Option<f64>,
+    /// Post-to-completion latency of every signalled request, ns.
+    pub histogram: Histogram<u64>,
+}
+
+fn check(
+    wc: &Wc,
+    ep: &Endpoint,
+    what: &str,
+    size: u32,
+    done: u64,
+    total: Option<u64>,
+) -> Result<(), String> {
+    if wc.status == SUCCESS {
+        return Ok(());
+    }
+    let (q, _) = split_wr_id(wc.wr_id);
+    let qpn = ep.qps.get(q).map_or(0, |e| e.qpn());
+    let of = total.map_or(String::new(), |t| format!(" of {t}"));
+    Err(describe_failure(
+        wc,
+        &format!("on {what} of QP 0x{qpn:x} at {size} B after {done}{of} completions"),
+    ))
+}
+
+/// perftest's warm-up before write and read tests: `tx_depth` signalled
+/// requests per QP, all completed before the timed run.
+pub fn warm_up(
+    ep: &mut Endpoint,
+    remote: &[QpInfo],
+    op: Verb,
+    size: u32,
+    plan: &Plan,
+) -> Result<(), String> {
+    let inline = op != Verb::Read && size <= plan.inline_size;
+    let mut wcs = Vec::new();
+    let mut stall = Stall::new(plan.timeout);
+    for (q, r) in remote.iter().enumerate() {
+        for s in 0..plan.tx_depth as u64 {
+            ep.qps[q].post(op, WARM_UP | wr_id(q, s), size, true, inline, r)?;
+        }
+        let mut left = plan.tx_depth as u64;
+        while left > 0 {
+            poll(&ep.send_cq, &mut wcs)?;
+            for wc in &wcs {
+                check(
+                    wc,
+                    ep,
+                    "a warm-up request",
+                    size,
+                    plan.tx_depth as u64 - left,
+                    None,
+                )?;
+                left -= 1;
+            }
+            if wcs.is_empty() {
+                stall.idle(|| {
+                    format!("waited for the warm-up at {size} B ({left} requests outstanding)")
+                })?;
+            } else {
+                stall.progress();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Posts this size's first receives (send tests), before the start signal.
+pub fn post_receives(ep: &mut Endpoint, size: u32, plan: &Plan) -> Result<(), String> {
+    for (q, end) in ep.qps.iter_mut().enumerate() {
+        end.post_recvs((0..plan.rx_depth as u64).map(|n| wr_id(q, n)), size)?;
+    }
+    Ok(())
+}
+
+/// What one side does in a bandwidth run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Roles {
+    /// Posts writes, reads or sends.
+    pub sending: bool,
+    /// Receives sends (expects `post_receives` to have run).
+    pub receiving: bool,
+}
+
+/// The timed run of one size. Returns the measurement of the sending side.
+pub fn run(
+    ep: &mut Endpoint,
+    remote: &[QpInfo],
+    op: Verb,
+    size: u32,
+    plan: &Plan,
+    roles: Roles,
+    clock: &Clock,
+) -> Result<Option<BwMeasure>, String> {
+    let qps = ep.qps.len();
+    let inline = op != Verb::Read && size <= plan.inline_size;
+    let (per_qp, deadline) = match plan.length {
+        Length::Iters(n) => (n, None),
+        Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),
+    };
+    let tx = plan.tx_depth as u64;
+    let cq_mod = plan.cq_mod as u64;
+    let total = (deadline.is_none()).then(|| per_qp * qps as u64);
+
+    let mut posted = vec![0u64; qps];
+    let mut completed = vec![0u64; qps];
+    // -D: the request that ends each QP's run (index), once posted.
+    let mut final_wr: Vec<Option<u64>> = vec![None; qps];
+    let mut last_signaled = vec![true; qps];
+    let mut post_times = vec![vec![0u64; tx as usize]; qps];
+    let (mut posted_total, mut completed_total) = (0u64, 0u64);
+    let mut first_post: Option<u64> = None;
+    let mut last_completion = 0u64;
+    let mut tracker = PeakTracker::default();
+    let mut histogram = empty_histogram();
+
+    let mut recv_posted = vec![plan.rx_depth as u64; qps];
+    let mut received = vec![0u64; qps];
+    let mut recv_ended = vec![!roles.receiving; qps];
+
+    let mut stopping = false;
+    let mut stall = Stall::new(plan.timeout);
+    let mut wcs = Vec::with_capacity(64);
+    loop {
+        if roles.sending {
+            if let Some(d) = deadline {
+                stopping = stopping || Instant::now() >= d;
+            }
+            for q in 0..qps {
+                while !stopping && posted[q] < per_qp && posted[q] < completed[q] + tx {
+                    let s = posted[q];
+                    let signaled = (s + 1) % cq_mod == 0 || s + 1 == per_qp;
+                    let t = clock.now_ns();
+                    first_post.get_or_insert(t);
+                    tracker.posted(t, posted_total);
+                    post_times[q][(s % tx) as usize] = t;
+                    ep.qps[q].post(op, wr_id(q, s), size, signaled, inline, &remote[q])?;
+                    posted[q] += 1;
+                    posted_total += 1;
+                    last_signaled[q] = signaled;
+                }
+                // -D: end with a signalled request (a zero-length send tells
+                // the receiver the run is over).
+                if stopping && final_wr[q].is_none() && posted[q] < completed[q] + tx {
+                    let s = posted[q];
+                    if op == Verb::Send {
+                        ep.qps[q].post(op, wr_id(q, s), 0, true, false, &remote[q])?;
+                        final_wr[q] = Some(s);
+                    } else if last_signaled[q] {
+                        final_wr[q] = Some(s.saturating_sub(1));
+                        continue;
+                    } else {
+                        let t = clock.now_ns();
+                        tracker.posted(t, posted_total);
+                        post_times[q][(s % tx) as usize] = t;
+                        ep.qps[q].post(op, wr_id(q, s), size, true, inline, &remote[q])?;
+                        posted_total += 1;
+                        final_wr[q] = Some(s);
+                    }
+                    posted[q] += 1;
+                }
+            }
+        }
+
+        let mut idle = true;
+        if roles.sending && posted.iter().zip(&completed).any(|(p, c)| p > c) {
+            poll(&ep.send_cq, &mut wcs)?;
+            for wc in &wcs {
+                check(wc, ep, "a request", size, completed_total, total)?;
+                let (q, s) = split_wr_id(wc.wr_id);
+                let t = clock.now_ns();
+                // A completion covers every earlier request of its QP; the
+                // zero-length end marker of a -D send run is not a message.
+                let marker = op == Verb::Send && final_wr[q] == Some(s);
+                let newly = s + 1 - completed[q] - marker as u64;
+                completed[q] = s + 1;
+                if newly > 0 {
+                    completed_total += newly;
+                    last_completion = t;
+                    tracker.completed(t, completed_total);
+                }
+                if !marker {
+                    histogram.saturating_record((t - post_times[q][(s % tx) as usize]).max(1));
+                }
+            }
+            idle &= wcs.is_empty();
+        }
+        if recv_ended.iter().any(|e| !e) {
+            poll(&ep.recv_cq, &mut wcs)?;
+            for wc in &wcs {
+                let done: u64 = received.iter().sum();
+                check(wc, ep, "a receive", size, done, total)?;
+                let (q, _) = split_wr_id(wc.wr_id);
+                if deadline.is_some() && wc.byte_len == 0 {
+                    recv_ended[q] = true;
+                    continue;
+                }
+                received[q] += 1;
+                if deadline.is_some() || recv_posted[q] < per_qp {
+                    ep.qps[q].post_recvs(std::iter::once(wr_id(q, recv_posted[q])), size)?;
+                    recv_posted[q] += 1;
+                }
+                if deadline.is_none() && received[q] == per_qp {
+                    recv_ended[q] = true;
+                }
+            }
+            idle &= wcs.is_empty();
+        }
+
+        let sends_done = !roles.sending
+            || (0..qps).all(|q| {
+                let all_posted = match deadline {
+                    None => posted[q] == per_qp,
+                    Some(_) => final_wr[q].is_some(),
+                };
+                all_posted && completed[q] == posted[q]
+            });
+        if sends_done && recv_ended.iter().all(|&e| e) {
+            break;
+        }
+        if idle {
+            stall.idle(|| {
+                format!(
+                    "waited for a completion at {size} B (posted {posted_total}, completed {completed_total}, received {})",
+                    received.iter().sum::<u64>()
+                )
+            })?;
+        } else {
+            stall.progress();
+        }
+    }
+
+    if !roles.sending {
+        return Ok(None);
+    }
+    let first = first_post.unwrap_or(last_completion);
+    Ok(Some(BwMeasure {
+        messages: completed_total,
+        elapsed_ns: last_completion.saturating_sub(first).max(1),
+        peak_msgs_per_s: if plan.peak {
+            tracker.peak_per_second()
+        } else {
+            None
+        },
+        histogram,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// perftest's definition, directly: max over posts i and completions j >= i
+    /// of (j - i + 1) / (tc[j] - tp[i]).
+    fn brute_force(posts: &[u64], completions: &[(u64, u64)]) -> f64 {
+        let mut best = 0.0f64;
+        for &(tc, count) in completions {
+            for (i, &tp) in posts.iter().enumerate() {
+                if (i as u64) < count && tp < tc {
+                    best = best.max((count - i as u64) as f64 / (tc - tp) as f64);
+                }
+            }
+        }
+        best * 1e9
+    }
+
+    /// A deterministic pseudo-random run: posts with jittered gaps, completions
+    /// in batches of `cq_mod` arriving after a jittered delay.
+    fn simulated(seed: u64, n: usize, cq_mod: usize) -> (Vec<u64>, Vec<(u64, u64)>) {
+        let mut x = seed;
+        let mut rnd = move |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut posts = Vec::new();
+        let mut t = 1000;
+        for _ in 0..n {
+            t += 1 + rnd(50);
+            posts.push(t);
+        }
+        let mut completions = Vec::new();
+        let mut last = 0;
+        for j in (cq_mod - 1..n)
+            .step_by(cq_mod)
+            .chain(std::iter::once(n - 1))
+        {
+            let tc = (posts[j] + 100 + rnd(400)).max(last + 1);
+            last = tc;
+            completions.push((tc, j as u64 + 1));
+        }
+        (posts, completions)
+    }
+
+    fn tracked(posts: &[u64], completions: &[(u64, u64)]) -> f64 {
+        // Interleave as the loop does: every post before a completion's time first.
+        let mut tracker = PeakTracker::default();
+        let mut next = 0;
+        for &(tc, count) in completions {
+            while next < posts.len() && posts[next] < tc {
+                tracker.posted(posts[next], next as u64);
+                next += 1;
+            }
+            tracker.completed(tc, count);
+        }
+        tracker.peak_per_second().unwrap()
+    }
+
+    #[test]
+    fn peak_matches_perftests_quadratic_definition() {
+        for seed in 1..40 {
+            for cq_mod in [1, 3, 100] {
+                let (posts, completions) = simulated(seed, 300, cq_mod);
+                let want = brute_force(&posts, &completions);
+                let got = tracked(&posts, &completions);
+                assert!(
+                    (got - want).abs() <= want * 1e-12,
+                    "seed {seed} cq_mod {cq_mod}: {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn peak_of_a_hand_computed_run() {
+        // Posts at 0, 10, 20, 30 ns; completions: 2 done at 40, 4 done at 50.
+        // Windows: (i=0..1, 2 msgs / 40 ns), (i=2, 2 msgs at 50: 2/30),
+        // (i=3: 1/20 = 0.05), (i=0: 4/50 = 0.08) -> best 0.08 msg/ns.
+        let mut t = PeakTracker::default();
+        for (i, p) in [0u64, 10, 20, 30].iter().enumerate() {
+            t.posted(*p, i as u64);
+        }
+        t.completed(40, 2);
+        assert!((t.peak_per_second().unwrap() - 0.05e9).abs() < 1.0);
+        t.completed(50, 4);
+        assert!((t.peak_per_second().unwrap() - 0.08e9).abs() < 1.0);
+    }
+
+    #[test]
+    fn no_completion_no_peak() {
+        let mut t = PeakTracker::default();
+        t.posted(5, 0);
+        t.completed(5, 1); // same instant: no window
+        assert_eq!(t.peak_per_second(), None);
+    }
+
+    #[test]
+    fn wr_ids_round_trip() {
+        assert_eq!(split_wr_id(wr_id(3, 12345)), (3, 12345));
+        assert_eq!(split_wr_id(WARM_UP | wr_id(7, 1)), (7, 1));
+    }
+}

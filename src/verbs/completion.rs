@@ -1,0 +1,228 @@
+//! Work completions: polling a CQ into plain records, and naming a failed
+//! completion with its likely cause (the seed's failure table).
+
+use sideway::ibverbs::completion::{
+    CompletionQueue, GenericCompletionQueue, WorkCompletionStatus as S,
+};
+use std::mem::MaybeUninit;
+use std::time::{Duration, Instant};
+
+/// Completions fetched by one `ibv_poll_cq` call.
+const POLL_BATCH: usize = 16;
+
+/// One polled work completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wc {
+    pub wr_id: u64,
+    pub status: u32,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+}
+
+/// Replaces `out` with the completions waiting on `cq` (at most `POLL_BATCH`).
+///
+/// Plain `ibv_poll_cq` into a stack array, as perftest polls: sideway's
+/// extended poller calls `ibv_end_poll` after `ibv_next_poll` returned ENOENT,
+/// which rxe (rdma-core 44) has already ended, so its consumer index moves
+/// twice and stale entries come back as new completions; its basic poller
+/// allocates on every call.
+pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> Result<(), String> {
+    out.clear();
+    let mut wcs = [MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit(); POLL_BATCH];
+    // SAFETY: the CQ lives as long as `cq`; ibv_poll_cq writes at most
+    // POLL_BATCH entries and returns how many.
+    let n = unsafe {
+        rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), POLL_BATCH as i32, wcs.as_mut_ptr().cast())
+    };
+    if n < 0 {
+        return Err(format!(
+            "polling the completion queue failed: {}",
+            std::io::Error::from_raw_os_error(-n)
+        ));
+    }
+    // SAFETY: ibv_poll_cq filled the first n entries.
+    out.extend(
+        wcs[..n as usize]
+            .iter()
+            .map(|wc| Wc::from(unsafe { wc.assume_init_ref() })),
+    );
+    Ok(())
+}
+
+/// Empty polls between two looks at the clock.
+const POLLS_PER_CHECK: u32 = 4096;
+
+/// Notices a peer that went quiet: counts empty polls and reads the clock only
+/// every `POLLS_PER_CHECK` of them, so the timed loops pay nothing per message.
+pub struct Stall {
+    idle_polls: u32,
+    /// The first check without progress since the last progress.
+    since: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Stall {
+    pub fn new(timeout: Duration) -> Stall {
+        Stall {
+            idle_polls: 0,
+            since: None,
+            timeout,
+        }
+    }
+
+    /// Something arrived.
+    pub fn progress(&mut self) {
+        self.idle_polls = 0;
+        self.since = None;
+    }
+
+    /// Nothing arrived: an error once nothing did for the timeout. `waiting`
+    /// says for what ("waited for ...").
+    pub fn idle(&mut self, waiting: impl FnOnce() -> String) -> Result<(), String> {
+        self.idle_polls += 1;
+        if self.idle_polls < POLLS_PER_CHECK {
+            return Ok(());
+        }
+        self.idle_polls = 0;
+        let now = Instant::now();
+        if now - *self.since.get_or_insert(now) < self.timeout {
+            return Ok(());
+        }
+        Err(format!(
+            "{} for {} s: the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
+            waiting(),
+            self.timeout.as_secs()
+        ))
+    }
+}
+
+/// The next completion waiting on `cq`, if any: `ibv_poll_cq` for one entry,
+/// as perftest's latency loops poll.
+pub fn poll_one(cq: &GenericCompletionQueue) -> Result<Option<Wc>, String> {
+    let mut wc = MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit();
+    // SAFETY: as in `poll`, for one entry.
+    match unsafe { rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), 1, wc.as_mut_ptr()) } {
+        0 => Ok(None),
+        // SAFETY: ibv_poll_cq filled the entry.
+        1 => Ok(Some(unsafe { wc.assume_init_ref() }.into())),
+        n => Err(format!(
+            "polling the completion queue failed: {}",
+            std::io::Error::from_raw_os_error(-n)
+        )),
+    }
+}
+
+impl From<&rdma_mummy_sys::ibv_wc> for Wc {
+    fn from(wc: &rdma_mummy_sys::ibv_wc) -> Wc {
+        Wc {
+            wr_id: wc.wr_id,
+            status: wc.status,
+            vendor_err: wc.vendor_err,
+            byte_len: wc.byte_len,
+        }
+    }
+}
+
+pub const SUCCESS: u32 = S::Success as u32;
+
+/// libibverbs' name of a completion status and what usually causes it.
+pub fn status_name_and_cause(status: u32) -> (&'static str, &'static str) {
+    const TABLE: &[(S, &str, &str)] = &[
+        (S::Success, "IBV_WC_SUCCESS", "no error"),
+        (S::LocalLengthError, "IBV_WC_LOC_LEN_ERR",
+         "a received message was longer than the posted receive buffer, or a send exceeded the port's max message size"),
+        (S::LocalQueuePairOperationError, "IBV_WC_LOC_QP_OP_ERR",
+         "the local QP rejected the work request (e.g. inline data beyond what the QP was created with)"),
+        (S::LocalProtectionError, "IBV_WC_LOC_PROT_ERR",
+         "a local buffer is outside its memory region or the region lacks the access needed"),
+        (S::WorkRequestFlushedError, "IBV_WC_WR_FLUSH_ERR",
+         "the QP had already failed and flushed this request: the first error names the cause"),
+        (S::BadResponseError, "IBV_WC_BAD_RESP_ERR", "the peer answered with an unexpected transport opcode"),
+        (S::LocalAccessError, "IBV_WC_LOC_ACCESS_ERR", "a protection error on a local buffer during an RDMA read"),
+        (S::RemoteInvalidRequestError, "IBV_WC_REM_INV_REQ_ERR",
+         "the peer rejected the request: message larger than its receive buffer or max message size, or an operation its QP does not allow"),
+        (S::RemoteAccessError, "IBV_WC_REM_ACCESS_ERR",
+         "the peer refused the remote key or address: its process exited (its memory is unregistered), an rkey/address mismatch, or a region without remote access"),
+        (S::RemoteOperationError, "IBV_WC_REM_OP_ERR", "the peer could not complete the operation (its QP failed)"),
+        (S::RetryCounterExceededError, "IBV_WC_RETRY_EXC_ERR",
+         "the peer never acknowledged: peer process gone, link down, GID or MTU mismatch between the nodes \
+          (RoCE: PFC/ECN/MTU settings differ), or -u too short for this fabric (Soft-RoCE VMs need -u 18)"),
+        (S::ResponderNotReadyRetryCounterExceededError, "IBV_WC_RNR_RETRY_EXC_ERR",
+         "the peer had no receive posted for too long"),
+        (S::RemoteAbortedError, "IBV_WC_REM_ABORT_ERR", "the peer aborted the operation"),
+        (S::FatalError, "IBV_WC_FATAL_ERR", "the device reported a fatal error (check dmesg)"),
+        (S::ResponseTimeoutError, "IBV_WC_RESP_TIMEOUT_ERR", "the peer's response timed out"),
+        (S::GeneralError, "IBV_WC_GENERAL_ERR", "the device reported a general error (check dmesg)"),
+    ];
+    TABLE
+        .iter()
+        .find(|(s, _, _)| *s as u32 == status)
+        .map(|&(_, name, cause)| (name, cause))
+        .unwrap_or((
+            "IBV_WC_UNKNOWN",
+            "a status this build does not know (see ibv_wc_status_str)",
+        ))
+}
+
+/// One line for a failed completion: its name, where it happened, the likely cause.
+pub fn describe_failure(wc: &Wc, what: &str) -> String {
+    let (name, cause) = status_name_and_cause(wc.status);
+    format!(
+        "completion error {name} (status {}, vendor error 0x{:x}) {what}: likely cause: {cause}",
+        wc.status, wc.vendor_err
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_is_noticed_at_a_check_and_progress_resets_it() {
+        // Timeout 0: the first look at the clock without progress is a stall.
+        let mut stall = Stall::new(Duration::ZERO);
+        for _ in 1..POLLS_PER_CHECK {
+            stall.idle(|| unreachable!()).unwrap();
+        }
+        stall.progress();
+        for _ in 1..POLLS_PER_CHECK {
+            stall.idle(|| unreachable!()).unwrap();
+        }
+        let e = stall.idle(|| "waited for message 3".into()).unwrap_err();
+        assert!(
+            e.starts_with("waited for message 3 for 0 s: the peer stopped responding"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn names_match_libibverbs() {
+        assert_eq!(status_name_and_cause(0).0, "IBV_WC_SUCCESS");
+        assert_eq!(status_name_and_cause(5).0, "IBV_WC_WR_FLUSH_ERR");
+        assert_eq!(status_name_and_cause(10).0, "IBV_WC_REM_ACCESS_ERR");
+        assert_eq!(status_name_and_cause(12).0, "IBV_WC_RETRY_EXC_ERR");
+        assert_eq!(status_name_and_cause(13).0, "IBV_WC_RNR_RETRY_EXC_ERR");
+        assert_eq!(status_name_and_cause(999).0, "IBV_WC_UNKNOWN");
+    }
+
+    #[test]
+    fn failure_line_names_the_cause() {
+        let wc = Wc {
+            wr_id: 7,
+            status: 12,
+            vendor_err: 0x81,
+            byte_len: 0,
+        };
+        let line = describe_failure(&wc, "on QP 0x11 at 65536 B after 3 of 5000 completions");
+        assert!(
+            line.starts_with(
+                "completion error IBV_WC_RETRY_EXC_ERR (status 12, vendor error 0x81) on QP 0x11"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("GID or MTU mismatch") && line.contains("peer process gone"),
+            "{line}"
+        );
+    }
+}

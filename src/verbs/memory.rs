@@ -1,0 +1,160 @@
+//! The buffers the NIC reads and writes, and their registration. Host memory
+//! today; `allocate` is the one place GPU memory (--use_cuda) plugs in.
+
+use super::args::Memory;
+use crate::sizes::human_bytes;
+use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
+use sideway::ibverbs::memory_region::{MemoryRegion, RegisterMemoryRegionErrorKind};
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+use sideway::ibverbs::AccessFlags;
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::sync::Arc;
+
+const PAGE: usize = 4096;
+
+/// Page-aligned, zeroed host memory.
+pub struct Buffer {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// The buffer is plain memory owned by one side; the NIC is the only other user.
+unsafe impl Send for Buffer {}
+
+impl Buffer {
+    pub fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `allocate` with this layout.
+        unsafe { dealloc(self.ptr, self.layout) };
+    }
+}
+
+/// Memory for `len` bytes of buffers where the plan says (--use_cuda or host).
+pub fn allocate(memory: Memory, len: usize) -> Result<Buffer, String> {
+    match memory {
+        Memory::Host => {
+            let layout = Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE)
+                .map_err(|e| format!("cannot lay out a {len}-byte buffer: {e}"))?;
+            // SAFETY: the layout has a non-zero size.
+            let ptr = unsafe { alloc_zeroed(layout) };
+            if ptr.is_null() {
+                return Err(format!(
+                    "cannot allocate {} of host memory for the buffers; lower -s/-a or -q",
+                    human_bytes(layout.size() as u64)
+                ));
+            }
+            Ok(Buffer { ptr, layout })
+        }
+        Memory::Cuda { gpu, dmabuf } => Err(format!(
+            "--use_cuda={gpu}{}: GPU memory for verbs is not available in this build yet; run without --use_cuda to measure with host memory",
+            if dmabuf { " --use_cuda_dmabuf" } else { "" }
+        )),
+    }
+}
+
+/// The soft RLIMIT_MEMLOCK in bytes, None when unlimited or unknown.
+pub fn memlock_limit() -> Option<u64> {
+    getrlimit(Resource::RLIMIT_MEMLOCK)
+        .ok()
+        .and_then(|(soft, _)| (soft != RLIM_INFINITY).then_some(soft))
+}
+
+/// The message for a registration of `total` bytes that failed with `os`: the
+/// memlock limit and its fix when the limit is what stopped it.
+pub fn registration_failure(total: u64, os: &std::io::Error, limit: Option<u64>) -> String {
+    match limit {
+        Some(limit) if total > limit => format!(
+            "registering {} of buffers failed ({os}): RLIMIT_MEMLOCK is {}; raise it with `ulimit -l unlimited` \
+             (limits.conf memlock, systemd LimitMEMLOCK=infinity, docker --ulimit memlock=-1) or grant CAP_IPC_LOCK \
+             (Kubernetes: securityContext capabilities add IPC_LOCK)",
+            human_bytes(total),
+            human_bytes(limit)
+        ),
+        _ => format!("registering {} of buffers failed: {os}", human_bytes(total)),
+    }
+}
+
+/// Registers `buf` for local and remote access. `total` is every byte this side
+/// registers (for the memlock message).
+pub fn register(
+    pd: &Arc<ProtectionDomain>,
+    buf: &Buffer,
+    total: u64,
+) -> Result<Arc<MemoryRegion>, String> {
+    let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead;
+    // SAFETY: `buf` is valid for its length and outlives the region (the caller
+    // keeps both together and drops the region first).
+    unsafe { pd.reg_mr(buf.addr() as usize, buf.len(), access) }.map_err(|e| match e.0 {
+        RegisterMemoryRegionErrorKind::Ibverbs(os) => {
+            registration_failure(total, &os, memlock_limit())
+        }
+        other => format!(
+            "registering {} of buffers failed: {other}",
+            human_bytes(total)
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_buffers_are_aligned_and_zeroed() {
+        let b = allocate(Memory::Host, 5000).unwrap();
+        assert_eq!(b.addr() % PAGE as u64, 0);
+        assert_eq!(b.len(), 8192);
+        // SAFETY: the buffer is 8192 bytes long.
+        let bytes = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len()) };
+        assert!(bytes.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn gpu_memory_says_it_is_not_built() {
+        let e = allocate(
+            Memory::Cuda {
+                gpu: 0,
+                dmabuf: false,
+            },
+            64,
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.starts_with("--use_cuda=0: GPU memory for verbs is not available in this build yet"),
+            "{e}"
+        );
+        assert_eq!(e.lines().count(), 1);
+    }
+
+    #[test]
+    fn memlock_failures_name_the_limit_and_the_fix() {
+        let os = std::io::Error::from_raw_os_error(nix::errno::Errno::ENOMEM as i32);
+        let e = registration_failure(16 << 20, &os, Some(8 << 20));
+        assert!(e.contains("RLIMIT_MEMLOCK is 8 MiB"), "{e}");
+        assert!(
+            e.contains("ulimit -l unlimited") && e.contains("IPC_LOCK"),
+            "{e}"
+        );
+        let e = registration_failure(4 << 20, &os, Some(8 << 20));
+        assert!(!e.contains("RLIMIT_MEMLOCK"), "{e}");
+        assert!(!registration_failure(16 << 20, &os, None).contains("RLIMIT_MEMLOCK"));
+    }
+}

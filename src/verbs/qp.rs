@@ -1,0 +1,396 @@
+//! One side's verbs resources: protection domain, completion queues, RC queue
+//! pairs with their registered buffers, the moves INIT -> RTR -> RTS, and
+//! posting work requests (sideway sets everything up; the data path is plain
+//! `ibv_post_send`/`ibv_post_recv`, as perftest's).
+//!
+//! Each QP owns one buffer: [local half | target half | control word]. The local
+//! half is what this side writes or sends from (and reads into); the peer writes,
+//! reads or sends into the target half; the control word ends a -D latency run.
+
+use super::args::Plan;
+use super::device::{source_text, Port};
+use super::exchange::{Hello, QpInfo};
+use super::memory::{allocate, register, Buffer};
+use super::Verb;
+use rdma_mummy_sys::{
+    ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode,
+    rdma_t, wr_t,
+};
+use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
+use sideway::ibverbs::completion::GenericCompletionQueue;
+use sideway::ibverbs::device_context::Mtu;
+use sideway::ibverbs::memory_region::MemoryRegion;
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+use sideway::ibverbs::queue_pair::{
+    BasicQueuePair, QueuePair, QueuePairAttribute, QueuePairState, QueuePairType,
+};
+use sideway::ibverbs::AccessFlags;
+use std::hash::{BuildHasher, Hasher};
+use std::net::Ipv6Addr;
+use std::sync::Arc;
+
+/// Bytes of the control area after the target half.
+pub const CONTROL_BYTES: usize = 64;
+/// perftest's minimum RNR NAK timer (12: 0.64 ms) and retry counts (7: for ever for RNR).
+const MIN_RNR_TIMER: u8 = 12;
+const RETRY_COUNT: u8 = 7;
+const RNR_RETRY: u8 = 7;
+const HOP_LIMIT: u8 = 0xff;
+
+/// One RC queue pair and its buffer.
+pub struct QpEnd {
+    // Field order is drop order: the QP, then the region, then the memory.
+    qp: BasicQueuePair,
+    mr: Arc<MemoryRegion>,
+    buffer: Buffer,
+    pub psn: u32,
+    half: usize,
+}
+
+impl QpEnd {
+    pub fn qpn(&self) -> u32 {
+        self.qp.qp_number()
+    }
+
+    fn local_addr(&self) -> u64 {
+        self.buffer.addr()
+    }
+
+    fn target_addr(&self) -> u64 {
+        self.buffer.addr() + self.half as u64
+    }
+
+    /// What the peer needs to reach this QP's target half.
+    pub fn info(&self) -> QpInfo {
+        QpInfo {
+            qpn: self.qpn(),
+            psn: self.psn,
+            rkey: self.mr.rkey(),
+            addr: self.target_addr(),
+            len: self.half as u64,
+        }
+    }
+
+    /// perftest's "local address" line.
+    pub fn vaddr(&self) -> u64 {
+        self.target_addr()
+    }
+
+    pub fn rkey(&self) -> u32 {
+        self.mr.rkey()
+    }
+
+    /// Sets byte `offset` of the local half (what the next write or send carries).
+    pub fn set_local_byte(&mut self, offset: usize, value: u8) {
+        assert!(offset < self.half);
+        // SAFETY: in bounds of the buffer; volatile so the store is not elided.
+        unsafe { self.buffer.as_ptr().add(offset).write_volatile(value) };
+    }
+
+    /// Byte `offset` of the target half, as the peer's last write left it.
+    pub fn target_byte(&self, offset: usize) -> u8 {
+        assert!(offset < self.half);
+        // SAFETY: in bounds; volatile because the NIC writes it behind our back.
+        unsafe { self.buffer.as_ptr().add(self.half + offset).read_volatile() }
+    }
+
+    /// Clears byte `offset` of the target half before a ping-pong starts.
+    pub fn clear_target_byte(&mut self, offset: usize) {
+        assert!(offset < self.half);
+        // SAFETY: in bounds; no write from the peer is in flight between sizes.
+        unsafe {
+            self.buffer
+                .as_ptr()
+                .add(self.half + offset)
+                .write_volatile(0)
+        };
+    }
+
+    /// The control word the peer writes to end a -D latency run.
+    pub fn control(&self) -> u8 {
+        // SAFETY: the control area follows the target half inside the buffer.
+        unsafe { self.buffer.as_ptr().add(2 * self.half).read_volatile() }
+    }
+
+    pub fn clear_control(&mut self) {
+        // SAFETY: as in `control`.
+        unsafe { self.buffer.as_ptr().add(2 * self.half).write_volatile(0) };
+        // SAFETY: as in `control`; the second byte carries the stop value to send.
+        unsafe {
+            self.buffer
+                .as_ptr()
+                .add(2 * self.half + 1)
+                .write_volatile(1)
+        };
+    }
+
+    /// Posts one work request of `len` bytes to the peer's `remote` QP.
+    pub fn post(
+        &mut self,
+        op: Verb,
+        wr_id: u64,
+        len: u32,
+        signaled: bool,
+        inline: bool,
+        remote: &QpInfo,
+    ) -> Result<(), String> {
+        let opcode = match op {
+            Verb::Write => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            Verb::Read => ibv_wr_opcode::IBV_WR_RDMA_READ,
+            Verb::Send => ibv_wr_opcode::IBV_WR_SEND,
+        };
+        let mut flags = 0;
+        if signaled {
+            flags |= ibv_send_flags::IBV_SEND_SIGNALED.0;
+        }
+        if inline {
+            flags |= ibv_send_flags::IBV_SEND_INLINE.0;
+        }
+        let sge = (self.local_addr(), len);
+        self.post_send(wr_id, opcode, flags, sge, (remote.addr, remote.rkey))
+            .map_err(|e| {
+                format!(
+                    "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
+                    self.qpn()
+                )
+            })
+    }
+
+    /// Writes the stop value into the peer's control word (ends a -D latency run).
+    pub fn post_stop(&mut self, remote: &QpInfo) -> Result<(), String> {
+        let stop = self.buffer.addr() + 2 * self.half as u64 + 1;
+        self.post_send(
+            u64::MAX,
+            ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            ibv_send_flags::IBV_SEND_SIGNALED.0,
+            (stop, 1),
+            (remote.addr + remote.len, remote.rkey),
+        )
+        .map_err(|e| {
+            format!(
+                "posting the end of the run on QP 0x{:x} failed: {e}",
+                self.qpn()
+            )
+        })
+    }
+
+    /// One `ibv_post_send` of a work request built on the stack: perftest's
+    /// data path, with nothing allocated per message. `local` is (address,
+    /// length) in this QP's buffer, `remote` the peer's (address, rkey).
+    fn post_send(
+        &mut self,
+        wr_id: u64,
+        opcode: ibv_wr_opcode::Type,
+        flags: u32,
+        local: (u64, u32),
+        remote: (u64, u32),
+    ) -> Result<(), std::io::Error> {
+        let mut sge = ibv_sge {
+            addr: local.0,
+            length: local.1,
+            lkey: self.mr.lkey(),
+        };
+        // SAFETY: ibv_send_wr is plain data; all-zero is its empty value.
+        let mut wr: ibv_send_wr = unsafe { std::mem::zeroed() };
+        wr.wr_id = wr_id;
+        wr.sg_list = &mut sge;
+        wr.num_sge = 1;
+        wr.opcode = opcode;
+        wr.send_flags = flags;
+        wr.wr = wr_t {
+            rdma: rdma_t {
+                remote_addr: remote.0,
+                rkey: remote.1,
+            },
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP lives as long as `self`; the SGE lies in this QP's
+        // registered buffer (callers pass lengths within it) and inline data
+        // is copied before ibv_post_send returns.
+        match unsafe { ibv_post_send(self.qp.qp().as_ptr(), &mut wr, &mut bad) } {
+            0 => Ok(()),
+            errno => Err(std::io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    /// Posts receives into the target half, one per id.
+    pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> Result<(), String> {
+        let mut sge = ibv_sge {
+            addr: self.target_addr(),
+            length: len,
+            lkey: self.mr.lkey(),
+        };
+        for id in ids {
+            let mut wr = ibv_recv_wr {
+                wr_id: id,
+                next: std::ptr::null_mut(),
+                sg_list: &mut sge,
+                num_sge: 1,
+            };
+            let mut bad = std::ptr::null_mut();
+            // SAFETY: as in `post_send`; the SGE covers the target half (>= len).
+            let errno = unsafe { ibv_post_recv(self.qp.qp().as_ptr(), &mut wr, &mut bad) };
+            if errno != 0 {
+                return Err(format!(
+                    "posting a receive on QP 0x{:x} failed: {}",
+                    self.qpn(),
+                    std::io::Error::from_raw_os_error(errno)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn modify(&mut self, attr: &QueuePairAttribute, state: &str, hint: &str) -> Result<(), String> {
+        let qpn = self.qpn();
+        self.qp.modify(attr).map_err(|e| {
+            format!(
+                "moving QP 0x{qpn:x} to {state} failed: {e} ({}){hint}",
+                source_text(&e)
+            )
+        })
+    }
+}
+
+/// One side's resources.
+pub struct Endpoint {
+    pub qps: Vec<QpEnd>,
+    pub send_cq: GenericCompletionQueue,
+    pub recv_cq: GenericCompletionQueue,
+    _pd: Arc<ProtectionDomain>,
+}
+
+fn random_psn() -> u32 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    (h.finish() & 0xff_ffff) as u32
+}
+
+/// A basic CQ (`ibv_create_cq`): `completion::poll` reads it with ibv_poll_cq.
+fn create_cq(port: &Port, entries: u32, what: &str) -> Result<GenericCompletionQueue, String> {
+    let mut builder = port.ctx.create_cq_builder();
+    builder.setup_cqe(entries);
+    builder.build().map(Into::into).map_err(|e| {
+        format!(
+            "creating the {what} completion queue ({entries} entries) on {} failed: {}; lower -t/-r/-q",
+            port.device,
+            source_text(&e)
+        )
+    })
+}
+
+impl Endpoint {
+    /// Creates the CQs and `plan.qps` QPs in INIT, each with a registered buffer
+    /// for the largest size.
+    pub fn create(port: &Port, plan: &Plan) -> Result<Endpoint, String> {
+        let pd = port.ctx.alloc_pd().map_err(|e| {
+            format!(
+                "allocating a protection domain on {} failed: {}",
+                port.device,
+                source_text(&e)
+            )
+        })?;
+        let recv = plan.bench.verb == Verb::Send;
+        let rx_depth = if recv { plan.rx_depth } else { 1 };
+        let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send")?;
+        let recv_cq = create_cq(port, rx_depth * plan.qps, "receive")?;
+        let half = (plan.max_size() as usize).next_multiple_of(64);
+        let total = plan.qps as u64 * (2 * half + CONTROL_BYTES) as u64;
+        let mut qps = Vec::with_capacity(plan.qps as usize);
+        for _ in 0..plan.qps {
+            let mut builder = pd.create_qp_builder();
+            builder
+                .setup_qp_type(QueuePairType::ReliableConnection)
+                .setup_max_send_wr(plan.tx_depth)
+                .setup_max_recv_wr(rx_depth)
+                .setup_max_send_sge(1)
+                .setup_max_recv_sge(1)
+                .setup_max_inline_data(plan.inline_size)
+                .setup_send_cq(send_cq.clone())
+                .setup_recv_cq(recv_cq.clone());
+            let qp = builder.build().map_err(|e| {
+                format!(
+                    "creating an RC queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
+                    port.device,
+                    source_text(&e),
+                    plan.tx_depth,
+                    plan.inline_size
+                )
+            })?;
+            let buffer = allocate(plan.memory, 2 * half + CONTROL_BYTES)?;
+            let mr = register(&pd, &buffer, total)?;
+            let mut end = QpEnd {
+                qp,
+                mr,
+                buffer,
+                psn: random_psn(),
+                half,
+            };
+            let mut attr = QueuePairAttribute::new();
+            attr.setup_state(QueuePairState::Init)
+                .setup_pkey_index(0)
+                .setup_port(port.port)
+                .setup_access_flags(
+                    AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead,
+                );
+            end.modify(&attr, "INIT", "")?;
+            qps.push(end);
+        }
+        Ok(Endpoint {
+            qps,
+            send_cq,
+            recv_cq,
+            _pd: pd,
+        })
+    }
+
+    /// Connects every QP to the peer's: RTR with the path `mtu`, then RTS.
+    pub fn connect(
+        &mut self,
+        port: &Port,
+        plan: &Plan,
+        peer: &Hello,
+        mtu: u32,
+        out_reads: u8,
+    ) -> Result<(), String> {
+        let path_mtu = match mtu {
+            256 => Mtu::Mtu256,
+            512 => Mtu::Mtu512,
+            1024 => Mtu::Mtu1024,
+            2048 => Mtu::Mtu2048,
+            _ => Mtu::Mtu4096,
+        };
+        let peer_gid: Ipv6Addr = peer.gid;
+        for (end, remote) in self.qps.iter_mut().zip(&peer.qps) {
+            let mut ah = AddressHandleAttribute::new();
+            ah.setup_dest_lid(peer.lid)
+                .setup_port(port.port)
+                .setup_service_level(0);
+            if let Some(gid) = &port.gid {
+                ah.setup_grh(&Gid::from(peer_gid), 0, gid.entry.index as u8, HOP_LIMIT, 0);
+            }
+            let mut rtr = QueuePairAttribute::new();
+            rtr.setup_state(QueuePairState::ReadyToReceive)
+                .setup_path_mtu(path_mtu)
+                .setup_dest_qp_num(remote.qpn)
+                .setup_rq_psn(remote.psn)
+                .setup_max_dest_read_atomic(out_reads)
+                .setup_min_rnr_timer(MIN_RNR_TIMER)
+                .setup_address_vector(&ah);
+            end.modify(
+                &rtr,
+                "RTR",
+                ": check the GIDs (-x: both sides need a RoCE v2 GID of the same IP family, reachable from each other) and -m",
+            )?;
+            let mut rts = QueuePairAttribute::new();
+            rts.setup_state(QueuePairState::ReadyToSend)
+                .setup_sq_psn(end.psn)
+                .setup_timeout(plan.qp_timeout)
+                .setup_retry_cnt(RETRY_COUNT)
+                .setup_rnr_retry(RNR_RETRY)
+                .setup_max_read_atomic(out_reads);
+            end.modify(&rts, "RTS", "")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! The six verbs binaries on a host without RDMA (this one, CI's): each says so
+//! in one line and exits 1; bad flags and launches are one line naming the flag,
+//! exit 2. Real runs need an RDMA device: scripts/softroce-test.sh.
+
+mod common;
+
+use common::{mpirun, scratch, text};
+use std::process::{Command, Output};
+
+const BINARIES: [&str; 6] = [
+    env!("CARGO_BIN_EXE_ib_write_bw"),
+    env!("CARGO_BIN_EXE_ib_read_bw"),
+    env!("CARGO_BIN_EXE_ib_send_bw"),
+    env!("CARGO_BIN_EXE_ib_write_lat"),
+    env!("CARGO_BIN_EXE_ib_read_lat"),
+    env!("CARGO_BIN_EXE_ib_send_lat"),
+];
+const WRITE_BW: &str = BINARIES[0];
+
+/// The no-device checks only mean something where the kernel has no RDMA device.
+fn host_has_rdma() -> bool {
+    let has = std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some());
+    if has {
+        eprintln!("skipped: this host has an RDMA device (/sys/class/infiniband)");
+    }
+    has
+}
+
+fn plain(binary: &str, args: &[&str]) -> Output {
+    Command::new(binary)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("binary runs")
+}
+
+/// The lines of stderr that carry an error, after checking that nothing panicked.
+fn errors(out: &Output) -> Vec<String> {
+    let (stdout, stderr) = text(out);
+    assert!(!stderr.contains("panicked"), "no panic trace:\n{stderr}");
+    assert!(
+        !stdout.contains("#bytes"),
+        "nothing was measured, so no table:\n{stdout}"
+    );
+    stderr
+        .lines()
+        .filter(|l| l.contains("error:"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn one_error(out: &Output, code: i32, expected: &str) {
+    let lines = errors(out);
+    assert_eq!(out.status.code(), Some(code), "{lines:?}");
+    assert_eq!(lines.len(), 1, "one line, printed once: {lines:?}");
+    assert!(
+        lines[0].contains(expected),
+        "{:?} lacks {expected:?}",
+        lines[0]
+    );
+}
+
+#[test]
+fn every_binary_says_there_is_no_rdma_device() {
+    if host_has_rdma() {
+        return;
+    }
+    for binary in BINARIES {
+        // Server side, client side, a named device: the device is looked at first.
+        for args in [&[][..], &["10.0.0.1"], &["-d", "mlx5_0", "-x", "3"]] {
+            let out = plain(binary, args);
+            one_error(&out, 1, "no RDMA device on this host");
+            let line = &errors(&out)[0];
+            assert!(
+                line.contains("apt install rdma-core ibverbs-providers")
+                    && line.contains("scripts/softroce-test.sh"),
+                "{binary} {args:?}: says what to install: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn under_mpirun_the_missing_device_is_reported_once() {
+    if host_has_rdma() {
+        return;
+    }
+    let out = mpirun(4, BINARIES[5], &["-n", "10"]);
+    assert!(!out.status.success());
+    let lines = errors(&out);
+    assert_eq!(
+        lines.len(),
+        1,
+        "rank 0 prints the common cause once: {lines:?}"
+    );
+    assert!(
+        lines[0].starts_with("ib_send_lat: error: no RDMA device on this host"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn bad_flags_name_the_flag() {
+    for (args, expected) in [
+        (
+            &["-s", "0"][..],
+            "-s/--size 0: messages must be at least 1 byte",
+        ),
+        (&["-n", "2"], "-n/--iters 2: at least 5 iterations"),
+        (&["-m", "1500"], "-m/--mtu 1500: RDMA path MTUs are 256"),
+        (&["-u", "40"], "-u/--qp-timeout 40: the exponent is 0 to 31"),
+        (&["-q", "0"], "-q/--qp 0"),
+        (&["-x", "abc"], "'abc'"),
+        (&["--use_cuda_dmabuf"], "--use_cuda"),
+        (&["-a", "-s", "64"], "--all"),
+    ] {
+        one_error(&plain(WRITE_BW, args), 2, expected);
+    }
+    one_error(
+        &plain(BINARIES[4], &["-I", "64"]),
+        2,
+        "-I/--inline_size 64: RDMA reads carry no inline data",
+    );
+    one_error(
+        &plain(BINARIES[3], &["-q", "2"]),
+        2,
+        "-q/--qp 2: latency tests run one QP",
+    );
+}
+
+#[test]
+fn an_existing_csv_is_never_overwritten() {
+    let dir = scratch("verbs_csv");
+    let path = dir.join("runs.csv");
+    std::fs::write(&path, "keep me\n").unwrap();
+    let out = plain(WRITE_BW, &["--csv", path.to_str().unwrap()]);
+    one_error(&out, 2, "the file exists and runs are never overwritten");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me\n");
+}
+
+#[test]
+fn mpirun_launches_pairs() {
+    let out = mpirun(3, WRITE_BW, &[]);
+    let lines = errors(&out);
+    assert!(!out.status.success());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("mpirun -np 3: the ranks form pairs") && lines[0].contains("even"),
+        "{lines:?}"
+    );
+    let out = mpirun(2, WRITE_BW, &["10.0.0.1"]);
+    let lines = errors(&out);
+    assert!(!out.status.success());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("drop the server address"), "{lines:?}");
+}
+
+#[test]
+fn help_lists_perftests_flags() {
+    let out = plain(WRITE_BW, &["--help"]);
+    assert!(out.status.success());
+    let (stdout, _) = text(&out);
+    for flag in [
+        "--ib-dev",
+        "--ib-port",
+        "--gid-index",
+        "--size",
+        "--all",
+        "--iters",
+        "--duration",
+        "--qp",
+        "--tx-depth",
+        "--mtu",
+        "--qp-timeout",
+        "--inline_size",
+        "--bidirectional",
+        "--noPeak",
+        "--CPU-freq",
+        "--report_gbits",
+        "--port",
+        "--use_cuda",
+        "--use_cuda_dmabuf",
+    ] {
+        assert!(stdout.contains(flag), "--help lacks {flag}:\n{stdout}");
+    }
+}
