@@ -185,3 +185,46 @@ fn help_lists_perftests_flags() {
         assert!(stdout.contains(flag), "--help lacks {flag}:\n{stdout}");
     }
 }
+
+#[test]
+fn all_pairs_without_a_device_stops_every_rank_with_one_line() {
+    if host_has_rdma() {
+        return;
+    }
+    // An odd rank count: all-pairs has byes, so it is no pair-count error.
+    for binary in [WRITE_BW, BINARIES[3]] {
+        let out = mpirun(3, binary, &["--all-pairs", "-n", "10"]);
+        one_error(&out, 1, "no RDMA device on this host");
+    }
+}
+
+#[test]
+fn all_pairs_bad_launches_name_the_flag() {
+    for (binary, args, expected) in [
+        (
+            BINARIES[1],
+            &["--all-pairs"][..],
+            "--all-pairs: ib_read_bw has no pair mode; use ib_write_bw or ib_write_lat",
+        ),
+        (WRITE_BW, &["--all-pairs", "10.0.0.1"], "drop HOST"),
+        (
+            WRITE_BW,
+            &["--all-pairs", "--slow-fraction", "0"],
+            "--slow-fraction 0",
+        ),
+        (
+            WRITE_BW,
+            &["--all-pairs", "--csv", "x.csv", "--append"],
+            "--append",
+        ),
+        (WRITE_BW, &["--slow-latency", "3"], "--all-pairs"),
+    ] {
+        one_error(&plain(binary, args), 2, expected);
+    }
+    // One rank has no pair: said before the device is looked at.
+    one_error(
+        &mpirun(1, WRITE_BW, &["--all-pairs"]),
+        2,
+        "--all-pairs needs 2 or more ranks",
+    );
+}

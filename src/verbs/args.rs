@@ -2,6 +2,7 @@
 //! validation into a `Plan`. Every problem is one line naming the flag and the fix.
 
 use super::{Benchmark, Test, Verb};
+use crate::allpairs::Thresholds;
 use crate::args::{check_csv_target, parse_one_line, UsageError};
 use crate::sizes::parse_size;
 use clap::Parser;
@@ -117,6 +118,15 @@ pub struct VerbsArgs {
     /// Longest wait, in seconds, for the peer to connect or answer and for any completion
     #[arg(long = "timeout", default_value_t = 120)]
     pub timeout: u64,
+    /// ib_write_bw/ib_write_lat under mpirun: measure every pair of ranks in rounds of disjoint pairs; --csv gets the N x N matrices and a heatmap
+    #[arg(long = "all-pairs")]
+    pub all_pairs: bool,
+    /// With --all-pairs: a pair whose bandwidth is below this fraction of the median is slow
+    #[arg(long = "slow-fraction", default_value_t = 0.9, requires = "all_pairs")]
+    pub slow_fraction: f64,
+    /// With --all-pairs: a pair whose latency is above this multiple of the lowest is slow
+    #[arg(long = "slow-latency", default_value_t = 2.0, requires = "all_pairs")]
+    pub slow_latency: f64,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -167,6 +177,8 @@ pub struct Plan {
     pub devices: Vec<String>,
     pub ib_port: u8,
     pub gid_index: Option<u32>,
+    /// --all-pairs and when a pair counts as slow.
+    pub all_pairs: Option<Thresholds>,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -344,6 +356,27 @@ impl VerbsArgs {
             None => Vec::new(),
         };
         check_csv_target(self.csv.as_deref(), self.append)?;
+        let all_pairs = if self.all_pairs {
+            if bench.verb != Verb::Write {
+                return Err(usage(format!(
+                    "--all-pairs: {} has no pair mode; use ib_write_bw or ib_write_lat --all-pairs",
+                    bench.program()
+                )));
+            }
+            if self.host.is_some() {
+                return Err(usage(
+                    "--all-pairs: the pairs find each other through MPI; drop HOST and start under mpirun",
+                ));
+            }
+            if self.append {
+                return Err(usage(
+                    "--append: an all-pairs run writes one matrix file of its own; drop --append",
+                ));
+            }
+            Some(Thresholds::new(self.slow_fraction, self.slow_latency).map_err(usage)?)
+        } else {
+            None
+        };
         Ok(Plan {
             bench,
             sizes,
@@ -375,6 +408,7 @@ impl VerbsArgs {
             devices,
             ib_port: self.ib_port,
             gid_index: self.gid_index,
+            all_pairs,
         })
     }
 }
@@ -436,6 +470,18 @@ mod tests {
 
     fn err(bench: Benchmark, args: &[&str]) -> String {
         plan(bench, args).unwrap_err().0
+    }
+
+    #[test]
+    fn all_pairs_is_for_write_tests_under_mpirun() {
+        let p = plan(WRITE_BW, &["--all-pairs", "--slow-fraction", "0.8"]).unwrap();
+        assert_eq!(p.all_pairs, Some(Thresholds::new(0.8, 2.0).unwrap()));
+        assert_eq!(plan(WRITE_BW, &[]).unwrap().all_pairs, None);
+        assert!(err(READ_BW, &["--all-pairs"]).contains("ib_read_bw has no pair mode"));
+        assert!(err(WRITE_BW, &["--all-pairs", "10.0.0.1"]).contains("drop HOST"));
+        assert!(err(WRITE_BW, &["--all-pairs", "--slow-latency", "0.5"])
+            .starts_with("--slow-latency 0.5"));
+        assert!(err(WRITE_BW, &["--slow-fraction", "0.5"]).contains("--all-pairs"));
     }
 
     #[test]

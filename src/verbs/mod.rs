@@ -19,6 +19,7 @@ pub mod exchange;
 pub mod lat;
 pub mod memory;
 pub mod output;
+pub mod pairs;
 pub mod qp;
 
 use crate::driver::{new_run_id, now_utc, relevant_env};
@@ -208,6 +209,13 @@ fn agree<T>(world: &World, program: &str, code: u8, mine: Result<T, String>) -> 
 /// Opens the device and port of this side and creates its queue pairs; the
 /// plan as it applies to that device.
 fn open_side(plan: &Plan, local_rank: usize) -> Result<(Plan, Port, Endpoint), String> {
+    let (plan, port) = open_device(plan, local_rank)?;
+    let endpoint = Endpoint::create(&port, &plan)?;
+    Ok((plan, port, endpoint))
+}
+
+/// Opens the device and port of this side; the plan as it applies to that device.
+fn open_device(plan: &Plan, local_rank: usize) -> Result<(Plan, Port), String> {
     let port = open_port(
         device_name_for(&plan.devices, local_rank),
         plan.ib_port,
@@ -226,8 +234,7 @@ fn open_side(plan: &Plan, local_rank: usize) -> Result<(Plan, Port, Endpoint), S
             port.device, port.port, port.max_msg_size, port.max_msg_size
         ));
     }
-    let endpoint = Endpoint::create(&port, &plan)?;
-    Ok((plan, port, endpoint))
+    Ok((plan, port))
 }
 
 /// perftest's -F check: a CPU frequency governor other than `performance`.
@@ -249,6 +256,9 @@ fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
     let plan = agree(world, program, EXIT_USAGE, parsed)?;
     let launcher = world.launcher_mismatch().map_or(Ok(()), Err);
     agree(world, program, EXIT_USAGE, launcher)?;
+    if let Some(thresholds) = plan.all_pairs {
+        return pairs::run(world, &plan, thresholds);
+    }
     let seat = agree(
         world,
         program,
@@ -347,7 +357,9 @@ impl Session<'_> {
         }
     }
 
-    fn run(&mut self, link: &mut dyn Link) -> Result<(), String> {
+    /// Exchanges connection details with the peer and connects the queue
+    /// pairs: every endpoint's details, the path MTU and the reads in flight.
+    fn connect(&mut self, link: &mut dyn Link) -> Result<(Vec<Hello>, u32, u8), String> {
         let plan = self.plan;
         let mine = self.hello();
         let hellos: Vec<Hello> = link
@@ -376,6 +388,13 @@ impl Session<'_> {
             .min(u8::MAX as u32) as u8;
         self.endpoint
             .connect(self.port, plan, peer, mtu, out_reads)?;
+        Ok((hellos, mtu, out_reads))
+    }
+
+    fn run(&mut self, link: &mut dyn Link) -> Result<(), String> {
+        let plan = self.plan;
+        let (hellos, mtu, out_reads) = self.connect(link)?;
+        let peer = &hellos[self.seat.peer()];
         if self.printer {
             self.print_header(&hellos, mtu, out_reads);
         }
