@@ -551,7 +551,7 @@ pub struct MpiLink<'w> {
 }
 
 /// How often a rank waiting for the others looks again.
-const ARRIVAL_POLL: Duration = Duration::from_millis(1);
+pub const ARRIVAL_POLL: Duration = Duration::from_millis(1);
 
 impl MpiLink<'_> {
     /// Waits until every rank has arrived, asleep between looks: a rank spinning

@@ -6,9 +6,11 @@
 
 use super::args::{Length, Plan};
 use super::device::Port;
-use super::exchange::{decode, encode, Link, Message, Patience, QpInfo, Report};
+use super::exchange::{decode, encode, Link, Message, Patience, QpInfo, Report, ARRIVAL_POLL};
 use super::qp::Endpoint;
-use super::{agree, open_device, Clock, Seat, Session, Stop, Test, EXIT_FAILED, EXIT_USAGE};
+use super::{
+    agree, open_device, out_of_step, Clock, Seat, Session, Stop, Test, EXIT_FAILED, EXIT_USAGE,
+};
 use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
 use crate::driver::Failure;
 use crate::watchdog::Watchdog;
@@ -34,6 +36,19 @@ impl PairLink<'_> {
     }
 }
 
+impl PairLink<'_> {
+    /// The peer's next frame, asleep between looks: a rank spinning in a
+    /// blocking receive takes a CPU from the transfer it waits for (with
+    /// Soft-RoCE, the kernel threads that move the data).
+    fn receive(&self) -> Vec<u8> {
+        let other = self.world.comm.process_at_rank(self.peer as i32);
+        while other.immediate_probe().is_none() {
+            std::thread::sleep(ARRIVAL_POLL);
+        }
+        other.receive_vec().0
+    }
+}
+
 impl Link for PairLink<'_> {
     fn swap(&mut self, mine: &Message, _patience: Patience) -> Result<Message, String> {
         let other = self.world.comm.process_at_rank(self.peer as i32);
@@ -41,9 +56,9 @@ impl Link for PairLink<'_> {
         // The lower rank sends first: two blocking sends never meet.
         let theirs: Vec<u8> = if self.world.rank < self.peer {
             other.send(&frame[..]);
-            other.receive_vec().0
+            self.receive()
         } else {
-            let (theirs, _) = other.receive_vec();
+            let theirs = self.receive();
             other.send(&frame[..]);
             theirs
         };
@@ -167,11 +182,18 @@ impl PairMeasure for VerbsPair<'_> {
         }
         let mut connected = self.connected.take().expect("connected above");
         watchdog.enter_call();
-        let report = self.session(&mut connected.endpoint, link.seat()).measure(
-            &mut link,
-            &connected.remote,
-            bytes as u64,
-        );
+        let size = bytes as u64;
+        let report = self
+            .session(&mut connected.endpoint, link.seat())
+            .measure(&mut link, &connected.remote, size)
+            .and_then(|report| {
+                // The pair ends together: the side that only serves keeps its
+                // queue pair until the other side's last completion.
+                match link.swap(&Message::Report(report.clone()), Patience::WhileMeasuring)? {
+                    Message::Report(r) if r.as_ref().is_none_or(|r| r.size == size) => Ok(report),
+                    other => Err(out_of_step(&other, &format!("the measurement of {size} B"))),
+                }
+            });
         self.connected = Some(connected);
         Ok(sample_of(report.map_err(anyhow::Error::msg)?))
     }
