@@ -228,3 +228,27 @@ fn all_pairs_bad_launches_name_the_flag() {
         "--all-pairs needs 2 or more ranks",
     );
 }
+
+#[test]
+fn gpu_memory_without_a_driver_says_why_before_the_device() {
+    if fabricbench::gpu::driver().is_ok() {
+        eprintln!("skipped: a CUDA driver is present (scripts/gpu-check.sh covers that side)");
+        return;
+    }
+    // The GPU is checked before the RDMA device, so its reason is the one shown.
+    one_error(
+        &plain(WRITE_BW, &["--use_cuda=0"]),
+        1,
+        "--use_cuda=0: libcuda.so.1 not found",
+    );
+    one_error(
+        &mpirun(2, BINARIES[1], &["--use_cuda=1", "--use_cuda_dmabuf"]),
+        1,
+        "--use_cuda=1 --use_cuda_dmabuf: libcuda.so.1 not found",
+    );
+    one_error(
+        &plain(BINARIES[3], &["--use_cuda=0"]),
+        2,
+        "--use_cuda=0: ib_write_lat polls its buffer from the CPU",
+    );
+}

@@ -356,6 +356,13 @@ impl VerbsArgs {
             None => Vec::new(),
         };
         check_csv_target(self.csv.as_deref(), self.append)?;
+        if let (Some(gpu), Test::Lat) = (self.use_cuda, bench.test) {
+            return Err(usage(format!(
+                "--use_cuda={gpu}: {} polls its buffer from the CPU, which cannot read GPU memory; \
+                 use GPU memory with ib_write_bw, ib_read_bw or ib_send_bw, or drop --use_cuda",
+                bench.program()
+            )));
+        }
         let all_pairs = if self.all_pairs {
             if bench.verb != Verb::Write {
                 return Err(usage(format!(
@@ -541,6 +548,8 @@ mod tests {
         );
         assert_eq!(p.devices, vec!["rxe1", "rxe2"]);
         assert!(err(WRITE_BW, &["--use_cuda_dmabuf"]).contains("--use_cuda"));
+        assert!(err(WRITE_LAT, &["--use_cuda=0"])
+            .starts_with("--use_cuda=0: ib_write_lat polls its buffer from the CPU"));
         assert!(err(WRITE_BW, &["-d", "rxe1,"]).contains("-d/--ib-dev"));
     }
 

@@ -1,45 +1,66 @@
-//! The buffers the NIC reads and writes, and their registration. Host memory
-//! today; `allocate` is the one place GPU memory (--use_cuda) plugs in.
+//! The buffers the NIC reads and writes, and their registration: host memory,
+//! or GPU memory with --use_cuda (registered through nvidia-peermem, or through
+//! dma-buf with --use_cuda_dmabuf).
 
 use super::args::Memory;
+use crate::gpu::{GpuDirect, RdmaGpuBuffer};
 use crate::sizes::human_bytes;
 use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 use sideway::ibverbs::memory_region::{MemoryRegion, RegisterMemoryRegionErrorKind};
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::AccessFlags;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 const PAGE: usize = 4096;
 
 /// Page-aligned, zeroed host memory.
-pub struct Buffer {
+pub struct HostBuffer {
     ptr: *mut u8,
     layout: Layout,
 }
 
 // The buffer is plain memory owned by one side; the NIC is the only other user.
-unsafe impl Send for Buffer {}
+unsafe impl Send for HostBuffer {}
+
+/// The memory of one queue pair.
+pub enum Buffer {
+    Host(HostBuffer),
+    Gpu(RdmaGpuBuffer),
+}
 
 impl Buffer {
+    /// The address work requests carry (a device address for GPU memory).
     pub fn addr(&self) -> u64 {
-        self.ptr as u64
+        match self {
+            Buffer::Host(h) => h.ptr as u64,
+            Buffer::Gpu(g) => g.addr(),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.layout.size()
+        match self {
+            Buffer::Host(h) => h.layout.size(),
+            Buffer::Gpu(g) => g.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.layout.size() == 0
+        self.len() == 0
     }
 
+    /// The CPU's pointer to host memory, for the latency tests' flag bytes
+    /// (args refuses --use_cuda for them: the CPU cannot poll GPU memory).
     pub fn as_ptr(&self) -> *mut u8 {
-        self.ptr
+        match self {
+            Buffer::Host(h) => h.ptr,
+            Buffer::Gpu(_) => unreachable!("the CPU never touches GPU buffers (bw tests only)"),
+        }
     }
 }
 
-impl Drop for Buffer {
+impl Drop for HostBuffer {
     fn drop(&mut self) {
         // SAFETY: allocated in `allocate` with this layout.
         unsafe { dealloc(self.ptr, self.layout) };
@@ -60,12 +81,33 @@ pub fn allocate(memory: Memory, len: usize) -> Result<Buffer, String> {
                     human_bytes(layout.size() as u64)
                 ));
             }
-            Ok(Buffer { ptr, layout })
+            Ok(Buffer::Host(HostBuffer { ptr, layout }))
         }
-        Memory::Cuda { gpu, dmabuf } => Err(format!(
-            "--use_cuda={gpu}{}: GPU memory for verbs is not available in this build yet; run without --use_cuda to measure with host memory",
-            if dmabuf { " --use_cuda_dmabuf" } else { "" }
-        )),
+        Memory::Cuda { gpu, dmabuf } => {
+            let path = if dmabuf {
+                GpuDirect::DmaBuf
+            } else {
+                GpuDirect::PeerMem
+            };
+            RdmaGpuBuffer::alloc(gpu as usize, len, path)
+                .map(Buffer::Gpu)
+                .map_err(|e| {
+                    format!(
+                        "--use_cuda={gpu}{}: {e:#}",
+                        if dmabuf { " --use_cuda_dmabuf" } else { "" }
+                    )
+                })
+        }
+    }
+}
+
+/// Checks that --use_cuda's GPU can hold RDMA buffers (driver, GPU, the
+/// peermem module or dma-buf export) before any RDMA device is opened, so
+/// that a missing GPU is the error a GPU run reports.
+pub fn check_memory(memory: Memory) -> Result<(), String> {
+    match memory {
+        Memory::Host => Ok(()),
+        Memory::Cuda { .. } => allocate(memory, 1).map(drop),
     }
 }
 
@@ -99,9 +141,20 @@ pub fn register(
     total: u64,
 ) -> Result<Arc<MemoryRegion>, String> {
     let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead;
-    // SAFETY: `buf` is valid for its length and outlives the region (the caller
-    // keeps both together and drops the region first).
-    unsafe { pd.reg_mr(buf.addr() as usize, buf.len(), access) }.map_err(|e| match e.0 {
+    let registered = match buf {
+        Buffer::Gpu(gpu) if gpu.path() == GpuDirect::DmaBuf => {
+            let fd = gpu.dmabuf_fd().map_err(|e| format!("{e:#}"))?;
+            // SAFETY: the dma-buf covers the whole allocation from offset 0,
+            // which outlives the region as below; the region keeps its own
+            // reference to the dma-buf, so `fd` may close after this call.
+            unsafe { pd.reg_dmabuf_mr(0, gpu.len(), gpu.addr(), fd.as_raw_fd(), access) }
+        }
+        // SAFETY: `buf` is valid for its length and outlives the region (the
+        // caller keeps both together and drops the region first); GPU memory
+        // is registered through nvidia-peermem.
+        _ => unsafe { pd.reg_mr(buf.addr() as usize, buf.len(), access) },
+    };
+    registered.map_err(|e| match e.0 {
         RegisterMemoryRegionErrorKind::Ibverbs(os) => {
             registration_failure(total, &os, memlock_limit())
         }
@@ -127,21 +180,17 @@ mod tests {
     }
 
     #[test]
-    fn gpu_memory_says_it_is_not_built() {
-        let e = allocate(
-            Memory::Cuda {
-                gpu: 0,
-                dmabuf: false,
-            },
-            64,
-        )
-        .err()
-        .unwrap();
-        assert!(
-            e.starts_with("--use_cuda=0: GPU memory for verbs is not available in this build yet"),
-            "{e}"
-        );
-        assert_eq!(e.lines().count(), 1);
+    fn gpu_memory_without_a_gpu_says_why_in_one_line() {
+        let Err(e) = check_memory(Memory::Cuda {
+            gpu: 0,
+            dmabuf: true,
+        }) else {
+            eprintln!("skipped: this host has a GPU usable for RDMA");
+            return;
+        };
+        assert!(e.starts_with("--use_cuda=0 --use_cuda_dmabuf: "), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert_eq!(check_memory(Memory::Host), Ok(()));
     }
 
     #[test]

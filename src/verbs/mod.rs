@@ -256,6 +256,12 @@ fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
     let plan = agree(world, program, EXIT_USAGE, parsed)?;
     let launcher = world.launcher_mismatch().map_or(Ok(()), Err);
     agree(world, program, EXIT_USAGE, launcher)?;
+    agree(
+        world,
+        program,
+        EXIT_FAILED,
+        memory::check_memory(plan.memory),
+    )?;
     if let Some(thresholds) = plan.all_pairs {
         return pairs::run(world, &plan, thresholds);
     }
