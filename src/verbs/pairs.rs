@@ -112,8 +112,8 @@ impl VerbsPair<'_> {
         }
     }
 
-    /// The queue pairs connected to `peer`: those of this round, or new ones
-    /// (an RC queue pair is connected to one peer for its life).
+    /// New queue pairs connected to the peer of `link` (an RC queue pair is
+    /// connected to one peer for its life, so each round makes its own).
     fn connect(&mut self, link: &mut PairLink) -> Result<Connected, String> {
         let mut endpoint = Endpoint::create(self.port, self.plan)?;
         let (hellos, _, _) = self.session(&mut endpoint, link.seat()).connect(link)?;
