@@ -94,6 +94,10 @@ pub struct SizeMatrices {
 }
 
 /// Everything an all-pairs run measured.
+/// Bandwidth is judged at the largest size when it is at least this, latency at the
+/// smallest when it is at most this.
+pub const JUDGE_SIZE: u64 = 64 << 10;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairResults {
     /// One per participant: the host name, or "host/rank" where ranks share a host.
@@ -384,7 +388,14 @@ impl PairResults {
                 suspects: Vec::new(),
             };
         };
-        let bw = large.algbw_gbs.pairs();
+        // Bandwidth is judged where messages are large enough to be bandwidth-bound,
+        // latency where they are small: a 2-byte ib_write_lat run is judged on
+        // latency alone, a 1 GiB sendrecv sweep on bandwidth alone.
+        let bw = if large.size_bytes >= JUDGE_SIZE {
+            large.algbw_gbs.pairs()
+        } else {
+            Vec::new()
+        };
         let median_gbs = median(&mut bw.iter().map(|p| p.2).collect::<Vec<_>>());
         let bw_limit = t.bw_fraction * median_gbs;
         let slow_bw: Vec<SlowPair> = bw
@@ -397,7 +408,11 @@ impl PairResults {
                 limit: bw_limit,
             })
             .collect();
-        let lat = small.p50_us.pairs();
+        let lat = if small.size_bytes <= JUDGE_SIZE {
+            small.p50_us.pairs()
+        } else {
+            Vec::new()
+        };
         let min_us = lat.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
         let lat_limit = t.latency_factor * min_us;
         let slow_latency: Vec<SlowPair> = lat
@@ -747,6 +762,22 @@ mod tests {
         // still slow, stand out.
         r.sizes[0].p50_us.set(0, 2, 5.0);
         assert_eq!(r.judge(&Thresholds::default()).suspects, vec![1, 3]);
+    }
+
+    #[test]
+    fn each_criterion_is_judged_only_at_its_sizes() {
+        // Only small messages (an ib_write_lat run): their algbw says nothing.
+        let mut r = results(4, Some(2), 45.0, 1.0);
+        r.sizes[1].size_bytes = 8;
+        let v = r.judge(&Thresholds::default());
+        assert!(v.slow_bw.is_empty(), "{:?}", v.slow_bw);
+        assert_eq!(v.slow_latency.len(), 3);
+        // Only large messages: their time is bandwidth, not latency.
+        let mut r = results(4, Some(2), 45.0, 1.0);
+        r.sizes[0].size_bytes = 1 << 20;
+        let v = r.judge(&Thresholds::default());
+        assert_eq!(v.slow_bw.len(), 3);
+        assert!(v.slow_latency.is_empty(), "{:?}", v.slow_latency);
     }
 
     #[test]
