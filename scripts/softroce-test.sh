@@ -185,7 +185,8 @@ if [ "${FAULTS:-1}" = 1 ]; then
     fi
     # A peer killed mid-run: the survivor names the completion error and its cause.
     port=$((port + 1))
-    timeout -s KILL 6 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &
+    # (In a subshell: no job notice when it is killed.)
+    (timeout -s KILL 6 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &)
     sleep 1
     expect_error "peer killed" 1 "completion error IBV_WC_" \
         "$W" -d "$CLIENT_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" --timeout 60 "$ADDR"
