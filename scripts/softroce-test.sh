@@ -21,7 +21,9 @@
 #               CLIENT_DEV override DEV per side (the VM's veth pair: SERVER_DEV=rxe2
 #               CLIENT_DEV=rxe1 ADDR=10.99.0.2)
 #   BW_SIZES, LAT_SIZES   message sizes (default "4096 65536" and "2 4096")
-#   N_BW, N_LAT iterations (default 3000 each); QP_TIMEOUT (-u, default 18)
+#   BW_BYTES    bytes per bandwidth run: -n is BW_BYTES / size, at least 1000 (default
+#               128M: runs of seconds, long enough to average Soft-RoCE's scheduling noise)
+#   N_LAT       latency iterations (default 3000); QP_TIMEOUT (-u, default 18)
 #   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
 #   FAULTS=0    skip the fault checks (default: run them first)
@@ -52,7 +54,7 @@ CLIENT_DEV=${CLIENT_DEV:-$DEV}
 ADDR=${ADDR:-127.0.0.1}
 BW_SIZES=${BW_SIZES:-4096 65536}
 LAT_SIZES=${LAT_SIZES:-2 4096}
-N_BW=${N_BW:-3000}
+BW_BYTES=${BW_BYTES:-128M}
 N_LAT=${N_LAT:-3000}
 QP_TIMEOUT=${QP_TIMEOUT:-18}
 REPEAT=${REPEAT:-5}
@@ -195,8 +197,10 @@ fi
 
 for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
     test=${bin##*_}
-    if [ "$test" = bw ]; then sizes=$BW_SIZES n=$N_BW; else sizes=$LAT_SIZES n=$N_LAT; fi
+    if [ "$test" = bw ]; then sizes=$BW_SIZES; else sizes=$LAT_SIZES; fi
     for size in $sizes; do
+        n=$N_LAT
+        [ "$test" = bw ] && n=$(numfmt --from=iec "$BW_BYTES" | awk -v s="$size" '{ n = int($1 / s); print (n < 1000) ? 1000 : n }')
         t0=$(date +%s.%N)
         declare -A got=([perftest]="" [tcp]="" [mpirun]="")
         for _ in $(seq "$REPEAT"); do
@@ -210,7 +214,7 @@ for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_la
             done
         done
         read -r ref ref_lo ref_hi <<<"$(echo "${got[perftest]}" | tr ' ' '\n' | grep . | spread)"
-        line=$(printf '%-12s %8s B ' "$bin" "$size")
+        line=$(printf '%-12s %8s B -n %-6s ' "$bin" "$size" "$n")
         if [ "$test" = bw ]; then line+="BW average MiB/s"; else line+="t_typical us"; fi
         line+=$(printf '  perftest %s [%s-%s]' "${ref:-n/a}" "${ref_lo:-}" "${ref_hi:-}")
         verdict=ok
