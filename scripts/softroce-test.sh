@@ -26,11 +26,14 @@
 #   N_LAT       latency iterations (default 3000); QP_TIMEOUT (-u, default 18)
 #   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
-#   FAULTS=0    skip the fault checks (default: run them first)
+#   FAULTS=0    skip the fault checks; FEATURES=0 skip the option runs (default: both
+#               run first)
 #   STRICT=1    exit 2 when a ratio misses its target (default: report only)
 # Before the comparison it checks the errors real devices produce (unknown device,
 # GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
-# status, one line naming the cause.
+# status, one line naming the cause; then runs of the other options (-a, -b, -q,
+# -D, -N, --report_gbits, 2 pairs under mpirun, the VM's veth pair): exit 0 and
+# the expected number of table rows.
 # Exit status: 0 all runs and checks succeeded, 1 one failed, 2 (STRICT) a target missed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -193,6 +196,49 @@ if [ "${FAULTS:-1}" = 1 ]; then
     expect_error "peer killed" 1 "completion error IBV_WC_" \
         "$W" -d "$CLIENT_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" --timeout 60 "$ADDR"
     wait
+fi
+
+# Our binary with FLAGS must exit 0 and print ROWS table rows (and as many CSV rows).
+expect_rows() { # name rows tcp|mpirun bin flags...
+    local name=$1 rows=$2 kind=$3 bin=$4 log got csv
+    shift 4
+    port=$((port + 1))
+    log="$OUT/feature-${name// /_}.log"
+    csv="$log.csv"
+    if [ "$kind" = tcp ]; then
+        pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" -p "$port" -u "$QP_TIMEOUT" -F "$@" -- \
+            "$BIN_DIR/$bin" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F --csv "$csv" "$@" "$ADDR"
+    else
+        timeout "$RUN_TIMEOUT" mpirun "$@" --csv "$csv" >"$log" 2>&1
+    fi
+    local rc=$?
+    got=$(grep -cE '^ +([0-9]+|sum|all) +[0-9]+ +[0-9]' "$log")
+    if [ "$rc" = 0 ] && [ "$got" = "$rows" ] && [ "$(($(wc -l <"$csv") - 1))" = "$rows" ]; then
+        echo "option run ok: $name ($rows rows)"
+    else
+        echo "option run FAILED: $name (exit $rc, $got rows, wanted $rows); log $log"
+        tail -3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+}
+
+if [ "${FEATURES:-1}" = 1 ]; then
+    expect_rows "write_bw -a" 23 tcp ib_write_bw -a -n 20
+    expect_rows "send_bw -b" 1 tcp ib_send_bw -b -s 4096 -n 500
+    expect_rows "read_bw -q 4" 1 tcp ib_read_bw -q 4 -s 64K -n 200
+    expect_rows "write_bw -N --report_gbits" 1 tcp ib_write_bw -N --report_gbits -s 1M -n 50
+    expect_rows "write_bw -D 2" 1 tcp ib_write_bw -D 2 -s 64K
+    expect_rows "send_bw -D 2" 1 tcp ib_send_bw -D 2 -s 4096
+    expect_rows "write_lat -D 2" 1 tcp ib_write_lat -D 2
+    expect_rows "read_lat -D 2" 1 tcp ib_read_lat -D 2
+    expect_rows "send_lat -D 2" 1 tcp ib_send_lat -D 2 -s 64
+    expect_rows "2 pairs send_lat" 3 mpirun -np 4 "$BIN_DIR/ib_send_lat" -d "$CLIENT_DEV" -u "$QP_TIMEOUT" -F -s 8 -n 300
+    expect_rows "2 pairs read_bw -b" 3 mpirun -np 4 "$BIN_DIR/ib_read_bw" -d "$CLIENT_DEV" -u "$QP_TIMEOUT" -F -b -s 64K -n 300
+    if [ -d /sys/class/infiniband/rxe1 ] && [ -d /sys/class/infiniband/rxe2 ]; then
+        expect_rows "veth mpirun write_bw" 1 mpirun -np 2 "$BIN_DIR/ib_write_bw" -d rxe1,rxe2 -u "$QP_TIMEOUT" -F -s 64K -n 300
+        SERVER_DEV=rxe2 CLIENT_DEV=rxe1 ADDR=10.99.0.2 \
+            expect_rows "veth tcp send_lat" 1 tcp ib_send_lat -n 300
+    fi
 fi
 
 for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
