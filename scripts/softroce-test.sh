@@ -198,8 +198,9 @@ if [ "${FAULTS:-1}" = 1 ]; then
     wait
 fi
 
-# Our binary with FLAGS must exit 0 and print ROWS table rows (and as many CSV rows).
-expect_rows() { # name rows tcp|mpirun bin flags...
+# Our binary with FLAGS must exit 0 and print ROWS table rows (and as many CSV
+# rows), run as a TCP pair or under mpirun with NP ranks.
+expect_rows() { # name rows tcp|NP bin flags...
     local name=$1 rows=$2 kind=$3 bin=$4 log got csv
     shift 4
     port=$((port + 1))
@@ -209,7 +210,7 @@ expect_rows() { # name rows tcp|mpirun bin flags...
         pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" -p "$port" -u "$QP_TIMEOUT" -F "$@" -- \
             "$BIN_DIR/$bin" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F --csv "$csv" "$@" "$ADDR"
     else
-        timeout "$RUN_TIMEOUT" mpirun "$@" --csv "$csv" >"$log" 2>&1
+        timeout "$RUN_TIMEOUT" mpirun -np "$kind" "$BIN_DIR/$bin" -u "$QP_TIMEOUT" -F --csv "$csv" "$@" >"$log" 2>&1
     fi
     local rc=$?
     got=$(grep -cE '^ +([0-9]+|sum|all) +[0-9]+ +[0-9]' "$log")
@@ -232,10 +233,10 @@ if [ "${FEATURES:-1}" = 1 ]; then
     expect_rows "write_lat -D 2" 1 tcp ib_write_lat -D 2
     expect_rows "read_lat -D 2" 1 tcp ib_read_lat -D 2
     expect_rows "send_lat -D 2" 1 tcp ib_send_lat -D 2 -s 64
-    expect_rows "2 pairs send_lat" 3 mpirun -np 4 "$BIN_DIR/ib_send_lat" -d "$CLIENT_DEV" -u "$QP_TIMEOUT" -F -s 8 -n 300
-    expect_rows "2 pairs read_bw -b" 3 mpirun -np 4 "$BIN_DIR/ib_read_bw" -d "$CLIENT_DEV" -u "$QP_TIMEOUT" -F -b -s 64K -n 300
+    expect_rows "2 pairs send_lat" 3 4 ib_send_lat -d "$CLIENT_DEV" -s 8 -n 300
+    expect_rows "2 pairs read_bw -b" 3 4 ib_read_bw -d "$CLIENT_DEV" -b -s 64K -n 300
     if [ -d /sys/class/infiniband/rxe1 ] && [ -d /sys/class/infiniband/rxe2 ]; then
-        expect_rows "veth mpirun write_bw" 1 mpirun -np 2 "$BIN_DIR/ib_write_bw" -d rxe1,rxe2 -u "$QP_TIMEOUT" -F -s 64K -n 300
+        expect_rows "veth mpirun write_bw" 1 2 ib_write_bw -d rxe1,rxe2 -s 64K -n 300
         SERVER_DEV=rxe2 CLIENT_DEV=rxe1 ADDR=10.99.0.2 \
             expect_rows "veth tcp send_lat" 1 tcp ib_send_lat -n 300
     fi
