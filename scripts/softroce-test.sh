@@ -21,14 +21,19 @@
 #               CLIENT_DEV override DEV per side (the VM's veth pair: SERVER_DEV=rxe2
 #               CLIENT_DEV=rxe1 ADDR=10.99.0.2)
 #   BW_SIZES, LAT_SIZES   message sizes (default "4096 65536" and "2 4096")
-#   N_BW, N_LAT iterations (default 3000 each); QP_TIMEOUT (-u, default 18)
+#   BW_BYTES    bytes per bandwidth run: -n is BW_BYTES / size, at least 1000 (default
+#               128M: runs of seconds, long enough to average Soft-RoCE's scheduling noise)
+#   N_LAT       latency iterations (default 3000); QP_TIMEOUT (-u, default 18)
 #   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
-#   FAULTS=0    skip the fault checks (default: run them first)
+#   FAULTS=0    skip the fault checks; FEATURES=0 skip the option runs (default: both
+#               run first)
 #   STRICT=1    exit 2 when a ratio misses its target (default: report only)
 # Before the comparison it checks the errors real devices produce (unknown device,
 # GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
-# status, one line naming the cause.
+# status, one line naming the cause; then runs of the other options (-a, -b, -q,
+# -D, -N, --report_gbits, 2 pairs under mpirun, the VM's veth pair): exit 0 and
+# the expected number of table rows.
 # Exit status: 0 all runs and checks succeeded, 1 one failed, 2 (STRICT) a target missed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +57,7 @@ CLIENT_DEV=${CLIENT_DEV:-$DEV}
 ADDR=${ADDR:-127.0.0.1}
 BW_SIZES=${BW_SIZES:-4096 65536}
 LAT_SIZES=${LAT_SIZES:-2 4096}
-N_BW=${N_BW:-3000}
+BW_BYTES=${BW_BYTES:-128M}
 N_LAT=${N_LAT:-3000}
 QP_TIMEOUT=${QP_TIMEOUT:-18}
 REPEAT=${REPEAT:-5}
@@ -185,17 +190,64 @@ if [ "${FAULTS:-1}" = 1 ]; then
     fi
     # A peer killed mid-run: the survivor names the completion error and its cause.
     port=$((port + 1))
-    timeout -s KILL 6 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &
+    # (In a subshell: no job notice when it is killed.)
+    (timeout -s KILL 6 "$W" -d "$SERVER_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" >"$OUT/fault-killed-server.log" 2>&1 &)
     sleep 1
     expect_error "peer killed" 1 "completion error IBV_WC_" \
         "$W" -d "$CLIENT_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" --timeout 60 "$ADDR"
     wait
 fi
 
+# Our binary with FLAGS must exit 0 and print ROWS table rows (and as many CSV
+# rows), run as a TCP pair or under mpirun with NP ranks.
+expect_rows() { # name rows tcp|NP bin flags...
+    local name=$1 rows=$2 kind=$3 bin=$4 log got csv
+    shift 4
+    port=$((port + 1))
+    log="$OUT/feature-${name// /_}.log"
+    csv="$log.csv"
+    if [ "$kind" = tcp ]; then
+        pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" -p "$port" -u "$QP_TIMEOUT" -F "$@" -- \
+            "$BIN_DIR/$bin" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F --csv "$csv" "$@" "$ADDR"
+    else
+        timeout "$RUN_TIMEOUT" mpirun -np "$kind" "$BIN_DIR/$bin" -u "$QP_TIMEOUT" -F --csv "$csv" "$@" >"$log" 2>&1
+    fi
+    local rc=$?
+    got=$(grep -cE '^ +([0-9]+|sum|all) +[0-9]+ +[0-9]' "$log")
+    if [ "$rc" = 0 ] && [ "$got" = "$rows" ] && [ "$(($(wc -l <"$csv") - 1))" = "$rows" ]; then
+        echo "option run ok: $name ($rows rows)"
+    else
+        echo "option run FAILED: $name (exit $rc, $got rows, wanted $rows); log $log"
+        tail -3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+}
+
+if [ "${FEATURES:-1}" = 1 ]; then
+    expect_rows "write_bw -a" 23 tcp ib_write_bw -a -n 20
+    expect_rows "send_bw -b" 1 tcp ib_send_bw -b -s 4096 -n 500
+    expect_rows "read_bw -q 4" 1 tcp ib_read_bw -q 4 -s 64K -n 200
+    expect_rows "write_bw -N --report_gbits" 1 tcp ib_write_bw -N --report_gbits -s 1M -n 50
+    expect_rows "write_bw -D 2" 1 tcp ib_write_bw -D 2 -s 64K
+    expect_rows "send_bw -D 2" 1 tcp ib_send_bw -D 2 -s 4096
+    expect_rows "write_lat -D 2" 1 tcp ib_write_lat -D 2
+    expect_rows "read_lat -D 2" 1 tcp ib_read_lat -D 2
+    expect_rows "send_lat -D 2" 1 tcp ib_send_lat -D 2 -s 64
+    expect_rows "2 pairs send_lat" 3 4 ib_send_lat -d "$CLIENT_DEV" -s 8 -n 300
+    expect_rows "2 pairs read_bw -b" 3 4 ib_read_bw -d "$CLIENT_DEV" -b -s 64K -n 300
+    if [ -d /sys/class/infiniband/rxe1 ] && [ -d /sys/class/infiniband/rxe2 ]; then
+        expect_rows "veth mpirun write_bw" 1 2 ib_write_bw -d rxe1,rxe2 -s 64K -n 300
+        SERVER_DEV=rxe2 CLIENT_DEV=rxe1 ADDR=10.99.0.2 \
+            expect_rows "veth tcp send_lat" 1 tcp ib_send_lat -n 300
+    fi
+fi
+
 for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
     test=${bin##*_}
-    if [ "$test" = bw ]; then sizes=$BW_SIZES n=$N_BW; else sizes=$LAT_SIZES n=$N_LAT; fi
+    if [ "$test" = bw ]; then sizes=$BW_SIZES; else sizes=$LAT_SIZES; fi
     for size in $sizes; do
+        n=$N_LAT
+        [ "$test" = bw ] && n=$(numfmt --from=iec "$BW_BYTES" | awk -v s="$size" '{ n = int($1 / s); print (n < 1000) ? 1000 : n }')
         t0=$(date +%s.%N)
         declare -A got=([perftest]="" [tcp]="" [mpirun]="")
         for _ in $(seq "$REPEAT"); do
@@ -209,7 +261,7 @@ for bin in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_la
             done
         done
         read -r ref ref_lo ref_hi <<<"$(echo "${got[perftest]}" | tr ' ' '\n' | grep . | spread)"
-        line=$(printf '%-12s %8s B ' "$bin" "$size")
+        line=$(printf '%-12s %8s B -n %-6s ' "$bin" "$size" "$n")
         if [ "$test" = bw ]; then line+="BW average MiB/s"; else line+="t_typical us"; fi
         line+=$(printf '  perftest %s [%s-%s]' "${ref:-n/a}" "${ref_lo:-}" "${ref_hi:-}")
         verdict=ok

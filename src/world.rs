@@ -8,6 +8,26 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::Count;
 use mpi::Threading;
 
+/// This host's name ("unknown" when it cannot be read).
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Whether an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx) started this
+/// process, from the variables the launchers set.
+pub fn launched_by_mpi() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|var| std::env::var_os(var).is_some())
+}
+
 pub struct World {
     // Dropping the universe finalizes MPI, so it lives as long as the world.
     _universe: mpi::environment::Universe,
@@ -32,9 +52,7 @@ impl World {
         let local = comm.split_shared(comm.rank());
         let local_rank = local.rank() as usize;
         let local_size = local.size() as usize;
-        let hostname = nix::unistd::gethostname()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "unknown".into());
+        let hostname = hostname();
         let mut world = World {
             _universe: universe,
             comm,

@@ -550,8 +550,11 @@ pub struct MpiLink<'w> {
     pub timeout: Duration,
 }
 
-/// How often a rank waiting for the others looks again.
-pub const ARRIVAL_POLL: Duration = Duration::from_millis(1);
+/// A rank waiting for the others looks again after this, doubling up to
+/// `ARRIVAL_POLL_MAX`: prompt for quick exchanges, nearly silent during a
+/// peer's long measurement.
+pub const ARRIVAL_POLL_MIN: Duration = Duration::from_micros(100);
+pub const ARRIVAL_POLL_MAX: Duration = Duration::from_millis(20);
 
 impl MpiLink<'_> {
     /// Waits until every rank has arrived, asleep between looks: a rank spinning
@@ -564,6 +567,7 @@ impl MpiLink<'_> {
             Patience::WhileMeasuring => None,
         };
         let mut request = self.world.comm.immediate_barrier();
+        let mut pause = ARRIVAL_POLL_MIN;
         loop {
             match request.test() {
                 Ok(_) => return Ok(()),
@@ -578,7 +582,8 @@ impl MpiLink<'_> {
                     self.timeout.as_secs()
                 ));
             }
-            std::thread::sleep(ARRIVAL_POLL);
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(ARRIVAL_POLL_MAX);
         }
     }
 

@@ -3,8 +3,9 @@
 //!
 //! Every process is one endpoint of a pair. mpirun with 2k ranks makes k pairs
 //! (rank i is the client of pair i, rank i + k its server) that exchange their
-//! details over MPI; a plain start is a one-rank world that finds its peer over
-//! TCP, perftest-style (without HOST the server, with HOST the client).
+//! details over MPI; a plain start (no MPI launcher) is a job of one that does
+//! not start MPI and finds its peer over TCP, perftest-style (without HOST the
+//! server, with HOST the client).
 //!
 //! - `args`: perftest's flags into a `Plan`; `device`: device, port, GID, rate;
 //! - `memory`, `qp`, `completion`: buffers, queue pairs, completions;
@@ -24,7 +25,7 @@ pub mod qp;
 
 use crate::driver::{new_run_id, now_utc, relevant_env};
 use crate::report::csv::CsvExport;
-use crate::world::World;
+use crate::world::{hostname, launched_by_mpi, World};
 use args::{Length, Plan};
 use device::{device_name_for, open_port, Port};
 use exchange::{
@@ -160,46 +161,94 @@ pub fn seat(ranks: usize, rank: usize, host_given: bool) -> Result<Seat, String>
 /// How a run ends early: the message is printed already.
 struct Stop(u8);
 
+/// The processes of a run: one started by hand, or the ranks of an MPI job.
+/// A plain start is a job of one rank without MPI's runtime: no daemon or
+/// progress thread competes with the timed loops for the CPU.
+pub enum Job {
+    Alone { host: String },
+    Mpi(World),
+}
+
+impl Job {
+    fn start() -> anyhow::Result<Job> {
+        Ok(if launched_by_mpi() {
+            Job::Mpi(World::init()?)
+        } else {
+            Job::Alone { host: hostname() }
+        })
+    }
+
+    fn world(&self) -> Option<&World> {
+        match self {
+            Job::Alone { .. } => None,
+            Job::Mpi(w) => Some(w),
+        }
+    }
+
+    fn rank(&self) -> usize {
+        self.world().map_or(0, |w| w.rank)
+    }
+
+    fn size(&self) -> usize {
+        self.world().map_or(1, |w| w.size)
+    }
+
+    fn local_rank(&self) -> usize {
+        self.world().map_or(0, |w| w.local_rank)
+    }
+
+    fn host(&self, rank: usize) -> &str {
+        match self {
+            Job::Alone { host } => host,
+            Job::Mpi(w) => &w.hosts[rank],
+        }
+    }
+
+    fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        match self {
+            Job::Alone { .. } => vec![mine.to_vec()],
+            Job::Mpi(w) => w.all_gather_bytes(mine),
+        }
+    }
+}
+
 /// Entry point of the six binaries.
 pub fn main(bench: Benchmark) -> ExitCode {
-    let world = match World::init() {
-        Ok(w) => w,
+    let job = match Job::start() {
+        Ok(job) => job,
         Err(e) => {
             eprintln!("{}: error: {e:#}", bench.program());
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    let code = match run(&world, bench) {
+    let code = match run(&job, bench) {
         Ok(()) => 0,
         Err(Stop(code)) => code,
     };
-    drop(world);
+    drop(job);
     ExitCode::from(code)
 }
 
 /// A step every rank takes that may fail on some: when any failed, rank 0
 /// prints each distinct message (naming the ranks under mpirun) and all stop.
-fn agree<T>(world: &World, program: &str, code: u8, mine: Result<T, String>) -> Result<T, Stop> {
+fn agree<T>(job: &Job, program: &str, code: u8, mine: Result<T, String>) -> Result<T, Stop> {
     let text = mine.as_ref().err().cloned().unwrap_or_default();
-    let all = world.all_gather_bytes(text.as_bytes());
+    let all = job.all_gather_bytes(text.as_bytes());
     if all.iter().all(Vec::is_empty) {
         return mine.map_err(|_| Stop(code));
     }
-    if world.is_root() {
+    if job.rank() == 0 {
         let failed: Vec<(usize, String)> = all
             .iter()
             .enumerate()
             .filter(|(_, m)| !m.is_empty())
             .map(|(rank, m)| (rank, String::from_utf8_lossy(m).into_owned()))
             .collect();
-        if failed.len() == world.size && failed.iter().all(|(_, m)| *m == failed[0].1) {
+        if failed.len() == job.size() && failed.iter().all(|(_, m)| *m == failed[0].1) {
             eprintln!("{program}: error: {}", failed[0].1);
         } else {
             for (rank, msg) in failed {
-                eprintln!(
-                    "{program}: rank {rank} ({}): error: {msg}",
-                    world.hosts[rank]
-                );
+                eprintln!("{program}: rank {rank} ({}): error: {msg}", job.host(rank));
             }
         }
     }
@@ -250,45 +299,47 @@ fn cpu_governor_warning() -> Option<String> {
     })
 }
 
-fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
+fn run(job: &Job, bench: Benchmark) -> Result<(), Stop> {
     let program = bench.program();
     let parsed = args::parse(bench, std::env::args_os()).map_err(|e| e.0);
-    let plan = agree(world, program, EXIT_USAGE, parsed)?;
-    let launcher = world.launcher_mismatch().map_or(Ok(()), Err);
-    agree(world, program, EXIT_USAGE, launcher)?;
-    agree(
-        world,
-        program,
-        EXIT_FAILED,
-        memory::check_memory(plan.memory),
-    )?;
+    let plan = agree(job, program, EXIT_USAGE, parsed)?;
+    let launcher = job
+        .world()
+        .and_then(World::launcher_mismatch)
+        .map_or(Ok(()), Err);
+    agree(job, program, EXIT_USAGE, launcher)?;
+    agree(job, program, EXIT_FAILED, memory::check_memory(plan.memory))?;
     if let Some(thresholds) = plan.all_pairs {
-        return pairs::run(world, &plan, thresholds);
+        let mpi = job.world().ok_or_else(|| {
+            "--all-pairs: launch under mpirun with 2 or more ranks, one per node".to_string()
+        });
+        let world = agree(job, program, EXIT_USAGE, mpi)?;
+        return pairs::run(job, world, &plan, thresholds);
     }
     let seat = agree(
-        world,
+        job,
         program,
         EXIT_USAGE,
-        seat(world.size, world.rank, plan.host.is_some()),
+        seat(job.size(), job.rank(), plan.host.is_some()),
     )?;
     let (plan, port, mut endpoint) = agree(
-        world,
+        job,
         program,
         EXIT_FAILED,
-        open_side(&plan, world.local_rank),
+        open_side(&plan, job.local_rank()),
     )?;
     // The CSV is written by the side that prints the table: both sides of a
     // TCP pair when given --csv, rank 0 under mpirun.
-    let printer = world.size == 1 || world.is_root();
+    let printer = job.size() == 1 || job.rank() == 0;
     let csv = match (&plan.csv, printer) {
         (Some(path), true) => CsvExport::open(path, plan.append)
             .map(Some)
             .map_err(|e| format!("{e:#}")),
         _ => Ok(None),
     };
-    let csv = agree(world, program, EXIT_FAILED, csv)?;
+    let csv = agree(job, program, EXIT_FAILED, csv)?;
 
-    let mut link: Box<dyn Link + '_> = if world.size > 1 {
+    let mut link: Box<dyn Link + '_> = if let Some(world) = job.world().filter(|w| w.size > 1) {
         Box::new(MpiLink {
             world,
             peer: seat.peer(),
@@ -306,10 +357,10 @@ fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
                 TcpLink::serve(plan.tcp_port, plan.timeout)
             }
         };
-        Box::new(agree(world, program, EXIT_FAILED, tcp)?)
+        Box::new(agree(job, program, EXIT_FAILED, tcp)?)
     };
     let mut session = Session {
-        world,
+        job,
         plan: &plan,
         seat,
         port: &port,
@@ -319,8 +370,8 @@ fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
         clock: Clock::new(),
     };
     if let Err(msg) = session.run(&mut *link) {
-        let who = if world.size > 1 {
-            format!("rank {} ({}): ", world.rank, world.hosts[world.rank])
+        let who = if job.size() > 1 {
+            format!("rank {} ({}): ", job.rank(), job.host(job.rank()))
         } else {
             String::new()
         };
@@ -333,7 +384,7 @@ fn run(world: &World, bench: Benchmark) -> Result<(), Stop> {
 
 /// One side of a connected pair and what it prints.
 struct Session<'a> {
-    world: &'a World,
+    job: &'a Job,
     plan: &'a Plan,
     seat: Seat,
     port: &'a Port,
@@ -349,7 +400,7 @@ impl Session<'_> {
             protocol: PROTOCOL.into(),
             program: self.plan.bench.program().into(),
             settings: self.plan.symmetric_settings(),
-            host: self.world.hosts[self.world.rank].clone(),
+            host: self.job.host(self.job.rank()).to_string(),
             device: self.port.device.clone(),
             port: self.port.port,
             link: self.port.link,
@@ -534,13 +585,13 @@ impl Session<'_> {
         let pairs = self.seat.pairs;
         let mine = &hellos[self.seat.endpoint];
         let peer = &hellos[self.seat.peer()];
-        let exchange = if self.world.size > 1 {
-            format!("MPI ({} ranks, {pairs} pairs)", self.world.size)
+        let exchange = if self.job.size() > 1 {
+            format!("MPI ({} ranks, {pairs} pairs)", self.job.size())
         } else {
             // perftest's name for its TCP exchange.
             "Ethernet".to_string()
         };
-        let pair_lines = if self.world.size > 1 {
+        let pair_lines = if self.job.size() > 1 {
             (0..pairs)
                 .map(|p| {
                     let (c, s) = (&hellos[p], &hellos[p + pairs]);

@@ -6,8 +6,11 @@
 
 use super::args::{Length, Plan};
 use super::device::Port;
-use super::exchange::{decode, encode, Link, Message, Patience, QpInfo, Report, ARRIVAL_POLL};
+use super::exchange::{
+    decode, encode, Link, Message, Patience, QpInfo, Report, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN,
+};
 use super::qp::Endpoint;
+use super::Job;
 use super::{
     agree, open_device, out_of_step, Clock, Seat, Session, Stop, Test, EXIT_FAILED, EXIT_USAGE,
 };
@@ -42,8 +45,10 @@ impl PairLink<'_> {
     /// Soft-RoCE, the kernel threads that move the data).
     fn receive(&self) -> Vec<u8> {
         let other = self.world.comm.process_at_rank(self.peer as i32);
+        let mut pause = ARRIVAL_POLL_MIN;
         while other.immediate_probe().is_none() {
-            std::thread::sleep(ARRIVAL_POLL);
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(ARRIVAL_POLL_MAX);
         }
         other.receive_vec().0
     }
@@ -92,6 +97,7 @@ struct Connected {
 
 /// One rank's side of the verbs pairs.
 pub struct VerbsPair<'a> {
+    job: &'a Job,
     world: &'a World,
     plan: &'a Plan,
     port: &'a Port,
@@ -101,7 +107,7 @@ pub struct VerbsPair<'a> {
 impl VerbsPair<'_> {
     fn session<'s>(&'s self, endpoint: &'s mut Endpoint, seat: Seat) -> Session<'s> {
         Session {
-            world: self.world,
+            job: self.job,
             plan: self.plan,
             seat,
             port: self.port,
@@ -201,19 +207,25 @@ impl PairMeasure for VerbsPair<'_> {
 
 /// The all-pairs run of ib_write_bw/ib_write_lat: every rank opens its port,
 /// then the runner measures each pair in turn.
-pub(super) fn run(world: &World, plan: &Plan, thresholds: Thresholds) -> Result<(), Stop> {
+pub(super) fn run(
+    job: &Job,
+    world: &World,
+    plan: &Plan,
+    thresholds: Thresholds,
+) -> Result<(), Stop> {
     let program = plan.bench.program();
     let enough = (world.size >= 2).then_some(()).ok_or_else(|| {
         format!("--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node {program} --all-pairs")
     });
-    agree(world, program, EXIT_USAGE, enough)?;
+    agree(job, program, EXIT_USAGE, enough)?;
     let (plan, port) = agree(
-        world,
+        job,
         program,
         EXIT_FAILED,
         open_device(plan, world.local_rank),
     )?;
     let mut pair = VerbsPair {
+        job,
         world,
         plan: &plan,
         port: &port,
