@@ -170,7 +170,7 @@ pub fn choose_gid(
     let global_v6: Vec<&GidEntry> = v2
         .iter()
         .copied()
-        .filter(|e| e.gid.to_ipv4_mapped().is_none() && !e.gid.is_unicast_link_local())
+        .filter(|e| e.gid.to_ipv4_mapped().is_none() && !is_link_local(&e.gid))
         .collect();
     let candidates = if ipv4.is_empty() { global_v6 } else { ipv4 };
     let mut sorted = candidates;
@@ -185,6 +185,11 @@ pub fn choose_gid(
             list_gids(table)
         )),
     }
+}
+
+/// fe80::/10 (`Ipv6Addr::is_unicast_link_local` needs Rust 1.84).
+fn is_link_local(gid: &Ipv6Addr) -> bool {
+    gid.segments()[0] & 0xffc0 == 0xfe80
 }
 
 /// The port's speed from sysfs: "100 Gb/sec (4X EDR)".
