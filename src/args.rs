@@ -9,10 +9,7 @@ use clap::Parser;
 use serde::Serialize;
 use std::path::PathBuf;
 
-/// A mistake in the command line: printed as one line, exit status 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+pub use crate::job::UsageError;
 
 fn size_arg(text: &str) -> Result<u64, String> {
     parse_size(text)

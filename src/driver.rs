@@ -9,6 +9,7 @@ use crate::backend::nccl;
 use crate::backend::{Backend, BackendInfo, BufRef, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_within, fill, DataType, RedOp};
+use crate::job::world::World;
 use crate::limits::{self, Detection};
 use crate::pattern::Pattern;
 use crate::report::csv::CsvExport;
@@ -20,7 +21,6 @@ use crate::report::{Exporter, Measurement, Placement, RunInfo, SizeResult, Summa
 use crate::sizes::{human_bytes, sweep, Step};
 use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats};
 use crate::watchdog::Watchdog;
-use crate::world::World;
 use mpi::topology::Communicator;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! outside MPI altogether. Rank 0 then asks every rank where it is, prints one
 //! line, and ends the job.
 
-use crate::world::World;
+use crate::job::world::World;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -20,9 +20,9 @@ pub mod mpi;
 pub mod schedule;
 
 use crate::driver::{agree, Failure};
+use crate::job::world::World;
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
-use crate::world::World;
 use anyhow::{bail, Context};
 use schedule::{partner, round_robin};
 use std::io::Write;

@@ -6,7 +6,7 @@
 
 use super::{Backend, BackendInfo, BufRef, MemoryBudget, OpArgs, RankDevice, Slot};
 use crate::datatype::{divide_in_place, DataType, RedOp};
-use crate::world::World;
+use crate::job::world::World;
 use anyhow::{bail, Context};
 use half::{bf16, f16};
 use mpi::ffi;

@@ -15,7 +15,7 @@ use crate::datatype::{DataType, RedOp};
 use crate::gpu::nccl_lib::{self, Call, Comm, Nccl};
 use crate::gpu::nccl_log::LogCapture;
 use crate::gpu::{self, DeviceBuffer, GpuInfo};
-use crate::world::World;
+use crate::job::world::World;
 use anyhow::{bail, Context};
 use cudarc::driver::sys::{self, CUevent_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream};

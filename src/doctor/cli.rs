@@ -5,7 +5,7 @@ use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
 use super::{check, collect, count, one_per_node, NodeFacts, Root, Selection, Severity};
 use crate::args::parse_one_line;
-use crate::world::World;
+use crate::job::world::World;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;

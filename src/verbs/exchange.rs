@@ -7,7 +7,7 @@
 use super::device::{show_gid, LinkLayer, PortRate};
 use super::lat::LatStats;
 use super::qp::CONTROL_BYTES;
-use crate::world::World;
+use crate::job::world::World;
 use nix::sys::socket::{setsockopt, sockopt};
 use serde::{Deserialize, Serialize};
 use std::io::{ErrorKind, Read, Write};

@@ -16,8 +16,8 @@ use super::{
 };
 use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
 use crate::driver::Failure;
+use crate::job::world::World;
 use crate::watchdog::Watchdog;
-use crate::world::World;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
 

@@ -175,3 +175,21 @@ impl World {
         }
     }
 }
+
+impl super::Group for World {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn host(&self, rank: usize) -> &str {
+        &self.hosts[rank]
+    }
+
+    fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        World::all_gather_bytes(self, mine)
+    }
+}

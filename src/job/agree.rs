@@ -1,0 +1,192 @@
+//! Steps that every rank takes and that may fail on some: when any failed, each
+//! distinct message is printed once and every rank stops together.
+
+use super::exit::{ExitStatus, Failure};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The processes of a job as the agreement sees them: MPI's world, a job of one,
+/// or a test's stand-in.
+pub trait Group {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Host name of `rank`.
+    fn host(&self, rank: usize) -> &str;
+    /// Every rank's bytes, on every rank (a collective step).
+    fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>>;
+}
+
+/// Every rank's result of one step: when any rank failed, rank 0 prints each
+/// distinct message (one line when every rank failed alike, else one per failed
+/// rank, naming it and its host) and every rank stops with `status`.
+pub fn agree<T>(
+    group: &dyn Group,
+    program: &str,
+    status: ExitStatus,
+    mine: Result<T, String>,
+) -> Result<T, Failure> {
+    let text = mine.as_ref().err().cloned().unwrap_or_default();
+    let all = group.all_gather_bytes(text.as_bytes());
+    if all.iter().all(Vec::is_empty) {
+        return mine.map_err(|_| Failure::Stopped(status));
+    }
+    if group.rank() == 0 {
+        let lines = failure_lines(group, program, &all);
+        // One write: lines never interleave with another process's on a shared stderr.
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), lines.as_bytes());
+    }
+    Err(Failure::Stopped(status))
+}
+
+/// What `agree` prints for the gathered messages (empty: that rank succeeded).
+fn failure_lines(group: &dyn Group, program: &str, all: &[Vec<u8>]) -> String {
+    let failed: Vec<(usize, String)> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(rank, m)| (rank, String::from_utf8_lossy(m).into_owned()))
+        .collect();
+    if failed.len() == group.size() && failed.iter().all(|(_, m)| *m == failed[0].1) {
+        return format!("{program}: error: {}\n", failed[0].1);
+    }
+    failed
+        .iter()
+        .map(|(rank, msg)| {
+            format!(
+                "{program}: rank {rank} ({}): error: {msg}\n",
+                group.host(*rank)
+            )
+        })
+        .collect()
+}
+
+/// Checks that every rank parsed the same arguments (or made the same mistake)
+/// before any collective that depends on them: mismatched counts are undefined
+/// behaviour in MPI and NCCL. The message names each flag that differs.
+pub fn agree_on_arguments<A: Serialize>(
+    group: &dyn Group,
+    parsed: &Result<A, super::UsageError>,
+) -> Result<(), Failure> {
+    let canonical = match parsed {
+        Ok(args) => serde_json::to_string(args).unwrap_or_default(),
+        Err(e) => format!("{{\"error\":{}}}", serde_json::Value::String(e.0.clone())),
+    };
+    let all = group.all_gather_bytes(canonical.as_bytes());
+    match all.iter().position(|a| *a != all[0]) {
+        None => Ok(()),
+        Some(odd) => Err(Failure::Usage(format!(
+            "ranks were started with different arguments ({}); start every rank with the same flags",
+            differences(&all[0], &all[odd], odd).join("; ")
+        ))),
+    }
+}
+
+/// "--FLAG is X on rank R but Y on rank 0" for every key whose values differ.
+fn differences(first: &[u8], other: &[u8], odd: usize) -> Vec<String> {
+    let decode = |b: &[u8]| -> BTreeMap<String, serde_json::Value> {
+        serde_json::from_slice(b).unwrap_or_default()
+    };
+    let (first, other) = (decode(first), decode(other));
+    let show = |m: &BTreeMap<String, serde_json::Value>, k: &str| {
+        m.get(k).map_or("(none)".into(), |v| v.to_string())
+    };
+    first
+        .keys()
+        .chain(other.keys())
+        .filter(|k| first.get(*k) != other.get(*k))
+        .map(|k| {
+            format!(
+                "--{k} is {} on rank {odd} but {} on rank 0",
+                show(&other, k),
+                show(&first, k)
+            )
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job of `n` ranks seen from rank 0, whose peers sent `others`.
+    struct Fake {
+        n: usize,
+        others: Vec<Vec<u8>>,
+    }
+
+    impl Group for Fake {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            self.n
+        }
+        fn host(&self, rank: usize) -> &str {
+            ["a", "b", "c"][rank]
+        }
+        fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+            std::iter::once(mine.to_vec())
+                .chain(self.others.clone())
+                .collect()
+        }
+    }
+
+    #[test]
+    fn all_succeed() {
+        let g = Fake {
+            n: 2,
+            others: vec![vec![]],
+        };
+        assert_eq!(agree(&g, "p", ExitStatus::Failed, Ok(7)).unwrap(), 7);
+    }
+
+    #[test]
+    fn one_rank_fails_so_all_stop() {
+        let g = Fake {
+            n: 2,
+            others: vec![b"bad".to_vec()],
+        };
+        let r = agree(&g, "p", ExitStatus::Usage, Ok(()));
+        assert!(matches!(r, Err(Failure::Stopped(ExitStatus::Usage))));
+        let lines = failure_lines(&g, "p", &[vec![], b"bad".to_vec()]);
+        assert_eq!(lines, "p: rank 1 (b): error: bad\n");
+    }
+
+    #[test]
+    fn the_same_mistake_everywhere_is_one_line() {
+        let g = Fake {
+            n: 3,
+            others: vec![],
+        };
+        let all = vec![b"x".to_vec(), b"x".to_vec(), b"x".to_vec()];
+        assert_eq!(failure_lines(&g, "p", &all), "p: error: x\n");
+        let mixed = vec![b"x".to_vec(), b"y".to_vec(), b"x".to_vec()];
+        assert_eq!(failure_lines(&g, "p", &mixed).lines().count(), 3);
+    }
+
+    #[derive(Serialize)]
+    struct Flags {
+        iters: usize,
+    }
+
+    #[test]
+    fn different_arguments_name_the_flag() {
+        let g = Fake {
+            n: 2,
+            others: vec![br#"{"iters":5}"#.to_vec()],
+        };
+        match agree_on_arguments(&g, &Ok(Flags { iters: 20 })) {
+            Err(Failure::Usage(m)) => {
+                assert!(m.contains("--iters is 5 on rank 1 but 20 on rank 0"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let same = Fake {
+            n: 2,
+            others: vec![br#"{"iters":20}"#.to_vec()],
+        };
+        assert!(agree_on_arguments(&same, &Ok(Flags { iters: 20 })).is_ok());
+    }
+}
