@@ -16,6 +16,7 @@ use crate::report::csv::CsvExport;
 use crate::report::hist::HistExport;
 use crate::report::plot::PlotExport;
 use crate::report::progress::Progress;
+use crate::report::run::{new_run_id, now_utc, relevant_env};
 use crate::report::table::Table;
 use crate::report::{Exporter, Measurement, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::{human_bytes, sweep, Step};
@@ -258,24 +259,6 @@ fn buffer_bytes(plan: &Plan, coll: &dyn Collective, nranks: usize) -> (usize, us
     })
 }
 
-/// Environment that shapes results (NCCL_*, OMPI_MCA_*, UCX_*, FI_*), as sorted K=V.
-pub fn relevant_env() -> Vec<String> {
-    let mut vars: Vec<String> = std::env::vars()
-        .filter(|(k, _)| {
-            ["NCCL_", "OMPI_MCA_", "UCX_", "FI_"]
-                .iter()
-                .any(|p| k.starts_with(p))
-        })
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    vars.sort();
-    vars
-}
-
-pub fn now_utc() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
 fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failure> {
     let parsed = parse_args(std::env::args_os());
     agree_on_arguments(world, &parsed)?;
@@ -455,15 +438,6 @@ fn distinct<T: PartialEq + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> 
         }
     }
     out
-}
-
-/// A run's id: its UTC start time and this process's id.
-pub fn new_run_id(stamp: chrono::DateTime<chrono::Utc>) -> String {
-    format!(
-        "{}-{:05}",
-        stamp.format("%Y%m%dT%H%M%SZ"),
-        std::process::id() % 100_000
-    )
 }
 
 fn describe_run(

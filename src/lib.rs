@@ -22,6 +22,7 @@
 pub mod allpairs;
 pub mod args;
 pub mod backend;
+pub mod cli;
 pub mod collective;
 pub mod compare;
 pub mod copy_bw;
@@ -37,5 +38,6 @@ pub mod rack;
 pub mod report;
 pub mod sizes;
 pub mod stats;
+pub mod sysfs;
 pub mod verbs;
 pub mod watchdog;

@@ -3,9 +3,10 @@
 
 use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
-use super::{check, collect, count, one_per_node, NodeFacts, Root, Selection, Severity};
+use super::{check, collect, count, one_per_node, NodeFacts, Selection, Severity};
 use crate::args::parse_one_line;
 use crate::job::world::World;
+use crate::sysfs::Root;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -4,8 +4,9 @@
 //! transfer through it.
 
 use super::ports::port_name;
-use super::{Finding, NodeFacts, Root, Severity};
+use super::{Finding, NodeFacts, Severity};
 use crate::limits::{self, PcieState};
+use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
 
 const NVIDIA_VENDOR: &str = "0x10de";

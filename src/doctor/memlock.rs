@@ -6,8 +6,9 @@
 //! on a live node that is this process's RLIMIT_MEMLOCK and capabilities (as the
 //! launcher passed them on), and a fixture tree can set them.
 
-use super::{Finding, NodeFacts, Root, Severity};
+use super::{Finding, NodeFacts, Severity};
 use crate::sizes::human_bytes;
+use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
 
 /// Below this a registration of one large buffer already fails; at or above it,

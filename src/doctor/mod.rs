@@ -17,8 +17,8 @@ pub mod output;
 pub mod ports;
 pub mod roce;
 
+use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,58 +93,6 @@ pub struct NodeFacts {
     pub nccl: nccl_env::NcclFacts,
     /// Expected rate of every port in Gb/s (--port-rate), when given.
     pub port_rate_gbps: Option<f64>,
-}
-
-/// A root directory that absolute system paths are read under.
-#[derive(Clone, Debug)]
-pub struct Root(PathBuf);
-
-impl Root {
-    pub fn new(dir: impl Into<PathBuf>) -> Root {
-        Root(dir.into())
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.0
-    }
-
-    /// `/sys/class/net` under the root.
-    pub fn path(&self, abs: &str) -> PathBuf {
-        self.0.join(abs.trim_start_matches('/'))
-    }
-
-    /// A file's text, trimmed; None when it is absent or unreadable (sysfs answers
-    /// EINVAL for empty GID table entries, for instance).
-    pub fn read(&self, abs: &str) -> Option<String> {
-        std::fs::read_to_string(self.path(abs))
-            .ok()
-            .map(|s| s.trim().to_string())
-    }
-
-    pub fn exists(&self, abs: &str) -> bool {
-        self.path(abs).exists()
-    }
-
-    /// Entry names of a directory, sorted; empty when it is absent.
-    pub fn list(&self, abs: &str) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.path(abs))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
-    }
-
-    /// The last component of a symlink's target ("mlx5_core" for a driver link).
-    pub fn link_name(&self, abs: &str) -> Option<String> {
-        std::fs::read_link(self.path(abs))
-            .ok()
-            .and_then(|t| t.file_name().map(|f| f.to_string_lossy().into_owned()))
-    }
 }
 
 /// What selects and labels the node's facts (doctor's flags).

@@ -6,7 +6,8 @@
 //! The environment is `/proc/self/environ` under the root: on a live node, the
 //! environment the launcher gave this rank, as NCCL in the job would see it.
 
-use super::{Finding, NodeFacts, Root, Severity};
+use super::{Finding, NodeFacts, Severity};
+use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -2,8 +2,9 @@
 //! port of the same adapter model (a downgraded link), and the active MTU.
 
 use super::gpudirect::PciDevice;
-use super::{Finding, NodeFacts, Root, Severity};
+use super::{Finding, NodeFacts, Severity};
 use crate::limits;
+use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
 
 /// One RDMA device (HCA) and its ports.

@@ -2,7 +2,8 @@
 //! and a GID index forced with NCCL_IB_GID_INDEX must point at one.
 
 use super::ports::{port_name, Gid, Port};
-use super::{Finding, NodeFacts, Root, Severity};
+use super::{Finding, NodeFacts, Severity};
+use crate::sysfs::Root;
 
 const ZERO_GID: &str = "0000:0000:0000:0000:0000:0000:0000:0000";
 

@@ -2,7 +2,7 @@
 //! measured, in a file that is never overwritten; and reading it back for
 //! `plot` and `compare`.
 
-use super::{Exporter, Row, RunInfo, SizeResult, Summary, SCHEMA_VERSION};
+use super::{Exporter, Row, RunInfo, Summary, ToRows, SCHEMA_VERSION};
 use anyhow::{bail, Context};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -121,13 +121,13 @@ impl CsvExport {
     }
 }
 
-impl Exporter for CsvExport {
+impl<R: ToRows + ?Sized> Exporter<R> for CsvExport {
     fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
         Ok(())
     }
 
-    fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
-        self.write_rows(result.measurements.iter().map(|m| Row::new(run, result, m)))
+    fn record(&mut self, run: &RunInfo, result: &R) -> anyhow::Result<()> {
+        self.write_rows(result.rows(run))
     }
 
     fn finish(&mut self, _run: &RunInfo, _summary: &Summary) -> anyhow::Result<()> {

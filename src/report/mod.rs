@@ -8,6 +8,7 @@ pub mod csv;
 pub mod hist;
 pub mod plot;
 pub mod progress;
+pub mod run;
 pub mod table;
 
 use crate::limits::{self, Limit};
@@ -128,14 +129,31 @@ pub struct Summary {
     pub avg_busbw_gbs: f64,
 }
 
-/// An output format. Each is told the run once, every size result as it is
-/// measured (so a crash keeps the finished ones), and the summary at the end.
-pub trait Exporter {
+/// An output format for one family's results `R` (a collective's `SizeResult` by
+/// default). Each is told the run once, every result as it is measured (so a
+/// crash keeps the finished ones), and the summary at the end. A family's own
+/// header facts are given to its table exporter when it is made.
+pub trait Exporter<R: ?Sized = SizeResult> {
     fn start(&mut self, run: &RunInfo) -> anyhow::Result<()>;
-    fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()>;
+    fn record(&mut self, run: &RunInfo, result: &R) -> anyhow::Result<()>;
     fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()>;
     /// A size is about to be measured (for the progress bar).
     fn begin_size(&mut self, _size_bytes: u64) {}
+}
+
+/// A family's result as CSV rows: implemented in `report` for each result type,
+/// so every `Row` is built here and the CSV exporter serves every family.
+pub trait ToRows {
+    fn rows(&self, run: &RunInfo) -> Vec<Row>;
+}
+
+impl ToRows for SizeResult {
+    fn rows(&self, run: &RunInfo) -> Vec<Row> {
+        self.measurements
+            .iter()
+            .map(|m| Row::new(run, self, m))
+            .collect()
+    }
 }
 
 /// One CSV row: one measurement with its run facts. The README documents each

@@ -23,9 +23,9 @@ pub mod output;
 pub mod pairs;
 pub mod qp;
 
-use crate::driver::{new_run_id, now_utc, relevant_env};
 use crate::job::world::{hostname, launched_by_mpi, World};
 use crate::report::csv::CsvExport;
+use crate::report::run::{new_run_id, now_utc, relevant_env};
 use args::{Length, Plan};
 use device::{device_name_for, open_port, Port};
 use exchange::{
