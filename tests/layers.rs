@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation",
-        &["sizes", "stats", "datatype", "pattern", "sysfs", "job", "cli"],
+        &[
+            "sizes", "stats", "datatype", "pattern", "sysfs", "job", "cli",
+        ],
     ),
     ("report", &["limits", "report", "plot"]),
     (
@@ -175,7 +177,11 @@ fn layers_point_down_and_no_module_imports_in_a_loop() {
         "imports pointing up:\n{}",
         wrong_way.join("\n")
     );
-    assert_eq!(find_cycle(&top), None, "an import loop between top-level modules");
+    assert_eq!(
+        find_cycle(&top),
+        None,
+        "an import loop between top-level modules"
+    );
 }
 
 #[test]
@@ -206,7 +212,11 @@ fn the_files_of_a_module_do_not_import_each_other_in_a_loop() {
                     .filter_map(|item| path_words(item.trim()).first().cloned())
                     .collect()
             } else {
-                path_words(rest).first().cloned().into_iter().collect::<Vec<_>>()
+                path_words(rest)
+                    .first()
+                    .cloned()
+                    .into_iter()
+                    .collect::<Vec<_>>()
             };
             used.extend(words);
         }
@@ -220,7 +230,10 @@ fn the_files_of_a_module_do_not_import_each_other_in_a_loop() {
             .collect();
         let edges = graphs.entry(parent.to_vec()).or_default();
         let entry = edges.entry(name.clone()).or_default();
-        entry.extend(used.into_iter().filter(|u| u != name && siblings.contains(u)));
+        entry.extend(
+            used.into_iter()
+                .filter(|u| u != name && siblings.contains(u)),
+        );
     }
     for (parent, graph) in &graphs {
         assert_eq!(
@@ -257,10 +270,17 @@ fn every_binary_is_one_call_into_the_library() {
             .count();
         // `fn main() -> ExitCode {`, the call, `}` and at most one `use` line.
         if code > 4 {
-            fat.push(format!("{} has {code} lines of code", entry.path().display()));
+            fat.push(format!(
+                "{} has {code} lines of code",
+                entry.path().display()
+            ));
         }
     }
-    assert!(fat.is_empty(), "move the CLI into src/:\n{}", fat.join("\n"));
+    assert!(
+        fat.is_empty(),
+        "move the CLI into src/:\n{}",
+        fat.join("\n")
+    );
 }
 
 #[test]

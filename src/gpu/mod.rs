@@ -13,6 +13,7 @@
 pub mod links;
 pub mod nccl_lib;
 pub mod nccl_log;
+pub mod nccl_search;
 
 use anyhow::{bail, Context};
 use cudarc::driver::sys::{self, cudaError_enum, CUdevice_attribute};
