@@ -265,7 +265,13 @@ fn run(world: &World, coll: &dyn Collective, program: &str) -> Result<u8, Failur
     let args = parsed?;
     let plan = args.plan()?;
     if args.all_pairs {
-        return crate::allpairs::mpi::run(world, coll, &args, &plan, program);
+        // Until this file moves to the job layer's Failure and ExitStatus.
+        return match crate::allpairs::mpi::run(world, coll, &args, &plan, program) {
+            Ok(status) => Ok(status.code()),
+            Err(crate::job::Failure::Usage(msg)) => Err(Failure::Usage(msg)),
+            Err(crate::job::Failure::Stopped(status)) => Err(Failure::Local(status.code())),
+            Err(crate::job::Failure::Fatal(e)) => Err(Failure::Fatal(e)),
+        };
     }
     // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
     let env = relevant_env();

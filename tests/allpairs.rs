@@ -131,3 +131,27 @@ fn all_pairs_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(log(&out).contains("--slow-fraction 1.5: give a fraction of the median in (0, 1]"));
 }
+
+#[test]
+fn an_all_pairs_run_writes_a_matrix_file_of_its_own() {
+    let dir = scratch("allpairs-append");
+    let csv = dir.join("pairs.csv");
+    let out = run(
+        2,
+        &[
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--append",
+        ],
+        None,
+    );
+    let log = log(&out);
+    assert_eq!(out.status.code(), Some(2), "{log}");
+    let message = "--append: an all-pairs run writes one matrix file of its own; drop --append";
+    assert_eq!(log.matches(message).count(), 1, "printed once: {log}");
+    assert!(!csv.exists(), "nothing written");
+}

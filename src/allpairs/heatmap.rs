@@ -1,7 +1,8 @@
 //! The all-pairs heatmap: one cell per pair, coloured from red (slowest pair) to
 //! green (fastest), with its bandwidth written in it and slow pairs outlined.
 
-use super::{PairResults, Verdict};
+use super::judging::Verdict;
+use super::matrix::PairResults;
 use anyhow::{anyhow, Context};
 use plotters::prelude::*;
 use std::path::Path;
@@ -20,11 +21,7 @@ pub fn write_png(
     what: &str,
 ) -> anyhow::Result<()> {
     crate::plot::register_fonts();
-    let Some(sizes) = results
-        .sizes
-        .iter()
-        .find(|s| s.size_bytes == verdict.bw_size)
-    else {
+    let Some(sizes) = results.at(verdict.bw_size) else {
         return Ok(());
     };
     let n = results.labels.len() as u32;

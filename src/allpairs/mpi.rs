@@ -1,11 +1,13 @@
 //! `sendrecv_perf --all-pairs`: each pair exchanges messages with MPI_Sendrecv
 //! (both directions at once, as sendrecv_perf's ring does), timed with MPI_Wtime.
 
-use super::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
+use super::judging::Thresholds;
+use super::runner::{run_pairs, PairMeasure, PairRun, PairSample};
 use crate::args::{CollArgs, Plan};
+use crate::cli::AllPairsArgs;
 use crate::collective::Collective;
-use crate::driver::Failure;
 use crate::job::world::World;
+use crate::job::{ExitStatus, Failure};
 use crate::sizes::sweep;
 use crate::watchdog::Watchdog;
 use mpi::point_to_point::send_receive_into;
@@ -16,6 +18,13 @@ use std::time::Duration;
 /// with it then measures slow), to prove that the suspect node is named.
 pub const FAULT_SLOW_ENV: &str = "FABRICBENCH_FAULT_SLOW_RANK";
 const FAULT_DELAY: Duration = Duration::from_millis(10);
+
+/// The delay `rank` adds to each exchange: FAULT_DELAY when `FAULT_SLOW_ENV` (its
+/// value `slow_rank`) names it. Read once, when the pair is set up.
+fn injected_delay(slow_rank: Option<&str>, rank: usize) -> Option<Duration> {
+    let slow: Option<usize> = slow_rank.and_then(|v| v.parse().ok());
+    (slow == Some(rank)).then_some(FAULT_DELAY)
+}
 
 /// What rank `rank` sends at byte `i`; never 0xFF, the value validation poisons with.
 fn pattern(rank: usize, i: usize) -> u8 {
@@ -35,16 +44,14 @@ pub struct MpiPair<'a> {
 
 impl<'a> MpiPair<'a> {
     pub fn new(world: &'a World, max_bytes: usize, plan: &Plan) -> MpiPair<'a> {
-        let slow_rank: Option<usize> = std::env::var(FAULT_SLOW_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok());
+        let slow_rank = std::env::var(FAULT_SLOW_ENV).ok();
         MpiPair {
             world,
             send: (0..max_bytes).map(|i| pattern(world.rank, i)).collect(),
             recv: vec![0; max_bytes],
             warmup_iters: plan.warmup_iters,
             check: plan.check > 0,
-            delay: (slow_rank == Some(world.rank)).then_some(FAULT_DELAY),
+            delay: injected_delay(slow_rank.as_deref(), world.rank),
             per_iteration: vec![0.0; plan.iters],
         }
     }
@@ -106,7 +113,7 @@ pub(crate) fn run(
     args: &CollArgs,
     plan: &Plan,
     program: &str,
-) -> Result<u8, Failure> {
+) -> Result<ExitStatus, Failure> {
     if coll.id() != "sendrecv" {
         return Err(Failure::Usage(format!(
             "--all-pairs: {program} has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)"
@@ -117,13 +124,13 @@ pub(crate) fn run(
             "--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node sendrecv_perf --all-pairs".into(),
         ));
     }
-    if args.append {
-        return Err(Failure::Usage(
-            "--append: an all-pairs run writes one matrix file of its own; drop --append".into(),
-        ));
-    }
-    let thresholds =
-        Thresholds::new(args.slow_fraction, args.slow_latency).map_err(Failure::Usage)?;
+    // CollArgs's own copy of the all-pairs flags, until it flattens AllPairsArgs.
+    let pairs = AllPairsArgs {
+        all_pairs: args.all_pairs,
+        slow_fraction: args.slow_fraction,
+        slow_latency: args.slow_latency,
+    };
+    let thresholds = Thresholds::from_args(&pairs, args.append)?;
     if plan.max_bytes > i32::MAX as u64 {
         return Err(Failure::Usage(format!(
             "-e/--maxbytes {}: MPI counts stop at 2^31-1 bytes; lower -e",
@@ -140,4 +147,17 @@ pub(crate) fn run(
         timeout_s: plan.timeout_s,
     };
     run_pairs(world, &mut pair, &setup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_named_rank_is_slowed() {
+        assert_eq!(injected_delay(Some("3"), 3), Some(FAULT_DELAY));
+        assert_eq!(injected_delay(Some("3"), 2), None);
+        assert_eq!(injected_delay(Some("three"), 3), None);
+        assert_eq!(injected_delay(None, 0), None);
+    }
 }

@@ -1,0 +1,427 @@
+//! When a pair is slow: bandwidth below a fraction of the median pair's at the
+//! largest size, latency above a multiple of the lowest at the smallest; and the
+//! node all of whose pairs are slow while others are not (the suspect).
+
+use super::matrix::PairResults;
+use crate::cli::AllPairsArgs;
+use crate::job::UsageError;
+use crate::sizes::human_bytes;
+
+/// Bandwidth is judged at the largest size when it is at least this, latency at the
+/// smallest when it is at most this.
+pub const JUDGE_SIZE: u64 = 64 << 10;
+
+/// When a pair counts as slow.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Thresholds {
+    /// Bandwidth below this fraction of the median pair's (at the largest size).
+    pub bw_fraction: f64,
+    /// Median latency above this multiple of the fastest pair's (at the smallest size).
+    pub latency_factor: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            bw_fraction: 0.9,
+            latency_factor: 2.0,
+        }
+    }
+}
+
+impl Thresholds {
+    /// Checks the values of --slow-fraction and --slow-latency (or a spec's).
+    pub fn new(bw_fraction: f64, latency_factor: f64) -> Result<Thresholds, String> {
+        if !(bw_fraction > 0.0 && bw_fraction <= 1.0) {
+            return Err(format!(
+                "--slow-fraction {bw_fraction}: give a fraction of the median in (0, 1], e.g. 0.9"
+            ));
+        }
+        if latency_factor.is_nan() || latency_factor < 1.0 {
+            return Err(format!(
+                "--slow-latency {latency_factor}: give a multiple of the lowest latency >= 1, e.g. 2"
+            ));
+        }
+        Ok(Thresholds {
+            bw_fraction,
+            latency_factor,
+        })
+    }
+
+    /// The thresholds of a binary started with --all-pairs, whichever family it is:
+    /// its --csv gets one matrix file of its own, so `append` (--append) is refused.
+    pub fn from_args(args: &AllPairsArgs, append: bool) -> Result<Thresholds, UsageError> {
+        if append {
+            return Err(UsageError(
+                "--append: an all-pairs run writes one matrix file of its own; drop --append"
+                    .into(),
+            ));
+        }
+        Thresholds::new(args.slow_fraction, args.slow_latency).map_err(UsageError)
+    }
+}
+
+/// A pair that crossed a threshold, with its value and the limit it crossed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowPair {
+    pub a: usize,
+    pub b: usize,
+    pub value: f64,
+    pub limit: f64,
+}
+
+/// What the matrices say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub bw_size: u64,
+    pub median_gbs: f64,
+    pub slow_bw: Vec<SlowPair>,
+    pub latency_size: u64,
+    pub min_us: f64,
+    pub slow_latency: Vec<SlowPair>,
+    /// Pairs that received wrong data, with the byte count.
+    pub wrong: Vec<(usize, usize, u64)>,
+    /// Participants every one of whose pairs is slow while some other pair is not.
+    pub suspects: Vec<usize>,
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// The pairs whose value `crosses` the limit.
+fn beyond(
+    pairs: &[(usize, usize, f64)],
+    limit: f64,
+    crosses: impl Fn(f64, f64) -> bool,
+) -> Vec<SlowPair> {
+    pairs
+        .iter()
+        .filter(|p| crosses(p.2, limit))
+        .map(|&(a, b, value)| SlowPair { a, b, value, limit })
+        .collect()
+}
+
+/// Participants all of whose pairs are `slow` while some measured pair without
+/// them is not: were every pair slow, nothing would single out one node.
+fn suspects(
+    n: usize,
+    slow: impl Fn(usize, usize) -> bool,
+    measured: impl Fn(usize, usize) -> bool,
+) -> Vec<usize> {
+    (0..n)
+        .filter(|&i| {
+            let others = (0..n).filter(|&j| j != i);
+            others.clone().all(|j| slow(i, j))
+                && others.clone().any(|a| {
+                    others
+                        .clone()
+                        .any(|b| a < b && measured(a, b) && !slow(a, b))
+                })
+        })
+        .collect()
+}
+
+impl PairResults {
+    /// Bandwidth is judged at the largest size, latency at the smallest.
+    pub fn judge(&self, t: &Thresholds) -> Verdict {
+        let (Some(small), Some(large)) = (
+            self.sizes.iter().min_by_key(|s| s.size_bytes),
+            self.sizes.iter().max_by_key(|s| s.size_bytes),
+        ) else {
+            return Verdict {
+                bw_size: 0,
+                median_gbs: f64::NAN,
+                slow_bw: Vec::new(),
+                latency_size: 0,
+                min_us: f64::NAN,
+                slow_latency: Vec::new(),
+                wrong: Vec::new(),
+                suspects: Vec::new(),
+            };
+        };
+        // Bandwidth is judged where messages are large enough to be bandwidth-bound,
+        // latency where they are small: a 2-byte ib_write_lat run is judged on
+        // latency alone, a 1 GiB sendrecv sweep on bandwidth alone.
+        let bw = if large.size_bytes >= JUDGE_SIZE {
+            large.algbw_gbs.pairs()
+        } else {
+            Vec::new()
+        };
+        let median_gbs = median(&mut bw.iter().map(|p| p.2).collect::<Vec<_>>());
+        let slow_bw = beyond(&bw, t.bw_fraction * median_gbs, |v, limit| v < limit);
+        let lat = if small.size_bytes <= JUDGE_SIZE {
+            small.p50_us.pairs()
+        } else {
+            Vec::new()
+        };
+        let min_us = lat.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
+        let slow_latency = beyond(&lat, t.latency_factor * min_us, |v, limit| v > limit);
+        let wrong: Vec<(usize, usize, u64)> = self
+            .sizes
+            .iter()
+            .filter_map(|s| s.wrong_bytes.as_ref())
+            .flat_map(|w| w.pairs())
+            .filter(|p| p.2 > 0.0)
+            .map(|(a, b, w)| (a, b, w as u64))
+            .collect();
+        let slow = |a: usize, b: usize| {
+            slow_bw
+                .iter()
+                .chain(&slow_latency)
+                .any(|p| (p.a, p.b) == (a.min(b), a.max(b)))
+        };
+        let suspects = suspects(self.labels.len(), slow, |a, b| {
+            large.algbw_gbs.get(a, b).is_some()
+        });
+        Verdict {
+            bw_size: large.size_bytes,
+            median_gbs,
+            slow_bw,
+            latency_size: small.size_bytes,
+            min_us,
+            slow_latency,
+            wrong,
+            suspects,
+        }
+    }
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        self.slow_bw.is_empty() && self.slow_latency.is_empty() && self.wrong.is_empty()
+    }
+
+    /// One line per finding, naming the nodes: for the table and the rack report.
+    pub fn lines(&self, labels: &[String], t: &Thresholds) -> Vec<String> {
+        let pair = |p: &SlowPair| format!("{} <-> {}", labels[p.a], labels[p.b]);
+        let mut lines = Vec::new();
+        for p in &self.slow_bw {
+            lines.push(format!(
+                "slow pair {}: algbw {:.3} GB/s at {} < {:.3} ({} x median {:.3})",
+                pair(p),
+                p.value,
+                human_bytes(self.bw_size),
+                p.limit,
+                t.bw_fraction,
+                self.median_gbs
+            ));
+        }
+        for p in &self.slow_latency {
+            lines.push(format!(
+                "slow pair {}: median time {:.2} us at {} > {:.2} ({} x lowest {:.2})",
+                pair(p),
+                p.value,
+                human_bytes(self.latency_size),
+                p.limit,
+                t.latency_factor,
+                self.min_us
+            ));
+        }
+        for &(a, b, w) in &self.wrong {
+            lines.push(format!(
+                "wrong data between {} and {}: {w} bytes",
+                labels[a], labels[b]
+            ));
+        }
+        for &s in &self.suspects {
+            lines.push(format!(
+                "suspect node {}: all {} of its pairs are slow",
+                labels[s],
+                labels.len() - 1
+            ));
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::matrix::tests::results;
+    use super::super::matrix::Matrix;
+    use super::*;
+
+    #[test]
+    fn a_healthy_rack_has_no_slow_pair() {
+        let v = results(8, None, 45.0, 0.0).judge(&Thresholds::default());
+        assert!(v.passed(), "{v:?}");
+        assert_eq!(v.median_gbs, 45.0);
+        assert_eq!(v.min_us, 5.0);
+        assert_eq!((v.bw_size, v.latency_size), (1 << 20, 8));
+    }
+
+    #[test]
+    fn the_slow_node_is_named() {
+        let r = results(8, Some(5), 45.0, 20.0);
+        let v = r.judge(&Thresholds::default());
+        assert_eq!(v.slow_bw.len(), 7);
+        assert_eq!(v.slow_latency.len(), 7);
+        assert_eq!(v.suspects, vec![5]);
+        let lines = v.lines(&r.labels, &Thresholds::default());
+        assert!(
+            lines.contains(&"suspect node node5: all 7 of its pairs are slow".to_string()),
+            "{lines:?}"
+        );
+        assert_eq!(
+            lines[0],
+            "slow pair node0 <-> node5: algbw 20.000 GB/s at 1 MiB < 40.500 (0.9 x median 45.000)"
+        );
+        assert_eq!(
+            lines[7],
+            "slow pair node0 <-> node5: median time 50.00 us at 8 B > 10.00 (2 x lowest 5.00)"
+        );
+        assert_eq!(lines.len(), 7 + 7 + 1);
+    }
+
+    #[test]
+    fn one_slow_link_names_no_node() {
+        let mut r = results(6, None, 45.0, 0.0);
+        r.sizes[1].algbw_gbs.set(1, 4, 30.0);
+        let v = r.judge(&Thresholds::default());
+        assert_eq!(
+            v.slow_bw,
+            vec![SlowPair {
+                a: 1,
+                b: 4,
+                value: 30.0,
+                limit: 40.5
+            }]
+        );
+        assert!(v.slow_latency.is_empty() && v.suspects.is_empty());
+        // Just above the threshold passes.
+        r.sizes[1].algbw_gbs.set(1, 4, 40.6);
+        assert!(r.judge(&Thresholds::default()).passed());
+    }
+
+    #[test]
+    fn no_suspect_without_a_healthy_pair_to_compare() {
+        let v = results(2, Some(1), 45.0, 1.0).judge(&Thresholds::default());
+        assert!(v.suspects.is_empty());
+        // Every pair slow by one measure or the other (as noise on a shared host
+        // does): nothing singles out a node.
+        let mut r = results(4, None, 45.0, 0.0);
+        for (a, b) in [(0, 3), (1, 2), (1, 3)] {
+            r.sizes[1].algbw_gbs.set(a, b, 10.0);
+        }
+        for (a, b) in [(0, 1), (0, 2), (2, 3)] {
+            r.sizes[0].p50_us.set(a, b, 50.0);
+        }
+        let v = r.judge(&Thresholds::default());
+        assert_eq!(v.slow_bw.len() + v.slow_latency.len(), 6);
+        assert!(v.suspects.is_empty(), "{v:?}");
+        // With pair (0, 2) healthy again, nodes 1 and 3, all of whose pairs are
+        // still slow, stand out.
+        r.sizes[0].p50_us.set(0, 2, 5.0);
+        assert_eq!(r.judge(&Thresholds::default()).suspects, vec![1, 3]);
+    }
+
+    #[test]
+    fn each_criterion_is_judged_only_at_its_sizes() {
+        // Only small messages (an ib_write_lat run): their algbw says nothing.
+        let mut r = results(4, Some(2), 45.0, 1.0);
+        r.sizes[1].size_bytes = 8;
+        let v = r.judge(&Thresholds::default());
+        assert!(v.slow_bw.is_empty(), "{:?}", v.slow_bw);
+        assert_eq!(v.slow_latency.len(), 3);
+        // Only large messages: their time is bandwidth, not latency.
+        let mut r = results(4, Some(2), 45.0, 1.0);
+        r.sizes[0].size_bytes = 1 << 20;
+        let v = r.judge(&Thresholds::default());
+        assert_eq!(v.slow_bw.len(), 3);
+        assert!(v.slow_latency.is_empty(), "{:?}", v.slow_latency);
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&mut [4.0, 1.0, 3.0]), 3.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&mut []).is_nan());
+        // Four pairs at 10, 20, 30, 40 GB/s: median 25, so 0.9 x 25 = 22.5 flags two.
+        let mut r = results(4, None, 45.0, 0.0);
+        r.sizes[1] = super::super::matrix::SizeMatrices::empty(1 << 20, 4, false);
+        for (v, (a, b)) in [
+            (10.0, (0, 1)),
+            (20.0, (0, 2)),
+            (30.0, (1, 2)),
+            (40.0, (2, 3)),
+        ] {
+            r.sizes[1].algbw_gbs.set(a, b, v);
+        }
+        let v = r.judge(&Thresholds::default());
+        assert_eq!(v.median_gbs, 25.0);
+        let slow: Vec<(usize, usize)> = v.slow_bw.iter().map(|p| (p.a, p.b)).collect();
+        assert_eq!(slow, vec![(0, 1), (0, 2)]);
+    }
+
+    #[test]
+    fn wrong_data_fails_and_is_named() {
+        let mut r = results(3, None, 45.0, 0.0);
+        let mut w = Matrix::empty(3);
+        w.set(0, 1, 0.0);
+        w.set(1, 2, 12.0);
+        r.sizes[1].wrong_bytes = Some(w);
+        let v = r.judge(&Thresholds::default());
+        assert!(!v.passed());
+        assert_eq!(v.wrong, vec![(1, 2, 12)]);
+        assert_eq!(
+            v.lines(&r.labels, &Thresholds::default()),
+            vec!["wrong data between node1 and node2: 12 bytes"]
+        );
+    }
+
+    #[test]
+    fn nothing_measured_judges_nothing() {
+        let r = super::super::matrix::PairResults {
+            labels: vec!["a".into(), "b".into()],
+            sizes: Vec::new(),
+        };
+        let v = r.judge(&Thresholds::default());
+        assert!(v.passed() && v.median_gbs.is_nan() && v.bw_size == 0);
+    }
+
+    #[test]
+    fn thresholds_are_checked() {
+        assert!(Thresholds::new(0.0, 2.0)
+            .unwrap_err()
+            .starts_with("--slow-fraction 0"));
+        assert!(Thresholds::new(1.5, 2.0).is_err());
+        assert!(Thresholds::new(0.9, 0.5)
+            .unwrap_err()
+            .starts_with("--slow-latency 0.5"));
+        assert!(Thresholds::new(0.9, f64::NAN).is_err());
+        assert_eq!(Thresholds::new(0.9, 2.0).unwrap(), Thresholds::default());
+    }
+
+    #[test]
+    fn thresholds_from_the_flags() {
+        let args = |slow_fraction, slow_latency| AllPairsArgs {
+            all_pairs: true,
+            slow_fraction,
+            slow_latency,
+        };
+        assert_eq!(
+            Thresholds::from_args(&args(0.8, 3.0), false).unwrap(),
+            Thresholds {
+                bw_fraction: 0.8,
+                latency_factor: 3.0
+            }
+        );
+        assert_eq!(
+            Thresholds::from_args(&args(1.5, 2.0), false).unwrap_err().0,
+            "--slow-fraction 1.5: give a fraction of the median in (0, 1], e.g. 0.9"
+        );
+        // --append is refused before the values are looked at.
+        assert_eq!(
+            Thresholds::from_args(&args(1.5, 2.0), true).unwrap_err().0,
+            "--append: an all-pairs run writes one matrix file of its own; drop --append"
+        );
+    }
+}

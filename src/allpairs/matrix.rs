@@ -1,0 +1,342 @@
+//! The results of an all-pairs run: N x N matrices per message size, and their CSV.
+//!
+//! CSV: header `metric,size_bytes,node,<node 0>,...,<node N-1>`, then for each
+//! size N rows per metric (`time_us` the mean time of an exchange, `p50_us` its
+//! median, `algbw_gbs` size over mean time, and `wrong_bytes` when validated):
+//! row `node` i, column j holds the value of pair (i, j); the matrix is symmetric
+//! (each pair is measured once, both directions at once) and the diagonal is empty.
+
+use anyhow::{bail, Context};
+use std::io::Write;
+use std::path::Path;
+
+/// An N x N matrix of one metric; None on the diagonal and where nothing was measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix(pub Vec<Vec<Option<f64>>>);
+
+impl Matrix {
+    pub fn empty(n: usize) -> Matrix {
+        Matrix(vec![vec![None; n]; n])
+    }
+
+    pub fn set(&mut self, a: usize, b: usize, value: f64) {
+        self.0[a][b] = Some(value);
+        self.0[b][a] = Some(value);
+    }
+
+    pub fn get(&self, a: usize, b: usize) -> Option<f64> {
+        self.0[a][b]
+    }
+
+    /// Each measured pair once: (a, b, value) with a < b.
+    pub fn pairs(&self) -> Vec<(usize, usize, f64)> {
+        let n = self.0.len();
+        (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .filter_map(|(a, b)| self.get(a, b).map(|v| (a, b, v)))
+            .collect()
+    }
+}
+
+/// What one matrix holds; its name is the CSV's `metric` column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    TimeUs,
+    P50Us,
+    AlgbwGbs,
+    WrongBytes,
+}
+
+impl Metric {
+    /// In the order the CSV lists them for each size.
+    pub const ALL: [Metric; 4] = [
+        Metric::TimeUs,
+        Metric::P50Us,
+        Metric::AlgbwGbs,
+        Metric::WrongBytes,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::TimeUs => "time_us",
+            Metric::P50Us => "p50_us",
+            Metric::AlgbwGbs => "algbw_gbs",
+            Metric::WrongBytes => "wrong_bytes",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// The matrices of one message size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeMatrices {
+    pub size_bytes: u64,
+    pub time_us: Matrix,
+    pub p50_us: Matrix,
+    pub algbw_gbs: Matrix,
+    pub wrong_bytes: Option<Matrix>,
+}
+
+impl SizeMatrices {
+    /// Nothing measured yet for `n` participants; `validated`: with a wrong-bytes matrix.
+    pub fn empty(size_bytes: u64, n: usize, validated: bool) -> SizeMatrices {
+        SizeMatrices {
+            size_bytes,
+            time_us: Matrix::empty(n),
+            p50_us: Matrix::empty(n),
+            algbw_gbs: Matrix::empty(n),
+            wrong_bytes: validated.then(|| Matrix::empty(n)),
+        }
+    }
+
+    /// The matrix of `metric`; None for wrong bytes when nothing was validated.
+    pub fn metric(&self, metric: Metric) -> Option<&Matrix> {
+        match metric {
+            Metric::TimeUs => Some(&self.time_us),
+            Metric::P50Us => Some(&self.p50_us),
+            Metric::AlgbwGbs => Some(&self.algbw_gbs),
+            Metric::WrongBytes => self.wrong_bytes.as_ref(),
+        }
+    }
+
+    /// The matrix of `metric` to fill in, the wrong-bytes one created on first use.
+    fn metric_mut(&mut self, metric: Metric) -> &mut Matrix {
+        let n = self.time_us.0.len();
+        match metric {
+            Metric::TimeUs => &mut self.time_us,
+            Metric::P50Us => &mut self.p50_us,
+            Metric::AlgbwGbs => &mut self.algbw_gbs,
+            Metric::WrongBytes => self.wrong_bytes.get_or_insert_with(|| Matrix::empty(n)),
+        }
+    }
+}
+
+/// Everything an all-pairs run measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PairResults {
+    /// One per participant: the host name, or "host/rank" where ranks share a host.
+    pub labels: Vec<String>,
+    /// In sweep order.
+    pub sizes: Vec<SizeMatrices>,
+}
+
+impl PairResults {
+    /// The matrices of `size_bytes`, if it was measured.
+    pub fn at(&self, size_bytes: u64) -> Option<&SizeMatrices> {
+        self.sizes.iter().find(|s| s.size_bytes == size_bytes)
+    }
+}
+
+/// Labels for the ranks of a job: host names, or host/rank when hosts repeat.
+pub fn labels(hosts: &[String]) -> Vec<String> {
+    let unique = hosts
+        .iter()
+        .enumerate()
+        .all(|(i, h)| !hosts[..i].contains(h));
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(r, h)| {
+            if unique {
+                h.clone()
+            } else {
+                format!("{h}/{r}")
+            }
+        })
+        .collect()
+}
+
+/// Writes the matrices as the CSV described at the top of this file.
+pub fn write_csv(out: impl Write, results: &PairResults) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    let mut header = vec!["metric".to_string(), "size_bytes".into(), "node".into()];
+    header.extend(results.labels.iter().cloned());
+    w.write_record(&header)?;
+    for s in &results.sizes {
+        for metric in Metric::ALL {
+            let Some(m) = s.metric(metric) else { continue };
+            for (i, row) in m.0.iter().enumerate() {
+                let mut record = vec![
+                    metric.name().to_string(),
+                    s.size_bytes.to_string(),
+                    results.labels[i].clone(),
+                ];
+                record.extend(
+                    row.iter()
+                        .map(|v| v.map_or(String::new(), |v| v.to_string())),
+                );
+                w.write_record(&record)?;
+            }
+        }
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads a CSV written by `write_csv` (rack_check judges it with its own thresholds).
+pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let header: Vec<String> = reader.headers()?.iter().map(str::to_string).collect();
+    if header.len() < 5 || header[..3] != ["metric", "size_bytes", "node"] {
+        bail!(
+            "{}: not an all-pairs matrix CSV (header {:?})",
+            path.display(),
+            header
+        );
+    }
+    let labels = header[3..].to_vec();
+    let n = labels.len();
+    let mut sizes: Vec<SizeMatrices> = Vec::new();
+    for record in reader.records() {
+        let record = record?;
+        let bad = || format!("{}: malformed row {:?}", path.display(), record);
+        let size_bytes: u64 = record
+            .get(1)
+            .and_then(|s| s.parse().ok())
+            .with_context(bad)?;
+        let row = labels
+            .iter()
+            .position(|l| Some(l.as_str()) == record.get(2))
+            .with_context(bad)?;
+        if sizes.last().map_or(true, |s| s.size_bytes != size_bytes) {
+            sizes.push(SizeMatrices::empty(size_bytes, n, false));
+        }
+        let name = record.get(0).unwrap_or("");
+        let Some(metric) = Metric::from_name(name) else {
+            bail!("{}: unknown metric '{name}'", path.display());
+        };
+        let m = sizes.last_mut().expect("pushed above").metric_mut(metric);
+        for (col, cell) in record.iter().skip(3).enumerate().take(n) {
+            m.0[row][col] = if cell.is_empty() {
+                None
+            } else {
+                Some(cell.parse().with_context(bad)?)
+            };
+        }
+    }
+    Ok(PairResults { labels, sizes })
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// n nodes, every pair at `fast` GB/s and 5 us (median; 6 us mean) except
+    /// those touching `slow_node`, at `slow` GB/s and 50 us; sizes 8 B and 1 MiB.
+    pub(crate) fn results(n: usize, slow_node: Option<usize>, fast: f64, slow: f64) -> PairResults {
+        let mut small = SizeMatrices::empty(8, n, false);
+        let mut large = SizeMatrices::empty(1 << 20, n, false);
+        for a in 0..n {
+            for b in a + 1..n {
+                let is_slow = slow_node.is_some_and(|s| s == a || s == b);
+                large.algbw_gbs.set(a, b, if is_slow { slow } else { fast });
+                small.time_us.set(a, b, if is_slow { 60.0 } else { 6.0 });
+                small.p50_us.set(a, b, if is_slow { 50.0 } else { 5.0 });
+            }
+        }
+        PairResults {
+            labels: (0..n).map(|i| format!("node{i}")).collect(),
+            sizes: vec![small, large],
+        }
+    }
+
+    /// A file in a fresh scratch directory, removed when dropped.
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn with(name: &str, text: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!(
+                "allpairs-{name}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("m.csv"), text).unwrap();
+            Scratch(dir)
+        }
+        fn path(&self) -> std::path::PathBuf {
+            self.0.join("m.csv")
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn csv_round_trips() {
+        let mut r = results(3, Some(2), 12.5, 3.25);
+        r.sizes[0].wrong_bytes = Some(Matrix::empty(3));
+        r.sizes[0].wrong_bytes.as_mut().unwrap().set(0, 1, 4.0);
+        let mut bytes = Vec::new();
+        write_csv(&mut bytes, &r).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "metric,size_bytes,node,node0,node1,node2");
+        assert_eq!(lines[1], "time_us,8,node0,,6,60");
+        assert_eq!(lines[6], "p50_us,8,node2,50,50,");
+        // Wrong bytes only where validated: after the three metrics of 8 B.
+        assert_eq!(lines[10], "wrong_bytes,8,node0,,4,");
+        assert_eq!(lines[13], "time_us,1048576,node0,,,");
+        assert_eq!(lines[21], "algbw_gbs,1048576,node2,3.25,3.25,");
+        assert_eq!(lines.len(), 1 + 4 * 3 + 3 * 3);
+        let file = Scratch::with("round-trip", &text);
+        assert_eq!(read_csv(&file.path()).unwrap(), r);
+    }
+
+    #[test]
+    fn a_csv_that_is_not_a_matrix_is_refused() {
+        let not = Scratch::with("not-matrix", "size_bytes,time_us\n8,1\n");
+        let e = read_csv(&not.path()).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "m.csv: not an all-pairs matrix CSV (header [\"size_bytes\", \"time_us\"])"
+            ),
+            "{e}"
+        );
+        let head = "metric,size_bytes,node,a,b\n";
+        let unknown = Scratch::with("unknown", &format!("{head}busbw,8,a,,1\n"));
+        let e = read_csv(&unknown.path()).unwrap_err().to_string();
+        assert!(e.ends_with("m.csv: unknown metric 'busbw'"), "{e}");
+        let stranger = Scratch::with("stranger", &format!("{head}time_us,8,c,,1\n"));
+        let e = read_csv(&stranger.path()).unwrap_err().to_string();
+        assert!(e.contains("m.csv: malformed row"), "{e}");
+        let text = Scratch::with("text", &format!("{head}time_us,8,a,,fast\n"));
+        assert!(read_csv(&text.path()).is_err());
+    }
+
+    #[test]
+    fn metrics_are_named_as_in_the_csv() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_name(m.name()), Some(m));
+        }
+        assert_eq!(Metric::from_name("p50_us"), Some(Metric::P50Us));
+        assert_eq!(Metric::from_name("busbw"), None);
+        let s = SizeMatrices::empty(8, 2, false);
+        assert!(s.metric(Metric::WrongBytes).is_none());
+        assert_eq!(s.metric(Metric::TimeUs), Some(&Matrix::empty(2)));
+    }
+
+    #[test]
+    fn a_matrix_is_symmetric_and_lists_each_pair_once() {
+        let mut m = Matrix::empty(3);
+        m.set(2, 0, 1.5);
+        m.set(1, 2, 7.0);
+        assert_eq!(m.get(0, 2), Some(1.5));
+        assert_eq!(m.get(0, 0), None);
+        assert_eq!(m.pairs(), vec![(0, 2, 1.5), (1, 2, 7.0)]);
+    }
+
+    #[test]
+    fn labels_name_hosts_or_ranks() {
+        let h = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(labels(&h(&["a", "b"])), h(&["a", "b"]));
+        assert_eq!(labels(&h(&["a", "a", "b"])), h(&["a/0", "a/1", "b/2"]));
+    }
+}

@@ -1,0 +1,303 @@
+//! The runner: every rank meets its partner of each round of the schedule and
+//! measures the pair at every size; rank 0 gathers the samples into matrices,
+//! prints the table and writes the CSV and heatmap. It does not know what a pair
+//! measurement is (`PairMeasure`).
+
+use super::heatmap;
+use super::judging::Thresholds;
+use super::matrix::{labels, write_csv, PairResults, SizeMatrices};
+use super::schedule::{partner, round_robin};
+use super::table::{write_header, write_table, Header};
+use crate::job::world::World;
+use crate::job::{agree, ExitStatus, Failure};
+use crate::watchdog::Watchdog;
+use std::fs::OpenOptions;
+use std::path::Path;
+
+/// One pair measurement as one rank of the pair timed it.
+#[derive(Clone, Copy, Debug)]
+pub struct PairSample {
+    /// Mean seconds per exchange.
+    pub seconds: f64,
+    /// Median seconds of one exchange: latency is judged on it, as perftest's
+    /// t_typical, so one descheduled iteration does not make a pair slow.
+    pub p50_seconds: f64,
+    /// Bytes received wrong in validation; None when not validated.
+    pub wrong: Option<u64>,
+}
+
+/// Values each rank sends per round and size: mean and median seconds (NaN on a
+/// bye), wrong bytes (-1: not checked).
+const SAMPLE_LEN: usize = 3;
+
+impl PairSample {
+    /// What a rank without a partner in the round sends.
+    const BYE: PairSample = PairSample {
+        seconds: f64::NAN,
+        p50_seconds: f64::NAN,
+        wrong: None,
+    };
+
+    fn encode(self) -> [f64; SAMPLE_LEN] {
+        [
+            self.seconds,
+            self.p50_seconds,
+            self.wrong.map_or(-1.0, |w| w as f64),
+        ]
+    }
+}
+
+/// A way of measuring one pair, driven by `measure_all_pairs` on both ranks of
+/// the pair at the same time.
+pub trait PairMeasure {
+    /// What one exchange is, for the header: "MPI_Sendrecv, both directions at once".
+    fn describe(&self) -> String;
+    /// Warm-up, then timed exchanges of `bytes` with `peer`, calling
+    /// `watchdog.enter_call()` before each so a hang is reported.
+    fn measure(
+        &mut self,
+        peer: usize,
+        bytes: usize,
+        watchdog: &Watchdog,
+    ) -> anyhow::Result<PairSample>;
+}
+
+/// Runs every round on every rank; rank 0 returns the matrices.
+pub fn measure_all_pairs(
+    world: &World,
+    measure: &mut dyn PairMeasure,
+    sizes: &[u64],
+    watchdog: &Watchdog,
+) -> anyhow::Result<Option<PairResults>> {
+    let rounds = round_robin(world.size);
+    let mut mine = Vec::with_capacity(rounds.len() * sizes.len() * SAMPLE_LEN);
+    for (r, round) in rounds.iter().enumerate() {
+        watchdog.begin(format!(
+            "all-pairs round {} of {} (barrier)",
+            r + 1,
+            rounds.len()
+        ));
+        watchdog.enter_call();
+        world.barrier();
+        watchdog.end();
+        let peer = partner(round, world.rank);
+        for &size in sizes {
+            let sample = match peer {
+                Some(p) => {
+                    watchdog.begin(format!(
+                        "all-pairs round {} of {}: ranks {} and {p}, {size} B",
+                        r + 1,
+                        rounds.len(),
+                        world.rank
+                    ));
+                    let s = measure.measure(p, size as usize, watchdog)?;
+                    watchdog.end();
+                    s
+                }
+                None => PairSample::BYE,
+            };
+            mine.extend(sample.encode());
+        }
+    }
+    watchdog.begin("all-pairs (gathering results)".into());
+    watchdog.enter_call();
+    let gathered = world.gather_f64s(&mine);
+    watchdog.end();
+    Ok(gathered.map(|all| assemble(&world.hosts, sizes, &rounds, &all)))
+}
+
+/// The matrices from every rank's samples (`all`: rank after rank, each round
+/// after round and size after size, as `measure_all_pairs` sends them).
+fn assemble(
+    hosts: &[String],
+    sizes: &[u64],
+    rounds: &[Vec<(usize, usize)>],
+    all: &[f64],
+) -> PairResults {
+    let per_rank: Vec<&[f64]> = all
+        .chunks_exact((rounds.len() * sizes.len() * SAMPLE_LEN).max(1))
+        .collect();
+    let validated = all.iter().skip(2).step_by(SAMPLE_LEN).any(|&w| w >= 0.0);
+    let mut results = PairResults {
+        labels: labels(hosts),
+        sizes: sizes
+            .iter()
+            .map(|&size_bytes| SizeMatrices::empty(size_bytes, hosts.len(), validated))
+            .collect(),
+    };
+    for (r, round) in rounds.iter().enumerate() {
+        for &(a, b) in round {
+            for (s, m) in results.sizes.iter_mut().enumerate() {
+                let at = (r * sizes.len() + s) * SAMPLE_LEN;
+                // The pair took as long as its slower side.
+                let slower = |k: usize| per_rank[a][at + k].max(per_rank[b][at + k]);
+                let seconds = slower(0);
+                m.time_us.set(a, b, seconds * 1e6);
+                m.p50_us.set(a, b, slower(1) * 1e6);
+                m.algbw_gbs.set(a, b, m.size_bytes as f64 / seconds / 1e9);
+                if let Some(w) = &mut m.wrong_bytes {
+                    w.set(
+                        a,
+                        b,
+                        per_rank[a][at + 2].max(0.0) + per_rank[b][at + 2].max(0.0),
+                    );
+                }
+            }
+        }
+    }
+    results
+}
+
+/// One all-pairs run, whatever measures the pairs.
+pub struct PairRun<'a> {
+    /// The binary's name, for messages.
+    pub program: &'a str,
+    pub sizes: Vec<u64>,
+    /// Timed exchanges per pair and size (for the header).
+    pub iters: usize,
+    pub thresholds: Thresholds,
+    /// The matrix CSV (a new file; the heatmap goes beside it as .png).
+    pub csv: Option<&'a Path>,
+    /// -T: a pair that hangs this long ends the job (0 = never).
+    pub timeout_s: u64,
+}
+
+/// Measures every pair with `measure` and, on rank 0, prints the table and
+/// writes the CSV and heatmap. Exit status 1 when a pair is slow or received
+/// wrong data. Every rank calls it.
+pub(crate) fn run_pairs(
+    world: &World,
+    measure: &mut dyn PairMeasure,
+    run: &PairRun,
+) -> Result<ExitStatus, Failure> {
+    let program = run.program;
+    // Every rank has checked that the CSV does not exist yet before rank 0 creates it.
+    world.barrier();
+    let csv = match (run.csv, world.is_root()) {
+        (Some(path), true) => OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map(Some)
+            .map_err(|e| format!("--csv {}: {e}", path.display())),
+        _ => Ok(None),
+    };
+    let csv = agree(world, program, ExitStatus::Failed, csv)?;
+    let watchdog = Watchdog::start(world, program, run.timeout_s)?;
+    let rounds = round_robin(world.size).len();
+    if world.is_root() {
+        let header = Header {
+            program,
+            ranks: world.size,
+            rounds,
+            sizes: &run.sizes,
+            iters: run.iters,
+            each_pair: &measure.describe(),
+        };
+        write_header(&mut std::io::stdout(), &header).map_err(|e| Failure::Fatal(e.into()))?;
+    }
+    let Some(results) = measure_all_pairs(world, measure, &run.sizes, &watchdog)? else {
+        return Ok(ExitStatus::Ok);
+    };
+    let verdict = results.judge(&run.thresholds);
+    write_table(&mut std::io::stdout(), &results, &verdict, &run.thresholds)
+        .map_err(|e| Failure::Fatal(e.into()))?;
+    if let (Some(file), Some(path)) = (csv, run.csv) {
+        write_csv(file, &results)?;
+        let png = path.with_extension("png");
+        let drawn = if png.exists() {
+            Err(anyhow::anyhow!(
+                "{} exists and is never overwritten: no heatmap drawn",
+                png.display()
+            ))
+        } else {
+            heatmap::write_png(&png, &results, &verdict, program)
+        };
+        match drawn {
+            Ok(()) => println!("# matrix: {}  heatmap: {}", path.display(), png.display()),
+            Err(e) => eprintln!("{program}: warning: {e:#}"),
+        }
+    }
+    Ok(if verdict.passed() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::Failed
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(seconds: f64, p50_seconds: f64, wrong: Option<u64>) -> [f64; SAMPLE_LEN] {
+        PairSample {
+            seconds,
+            p50_seconds,
+            wrong,
+        }
+        .encode()
+    }
+
+    fn hosts(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_pair_is_as_slow_as_its_slower_side() {
+        // Two ranks, one round, sizes 1000 and 2000 B.
+        let rounds = round_robin(2);
+        let rank0 = [sample(1e-6, 1e-6, None), sample(2e-6, 1.5e-6, None)].concat();
+        let rank1 = [sample(2e-6, 0.5e-6, None), sample(1e-6, 3e-6, None)].concat();
+        let r = assemble(
+            &hosts(&["a", "b"]),
+            &[1000, 2000],
+            &rounds,
+            &[rank0, rank1].concat(),
+        );
+        assert_eq!(r.labels, hosts(&["a", "b"]));
+        assert_eq!(r.sizes[0].time_us.get(0, 1), Some(2.0));
+        assert_eq!(r.sizes[0].time_us.get(1, 0), Some(2.0));
+        assert_eq!(r.sizes[0].p50_us.get(0, 1), Some(1.0));
+        assert_eq!(r.sizes[0].algbw_gbs.get(0, 1), Some(0.5));
+        assert_eq!(r.sizes[1].time_us.get(0, 1), Some(2.0));
+        assert_eq!(r.sizes[1].p50_us.get(0, 1), Some(3.0));
+        assert_eq!(r.sizes[1].algbw_gbs.get(0, 1), Some(1.0));
+        assert!(r.sizes.iter().all(|s| s.wrong_bytes.is_none()));
+    }
+
+    #[test]
+    fn a_bye_leaves_no_mark_and_wrong_bytes_add_up() {
+        // Three ranks, three rounds of one pair: (1, 2), (0, 1), (0, 2); one size.
+        let rounds = round_robin(3);
+        let bye = PairSample::BYE.encode();
+        let rank0 = [
+            bye,
+            sample(1e-6, 1e-6, Some(0)),
+            sample(4e-6, 4e-6, Some(3)),
+        ]
+        .concat();
+        let rank1 = [
+            sample(2e-6, 2e-6, Some(1)),
+            sample(1e-6, 1e-6, Some(0)),
+            bye,
+        ]
+        .concat();
+        let rank2 = [
+            sample(2e-6, 2e-6, Some(2)),
+            bye,
+            sample(4e-6, 4e-6, Some(0)),
+        ]
+        .concat();
+        let all = [rank0, rank1, rank2].concat();
+        let r = assemble(&hosts(&["n", "n", "m"]), &[8], &rounds, &all);
+        assert_eq!(r.labels, hosts(&["n/0", "n/1", "m/2"]));
+        let s = &r.sizes[0];
+        assert_eq!(
+            s.time_us.pairs(),
+            vec![(0, 1, 1.0), (0, 2, 4.0), (1, 2, 2.0)]
+        );
+        let wrong = s.wrong_bytes.as_ref().expect("validated");
+        assert_eq!(wrong.pairs(), vec![(0, 1, 0.0), (0, 2, 3.0), (1, 2, 3.0)]);
+        assert_eq!(wrong.get(1, 1), None);
+    }
+}

@@ -1,0 +1,179 @@
+//! What an all-pairs run prints on stdout: the header, the matrices at the sizes
+//! that were judged, and the verdict.
+
+use super::judging::{Thresholds, Verdict};
+use super::matrix::{Matrix, PairResults};
+use crate::report::table::fit;
+use std::io::Write;
+
+/// What was run, before anything is measured.
+pub struct Header<'a> {
+    pub program: &'a str,
+    pub ranks: usize,
+    pub rounds: usize,
+    /// In sweep order.
+    pub sizes: &'a [u64],
+    pub iters: usize,
+    /// What one exchange is (`PairMeasure::describe`).
+    pub each_pair: &'a str,
+}
+
+pub fn write_header(out: &mut dyn Write, h: &Header) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "# {} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each",
+        h.program,
+        h.ranks,
+        h.rounds,
+        h.sizes.len(),
+        h.sizes.first().copied().unwrap_or(0),
+        h.sizes.last().copied().unwrap_or(0),
+        h.iters
+    )?;
+    writeln!(out, "# each pair: {}", h.each_pair)
+}
+
+/// The matrix of one metric as aligned text, "-" on the diagonal.
+fn write_matrix(
+    out: &mut dyn Write,
+    title: &str,
+    labels: &[String],
+    m: &Matrix,
+) -> std::io::Result<()> {
+    let width = labels.iter().map(|l| l.len()).max().unwrap_or(0).max(10);
+    writeln!(out, "# {title}")?;
+    write!(out, "{:>width$}", "")?;
+    for l in labels {
+        write!(out, " {l:>width$}")?;
+    }
+    writeln!(out)?;
+    for (i, row) in m.0.iter().enumerate() {
+        write!(out, "{:>width$}", labels[i])?;
+        for v in row {
+            match v {
+                Some(v) => write!(out, " {:>width$}", fit(*v, width))?,
+                None => write!(out, " {:>width$}", "-")?,
+            }
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The stdout report: bandwidth at the largest size, time at the smallest, the verdict.
+pub fn write_table(
+    out: &mut dyn Write,
+    results: &PairResults,
+    verdict: &Verdict,
+    t: &Thresholds,
+) -> std::io::Result<()> {
+    if let Some(s) = results.at(verdict.bw_size) {
+        write_matrix(
+            out,
+            &format!("algbw (GB/s) of each pair at {} B", s.size_bytes),
+            &results.labels,
+            &s.algbw_gbs,
+        )?;
+    }
+    if let Some(s) = results.at(verdict.latency_size) {
+        write_matrix(
+            out,
+            &format!("median time (us) of each pair at {} B", s.size_bytes),
+            &results.labels,
+            &s.p50_us,
+        )?;
+    }
+    writeln!(
+        out,
+        "# median algbw {:.3} GB/s at {} B: pairs below {} x median are slow; lowest median time {:.2} us at {} B: pairs above {} x lowest are slow",
+        verdict.median_gbs, verdict.bw_size, t.bw_fraction, verdict.min_us, verdict.latency_size, t.latency_factor
+    )?;
+    let lines = verdict.lines(&results.labels, t);
+    if lines.is_empty() {
+        writeln!(out, "# all-pairs: no slow pair")?;
+    }
+    for line in lines {
+        writeln!(out, "# {line}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::matrix::tests::results;
+    use super::*;
+
+    fn table(results: &PairResults) -> String {
+        let t = Thresholds::default();
+        let mut out = Vec::new();
+        write_table(&mut out, results, &results.judge(&t), &t).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_healthy_table() {
+        let text = table(&results(3, None, 45.0, 0.0));
+        let expected = [
+            "# algbw (GB/s) of each pair at 1048576 B",
+            "                node0      node1      node2",
+            "     node0          -      45.00      45.00",
+            "     node1      45.00          -      45.00",
+            "     node2      45.00      45.00          -",
+            "# median time (us) of each pair at 8 B",
+            "                node0      node1      node2",
+            "     node0          -       5.00       5.00",
+            "     node1       5.00          -       5.00",
+            "     node2       5.00       5.00          -",
+            "# median algbw 45.000 GB/s at 1048576 B: pairs below 0.9 x median are slow; lowest median time 5.00 us at 8 B: pairs above 2 x lowest are slow",
+            "# all-pairs: no slow pair",
+        ];
+        assert_eq!(text.lines().collect::<Vec<_>>(), expected, "{text}");
+    }
+
+    #[test]
+    fn columns_widen_to_the_longest_label_and_findings_follow() {
+        let mut r = results(3, Some(1), 45.0, 20.0);
+        r.labels[2] = "a-long-host-name".into();
+        let text = table(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "                            node0            node1 a-long-host-name"
+        );
+        assert_eq!(
+            lines[2],
+            "           node0                -            20.00            45.00"
+        );
+        // Two of the three pairs at 20 GB/s make 20 the median: only latency flags them.
+        assert!(
+            lines[10].starts_with("# median algbw 20.000 GB/s at 1048576 B"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[11..],
+            [
+                "# slow pair node0 <-> node1: median time 50.00 us at 8 B > 10.00 (2 x lowest 5.00)",
+                "# slow pair node1 <-> a-long-host-name: median time 50.00 us at 8 B > 10.00 (2 x lowest 5.00)",
+                "# suspect node node1: all 2 of its pairs are slow",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_header_says_what_runs() {
+        let mut out = Vec::new();
+        let h = Header {
+            program: "sendrecv_perf",
+            ranks: 3,
+            rounds: 3,
+            sizes: &[8, 1024, 65536],
+            iters: 20,
+            each_pair: "MPI_Sendrecv",
+        };
+        write_header(&mut out, &h).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "# sendrecv_perf --all-pairs: 3 ranks, 3 rounds of disjoint pairs, 3 sizes from 8 to 65536 B, 20 iterations each\n# each pair: MPI_Sendrecv\n"
+        );
+    }
+}
