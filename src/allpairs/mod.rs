@@ -19,8 +19,8 @@ pub mod heatmap;
 pub mod mpi;
 pub mod schedule;
 
-use crate::driver::{agree, Failure};
 use crate::job::world::World;
+use crate::job::{agree, ExitStatus, Failure};
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
 use anyhow::{bail, Context};
@@ -239,7 +239,7 @@ pub(crate) fn run_pairs(
     world: &World,
     measure: &mut dyn PairMeasure,
     run: &PairRun,
-) -> Result<u8, Failure> {
+) -> Result<ExitStatus, Failure> {
     let program = run.program;
     // Every rank has checked that the CSV does not exist yet before rank 0 creates it.
     world.barrier();
@@ -255,6 +255,7 @@ pub(crate) fn run_pairs(
     agree(
         world,
         program,
+        ExitStatus::Failed,
         csv.as_ref().map(|_| ()).map_err(Clone::clone),
     )?;
     let watchdog = Watchdog::start(world, program, run.timeout_s)?;
@@ -271,7 +272,7 @@ pub(crate) fn run_pairs(
         println!("# each pair: {}", measure.describe());
     }
     let Some(results) = measure_all_pairs(world, measure, &run.sizes, &watchdog)? else {
-        return Ok(0);
+        return Ok(ExitStatus::Ok);
     };
     let verdict = results.judge(&run.thresholds);
     write_table(&mut std::io::stdout(), &results, &verdict, &run.thresholds)
@@ -292,7 +293,11 @@ pub(crate) fn run_pairs(
             Err(e) => eprintln!("{program}: warning: {e:#}"),
         }
     }
-    Ok(if verdict.passed() { 0 } else { 1 })
+    Ok(if verdict.passed() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::Failed
+    })
 }
 
 /// When a pair counts as slow.

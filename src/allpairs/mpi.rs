@@ -3,9 +3,9 @@
 
 use super::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
 use crate::args::{CollArgs, Plan};
-use crate::collective::Collective;
-use crate::driver::Failure;
+use crate::collective::{Collective, CollectiveId};
 use crate::job::world::World;
+use crate::job::{ExitStatus, Failure};
 use crate::sizes::sweep;
 use crate::watchdog::Watchdog;
 use mpi::point_to_point::send_receive_into;
@@ -106,8 +106,8 @@ pub(crate) fn run(
     args: &CollArgs,
     plan: &Plan,
     program: &str,
-) -> Result<u8, Failure> {
-    if coll.id() != "sendrecv" {
+) -> Result<ExitStatus, Failure> {
+    if coll.id() != CollectiveId::SendRecv {
         return Err(Failure::Usage(format!(
             "--all-pairs: {program} has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)"
         )));
@@ -117,13 +117,13 @@ pub(crate) fn run(
             "--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node sendrecv_perf --all-pairs".into(),
         ));
     }
-    if args.append {
+    if args.output.append {
         return Err(Failure::Usage(
             "--append: an all-pairs run writes one matrix file of its own; drop --append".into(),
         ));
     }
-    let thresholds =
-        Thresholds::new(args.slow_fraction, args.slow_latency).map_err(Failure::Usage)?;
+    let thresholds = Thresholds::new(args.pairs.slow_fraction, args.pairs.slow_latency)
+        .map_err(Failure::Usage)?;
     if plan.max_bytes > i32::MAX as u64 {
         return Err(Failure::Usage(format!(
             "-e/--maxbytes {}: MPI counts stop at 2^31-1 bytes; lower -e",
@@ -136,7 +136,7 @@ pub(crate) fn run(
         sizes: sweep(plan.min_bytes, plan.max_bytes, plan.step),
         iters: plan.iters,
         thresholds,
-        csv: args.csv.as_deref(),
+        csv: args.output.csv.as_deref(),
         timeout_s: plan.timeout_s,
     };
     run_pairs(world, &mut pair, &setup)

@@ -15,8 +15,8 @@ use super::{
     agree, open_device, out_of_step, Clock, Seat, Session, Stop, Test, EXIT_FAILED, EXIT_USAGE,
 };
 use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
-use crate::driver::Failure;
 use crate::job::world::World;
+use crate::job::{ExitStatus, Failure};
 use crate::watchdog::Watchdog;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
@@ -243,8 +243,8 @@ pub(super) fn run(
         timeout_s: plan.timeout.as_secs(),
     };
     match run_pairs(world, &mut pair, &setup) {
-        Ok(0) => Ok(()),
-        Ok(code) | Err(Failure::Local(code)) => Err(Stop(code)),
+        Ok(ExitStatus::Ok) => Ok(()),
+        Ok(status) | Err(Failure::Stopped(status)) => Err(Stop(status.code())),
         Err(Failure::Usage(msg)) => {
             if world.is_root() {
                 eprintln!("{program}: error: {msg}");
