@@ -2,18 +2,16 @@
 //! and their validation into a `Plan`. Every problem is one line naming the flag
 //! and the fix.
 
+use crate::backend::BackendKind;
+use crate::cli::{size_arg, AllPairsArgs, CsvArgs};
 use crate::datatype::{DataType, RedOp};
 use crate::limits::{parse_limit, Limit};
-use crate::sizes::{parse_size, Step};
+use crate::sizes::Step;
 use clap::Parser;
 use serde::Serialize;
 use std::path::PathBuf;
 
 pub use crate::job::UsageError;
-
-fn size_arg(text: &str) -> Result<u64, String> {
-    parse_size(text)
-}
 
 #[derive(Parser, Debug, Clone, Serialize)]
 #[command(version, about, disable_help_flag = false)]
@@ -63,14 +61,11 @@ pub struct CollArgs {
     #[arg(short = 'T', long = "timeout", default_value_t = 600)]
     pub timeout: u64,
     /// Where the collectives run: mpi (host memory), nccl (GPU memory) or auto
-    #[arg(long = "backend", default_value = "auto")]
-    pub backend: String,
-    /// Append one row per measured size and placement to this CSV (never overwritten)
-    #[arg(long = "csv")]
-    pub csv: Option<PathBuf>,
-    /// With --csv: add rows to an existing file of the same schema
-    #[arg(long = "append", requires = "csv")]
-    pub append: bool,
+    #[arg(long = "backend", value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub output: CsvArgs,
     /// Link limit busbw is compared with (repeatable): a name (nvlink4, pcie5x16,
     /// ib-ndr, 400g, ...; see README) or a per-direction number, 50GB/s or 400Gb/s.
     /// Without it, limits are detected from sysfs
@@ -101,15 +96,60 @@ pub struct CollArgs {
     #[arg(long = "nccl-lib", env = "FABRICBENCH_NCCL_LIB", value_name = "PATH")]
     #[serde(skip)] // a per-node path that may differ between ranks
     pub nccl_lib: Option<PathBuf>,
-    /// sendrecv_perf: measure every pair of ranks in rounds of disjoint pairs; --csv gets the N x N matrices and a heatmap
-    #[arg(long = "all-pairs")]
-    pub all_pairs: bool,
-    /// With --all-pairs: a pair whose bandwidth is below this fraction of the median is slow
-    #[arg(long = "slow-fraction", default_value_t = 0.9)]
-    pub slow_fraction: f64,
-    /// With --all-pairs: a pair whose latency is above this multiple of the lowest is slow
-    #[arg(long = "slow-latency", default_value_t = 2.0)]
-    pub slow_latency: f64,
+    // --all-pairs: sendrecv_perf only.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pairs: AllPairsArgs,
+}
+
+/// `--backend`: a backend, or `auto` (nccl when every rank can run it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    Mpi,
+    Nccl,
+    Auto,
+}
+
+impl BackendChoice {
+    /// The backend asked for; None for `auto`.
+    pub fn kind(self) -> Option<BackendKind> {
+        match self {
+            BackendChoice::Mpi => Some(BackendKind::Mpi),
+            BackendChoice::Nccl => Some(BackendKind::Nccl),
+            BackendChoice::Auto => None,
+        }
+    }
+}
+
+/// How the timed calls are issued (`-z`, `-G`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// Back to back, completion awaited once per loop (nccl-tests' default).
+    Stream,
+    /// `-z 1`: each call completed on every rank before the next.
+    Blocking,
+    /// `-G N`: the loop captured in a CUDA graph, launched N times.
+    Graph(usize),
+}
+
+impl Launch {
+    /// The CSV `launch` column: "stream", "blocking" or "graph x N".
+    pub fn name(self) -> String {
+        match self {
+            Launch::Stream => "stream".into(),
+            Launch::Blocking => "blocking".into(),
+            Launch::Graph(n) => format!("graph x{n}"),
+        }
+    }
+
+    /// CUDA graph launches of the captured loop (0: no graph), as nccl-tests' header says.
+    pub fn graph_launches(self) -> usize {
+        match self {
+            Launch::Graph(n) => n,
+            _ => 0,
+        }
+    }
 }
 
 /// How the per-rank times are combined (`-a`).
@@ -164,10 +204,8 @@ pub struct Plan {
     pub timeout_s: u64,
     /// -g: ranks (GPUs) per process.
     pub gpus_per_process: usize,
-    /// -z 1: complete each call on every rank before the next.
-    pub blocking: bool,
-    /// -G: CUDA graph launches of the captured loop (0: no graph).
-    pub graph_launches: usize,
+    /// -z, -G: how the timed calls are issued.
+    pub launch: Launch,
     /// -C 1: the time column shows the CPU time to issue a call.
     pub report_cputime: bool,
 }
@@ -252,12 +290,6 @@ impl CollArgs {
                 )))
             }
         };
-        if !matches!(self.backend.as_str(), "auto" | "mpi" | "nccl") {
-            return Err(usage(format!(
-                "--backend {}: use mpi, nccl or auto",
-                self.backend
-            )));
-        }
         if self.ngpus == 0 {
             return Err(usage(
                 "-g/--ngpus 0: each process drives at least one GPU; use e.g. -g 1",
@@ -269,12 +301,15 @@ impl CollArgs {
         };
         let blocking = flag01("-z/--blocking", self.blocking)?;
         let report_cputime = flag01("-C/--report_cputime", self.report_cputime)?;
-        if blocking && self.cudagraph > 0 {
-            return Err(usage(
+        let launch = match (blocking, self.cudagraph) {
+            (false, 0) => Launch::Stream,
+            (true, 0) => Launch::Blocking,
+            (false, n) => Launch::Graph(n),
+            (true, _) => return Err(usage(
                 "-z/--blocking 1 and -G/--cudagraph: a captured graph cannot wait between calls; use one of them",
-            ));
-        }
-        check_csv_target(self.csv.as_deref(), self.append)?;
+            )),
+        };
+        check_csv_target(self.output.csv.as_deref(), self.output.append)?;
         for (flag, dir) in [("--plot", &self.plot), ("--hist", &self.hist)] {
             if let Some(dir) = dir.as_ref().filter(|d| d.exists() && !d.is_dir()) {
                 return Err(usage(format!(
@@ -297,8 +332,7 @@ impl CollArgs {
             run_cycles: self.run_cycles,
             timeout_s: self.timeout,
             gpus_per_process: self.ngpus,
-            blocking,
-            graph_launches: self.cudagraph,
+            launch,
             report_cputime,
         })
     }
@@ -349,22 +383,49 @@ where
 {
     P::try_parse_from(argv).map_err(|e| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
-        _ => {
-            // clap's message up to its usage block, on one line (a missing
-            // argument is named on the line after the first).
-            let text = e.render().to_string();
-            let message: Vec<&str> = text
-                .lines()
-                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            usage(format!(
-                "{} (see --help)",
-                message.join(" ").trim_start_matches("error: ")
-            ))
-        }
+        _ => usage(invalid_choice(&e).unwrap_or_else(|| one_line(&e))),
     })
+}
+
+/// clap's message up to its usage block, on one line (a missing argument is named
+/// on the line after the first).
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    format!(
+        "{} (see --help)",
+        message.join(" ").trim_start_matches("error: ")
+    )
+}
+
+/// A value outside a flag's fixed choices, in the house style: "--backend tcp: use
+/// mpi, nccl or auto" (clap's own message spans lines and lists them in brackets).
+fn invalid_choice(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let (
+        Some(ContextValue::String(arg)),
+        Some(ContextValue::String(value)),
+        Some(ContextValue::Strings(valid)),
+    ) = (
+        e.get(ContextKind::InvalidArg),
+        e.get(ContextKind::InvalidValue),
+        e.get(ContextKind::ValidValue),
+    )
+    else {
+        return None;
+    };
+    let flag = arg.split_whitespace().next().unwrap_or(arg);
+    let choices = match valid.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => return None,
+    };
+    Some(format!("{flag} {value}: use {choices}"))
 }
 
 #[cfg(test)]
@@ -392,16 +453,16 @@ mod tests {
         assert_eq!(p.roots, Roots::One(0));
         assert_eq!(p.step, Step::Bytes(1 << 20));
         assert_eq!(p.gpus_per_process, 1);
-        assert!(!p.blocking && !p.report_cputime);
-        assert_eq!(p.graph_launches, 0);
+        assert!(p.launch == Launch::Stream && !p.report_cputime);
+        assert_eq!(p.launch.graph_launches(), 0);
     }
 
     #[test]
     fn gpu_flags_as_nccl_tests_spells_them() {
         let p = plan(&["-g", "4", "-G", "10", "-C", "1"]).unwrap();
-        assert_eq!((p.gpus_per_process, p.graph_launches), (4, 10));
-        assert!(p.report_cputime && !p.blocking);
-        assert!(plan(&["--blocking", "1"]).unwrap().blocking);
+        assert_eq!((p.gpus_per_process, p.launch), (4, Launch::Graph(10)));
+        assert!(p.report_cputime && p.launch != Launch::Blocking);
+        assert_eq!(plan(&["--blocking", "1"]).unwrap().launch, Launch::Blocking);
         let args = parse_args(["x", "--nccl-lib", "/opt/nccl/lib"]).unwrap();
         assert_eq!(
             args.nccl_lib.as_deref(),

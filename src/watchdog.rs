@@ -8,16 +8,13 @@
 //! outside MPI altogether. Rank 0 then asks every rank where it is, prints one
 //! line, and ends the job.
 
-use crate::job::world::World;
+use crate::job::{ExitStatus, Group};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// Exit status of a job ended by the watchdog.
-pub const TIMEOUT_EXIT: i32 = 3;
 
 const POLL: Duration = Duration::from_millis(100);
 
@@ -121,12 +118,13 @@ pub struct Watchdog {
 impl Watchdog {
     /// Sets up the side channel (a collective step: every rank calls it) and starts
     /// the thread. `timeout_s` 0 disables it.
-    pub fn start(world: &World, program: &str, timeout_s: u64) -> anyhow::Result<Watchdog> {
+    pub fn start(group: &dyn Group, program: &str, timeout_s: u64) -> anyhow::Result<Watchdog> {
         let state = Arc::new(State::default());
         if timeout_s == 0 {
             return Ok(Watchdog { state });
         }
-        let listener = if world.is_root() && world.size > 1 {
+        let (rank, nranks) = (group.rank(), group.size());
+        let listener = if rank == 0 && nranks > 1 {
             Some(TcpListener::bind("0.0.0.0:0")?)
         } else {
             None
@@ -136,15 +134,15 @@ impl Watchdog {
             .map(|l| {
                 format!(
                     "{}:{}",
-                    world.hosts[0],
+                    group.host(0),
                     l.local_addr().map(|a| a.port()).unwrap_or(0)
                 )
             })
             .unwrap_or_default();
         let rank0_address =
-            String::from_utf8_lossy(&world.all_gather_bytes(address.as_bytes())[0]).into_owned();
+            String::from_utf8_lossy(&group.all_gather_bytes(address.as_bytes())[0]).into_owned();
         let timeout = Duration::from_secs(timeout_s);
-        let (rank, nranks, host) = (world.rank, world.size, world.hosts[world.rank].clone());
+        let host = group.host(rank).to_string();
         let program = program.to_string();
         let thread_state = state.clone();
         thread::Builder::new()
@@ -234,7 +232,7 @@ fn peer_loop(state: &State, rank0: &str, rank: usize, host: &str, timeout: Durat
                         me.label,
                         timeout.as_secs()
                     );
-                    std::process::exit(TIMEOUT_EXIT);
+                    std::process::exit(ExitStatus::Timeout.code().into());
                 }
             }
         }
@@ -250,7 +248,9 @@ fn peer_loop(state: &State, rank0: &str, rank: usize, host: &str, timeout: Durat
                     let _ = s.write_all(state.snapshot(rank, host).encode().as_bytes());
                 }
             }
-            Ok(_) if line.starts_with("ABORT") => std::process::exit(TIMEOUT_EXIT),
+            Ok(_) if line.starts_with("ABORT") => {
+                std::process::exit(ExitStatus::Timeout.code().into())
+            }
             _ => {} // read timeout: poll again
         }
     }
@@ -346,7 +346,7 @@ fn rank0_loop(
                 let _ = p.stream.write_all(b"ABORT\n");
             }
             thread::sleep(Duration::from_millis(300));
-            std::process::exit(TIMEOUT_EXIT);
+            std::process::exit(ExitStatus::Timeout.code().into());
         }
         thread::sleep(POLL);
     }

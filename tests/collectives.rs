@@ -10,7 +10,7 @@ use fabricbench::datatype::DataType;
 use fabricbench::sizes::{sweep, Step};
 
 fn binary(c: &dyn Collective) -> String {
-    let path = match c.id() {
+    let path = match c.id().as_str() {
         "all_reduce" => env!("CARGO_BIN_EXE_all_reduce_perf"),
         "all_gather" => env!("CARGO_BIN_EXE_all_gather_perf"),
         "broadcast" => env!("CARGO_BIN_EXE_broadcast_perf"),
@@ -60,7 +60,7 @@ const CASES: [Case; 3] = [
 ];
 
 fn run_case(c: &dyn Collective, case: &Case) {
-    let dir = scratch(&format!("{}-{}", c.id(), case.np));
+    let dir = scratch(&format!("{}-{}", c.id().as_str(), case.np));
     let csv = dir.join("rows.csv");
     let root = (case.np - 1).to_string();
     let args = [
@@ -148,9 +148,9 @@ fn run_case(c: &dyn Collective, case: &Case) {
         2 * lines.len(),
         "{what}: a CSV row per size and placement"
     );
-    let factor = nccl_tests_factor(c.id(), case.np as f64);
+    let factor = nccl_tests_factor(c.id().as_str(), case.np as f64);
     for (i, row) in rows.iter().enumerate() {
-        assert_eq!(row.collective, c.id());
+        assert_eq!(row.collective, c.id().as_str());
         assert_eq!(row.nranks, case.np);
         assert_eq!(row.nnodes, 1);
         assert_eq!(row.backend, "mpi");

@@ -4,8 +4,7 @@
 use super::judging::Thresholds;
 use super::runner::{run_pairs, PairMeasure, PairRun, PairSample};
 use crate::args::{CollArgs, Plan};
-use crate::cli::AllPairsArgs;
-use crate::collective::Collective;
+use crate::collective::{Collective, CollectiveId};
 use crate::job::world::World;
 use crate::job::{ExitStatus, Failure};
 use crate::sizes::sweep;
@@ -114,7 +113,7 @@ pub(crate) fn run(
     plan: &Plan,
     program: &str,
 ) -> Result<ExitStatus, Failure> {
-    if coll.id() != "sendrecv" {
+    if coll.id() != CollectiveId::SendRecv {
         return Err(Failure::Usage(format!(
             "--all-pairs: {program} has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)"
         )));
@@ -124,13 +123,7 @@ pub(crate) fn run(
             "--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node sendrecv_perf --all-pairs".into(),
         ));
     }
-    // CollArgs's own copy of the all-pairs flags, until it flattens AllPairsArgs.
-    let pairs = AllPairsArgs {
-        all_pairs: args.all_pairs,
-        slow_fraction: args.slow_fraction,
-        slow_latency: args.slow_latency,
-    };
-    let thresholds = Thresholds::from_args(&pairs, args.append)?;
+    let thresholds = Thresholds::from_args(&args.pairs, args.output.append)?;
     if plan.max_bytes > i32::MAX as u64 {
         return Err(Failure::Usage(format!(
             "-e/--maxbytes {}: MPI counts stop at 2^31-1 bytes; lower -e",
@@ -143,7 +136,7 @@ pub(crate) fn run(
         sizes: sweep(plan.min_bytes, plan.max_bytes, plan.step),
         iters: plan.iters,
         thresholds,
-        csv: args.csv.as_deref(),
+        csv: args.output.csv.as_deref(),
         timeout_s: plan.timeout_s,
     };
     run_pairs(world, &mut pair, &setup)

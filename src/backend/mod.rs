@@ -3,12 +3,68 @@
 //! calls on them, and times loops of calls with its own clock (host clock for MPI,
 //! stream events for NCCL). A process drives one rank, or with `-g N` (nccl) N
 //! ranks on N GPUs, whose calls the driver brackets with `group_start`/`group_end`.
+//! The `loopback` backend (unit tests only) is one rank in host memory.
 
+#[cfg(test)]
+pub mod loopback;
 pub mod mpi;
 pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
 use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Which backend runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Host memory and the MPI library's collectives.
+    #[default]
+    Mpi,
+    /// GPU memory and NCCL's collectives.
+    Nccl,
+}
+
+impl BackendKind {
+    /// The name in the header and the CSV `backend` column.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Mpi => "mpi",
+            BackendKind::Nccl => "nccl",
+        }
+    }
+}
+
+/// The nine collective calls a backend offers (one collective binary each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectiveId {
+    AllReduce,
+    AllGather,
+    Broadcast,
+    Reduce,
+    ReduceScatter,
+    AlltoAll,
+    Gather,
+    Scatter,
+    SendRecv,
+}
+
+impl CollectiveId {
+    /// The CSV `collective` column and the binary's stem: "all_reduce".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CollectiveId::AllReduce => "all_reduce",
+            CollectiveId::AllGather => "all_gather",
+            CollectiveId::Broadcast => "broadcast",
+            CollectiveId::Reduce => "reduce",
+            CollectiveId::ReduceScatter => "reduce_scatter",
+            CollectiveId::AlltoAll => "alltoall",
+            CollectiveId::Gather => "gather",
+            CollectiveId::Scatter => "scatter",
+            CollectiveId::SendRecv => "sendrecv",
+        }
+    }
+}
 
 /// One of the two buffers a backend holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,8 +109,7 @@ pub struct RankDevice {
 /// What a backend says about itself on one process, for the header and the CSV.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct BackendInfo {
-    /// "mpi" or "nccl".
-    pub name: String,
+    pub kind: BackendKind,
     /// The transport actually used, as far as the backend can tell.
     pub transport: String,
     /// MPI or NCCL library version.
@@ -106,10 +161,10 @@ pub trait Backend {
         Ok(())
     }
 
-    /// Whether the in-place form of `collective` (CSV name) has defined results
-    /// that `-c` can check (nccl-tests does not check in-place alltoall and sendrecv
-    /// on NCCL, where send and receive regions overlap).
-    fn checks_in_place(&self, _collective: &str) -> bool {
+    /// Whether the in-place form of `collective` has defined results that `-c` can
+    /// check (nccl-tests does not check in-place alltoall and sendrecv on NCCL,
+    /// where send and receive regions overlap).
+    fn checks_in_place(&self, _collective: CollectiveId) -> bool {
         true
     }
     /// Relative error the library's arithmetic may leave on exact data (NCCL's avg
@@ -142,4 +197,36 @@ pub trait Backend {
     /// the seconds of the whole loop as the return value (with `-G`: of all replays,
     /// and per-iteration times from the last replay).
     fn timer_read(&mut self, per_iteration: &mut [f64]) -> anyhow::Result<f64>;
+}
+
+/// The host clock of the backends whose calls have completed when they return:
+/// one timestamp before the loop and one after each call.
+#[derive(Default)]
+pub struct HostClock {
+    marks: Vec<Instant>,
+}
+
+impl HostClock {
+    /// `Backend::timer_start`: room for every mark, so that `mark` never allocates.
+    pub fn start(&mut self, iterations: usize) {
+        self.marks.clear();
+        self.marks.reserve(iterations + 1);
+        self.marks.push(Instant::now());
+    }
+
+    #[inline]
+    pub fn mark(&mut self) {
+        self.marks.push(Instant::now());
+    }
+
+    /// `Backend::timer_read`: each call's seconds, and the whole loop's.
+    pub fn read(&self, per_iteration: &mut [f64]) -> f64 {
+        for (slot, pair) in per_iteration.iter_mut().zip(self.marks.windows(2)) {
+            *slot = (pair[1] - pair[0]).as_secs_f64();
+        }
+        match (self.marks.first(), self.marks.last()) {
+            (Some(a), Some(b)) => (*b - *a).as_secs_f64(),
+            _ => 0.0,
+        }
+    }
 }

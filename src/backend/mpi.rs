@@ -4,7 +4,9 @@
 //! at run time, as nccl-tests passes ncclDataType_t) and needs MPI_IN_PLACE, which
 //! rsmpi's safe collectives do not offer.
 
-use super::{Backend, BackendInfo, BufRef, MemoryBudget, OpArgs, RankDevice, Slot};
+use super::{
+    Backend, BackendInfo, BackendKind, BufRef, HostClock, MemoryBudget, OpArgs, RankDevice, Slot,
+};
 use crate::datatype::{divide_in_place, DataType, RedOp};
 use crate::job::world::World;
 use anyhow::{bail, Context};
@@ -12,7 +14,6 @@ use half::{bf16, f16};
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use std::os::raw::{c_int, c_void};
-use std::time::Instant;
 
 extern "C" {
     fn fabricbench_mpi_in_place() -> *mut c_void;
@@ -53,7 +54,7 @@ pub struct MpiBackend {
     local_size: usize,
     send: HostBuffer,
     recv: HostBuffer,
-    marks: Vec<Instant>,
+    clock: HostClock,
     /// Reductions MPI lacks for half and bfloat16, indexed [half|bf16][sum|prod|max|min].
     half_ops: [[ffi::MPI_Op; 4]; 2],
 }
@@ -160,7 +161,7 @@ impl MpiBackend {
             local_size: world.local_size,
             send: HostBuffer::default(),
             recv: HostBuffer::default(),
-            marks: Vec::new(),
+            clock: HostClock::default(),
             half_ops: [float16_ops::<f16>()?, float16_ops::<bf16>()?],
         })
     }
@@ -252,7 +253,7 @@ impl Backend for MpiBackend {
             format!("mpi/inter-node ({})", pinned.join(" "))
         };
         BackendInfo {
-            name: "mpi".into(),
+            kind: BackendKind::Mpi,
             transport,
             devices: vec![RankDevice {
                 ordinal: self.local_rank,
@@ -506,24 +507,15 @@ impl Backend for MpiBackend {
     }
 
     fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()> {
-        self.marks.clear();
-        self.marks.reserve(iterations + 1);
-        self.marks.push(Instant::now());
+        self.clock.start(iterations);
         Ok(())
     }
 
     fn mark(&mut self) {
-        self.marks.push(Instant::now());
+        self.clock.mark();
     }
 
     fn timer_read(&mut self, per_iteration: &mut [f64]) -> anyhow::Result<f64> {
-        for (slot, pair) in per_iteration.iter_mut().zip(self.marks.windows(2)) {
-            *slot = (pair[1] - pair[0]).as_secs_f64();
-        }
-        let (first, last) = (self.marks.first(), self.marks.last());
-        Ok(match (first, last) {
-            (Some(a), Some(b)) => (*b - *a).as_secs_f64(),
-            _ => 0.0,
-        })
+        Ok(self.clock.read(per_iteration))
     }
 }

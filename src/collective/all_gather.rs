@@ -1,4 +1,4 @@
-use super::{all_but_own_share, chunk_count, Collective, Counts, Layout};
+use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// Every rank ends with every rank's chunk, in rank order.
@@ -8,8 +8,8 @@ impl Collective for AllGather {
     fn name(&self) -> &'static str {
         "AllGather"
     }
-    fn id(&self) -> &'static str {
-        "all_gather"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::AllGather
     }
     fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts {
         Counts::gathered(chunk_count(count, elt_size, nranks), nranks)

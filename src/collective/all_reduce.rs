@@ -1,4 +1,4 @@
-use super::{Collective, Counts, Layout};
+use super::{Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// Every rank ends with the reduction of all ranks' buffers.
@@ -8,8 +8,8 @@ impl Collective for AllReduce {
     fn name(&self) -> &'static str {
         "AllReduce"
     }
-    fn id(&self) -> &'static str {
-        "all_reduce"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::AllReduce
     }
     fn reduces(&self) -> bool {
         true

@@ -1,4 +1,4 @@
-use super::{all_but_own_share, chunk_count, Collective, Counts, Layout};
+use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// Rank k ends with chunk k of every rank's buffer, in rank order.
@@ -8,8 +8,8 @@ impl Collective for AlltoAll {
     fn name(&self) -> &'static str {
         "AlltoAll"
     }
-    fn id(&self) -> &'static str {
-        "alltoall"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::AlltoAll
     }
     fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts {
         let chunk = chunk_count(count, elt_size, nranks);

@@ -1,4 +1,4 @@
-use super::{Collective, Counts, Layout};
+use super::{Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// Every rank ends with the root's buffer.
@@ -8,8 +8,8 @@ impl Collective for Broadcast {
     fn name(&self) -> &'static str {
         "Broadcast"
     }
-    fn id(&self) -> &'static str {
-        "broadcast"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::Broadcast
     }
     fn rooted(&self) -> bool {
         true

@@ -1,4 +1,4 @@
-use super::{all_but_own_share, chunk_count, Collective, Counts, Layout};
+use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// The root ends with every rank's chunk, in rank order.
@@ -8,8 +8,8 @@ impl Collective for Gather {
     fn name(&self) -> &'static str {
         "Gather"
     }
-    fn id(&self) -> &'static str {
-        "gather"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::Gather
     }
     fn rooted(&self) -> bool {
         true

@@ -22,6 +22,8 @@ pub use reduce_scatter::ReduceScatter;
 pub use scatter::Scatter;
 pub use sendrecv::SendRecv;
 
+pub use crate::backend::CollectiveId;
+
 use crate::backend::{Backend, OpArgs};
 use crate::pattern::Pattern;
 
@@ -104,8 +106,8 @@ pub fn chunk_count(count: usize, elt_size: usize, nranks: usize) -> usize {
 pub trait Collective: Sync {
     /// The nccl-tests name: "AllReduce".
     fn name(&self) -> &'static str;
-    /// The CSV name: "all_reduce".
-    fn id(&self) -> &'static str;
+    /// Which of the nine it is; `id().as_str()` is the CSV name, "all_reduce".
+    fn id(&self) -> CollectiveId;
     /// Whether `-o` applies (the table prints "none" otherwise).
     fn reduces(&self) -> bool {
         false

@@ -1,4 +1,4 @@
-use super::{Collective, Counts, Layout};
+use super::{Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// The root ends with the reduction of all ranks' buffers.
@@ -8,8 +8,8 @@ impl Collective for Reduce {
     fn name(&self) -> &'static str {
         "Reduce"
     }
-    fn id(&self) -> &'static str {
-        "reduce"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::Reduce
     }
     fn reduces(&self) -> bool {
         true

@@ -1,4 +1,4 @@
-use super::{all_but_own_share, chunk_count, Collective, Counts, Layout};
+use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// Rank k ends with chunk k of the reduction of all ranks' buffers.
@@ -8,8 +8,8 @@ impl Collective for ReduceScatter {
     fn name(&self) -> &'static str {
         "ReduceScatter"
     }
-    fn id(&self) -> &'static str {
-        "reduce_scatter"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::ReduceScatter
     }
     fn reduces(&self) -> bool {
         true

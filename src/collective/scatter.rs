@@ -1,4 +1,4 @@
-use super::{all_but_own_share, chunk_count, Collective, Counts, Layout};
+use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// Rank k ends with chunk k of the root's buffer.
@@ -8,8 +8,8 @@ impl Collective for Scatter {
     fn name(&self) -> &'static str {
         "Scatter"
     }
-    fn id(&self) -> &'static str {
-        "scatter"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::Scatter
     }
     fn rooted(&self) -> bool {
         true

@@ -1,4 +1,4 @@
-use super::{Collective, Counts, Layout};
+use super::{Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 
 /// Each rank sends its buffer to rank+1 and receives rank-1's (a ring shift).
@@ -8,8 +8,8 @@ impl Collective for SendRecv {
     fn name(&self) -> &'static str {
         "SendRecv"
     }
-    fn id(&self) -> &'static str {
-        "sendrecv"
+    fn id(&self) -> CollectiveId {
+        CollectiveId::SendRecv
     }
     fn counts(&self, count: usize, _elt_size: usize, _nranks: usize) -> Counts {
         Counts::same(count)

@@ -665,8 +665,6 @@ fn run(args: &CopyArgs, plan: CopyPlan) -> anyhow::Result<u8> {
         device: String::new(),
         hosts: vec![host],
         nranks: 1,
-        settings_line: String::new(),
-        rank_lines: Vec::new(),
         env: std::env::vars()
             .filter(|(k, _)| k.starts_with("CUDA_"))
             .map(|(k, v)| format!("{k}={v}"))

@@ -25,31 +25,65 @@ pub fn agree<T>(
     status: ExitStatus,
     mine: Result<T, String>,
 ) -> Result<T, Failure> {
+    agree_printing(group, program, status, mine, failure_lines)
+}
+
+/// `agree` for a step whose failure is a fact of each rank's host (a library, a
+/// GPU, memory): every failed rank gets its own line, naming it and its host, even
+/// when all failed alike, so that the user sees which hosts lack it.
+pub fn agree_each_rank<T>(
+    group: &dyn Group,
+    program: &str,
+    status: ExitStatus,
+    mine: Result<T, String>,
+) -> Result<T, Failure> {
+    agree_printing(group, program, status, mine, rank_lines)
+}
+
+/// The gathered messages of a step, as printed lines.
+type Lines = fn(&dyn Group, &str, &[Vec<u8>]) -> String;
+
+fn agree_printing<T>(
+    group: &dyn Group,
+    program: &str,
+    status: ExitStatus,
+    mine: Result<T, String>,
+    lines: Lines,
+) -> Result<T, Failure> {
     let text = mine.as_ref().err().cloned().unwrap_or_default();
     let all = group.all_gather_bytes(text.as_bytes());
     if all.iter().all(Vec::is_empty) {
         return mine.map_err(|_| Failure::Stopped(status));
     }
     if group.rank() == 0 {
-        let lines = failure_lines(group, program, &all);
+        let lines = lines(group, program, &all);
         // One write: lines never interleave with another process's on a shared stderr.
         let _ = std::io::Write::write_all(&mut std::io::stderr(), lines.as_bytes());
     }
     Err(Failure::Stopped(status))
 }
 
-/// What `agree` prints for the gathered messages (empty: that rank succeeded).
-fn failure_lines(group: &dyn Group, program: &str, all: &[Vec<u8>]) -> String {
-    let failed: Vec<(usize, String)> = all
-        .iter()
+/// Every failed rank's message, by rank (empty: that rank succeeded).
+fn failed_ranks(all: &[Vec<u8>]) -> Vec<(usize, String)> {
+    all.iter()
         .enumerate()
         .filter(|(_, m)| !m.is_empty())
         .map(|(rank, m)| (rank, String::from_utf8_lossy(m).into_owned()))
-        .collect();
+        .collect()
+}
+
+/// What `agree` prints for the gathered messages: one line when every rank failed alike.
+fn failure_lines(group: &dyn Group, program: &str, all: &[Vec<u8>]) -> String {
+    let failed = failed_ranks(all);
     if failed.len() == group.size() && failed.iter().all(|(_, m)| *m == failed[0].1) {
         return format!("{program}: error: {}\n", failed[0].1);
     }
-    failed
+    rank_lines(group, program, all)
+}
+
+/// One line per failed rank: "PROGRAM: rank R (HOST): error: MESSAGE".
+fn rank_lines(group: &dyn Group, program: &str, all: &[Vec<u8>]) -> String {
+    failed_ranks(all)
         .iter()
         .map(|(rank, msg)| {
             format!(
@@ -164,6 +198,21 @@ mod tests {
         assert_eq!(failure_lines(&g, "p", &all), "p: error: x\n");
         let mixed = vec![b"x".to_vec(), b"y".to_vec(), b"x".to_vec()];
         assert_eq!(failure_lines(&g, "p", &mixed).lines().count(), 3);
+    }
+
+    #[test]
+    fn host_facts_name_every_rank_even_alike() {
+        let g = Fake {
+            n: 2,
+            others: vec![b"no GPU".to_vec()],
+        };
+        let r = agree_each_rank(&g, "p", ExitStatus::Failed, Err::<(), _>("no GPU".into()));
+        assert!(matches!(r, Err(Failure::Stopped(ExitStatus::Failed))));
+        let all = [b"no GPU".to_vec(), b"no GPU".to_vec()];
+        assert_eq!(
+            rank_lines(&g, "p", &all),
+            "p: rank 0 (a): error: no GPU\np: rank 1 (b): error: no GPU\n"
+        );
     }
 
     #[derive(Serialize)]

@@ -2,17 +2,20 @@
 //!
 //! - `world`: MPI's ranks, nodes and the few exchanges outside the timed loops;
 //! - `exit`: the exit statuses, the usage error and `Failure`, how a run ends early;
-//! - `agree`: steps every rank takes together (each distinct error printed once).
+//! - `agree`: steps every rank takes together (each distinct error printed once);
+//! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone.
 //!
 //! A binary's family calls [`main`] with how it starts (`Start`) and its body;
 //! the body gets a [`Job`] (MPI's world, or a process alone) and returns a status
 //! or a `Failure`, which `main` turns into the printed line and the exit code.
 
 pub mod agree;
+pub mod comm;
 pub mod exit;
 pub mod world;
 
-pub use agree::{agree, agree_on_arguments, Group};
+pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};
+pub use comm::Comm;
 pub use exit::{ExitStatus, Failure, UsageError};
 pub use world::{hostname, launched_by_mpi, World};
 

@@ -155,13 +155,6 @@ impl World {
         total
     }
 
-    pub fn max_u64(&self, mine: u64) -> u64 {
-        let mut max = 0u64;
-        self.comm
-            .all_reduce_into(&mine, &mut max, SystemOperation::max());
-        max
-    }
-
     /// Concatenation of every rank's equally long slice, on rank 0 only.
     pub fn gather_f64s(&self, mine: &[f64]) -> Option<Vec<f64>> {
         let root = self.comm.process_at_rank(0);

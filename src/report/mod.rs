@@ -34,10 +34,6 @@ pub struct RunInfo {
     /// Distinct host names, in order of first rank.
     pub hosts: Vec<String>,
     pub nranks: usize,
-    /// nccl-tests' header line: "nThread 1 nGpus 1 minBytes ...".
-    pub settings_line: String,
-    /// One "#  Rank ..." line per rank.
-    pub rank_lines: Vec<String>,
     /// Environment that shapes the result (NCCL_*, OMPI_MCA_*, UCX_*), as K=V.
     pub env: Vec<String>,
     pub iters: usize,

@@ -1,10 +1,73 @@
 //! The nccl-tests table on stdout, column for column, so that parsers of
 //! nccl-tests logs read ours; the per-iteration percentiles follow at the right.
+//! Its header is rendered from the run's facts (`Header`), given when it is made.
 
 use super::{Exporter, Placement, RunInfo, SizeResult, Summary};
 use crate::limits;
-use crate::sizes::human_bytes;
+use crate::sizes::{human_bytes, Step};
 use std::io::Write;
+
+/// The facts of nccl-tests' header: its settings line and one line per rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    /// -g: ranks (GPUs) per process.
+    pub gpus_per_process: usize,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    pub step: Step,
+    pub warmup_iters: usize,
+    pub iters: usize,
+    /// -c: validations per size.
+    pub check: usize,
+    /// -G: CUDA graph launches (0: no graph).
+    pub graph_launches: usize,
+    /// Every rank, in rank order.
+    pub ranks: Vec<RankFacts>,
+}
+
+/// Where one rank runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankFacts {
+    pub rank: usize,
+    pub pid: u32,
+    pub host: String,
+    /// GPU number (the node-local rank for host memory).
+    pub ordinal: usize,
+    /// "0000:18:00.0", or "host".
+    pub location: String,
+    /// "NVIDIA H200", or the MPI library for host memory.
+    pub name: String,
+}
+
+impl Header {
+    /// "nThread 1 nGpus 1 minBytes ...", as nccl-tests prints it.
+    fn settings_line(&self) -> String {
+        let step = match self.step {
+            Step::Factor(f) => format!("{f}(factor)"),
+            Step::Bytes(b) => format!("{b}(bytes)"),
+        };
+        format!(
+            "nThread 1 nGpus {} minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: 1 validation: {} graph: {}",
+            self.gpus_per_process,
+            self.min_bytes,
+            self.max_bytes,
+            self.warmup_iters,
+            self.iters,
+            self.check,
+            self.graph_launches
+        )
+    }
+}
+
+impl RankFacts {
+    /// "#  Rank  0 Group  0 Pid   1234 on     node-1 device  0 [0000:18:00.0] NVIDIA H200".
+    fn line(&self) -> String {
+        format!(
+            "#  Rank {:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [{}] {}",
+            self.rank, self.pid, self.host, self.ordinal, self.location, self.name
+        )
+    }
+}
 
 /// nccl-tests' number format: the most decimals (2, 1, 0) that fit the width,
 /// else scientific notation.
@@ -30,13 +93,18 @@ fn c_scientific(value: f64, decimals: usize) -> String {
 
 pub struct Table<W: Write> {
     out: W,
+    header: Header,
     /// The highest busbw so far: GB/s, size, placement.
     best: Option<(f64, u64, Placement)>,
 }
 
 impl<W: Write> Table<W> {
-    pub fn new(out: W) -> Self {
-        Table { out, best: None }
+    pub fn new(out: W, header: Header) -> Self {
+        Table {
+            out,
+            header,
+            best: None,
+        }
     }
 }
 
@@ -54,7 +122,7 @@ impl<W: Write> Exporter for Table<W> {
             writeln!(o, "# Backend: {}", run.backend_choice)?;
         }
         writeln!(o, "# Collective test starting: {}", run.program)?;
-        writeln!(o, "# {}", run.settings_line)?;
+        writeln!(o, "# {}", self.header.settings_line())?;
         writeln!(
             o,
             "# Transport: {} | library: {} | run id: {}",
@@ -83,8 +151,8 @@ impl<W: Write> Exporter for Table<W> {
         }
         writeln!(o, "#")?;
         writeln!(o, "# Using devices")?;
-        for line in &run.rank_lines {
-            writeln!(o, "{line}")?;
+        for rank in &self.header.ranks {
+            writeln!(o, "{}", rank.line())?;
         }
         writeln!(o, "#")?;
         writeln!(
@@ -226,6 +294,47 @@ mod tests {
         assert_eq!(fit(12345678.0, 6), " 1e+07");
         assert_eq!(fit(0.0, 6), "  0.00");
         assert_eq!(fit(123.456, 6), "123.46");
+    }
+
+    #[test]
+    fn header_lines_as_nccl_tests_prints_them() {
+        let mut header = Header {
+            gpus_per_process: 1,
+            min_bytes: 8,
+            max_bytes: 1 << 20,
+            step: Step::Factor(2),
+            warmup_iters: 1,
+            iters: 20,
+            check: 1,
+            graph_launches: 0,
+            ranks: vec![RankFacts {
+                rank: 3,
+                pid: 4242,
+                host: "node-1".into(),
+                ordinal: 1,
+                location: "0000:18:00.0".into(),
+                name: "NVIDIA H200".into(),
+            }],
+        };
+        assert_eq!(
+            header.settings_line(),
+            "nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0"
+        );
+        header.step = Step::Bytes(1 << 20);
+        assert!(header.settings_line().contains(" step: 1048576(bytes) "));
+        assert_eq!(
+            header.ranks[0].line(),
+            "#  Rank  3 Group  0 Pid   4242 on     node-1 device  1 [0000:18:00.0] NVIDIA H200"
+        );
+        let mut out = Vec::new();
+        let run = RunInfo::default();
+        Table::new(&mut out, header).start(&run).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\n# nThread 1 nGpus 1 minBytes 8 "), "{text}");
+        assert!(
+            text.contains("\n# Using devices\n#  Rank  3 Group  0 Pid   4242 "),
+            "{text}"
+        );
     }
 
     #[test]

@@ -9,79 +9,28 @@
 //! replays it. Opening is two steps so that a missing library or GPU on any rank
 //! stops every rank before NCCL's collective initialisation: `prepare` (local) and
 //! `connect` (every rank together).
+//!
+//! - `open`: the two steps of opening;
+//! - `codes`: NCCL's type and op codes, and the tolerance of its avg.
 
-use super::{Backend, BackendInfo, BufRef, MemoryBudget, OpArgs, RankDevice, Slot};
+mod codes;
+mod open;
+
+pub use open::{connect, prepare, probe, Prepared};
+
+use super::{
+    Backend, BackendInfo, BackendKind, BufRef, CollectiveId, MemoryBudget, OpArgs, RankDevice, Slot,
+};
 use crate::datatype::{DataType, RedOp};
 use crate::gpu::nccl_lib::{self, Call, Comm, Nccl};
 use crate::gpu::nccl_log::LogCapture;
 use crate::gpu::{self, DeviceBuffer, GpuInfo};
-use crate::job::world::World;
 use anyhow::{bail, Context};
+use codes::{float_avg_tolerance, nccl_op, nccl_type};
 use cudarc::driver::sys::{self, CUevent_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream};
-use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t, ncclUniqueId};
-use std::path::Path;
+use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
 use std::sync::Arc;
-
-/// Checks that this process could run NCCL: driver, a GPU, the library.
-pub fn probe(nccl_lib: Option<&Path>) -> Result<&'static Nccl, String> {
-    gpu::driver().map_err(|e| e.to_string())?;
-    nccl_lib::load(nccl_lib)
-}
-
-/// One rank's GPU before NCCL is initialised.
-struct PreparedGpu {
-    rank: usize,
-    info: GpuInfo,
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-}
-
-/// The local half of opening: libraries found, GPUs opened, streams created.
-pub struct Prepared {
-    nccl: &'static Nccl,
-    gpus: Vec<PreparedGpu>,
-    nranks: usize,
-}
-
-/// Opens this process's GPUs: ranks rank*g .. rank*g+g-1 of world.size*g, on GPUs
-/// local_rank*g .. local_rank*g+g-1 of this node.
-pub fn prepare(
-    world: &World,
-    nccl_lib: Option<&Path>,
-    gpus_per_process: usize,
-) -> anyhow::Result<Prepared> {
-    let nccl = probe(nccl_lib).map_err(anyhow::Error::msg)?;
-    let visible = gpu::driver()?;
-    let needed = world.local_size * gpus_per_process;
-    if needed > visible {
-        bail!(
-            "{} ranks on this node x -g {gpus_per_process} need {needed} GPUs but {visible} are visible; \
-             start fewer ranks per node or lower -g/--ngpus",
-            world.local_size
-        );
-    }
-    let mut gpus = Vec::with_capacity(gpus_per_process);
-    for j in 0..gpus_per_process {
-        let ordinal = world.local_rank * gpus_per_process + j;
-        let ctx = gpu::open(ordinal)?;
-        let info = GpuInfo::of(&ctx)?;
-        let stream = ctx
-            .new_stream()
-            .with_context(|| format!("{}: cannot create a stream", info.describe()))?;
-        gpus.push(PreparedGpu {
-            rank: world.rank * gpus_per_process + j,
-            info,
-            ctx,
-            stream,
-        });
-    }
-    Ok(Prepared {
-        nccl,
-        gpus,
-        nranks: world.size * gpus_per_process,
-    })
-}
 
 /// One rank: its GPU, stream, communicator, buffers and timing events.
 struct RankGpu {
@@ -147,124 +96,6 @@ pub struct NcclBackend {
 
 fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
     anyhow::anyhow!(e)
-}
-
-/// The collective half of opening, called by every rank together: NCCL's unique id
-/// from rank 0, the communicators, and one small all-reduce so that NCCL (which
-/// connects lazily since 2.22) has chosen and logged its transports.
-pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend> {
-    let Prepared { nccl, gpus, nranks } = prepared;
-    let log = LogCapture::start();
-    let mine: Vec<u8> = if world.is_root() {
-        match nccl.unique_id() {
-            // SAFETY: ncclUniqueId is 128 plain bytes.
-            Ok(id) => unsafe { std::slice::from_raw_parts(id.internal.as_ptr() as *const u8, 128) }
-                .to_vec(),
-            Err(e) => {
-                eprintln!("rank 0: {e}");
-                Vec::new()
-            }
-        }
-    } else {
-        Vec::new()
-    };
-    let from_root = world.all_gather_bytes(&mine).swap_remove(0);
-    if from_root.len() != 128 {
-        bail!("rank 0 could not create NCCL's unique id (ncclGetUniqueId failed there)");
-    }
-    let mut id = ncclUniqueId { internal: [0; 128] };
-    for (dst, src) in id.internal.iter_mut().zip(&from_root) {
-        *dst = *src as std::ffi::c_char;
-    }
-
-    let grouped = gpus.len() > 1;
-    if grouped {
-        nccl.group_start().map_err(nccl_error)?;
-    }
-    let mut comms = Vec::with_capacity(gpus.len());
-    for g in &gpus {
-        g.ctx.bind_to_thread()?;
-        comms.push(nccl.comm_init_rank(nranks, id, g.rank).map_err(nccl_error));
-    }
-    if grouped {
-        nccl.group_end().map_err(nccl_error)?;
-    }
-    let mut backend = NcclBackend {
-        nccl,
-        gpus: Vec::with_capacity(gpus.len()),
-        nranks,
-        nodes: world.nodes().len(),
-        capturing: false,
-        next_mark: 0,
-        mark_error: None,
-        log,
-    };
-    for (g, comm) in gpus.into_iter().zip(comms) {
-        let comm = comm.with_context(|| format!("rank {} on {}", g.rank, g.info.describe()))?;
-        backend.gpus.push(RankGpu {
-            rank: g.rank,
-            info: g.info,
-            ctx: g.ctx,
-            stream: g.stream,
-            comm,
-            send: None,
-            recv: None,
-            marks: Vec::new(),
-            replay: None,
-            graph: None,
-        });
-    }
-    backend.first_connection()?;
-    backend.gpus[0].ctx.bind_to_thread()?;
-    Ok(backend)
-}
-
-fn nccl_type(dtype: DataType) -> ncclDataType_t {
-    match dtype {
-        DataType::Int8 => ncclDataType_t::ncclInt8,
-        DataType::Uint8 => ncclDataType_t::ncclUint8,
-        DataType::Int32 => ncclDataType_t::ncclInt32,
-        DataType::Uint32 => ncclDataType_t::ncclUint32,
-        DataType::Int64 => ncclDataType_t::ncclInt64,
-        DataType::Uint64 => ncclDataType_t::ncclUint64,
-        DataType::Half => ncclDataType_t::ncclFloat16,
-        DataType::Float => ncclDataType_t::ncclFloat32,
-        DataType::Double => ncclDataType_t::ncclFloat64,
-        DataType::Bfloat16 => ncclDataType_t::ncclBfloat16,
-    }
-}
-
-fn nccl_op(op: RedOp) -> ncclRedOp_t {
-    match op {
-        RedOp::Sum => ncclRedOp_t::ncclSum,
-        RedOp::Prod => ncclRedOp_t::ncclProd,
-        RedOp::Max => ncclRedOp_t::ncclMax,
-        RedOp::Min => ncclRedOp_t::ncclMin,
-        RedOp::Avg => ncclRedOp_t::ncclAvg,
-    }
-}
-
-/// Mantissa precision of a floating-point type: its unit roundoff is 2^-bits.
-fn mantissa_bits(dtype: DataType) -> Option<i32> {
-    match dtype {
-        DataType::Half => Some(11),
-        DataType::Bfloat16 => Some(8),
-        DataType::Float => Some(24),
-        DataType::Double => Some(53),
-        _ => None,
-    }
-}
-
-/// Relative tolerance of NCCL's avg on a floating-point type (0 for integers, which
-/// NCCL divides exactly). NCCL multiplies each input by 1/n rounded to the type and
-/// sums: at most n+1 roundings of the unit roundoff u. 2(n+1)u leaves a factor two
-/// of margin; the cap of 1/16 keeps it below the gap between two distinct expected
-/// values (integers of at most 8: 1/8 apart relatively), so a wrong value never
-/// passes. The cap binds only for bfloat16 beyond 15 ranks.
-pub fn float_avg_tolerance(dtype: DataType, nranks: usize) -> f64 {
-    mantissa_bits(dtype).map_or(0.0, |bits| {
-        (2.0 * (nranks as f64 + 1.0) * 2f64.powi(-bits)).min(1.0 / 16.0)
-    })
 }
 
 impl NcclBackend {
@@ -336,7 +167,7 @@ impl Backend for NcclBackend {
             "AlltoAll, Gather, Scatter: grouped ncclSend/ncclRecv, as nccl-tests (NCCL < 2.28)"
         };
         BackendInfo {
-            name: "nccl".into(),
+            kind: BackendKind::Nccl,
             transport: report.summary(),
             library_version: self.nccl.version_string(),
             devices: self
@@ -507,8 +338,8 @@ impl Backend for NcclBackend {
         self.nccl.group_end().map_err(nccl_error)
     }
 
-    fn checks_in_place(&self, collective: &str) -> bool {
-        !matches!(collective, "alltoall" | "sendrecv")
+    fn checks_in_place(&self, collective: CollectiveId) -> bool {
+        !matches!(collective, CollectiveId::AlltoAll | CollectiveId::SendRecv)
     }
 
     fn tolerance(&self, dtype: DataType, op: RedOp, nranks: usize) -> f64 {
@@ -675,29 +506,5 @@ impl Drop for NcclBackend {
                 eprintln!("rank {}: {e}", g.rank);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn avg_tolerance_covers_nccl_rounding_and_rejects_neighbours() {
-        assert_eq!(float_avg_tolerance(DataType::Int32, 8), 0.0);
-        // bfloat16 at 8 ranks: NCCL's 9 roundings of 2^-9 fit, the 1/8 gap does not.
-        let bf16 = float_avg_tolerance(DataType::Bfloat16, 8);
-        assert!(bf16 >= 9.0 * 2f64.powi(-9) && bf16 < 1.0 / 8.0, "{bf16}");
-        assert_eq!(float_avg_tolerance(DataType::Bfloat16, 1000), 1.0 / 16.0);
-        assert!(float_avg_tolerance(DataType::Float, 1024) < 1e-3);
-    }
-
-    #[test]
-    fn type_and_op_codes_match_nccl_h() {
-        assert_eq!(nccl_type(DataType::Bfloat16) as u32, 9);
-        assert_eq!(nccl_type(DataType::Half) as u32, 6);
-        assert_eq!(nccl_type(DataType::Double) as u32, 8);
-        assert_eq!(nccl_op(RedOp::Avg) as u32, 4);
-        assert_eq!(nccl_op(RedOp::Min) as u32, 3);
     }
 }

@@ -1,0 +1,447 @@
+//! The timed bench, as nccl-tests runs it: for every datatype, op and root a
+//! warm-up, then every size of every cycle laid out, timed out of place and in
+//! place, validated, and combined over ranks into one table line.
+
+use super::faults::Faults;
+use crate::args::{Average, Launch, Plan};
+use crate::backend::{Backend, BufRef, OpArgs, Slot};
+use crate::collective::{Collective, Counts, Layout};
+use crate::datatype::{count_wrong_within, fill, DataType, RedOp};
+use crate::job::{Comm, Failure};
+use crate::pattern::Pattern;
+use crate::report::run::now_utc;
+use crate::report::{Exporter, Measurement, Placement, RunInfo, SizeResult, Summary};
+use crate::sizes::{sweep, Step};
+use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats};
+use crate::watchdog::Watchdog;
+use std::time::Instant;
+
+/// Size results the sweep will hand the exporters; None when -N 0 runs until interrupted.
+pub(super) fn planned_results(plan: &Plan, coll: &dyn Collective, roots: usize) -> Option<u64> {
+    let ops = if coll.reduces() { plan.ops.len() } else { 1 };
+    let sizes = sweep(plan.min_bytes, plan.max_bytes, plan.step).len();
+    (plan.run_cycles > 0)
+        .then(|| (plan.datatypes.len() * ops * roots * sizes) as u64 * plan.run_cycles)
+}
+
+/// The state of one run's measurements. Generic over the ranks' exchanges so that
+/// the timed loop calls them without dynamic dispatch.
+pub(super) struct Bench<'a, C: Comm> {
+    comm: &'a C,
+    coll: &'a dyn Collective,
+    backend: &'a mut dyn Backend,
+    plan: &'a Plan,
+    watchdog: &'a Watchdog,
+    faults: Faults,
+    /// Ranks this process drives (-g) and ranks in the job.
+    local_ranks: usize,
+    nranks: usize,
+    /// Whether -c checks the in-place form on this backend.
+    checks_in_place: bool,
+    /// Reused for every loop: nothing is allocated around the timed calls.
+    per_iteration: Vec<f64>,
+}
+
+impl<'a, C: Comm> Bench<'a, C> {
+    pub(super) fn new(
+        comm: &'a C,
+        coll: &'a dyn Collective,
+        backend: &'a mut dyn Backend,
+        plan: &'a Plan,
+        watchdog: &'a Watchdog,
+        faults: Faults,
+    ) -> Self {
+        let local_ranks = backend.devices();
+        Bench {
+            comm,
+            coll,
+            local_ranks,
+            nranks: comm.size() * local_ranks,
+            checks_in_place: backend.checks_in_place(coll.id()),
+            backend,
+            plan,
+            watchdog,
+            faults,
+            per_iteration: vec![0.0; plan.iters],
+        }
+    }
+
+    /// Every datatype, op and root: a warm-up, then every size of every cycle,
+    /// each result handed to every exporter as soon as it is measured.
+    pub(super) fn sweep(
+        &mut self,
+        roots: &[usize],
+        run: &RunInfo,
+        exporters: &mut [Box<dyn Exporter>],
+    ) -> Result<Summary, Failure> {
+        let plan = self.plan;
+        let mut summary = Summary::default();
+        let mut busbw_sum = 0.0;
+        let mut measured = 0usize;
+        let ops: Vec<Option<RedOp>> = if self.coll.reduces() {
+            plan.ops.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for &dtype in &plan.datatypes {
+            for &op in &ops {
+                for &root in roots {
+                    self.warm_up(dtype, op, root)?;
+                    let mut cycle = 0;
+                    while plan.run_cycles == 0 || cycle < plan.run_cycles {
+                        for size in sweep(plan.min_bytes, plan.max_bytes, plan.step) {
+                            for e in exporters.iter_mut() {
+                                e.begin_size(size);
+                            }
+                            let result = self.measure_size(size, dtype, op, root, cycle)?;
+                            for m in &result.measurements {
+                                summary.wrong_total += m.wrong.unwrap_or(0);
+                                busbw_sum += m.busbw_gbs;
+                                measured += 1;
+                            }
+                            for e in exporters.iter_mut() {
+                                e.record(run, &result)?;
+                            }
+                        }
+                        cycle += 1;
+                    }
+                }
+            }
+        }
+        summary.avg_busbw_gbs = if measured > 0 {
+            busbw_sum / measured as f64
+        } else {
+            0.0
+        };
+        Ok(summary)
+    }
+
+    /// One layout per rank this process drives.
+    fn layouts(&self, size: u64, dtype: DataType, op: Option<RedOp>, root: usize) -> Vec<Layout> {
+        let counts = self.coll.counts(
+            (size / dtype.size() as u64) as usize,
+            dtype.size(),
+            self.nranks,
+        );
+        (0..self.local_ranks)
+            .map(|local| Layout {
+                rank: self.comm.rank() * self.local_ranks + local,
+                nranks: self.nranks,
+                root,
+                counts,
+                pattern: Pattern::new(dtype, op.unwrap_or(RedOp::Sum), self.nranks),
+            })
+            .collect()
+    }
+
+    /// Where the send data and the result live, as nccl-tests lays them out.
+    fn op_args(&self, layout: &Layout, placement: Placement) -> OpArgs {
+        let Layout {
+            rank,
+            counts,
+            pattern,
+            root,
+            ..
+        } = *layout;
+        let elt = pattern.dtype.size();
+        let device = rank % self.local_ranks;
+        let at = |slot, offset| BufRef {
+            device,
+            slot,
+            offset,
+        };
+        let (send, recv) = match placement {
+            Placement::OutOfPlace => (at(Slot::Send, 0), at(Slot::Recv, 0)),
+            Placement::InPlace => (
+                at(Slot::Recv, rank * counts.send_inplace_offset * elt),
+                at(Slot::Recv, rank * counts.recv_inplace_offset * elt),
+            ),
+        };
+        OpArgs {
+            send,
+            recv,
+            count: counts.param,
+            dtype: pattern.dtype,
+            op: pattern.op,
+            root,
+            in_place: placement == Placement::InPlace,
+        }
+    }
+
+    /// One collective over this process's ranks: grouped when it drives several.
+    fn launch(&mut self, args: &[OpArgs]) -> anyhow::Result<()> {
+        if let [one] = args {
+            return self.coll.launch(self.backend, one);
+        }
+        self.backend.group_start()?;
+        for a in args {
+            self.coll.launch(self.backend, a)?;
+        }
+        self.backend.group_end()
+    }
+
+    fn write_inputs(&mut self, layouts: &[Layout], args: &[OpArgs]) -> anyhow::Result<()> {
+        for (layout, a) in layouts.iter().zip(args) {
+            let mut bytes = vec![0u8; layout.counts.send * a.dtype.size()];
+            fill(a.dtype, &mut bytes, |i| {
+                layout.pattern.input(layout.rank, i)
+            });
+            self.backend.write(a.send, &bytes)?;
+        }
+        Ok(())
+    }
+
+    fn label(&self, layout: &Layout, placement: Placement, what: &str) -> String {
+        format!(
+            "{} {} {} {} root {} {} B {what}",
+            self.coll.name(),
+            layout.pattern.dtype,
+            if self.coll.reduces() {
+                layout.pattern.op.name()
+            } else {
+                "none"
+            },
+            placement.name(),
+            layout.root,
+            layout.counts.size_bytes(layout.pattern.dtype.size())
+        )
+    }
+
+    /// nccl-tests' warm-up: every size from min to max by factor 2, -w calls each.
+    fn warm_up(&mut self, dtype: DataType, op: Option<RedOp>, root: usize) -> Result<(), Failure> {
+        self.watchdog
+            .begin(format!("{} {dtype} warm-up", self.coll.name()));
+        self.comm.barrier();
+        for size in sweep(self.plan.min_bytes, self.plan.max_bytes, Step::Factor(2)) {
+            let layouts = self.layouts(size, dtype, op, root);
+            let args: Vec<OpArgs> = layouts
+                .iter()
+                .map(|l| self.op_args(l, Placement::OutOfPlace))
+                .collect();
+            for _ in 0..self.plan.warmup_iters {
+                self.watchdog.enter_call();
+                self.launch(&args)?;
+            }
+        }
+        self.backend.synchronize()?;
+        self.watchdog.end();
+        Ok(())
+    }
+
+    /// The timed loop of one placement: seconds per call (from the backend's clock),
+    /// CPU seconds to issue one call, and per-iteration times in `per_iteration`.
+    fn time_loop(&mut self, args: &[OpArgs]) -> anyhow::Result<(f64, f64)> {
+        let iters = self.plan.iters;
+        let graph = self.plan.launch.graph_launches();
+        let blocking = self.plan.launch == Launch::Blocking;
+        if graph > 0 {
+            self.backend.begin_capture()?;
+        }
+        self.backend.timer_start(iters)?;
+        let mut issued = Instant::now();
+        for _ in 0..iters {
+            self.watchdog.enter_call();
+            self.launch(args)?;
+            self.backend.mark();
+            if blocking {
+                self.backend.synchronize()?;
+                self.comm.barrier();
+            }
+        }
+        let mut calls = iters;
+        if graph > 0 {
+            self.backend.end_capture()?;
+            // As nccl-tests: every rank has its graph before any replay starts.
+            self.comm.barrier();
+            issued = Instant::now();
+            self.backend.replay(graph)?;
+            calls = iters * graph;
+        }
+        let cpu = issued.elapsed().as_secs_f64() / calls as f64;
+        self.backend.synchronize()?;
+        let total = self.backend.timer_read(&mut self.per_iteration)?;
+        Ok((total / calls as f64, cpu))
+    }
+
+    fn measure_size(
+        &mut self,
+        size: u64,
+        dtype: DataType,
+        op: Option<RedOp>,
+        root: usize,
+        cycle: u64,
+    ) -> Result<SizeResult, Failure> {
+        let layouts = self.layouts(size, dtype, op, root);
+        let layout = layouts[0];
+        let n = self.nranks;
+        let size_bytes = layout.counts.size_bytes(dtype.size());
+        let mut measurements = Vec::new();
+        for placement in Placement::BOTH {
+            let args: Vec<OpArgs> = layouts.iter().map(|l| self.op_args(l, placement)).collect();
+            self.write_inputs(&layouts, &args)?;
+            self.faults.stall_before(self.comm.rank(), size);
+            self.watchdog
+                .begin(self.label(&layout, placement, "(barrier before timing)"));
+            self.watchdog.enter_call();
+            self.comm.barrier();
+            self.watchdog
+                .begin(self.label(&layout, placement, "(timed loop)"));
+            let (seconds_per_call, cpu_per_call) = self.time_loop(&args)?;
+            self.watchdog.end();
+
+            let wrong = match placement {
+                _ if self.plan.check == 0 => None,
+                Placement::InPlace if !self.checks_in_place => None,
+                _ => Some(self.validate(&layouts, &args, placement)?),
+            };
+
+            let mut mine = Vec::with_capacity(self.plan.iters + 2);
+            mine.push(seconds_per_call);
+            mine.push(cpu_per_call);
+            mine.extend_from_slice(&self.per_iteration);
+            if let Some(all) = self.comm.gather_f64s(&mine) {
+                let timing = Timing::combine(&all, self.plan.iters, self.plan.average);
+                measurements.push(timing.measurement(
+                    placement,
+                    size_bytes,
+                    self.coll.busbw_factor(n),
+                    wrong,
+                ));
+            }
+        }
+        Ok(SizeResult {
+            collective: self.coll.id().as_str().to_string(),
+            datatype: dtype.name().to_string(),
+            redop: op.map_or("none".to_string(), |o| o.name().to_string()),
+            root: if self.coll.rooted() { root as i64 } else { -1 },
+            size_bytes,
+            count: layout.counts.param as u64,
+            busbw_factor: self.coll.busbw_factor(n),
+            cycle,
+            measurements,
+        })
+    }
+
+    /// -c: fresh inputs, a poisoned result region, one call, and every element
+    /// compared with its exact value; returns wrong elements summed over ranks.
+    fn validate(
+        &mut self,
+        layouts: &[Layout],
+        args: &[OpArgs],
+        placement: Placement,
+    ) -> Result<u64, Failure> {
+        let layout = layouts[0];
+        let elt = layout.pattern.dtype.size();
+        let Counts { recv, .. } = layout.counts;
+        let tolerance =
+            self.backend
+                .tolerance(layout.pattern.dtype, layout.pattern.op, self.nranks);
+        let mut wrong = 0;
+        for _ in 0..self.plan.check {
+            if placement == Placement::OutOfPlace {
+                // 0xFF bytes: NaN or -1 or a large unsigned value, never an expected one
+                // at these rank counts, so a call that wrote nothing cannot pass.
+                for a in args {
+                    self.backend.write(a.recv, &vec![0xFF; recv * elt])?;
+                }
+            }
+            self.write_inputs(layouts, args)?;
+            self.watchdog
+                .begin(self.label(&layout, placement, "(validation)"));
+            self.watchdog.enter_call();
+            self.launch(args)?;
+            self.backend.synchronize()?;
+            self.watchdog.end();
+            let mut mine = 0;
+            for (l, a) in layouts.iter().zip(args) {
+                let mut result = vec![0u8; recv * elt];
+                self.backend.read(a.recv, &mut result)?;
+                if let Some(index) = self.faults.corrupted_element(l.rank, recv) {
+                    let bad = self.coll.expected(l, index).unwrap_or(0.0) + 1.0;
+                    fill(a.dtype, &mut result[index * elt..(index + 1) * elt], |_| {
+                        bad
+                    });
+                }
+                mine += count_wrong_defined(self.coll, l, a.dtype, &result, tolerance);
+            }
+            self.watchdog
+                .begin(self.label(&layout, placement, "(validation sum)"));
+            self.watchdog.enter_call();
+            wrong += self.comm.sum_u64(mine);
+            self.watchdog.end();
+        }
+        Ok(wrong)
+    }
+}
+
+/// One placement's timings combined over processes, from what each sent rank 0:
+/// [seconds per call, CPU seconds per call, then each iteration's seconds].
+#[derive(Debug)]
+pub(super) struct Timing {
+    /// Per-call seconds combined by -a.
+    pub seconds: f64,
+    /// CPU seconds to issue a call, combined by -a.
+    pub cpu_seconds: f64,
+    /// Each iteration's time, the max over ranks.
+    pub worst: Vec<f64>,
+    /// The rank with the largest mean per-iteration time.
+    pub slowest_rank: usize,
+}
+
+impl Timing {
+    pub(super) fn combine(all: &[f64], iters: usize, average: Average) -> Timing {
+        let per_process = all.chunks_exact(iters + 2);
+        let per_rank_time: Vec<f64> = per_process.clone().map(|c| c[0]).collect();
+        let per_rank_cpu: Vec<f64> = per_process.clone().map(|c| c[1]).collect();
+        let per_iter: Vec<f64> = per_process.flat_map(|c| c[2..].to_vec()).collect();
+        Timing {
+            seconds: average.combine(&per_rank_time),
+            cpu_seconds: average.combine(&per_rank_cpu),
+            worst: max_over_ranks(&per_iter, iters),
+            slowest_rank: slowest(&mean_per_rank(&per_iter, iters)),
+        }
+    }
+
+    pub(super) fn measurement(
+        &self,
+        placement: Placement,
+        size_bytes: u64,
+        busbw_factor: f64,
+        wrong: Option<u64>,
+    ) -> Measurement {
+        let algbw = size_bytes as f64 / 1e9 / self.seconds;
+        let h = histogram(&self.worst);
+        Measurement {
+            placement,
+            time_us: self.seconds * 1e6,
+            algbw_gbs: algbw,
+            busbw_gbs: algbw * busbw_factor,
+            wrong,
+            latency: IterStats::from_seconds(&self.worst, &h),
+            histogram: h,
+            slowest_rank: self.slowest_rank,
+            timestamp: now_utc(),
+            cpu_us: Some(self.cpu_seconds * 1e6),
+        }
+    }
+}
+
+/// Wrong elements among those the collective defines on this rank (none on the
+/// non-root ranks of Reduce and Gather).
+fn count_wrong_defined(
+    coll: &dyn Collective,
+    layout: &Layout,
+    dtype: DataType,
+    result: &[u8],
+    tolerance: f64,
+) -> u64 {
+    if result.is_empty() {
+        return 0;
+    }
+    match coll.expected(layout, 0) {
+        None => 0,
+        Some(_) => count_wrong_within(dtype, result, tolerance, |i| {
+            coll.expected(layout, i).unwrap_or(f64::NAN)
+        }),
+    }
+}

@@ -1,0 +1,173 @@
+//! The run's facts, gathered once before the sweep: every process's pid, host and
+//! devices, the plan, the backend and why it runs, the limits busbw is compared
+//! with. They become the `RunInfo` every exporter gets and the table's `Header`.
+
+use crate::args::{CollArgs, Launch, Plan};
+use crate::backend::BackendInfo;
+use crate::job::Comm;
+use crate::limits::{self, Detection};
+use crate::report::run::new_run_id;
+use crate::report::table::{Header, RankFacts};
+use crate::report::RunInfo;
+use serde::{Deserialize, Serialize};
+
+/// What one process tells the others for the header.
+#[derive(Serialize, Deserialize)]
+struct ProcessFacts {
+    pid: u32,
+    info: BackendInfo,
+}
+
+/// Distinct values in order of first appearance.
+fn distinct<T: PartialEq + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// Why the backend runs and what this process's says about itself.
+pub(super) struct Opened {
+    pub info: BackendInfo,
+    /// "--backend auto: rank 0 (host) cannot run NCCL: ...".
+    pub choice: String,
+}
+
+/// The run's facts and the table's header (a collective step: every rank calls it).
+/// `warning`: a launcher mismatch, printed first among the notes.
+pub(super) fn describe_run(
+    comm: &dyn Comm,
+    program: &str,
+    plan: &Plan,
+    opened: Opened,
+    env: Vec<String>,
+    warning: Option<String>,
+) -> (RunInfo, Header) {
+    let mine = ProcessFacts {
+        pid: std::process::id(),
+        info: opened.info.clone(),
+    };
+    let all: Vec<ProcessFacts> = comm
+        .all_gather_bytes(&serde_json::to_vec(&mine).unwrap_or_default())
+        .iter()
+        .map(|b| {
+            serde_json::from_slice(b).unwrap_or_else(|_| ProcessFacts {
+                pid: 0,
+                info: BackendInfo::default(),
+            })
+        })
+        .collect();
+    let mut ranks = Vec::new();
+    for (process, facts) in all.iter().enumerate() {
+        for (j, d) in facts.info.devices.iter().enumerate() {
+            ranks.push(RankFacts {
+                rank: process * facts.info.devices.len() + j,
+                pid: facts.pid,
+                host: comm.host(process).to_string(),
+                ordinal: d.ordinal,
+                location: d.location.clone(),
+                name: d.name.clone(),
+            });
+        }
+    }
+    let devices: Vec<(usize, String)> = ranks
+        .iter()
+        .map(|r| match r.location.as_str() {
+            "host" => (r.rank, "host".to_string()),
+            _ => (r.rank, format!("{} {}", r.name, r.location)),
+        })
+        .collect();
+    let device = match distinct(devices.iter().map(|(_, d)| d.clone())).as_slice() {
+        [one] => one.clone(),
+        _ => devices
+            .iter()
+            .map(|(r, d)| format!("r{r}={d}"))
+            .collect::<Vec<_>>()
+            .join(";"),
+    };
+    let transport = distinct(all.iter().map(|f| f.info.transport.clone())).join(" | ");
+    let mut notes: Vec<String> = warning.into_iter().collect();
+    notes.extend(distinct(all.iter().flat_map(|f| f.info.warnings.clone())));
+    let mut details = opened.info.notes.clone();
+    details.push(launch_detail(plan.launch));
+    let run = RunInfo {
+        program: program.to_string(),
+        run_id: new_run_id(chrono::Utc::now()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        backend: opened.info.kind.name().to_string(),
+        transport,
+        library_version: opened.info.library_version.clone(),
+        device,
+        hosts: distinct((0..comm.size()).map(|r| comm.host(r).to_string())),
+        nranks: ranks.len(),
+        env,
+        iters: plan.iters,
+        warmup_iters: plan.warmup_iters,
+        average: plan.average.name().to_string(),
+        checked: plan.check > 0,
+        notes,
+        backend_choice: opened.choice,
+        details,
+        launch: plan.launch.name(),
+        report_cputime: plan.report_cputime,
+        ..RunInfo::default()
+    };
+    let header = Header {
+        gpus_per_process: plan.gpus_per_process,
+        min_bytes: plan.min_bytes,
+        max_bytes: plan.max_bytes,
+        step: plan.step,
+        warmup_iters: plan.warmup_iters,
+        iters: plan.iters,
+        check: plan.check,
+        graph_launches: plan.launch.graph_launches(),
+        ranks,
+    };
+    (run, header)
+}
+
+/// The header line that says how the timed calls were issued.
+fn launch_detail(launch: Launch) -> String {
+    match launch {
+        Launch::Stream => {
+            "Launch: calls issued back to back, completion awaited once per loop".to_string()
+        }
+        Launch::Blocking => {
+            "Launch: -z 1, each call completed on every rank before the next".to_string()
+        }
+        Launch::Graph(n) => format!(
+            "Launch: -G {n}, the timed calls captured in a CUDA graph launched {n} times; validation runs uncaptured"
+        ),
+    }
+}
+
+/// The run's limits: --limit, else what the nodes' sysfs tells (read by one
+/// rank per node, so that a downgraded link on any node is reported).
+pub(super) fn find_limits(comm: &dyn Comm, args: &CollArgs, run: &mut RunInfo) {
+    let mine = if comm.local_rank() == 0 {
+        limits::detect(&args.sysfs_root)
+    } else {
+        Detection::default()
+    };
+    let encoded = serde_json::to_vec(&mine).expect("a detection serialises");
+    let per_host: Vec<(String, Detection)> = comm
+        .all_gather_bytes(&encoded)
+        .iter()
+        .enumerate()
+        .filter_map(|(rank, bytes)| {
+            Some((
+                comm.host(rank).to_string(),
+                serde_json::from_slice(bytes).ok()?,
+            ))
+        })
+        .filter(|(_, d)| *d != Detection::default())
+        .collect();
+    let detected = limits::merge(&per_host);
+    run.limits = limits::choose(&args.limit, &detected);
+    run.limits_lines = vec![limits::describe(&run.limits, !args.limit.is_empty())];
+    run.limits_lines.extend(detected.found);
+    run.notes.extend(detected.warnings);
+}

@@ -1,0 +1,159 @@
+//! The one driver behind every collective binary, shaped like nccl-tests' common
+//! code: agree on arguments, allocate once, then for every datatype, op and root
+//! warm up, sweep the sizes, time out-of-place and in-place loops, validate, and
+//! hand each size's results to the exporters.
+//!
+//! - this file: the entry (the job, the arguments every rank agrees on, then
+//!   `--all-pairs` or the sweep) and the outline of a run;
+//! - `open`: which backend runs, opening it, and the memory budget of its buffers;
+//! - `header`: the run's facts for the header, the CSV and the exporters;
+//! - `bench`: the timed sweep (layouts, warm-up, timed loop, validation);
+//! - `faults`: the fault-injection hooks the tests use.
+
+mod bench;
+pub mod faults;
+mod header;
+mod open;
+#[cfg(test)]
+mod tests;
+
+use crate::args::{parse_args, CollArgs, Plan};
+use crate::collective::Collective;
+use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
+use crate::report::csv::CsvExport;
+use crate::report::hist::HistExport;
+use crate::report::plot::PlotExport;
+use crate::report::progress::Progress;
+use crate::report::run::relevant_env;
+use crate::report::table::{Header, Table};
+use crate::report::{Exporter, RunInfo};
+use crate::watchdog::Watchdog;
+use bench::Bench;
+use faults::Faults;
+use header::Opened;
+use std::process::ExitCode;
+
+/// Entry point of each collective binary.
+pub fn collective_main(collective: &dyn Collective) -> ExitCode {
+    let program = job::program_name(&format!("{}_perf", collective.id().as_str()));
+    job::main(Start::Mpi, &program, |job, program| {
+        let world = job
+            .world()
+            .ok_or_else(|| anyhow::anyhow!("the collectives run inside MPI"))?;
+        let parsed = parse_args(std::env::args_os());
+        agree_on_arguments(world, &parsed)?;
+        let args = parsed?;
+        let plan = args.plan()?;
+        if args.pairs.all_pairs {
+            return crate::allpairs::mpi::run(world, collective, &args, &plan, program);
+        }
+        run(world, collective, &args, &plan, program)
+    })
+}
+
+/// One run of the sweep on every rank.
+fn run(
+    world: &World,
+    coll: &dyn Collective,
+    args: &CollArgs,
+    plan: &Plan,
+    program: &str,
+) -> Result<ExitStatus, Failure> {
+    // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
+    let env = relevant_env();
+    let nranks = world.size * plan.gpus_per_process;
+    let roots = plan.root_list(nranks, coll.rooted())?;
+    // Started before the backend: NCCL's initialisation is a collective that can hang.
+    let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    let (mut backend, choice) = open::open_backend(world, program, args, plan, &watchdog)?;
+    let info = backend.info();
+    open::allocate(world, program, &mut *backend, info.kind, plan, coll)?;
+
+    let opened = Opened { info, choice };
+    let warning = world.launcher_mismatch();
+    let (mut run_info, header) = header::describe_run(world, program, plan, opened, env, warning);
+    header::find_limits(world, args, &mut run_info);
+    run_info.planned_results = bench::planned_results(plan, coll, roots.len());
+    if world.is_root() {
+        for warning in &run_info.notes {
+            eprintln!("{program}: WARNING: {warning}");
+        }
+    }
+    let mut exporters = open_exporters(world, program, args, &run_info, header)?;
+    for e in exporters.iter_mut() {
+        e.start(&run_info)?;
+    }
+    let mut bench = Bench::new(
+        world,
+        coll,
+        &mut *backend,
+        plan,
+        &watchdog,
+        Faults::from_env(),
+    );
+    let summary = bench.sweep(&roots, &run_info, &mut exporters)?;
+    for e in exporters.iter_mut() {
+        e.finish(&run_info, &summary)?;
+    }
+    Ok(if summary.wrong_total > 0 {
+        ExitStatus::Failed
+    } else {
+        ExitStatus::Ok
+    })
+}
+
+/// Rank 0's exporters: the table (under a progress bar on a terminal), --csv,
+/// --hist and --plot. A CSV or folder that cannot be opened stops every rank.
+fn open_exporters(
+    world: &World,
+    program: &str,
+    args: &CollArgs,
+    run: &RunInfo,
+    header: Header,
+) -> Result<Vec<Box<dyn Exporter>>, Failure> {
+    let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
+    if world.is_root() {
+        match Progress::on_terminal(run.planned_results) {
+            Some(bar) => {
+                exporters.push(Box::new(Table::new(bar.stdout(), header)));
+                exporters.push(Box::new(bar));
+            }
+            None => exporters.push(Box::new(Table::new(std::io::stdout(), header))),
+        }
+    }
+    let csv = match (&args.output.csv, world.is_root()) {
+        (Some(path), true) => {
+            CsvExport::open(path, args.output.append).map(|c| exporters.push(Box::new(c)))
+        }
+        _ => Ok(()),
+    };
+    agree_each_rank(
+        world,
+        program,
+        ExitStatus::Failed,
+        csv.map_err(|e| format!("{e:#}")),
+    )?;
+    let views = match world.is_root() {
+        true => view_exporters(args).map(|v| exporters.extend(v)),
+        false => Ok(()),
+    };
+    agree_each_rank(
+        world,
+        program,
+        ExitStatus::Failed,
+        views.map_err(|e| format!("{e:#}")),
+    )?;
+    Ok(exporters)
+}
+
+/// The --hist and --plot exporters (rank 0).
+fn view_exporters(args: &CollArgs) -> anyhow::Result<Vec<Box<dyn Exporter>>> {
+    let mut views: Vec<Box<dyn Exporter>> = Vec::new();
+    if let Some(dir) = &args.hist {
+        views.push(Box::new(HistExport::new(dir)?));
+    }
+    if let Some(dir) = &args.plot {
+        views.push(Box::new(PlotExport::new(dir)?));
+    }
+    Ok(views)
+}

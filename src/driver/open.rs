@@ -1,0 +1,140 @@
+//! The backend: which one runs (`--backend`, `auto` decided alike on every rank),
+//! opening it, and its buffers, checked against the memory each rank may use
+//! before they are allocated.
+
+use crate::args::{BackendChoice, CollArgs, Launch, Plan};
+use crate::backend::mpi::MpiBackend;
+use crate::backend::{nccl, Backend, BackendKind};
+use crate::collective::Collective;
+use crate::job::{agree_each_rank, ExitStatus, Failure, Group, World};
+use crate::sizes::human_bytes;
+use crate::watchdog::Watchdog;
+
+/// Picks and opens the backend on every rank alike (`--backend auto` takes nccl only
+/// when every rank has CUDA, NCCL and a GPU); returns it with the reason it was chosen.
+pub(super) fn open_backend(
+    world: &World,
+    program: &str,
+    args: &CollArgs,
+    plan: &Plan,
+    watchdog: &Watchdog,
+) -> Result<(Box<dyn Backend>, String), Failure> {
+    let nccl_lib = args.nccl_lib.as_deref();
+    let (kind, choice) = match args.backend.kind() {
+        Some(kind) => (kind, format!("--backend {}", kind.name())),
+        None => {
+            let mine = nccl::probe(nccl_lib).err().unwrap_or_default();
+            let reasons = world.all_gather_bytes(mine.as_bytes());
+            match reasons.iter().position(|r| !r.is_empty()) {
+                None => (
+                    BackendKind::Nccl,
+                    "--backend auto: CUDA, NCCL and a GPU on every rank".into(),
+                ),
+                Some(r) => (
+                    BackendKind::Mpi,
+                    format!(
+                        "--backend auto: rank {r} ({}) cannot run NCCL: {}",
+                        world.hosts[r],
+                        String::from_utf8_lossy(&reasons[r])
+                    ),
+                ),
+            }
+        }
+    };
+    if kind == BackendKind::Mpi {
+        if world.is_root() && args.backend == BackendChoice::Auto && crate::gpu::driver().is_ok() {
+            eprintln!("{program}: WARNING: GPUs are present but the mpi backend runs ({choice})");
+        }
+        let needs_nccl = match plan.launch {
+            _ if plan.gpus_per_process > 1 => Some(format!("-g/--ngpus {}", plan.gpus_per_process)),
+            Launch::Graph(n) => Some(format!("-G/--cudagraph {n}")),
+            _ => None,
+        };
+        if let Some(flag) = needs_nccl {
+            return Err(Failure::Usage(format!(
+                "{flag}: needs the nccl backend, but the mpi backend runs ({choice})"
+            )));
+        }
+        return Ok((Box::new(MpiBackend::new(world)?), choice));
+    }
+    let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process)
+        .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
+    let prepared = agree_each_rank(world, program, ExitStatus::Failed, prepared)?;
+    watchdog.begin("NCCL communicator initialisation".into());
+    watchdog.enter_call();
+    let connected = nccl::connect(prepared, world).map_err(|e| format!("--backend nccl: {e:#}"));
+    watchdog.end();
+    let backend = agree_each_rank(world, program, ExitStatus::Failed, connected)?;
+    Ok((Box::new(backend), choice))
+}
+
+/// Bytes of the send and receive buffers at the largest size, over every datatype
+/// of the plan. In place, the receive buffer also holds the send data.
+pub(super) fn buffer_bytes(plan: &Plan, coll: &dyn Collective, nranks: usize) -> (usize, usize) {
+    plan.datatypes.iter().fold((0, 0), |(s, r), &t| {
+        let c = coll.counts(
+            (plan.max_bytes / t.size() as u64) as usize,
+            t.size(),
+            nranks,
+        );
+        (
+            s.max(c.send * t.size()),
+            r.max(c.recv.max(c.send) * t.size()),
+        )
+    })
+}
+
+/// Allocates the backend's buffers for the plan's largest size on every rank, once
+/// each rank has checked that they fit in the memory it may use.
+pub(super) fn allocate(
+    group: &dyn Group,
+    program: &str,
+    backend: &mut dyn Backend,
+    kind: BackendKind,
+    plan: &Plan,
+    coll: &dyn Collective,
+) -> Result<(), Failure> {
+    if kind == BackendKind::Mpi {
+        let max_elements = plan
+            .datatypes
+            .iter()
+            .map(|t| plan.max_bytes / t.size() as u64)
+            .max()
+            .unwrap_or(0);
+        if max_elements > i32::MAX as u64 {
+            return Err(Failure::Usage(format!(
+                "-e/--maxbytes {}: {max_elements} elements exceed MPI's int count limit (2^31-1); lower -e or use a wider -d",
+                plan.max_bytes
+            )));
+        }
+    }
+    let nranks = group.size() * plan.gpus_per_process;
+    let (send_bytes, recv_bytes) = buffer_bytes(plan, coll, nranks);
+    // Host staging: the input pattern is built in a host buffer, and -c reads the
+    // result back into another.
+    let staging = (send_bytes + if plan.check > 0 { recv_bytes } else { 0 }) as u64;
+    let buffers = (send_bytes + recv_bytes) as u64;
+    // The mpi backend's buffers are host memory too: they share the budget.
+    let need = match kind {
+        BackendKind::Mpi => buffers + staging,
+        BackendKind::Nccl => buffers,
+    };
+    let memory = match backend.memory_available() {
+        Some(budget) if need > budget.bytes => Err(format!(
+            "-e/--maxbytes {}: each rank needs {} (buffers {}, host staging {}) but only {} is available to it ({}); \
+             lower -e/--maxbytes",
+            plan.max_bytes,
+            human_bytes(need),
+            human_bytes(buffers),
+            human_bytes(staging),
+            human_bytes(budget.bytes),
+            budget.what
+        )),
+        _ => Ok(()),
+    };
+    agree_each_rank(group, program, ExitStatus::Failed, memory)?;
+    let alloc = backend
+        .alloc(send_bytes, recv_bytes)
+        .map_err(|e| format!("{e:#}"));
+    agree_each_rank(group, program, ExitStatus::Failed, alloc)
+}

@@ -1,0 +1,284 @@
+//! The driver on one rank without MPI: the loopback backend (every call a copy)
+//! and a job of one (`Solo`) run the real sweep, validation, faults and exporters.
+
+use super::bench::{planned_results, Bench, Timing};
+use super::faults::Faults;
+use super::header::{describe_run, Opened};
+use super::open::{allocate, buffer_bytes};
+use crate::args::{parse_args, Average, Plan};
+use crate::backend::loopback::Loopback;
+use crate::backend::{Backend, BackendKind, MemoryBudget};
+use crate::collective::{self, Collective};
+use crate::datatype::DataType;
+use crate::job::comm::Solo;
+use crate::job::{ExitStatus, Failure};
+use crate::report::{Exporter, Placement, RunInfo, SizeResult, Summary};
+use crate::sizes::sweep;
+use crate::watchdog::Watchdog;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+fn plan(flags: &[&str]) -> Plan {
+    let argv = std::iter::once("all_reduce_perf").chain(flags.iter().copied());
+    parse_args(argv).unwrap().plan().unwrap()
+}
+
+/// What the sweep handed its exporter.
+#[derive(Default)]
+struct Log {
+    begun: Vec<u64>,
+    results: Vec<SizeResult>,
+}
+
+struct Recorder(Rc<RefCell<Log>>);
+
+impl Exporter for Recorder {
+    fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn record(&mut self, _run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
+        self.0.borrow_mut().results.push(result.clone());
+        Ok(())
+    }
+    fn finish(&mut self, _run: &RunInfo, _summary: &Summary) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn begin_size(&mut self, size_bytes: u64) {
+        self.0.borrow_mut().begun.push(size_bytes);
+    }
+}
+
+/// The sweep of `plan` on the loopback backend: the summary, what the exporter got,
+/// and the calls the backend saw.
+fn run_sweep(coll: &dyn Collective, plan: &Plan, faults: Faults) -> (Summary, Log, u64) {
+    let mut backend = Loopback::default();
+    allocate(&Solo, "test", &mut backend, BackendKind::Mpi, plan, coll).unwrap();
+    let watchdog = Watchdog::start(&Solo, "test", 0).unwrap();
+    let roots = plan.root_list(1, coll.rooted()).unwrap();
+    let log = Rc::new(RefCell::new(Log::default()));
+    let mut exporters: Vec<Box<dyn Exporter>> = vec![Box::new(Recorder(log.clone()))];
+    let summary = Bench::new(&Solo, coll, &mut backend, plan, &watchdog, faults)
+        .sweep(&roots, &RunInfo::default(), &mut exporters)
+        .unwrap();
+    drop(exporters);
+    let log = Rc::try_unwrap(log).ok().unwrap().into_inner();
+    (summary, log, backend.calls)
+}
+
+#[test]
+fn every_collective_sweeps_its_planned_rows_with_right_data() {
+    let p = plan(&[
+        "-b", "8", "-e", "1K", "-f", "4", "-n", "3", "-w", "2", "-d", "all", "-o", "all",
+    ]);
+    let sizes = sweep(8, 1024, crate::sizes::Step::Factor(4));
+    assert_eq!(sizes, [8, 32, 128, 512]);
+    for coll in collective::all() {
+        let (summary, log, calls) = run_sweep(coll, &p, Faults::default());
+        let what = coll.name();
+        let ops = if coll.reduces() { 5 } else { 1 };
+        assert_eq!(planned_results(&p, coll, 1), Some(10 * ops * 4), "{what}");
+        assert_eq!(log.results.len() as u64, 10 * ops * 4, "{what}");
+        let every_size: Vec<u64> = sizes
+            .iter()
+            .copied()
+            .cycle()
+            .take(log.results.len())
+            .collect();
+        assert_eq!(log.begun, every_size, "{what}");
+        // Per size: -n 3 timed and -c 1 validating calls in each placement; per
+        // datatype and op a warm-up of -w 2 calls at 8, 16, ..., 1K bytes.
+        let warm_up = 2 * 8;
+        assert_eq!(calls, 10 * ops * (warm_up + 4 * 2 * (3 + 1)), "{what}");
+        for (i, r) in log.results.iter().enumerate() {
+            let dtype: DataType = r.datatype.parse().unwrap();
+            let counts = coll.counts(
+                (sizes[i % 4] / dtype.size() as u64) as usize,
+                dtype.size(),
+                1,
+            );
+            assert_eq!(r.collective, coll.id().as_str());
+            assert_eq!(
+                r.size_bytes,
+                counts.size_bytes(dtype.size()),
+                "{what} row {i}"
+            );
+            assert_eq!(r.count, counts.param as u64, "{what} row {i}");
+            assert_eq!(r.root, if coll.rooted() { 0 } else { -1 });
+            let placements: Vec<Placement> = r.measurements.iter().map(|m| m.placement).collect();
+            assert_eq!(placements, Placement::BOTH);
+            for m in &r.measurements {
+                assert_eq!(m.wrong, Some(0), "{what} {} {} B", r.datatype, r.size_bytes);
+                assert!(m.time_us > 0.0 && m.latency.max_us > 0.0, "{what}");
+            }
+        }
+        assert_eq!(summary.wrong_total, 0, "{what}");
+    }
+}
+
+#[test]
+fn a_corrupted_element_is_counted_in_both_placements() {
+    let p = plan(&["-b", "1K", "-e", "1K", "-n", "2"]);
+    let faults = Faults::parse(Some("0:5"), None);
+    let (summary, log, _) = run_sweep(&collective::AllReduce, &p, faults);
+    let wrong: Vec<Option<u64>> = log.results[0]
+        .measurements
+        .iter()
+        .map(|m| m.wrong)
+        .collect();
+    assert_eq!(wrong, [Some(1), Some(1)]);
+    assert_eq!(summary.wrong_total, 2);
+    // A fault on another rank touches nothing here.
+    let (summary, _, _) = run_sweep(&collective::AllReduce, &p, Faults::parse(Some("1:5"), None));
+    assert_eq!(summary.wrong_total, 0);
+}
+
+#[test]
+fn without_check_wrong_is_unknown_and_cycles_repeat() {
+    let p = plan(&[
+        "-b", "64", "-e", "256", "-f", "2", "-n", "2", "-c", "0", "-N", "3",
+    ]);
+    let (summary, log, _) = run_sweep(&collective::Broadcast, &p, Faults::default());
+    assert_eq!(planned_results(&p, &collective::Broadcast, 1), Some(3 * 3));
+    let cycles: Vec<u64> = log.results.iter().map(|r| r.cycle).collect();
+    assert_eq!(cycles, [0, 0, 0, 1, 1, 1, 2, 2, 2]);
+    assert!(log
+        .results
+        .iter()
+        .flat_map(|r| &r.measurements)
+        .all(|m| m.wrong.is_none()));
+    assert_eq!(summary.wrong_total, 0);
+    assert!(summary.avg_busbw_gbs > 0.0);
+}
+
+#[test]
+fn planned_results_count_datatypes_ops_roots_sizes_and_cycles() {
+    let p = plan(&[
+        "-b", "8", "-e", "1K", "-f", "4", "-d", "all", "-o", "all", "-N", "2",
+    ]);
+    assert_eq!(
+        planned_results(&p, &collective::AllReduce, 1),
+        Some(10 * 5 * 4 * 2)
+    );
+    assert_eq!(
+        planned_results(&p, &collective::Broadcast, 3),
+        Some(10 * 3 * 4 * 2)
+    );
+    let forever = plan(&["-N", "0"]);
+    assert_eq!(planned_results(&forever, &collective::AllReduce, 1), None);
+}
+
+#[test]
+fn buffers_hold_the_largest_size_of_every_datatype() {
+    let p = plan(&["-b", "8", "-e", "1M", "-d", "all"]);
+    let mib = 1 << 20;
+    assert_eq!(buffer_bytes(&p, &collective::AllReduce, 4), (mib, mib));
+    assert_eq!(buffer_bytes(&p, &collective::AllGather, 4), (mib / 4, mib));
+    // In place, the receive buffer also holds the send data.
+    assert_eq!(buffer_bytes(&p, &collective::ReduceScatter, 4), (mib, mib));
+    let odd = plan(&["-b", "8", "-e", "1000", "-d", "double"]);
+    // 125 doubles over 3 ranks: chunks of 40 (16-byte multiples), 3 x 40 x 8 bytes.
+    assert_eq!(buffer_bytes(&odd, &collective::Scatter, 3), (960, 960));
+}
+
+#[test]
+fn buffers_that_do_not_fit_stop_before_allocating() {
+    let p = plan(&["-b", "1K", "-e", "1K"]);
+    let mut backend = Loopback::default();
+    // Buffers of 2 KiB and host staging of 2 KiB do not fit in 3 KiB.
+    backend.budget = Some(MemoryBudget {
+        bytes: 3 << 10,
+        what: "a test".into(),
+    });
+    let refused = allocate(
+        &Solo,
+        "test",
+        &mut backend,
+        BackendKind::Mpi,
+        &p,
+        &collective::AllReduce,
+    );
+    assert!(
+        matches!(refused, Err(Failure::Stopped(ExitStatus::Failed))),
+        "{refused:?}"
+    );
+    // GPU buffers do not share the host's budget.
+    allocate(
+        &Solo,
+        "test",
+        &mut backend,
+        BackendKind::Nccl,
+        &p,
+        &collective::AllReduce,
+    )
+    .unwrap();
+    let huge = plan(&["-b", "8", "-e", "3G", "-d", "int8"]);
+    match allocate(
+        &Solo,
+        "test",
+        &mut backend,
+        BackendKind::Mpi,
+        &huge,
+        &collective::AllReduce,
+    ) {
+        Err(Failure::Usage(m)) => assert!(m.contains("exceed MPI's int count limit"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn timings_combine_over_ranks() {
+    // Two processes, two iterations: [per-call s, CPU s, iteration 1 s, iteration 2 s].
+    let all = [1e-3, 2e-4, 1e-3, 1e-3, 3e-3, 4e-4, 2e-3, 4e-3];
+    let mean = Timing::combine(&all, 2, Average::Mean);
+    assert!((mean.seconds - 2e-3).abs() < 1e-15 && (mean.cpu_seconds - 3e-4).abs() < 1e-15);
+    assert_eq!(mean.worst, [2e-3, 4e-3]);
+    assert_eq!(mean.slowest_rank, 1);
+    assert_eq!(Timing::combine(&all, 2, Average::Max).seconds, 3e-3);
+    assert_eq!(Timing::combine(&all, 2, Average::Rank0).seconds, 1e-3);
+    let m = mean.measurement(Placement::InPlace, 2_000_000, 1.5, Some(0));
+    assert!((m.algbw_gbs - 1.0).abs() < 1e-12 && (m.busbw_gbs - 1.5).abs() < 1e-12);
+    assert!((m.time_us - 2000.0).abs() < 1e-9);
+    assert_eq!(m.cpu_us.map(|c| (c - 300.0).abs() < 1e-9), Some(true));
+    assert!((m.latency.max_us - 4000.0).abs() < 4.0, "{:?}", m.latency);
+}
+
+#[test]
+fn the_header_facts_of_a_run() {
+    let p = plan(&["-b", "8", "-e", "64", "-G", "3", "-g", "1"]);
+    let backend = Loopback::default();
+    let opened = Opened {
+        info: backend.info(),
+        choice: "--backend mpi".into(),
+    };
+    let env = vec!["NCCL_DEBUG=INFO".to_string()];
+    let (run, header) = describe_run(
+        &Solo,
+        "all_reduce_perf",
+        &p,
+        opened,
+        env,
+        Some("mismatch".into()),
+    );
+    assert_eq!((run.backend.as_str(), run.device.as_str()), ("mpi", "host"));
+    assert_eq!(run.hosts, ["solo"]);
+    assert_eq!(run.nranks, 1);
+    assert_eq!(run.launch, "graph x3");
+    assert_eq!(run.notes, ["mismatch"]);
+    assert_eq!(run.details.last().map(String::as_str), Some(
+        "Launch: -G 3, the timed calls captured in a CUDA graph launched 3 times; validation runs uncaptured"
+    ));
+    assert_eq!(
+        (header.min_bytes, header.max_bytes, header.graph_launches),
+        (8, 64, 3)
+    );
+    assert_eq!(header.ranks.len(), 1);
+    let rank = &header.ranks[0];
+    assert_eq!(
+        (rank.rank, rank.pid, rank.host.as_str()),
+        (0, std::process::id(), "solo")
+    );
+    assert_eq!(
+        (rank.location.as_str(), rank.name.as_str()),
+        ("host", "loopback")
+    );
+}
