@@ -22,7 +22,7 @@ use crate::collective::Collective;
 use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
 use crate::report::csv::CsvExport;
 use crate::report::hist::HistExport;
-use crate::report::plot::PlotExport;
+use crate::plot::export::PlotExport;
 use crate::report::progress::Progress;
 use crate::report::run::relevant_env;
 use crate::report::table::{Header, Table};

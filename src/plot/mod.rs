@@ -10,8 +10,18 @@
 //!   percentiles the CSV holds.
 //!
 //! Legends sit in a panel below each chart, never over the data.
+//!
+//! - `draw`: what every chart is drawn with (frame, legend, axes, PNG and SVG);
+//! - `busbw`, `latency`, `distribution`: one file per chart;
+//! - `export`: `--plot DIR` of the benchmarks, as an exporter;
+//! - `cli`: the `plot` binary.
 
+mod busbw;
+pub mod cli;
+mod distribution;
 mod draw;
+pub mod export;
+mod latency;
 
 /// For charts drawn outside this module (the all-pairs heatmap).
 pub(crate) use draw::register_fonts;
@@ -299,7 +309,7 @@ pub fn render(
         written.extend(draw::save(
             dir,
             &format!("{coll}_busbw"),
-            &draw::BusbwChart {
+            &busbw::BusbwChart {
                 collective: coll,
                 setting: &setting,
                 series: &series,
@@ -310,7 +320,7 @@ pub fn render(
         written.extend(draw::save(
             dir,
             &format!("{coll}_latency"),
-            &draw::LatencyChart {
+            &latency::LatencyChart {
                 collective: coll,
                 setting: &setting,
                 series: &series,
@@ -345,7 +355,7 @@ pub fn render(
         written.extend(draw::save(
             dir,
             &format!("{coll}_latency_dist_{size}B"),
-            &draw::DistributionChart {
+            &distribution::DistributionChart {
                 collective: coll,
                 setting: &setting,
                 size,

@@ -1,20 +1,19 @@
 //! The `rack_check` binary: doctor, then the spec's tests, then its checks, into
 //! one report directory.
 
+use super::check::CheckKind;
 use super::evaluate::evaluate;
 use super::report::{shell_line, DoctorStep, RunReport, TestStep};
 use super::runner::run_step;
-use super::spec::{CheckKind, Spec};
+use super::spec::Spec;
 use crate::args::parse_one_line;
 use crate::doctor::output::read_csv as read_findings;
+use crate::job::{self, ExitStatus, Failure, Start};
+use crate::report::run::compact_utc;
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// Exit statuses: 1 when anything failed, 2 for a usage or spec error.
-const EXIT_FAILED: u8 = 1;
-const EXIT_USAGE: u8 = 2;
 
 /// Rack acceptance: runs doctor and the spec's tests (through mpirun or srun),
 /// checks every result against the spec's thresholds, and writes a report
@@ -33,17 +32,15 @@ pub struct RackArgs {
     pub bin_dir: Option<PathBuf>,
 }
 
+/// Exit status: 0 when everything passed, 1 when anything failed, 2 for a usage
+/// or spec error (and a report directory that cannot be written).
 pub fn main() -> ExitCode {
-    match run() {
-        Ok(code) => ExitCode::from(code),
-        Err(msg) => {
-            eprintln!("rack_check: error: {msg}");
-            ExitCode::from(EXIT_USAGE)
-        }
-    }
+    job::main(Start::Alone, "rack_check", |_job, _program| {
+        run().map_err(Failure::Usage)
+    })
 }
 
-fn run() -> Result<u8, String> {
+fn run() -> Result<ExitStatus, String> {
     let args: RackArgs = parse_one_line(std::env::args_os()).map_err(|e| e.0)?;
     let spec = Spec::load(&args.spec)?;
     let bin_dir = match &args.bin_dir {
@@ -75,9 +72,10 @@ fn run() -> Result<u8, String> {
         .map(|t| binary(&t.binary))
         .collect::<Result<Vec<_>, _>>()?;
     let started = chrono::Utc::now();
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("rack-report-{}", started.format("%Y%m%dT%H%M%SZ")))
-    });
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("rack-report-{}", compact_utc(started))));
     if out.exists() {
         return Err(format!(
             "--out {}: exists, and reports are never overwritten; choose a new directory",
@@ -189,5 +187,9 @@ fn run() -> Result<u8, String> {
         report.headline(),
         summary.display()
     );
-    Ok(if report.passed() { 0 } else { EXIT_FAILED })
+    Ok(if report.passed() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::Failed
+    })
 }

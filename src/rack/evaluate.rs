@@ -2,9 +2,10 @@
 //! `report::Row`, or the all-pairs matrices) and passes or fails with the value
 //! it measured, the threshold, and which nodes or pairs failed.
 
-use super::spec::{Check, CheckKind, Threshold};
+use super::check::{Check, CheckKind, Threshold};
 use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
-use crate::report::Row;
+use crate::report::csv::read_rows;
+use crate::report::{Placement, Row};
 use crate::sizes::human_bytes;
 use std::path::Path;
 
@@ -30,11 +31,6 @@ impl CheckResult {
     }
 }
 
-pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
-    let mut reader = csv::Reader::from_path(path)?;
-    Ok(reader.deserialize().collect::<Result<Vec<Row>, _>>()?)
-}
-
 fn describe(min: &Option<Threshold>, max: &Option<Threshold>) -> String {
     let mut parts = Vec::new();
     if let Some(t) = min {
@@ -54,7 +50,7 @@ pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
             Err(e) => CheckResult::failed(
                 check,
                 describe(min, max),
-                format!("no results to check: {}: {e}", csv.display()),
+                format!("no results to check: {e:#}"),
             ),
         },
         CheckKind::AllPairs(t) => match read_pairs(csv) {
@@ -70,11 +66,11 @@ pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
 
 /// The rows at the check's size: the CSV's size closest to it, within 1% (the
 /// collectives that split a buffer across ranks round sizes down a little).
-fn rows_at<'a>(rows: &'a [Row], size: u64, placement: &str) -> Vec<&'a Row> {
+fn rows_at(rows: &[Row], size: u64, placement: Placement) -> Vec<&Row> {
     let distance = |r: &Row| r.size_bytes.abs_diff(size);
     let candidates: Vec<&Row> = rows
         .iter()
-        .filter(|r| r.placement == placement && distance(r) <= size / 100)
+        .filter(|r| r.placement == placement.name() && distance(r) <= size / 100)
         .collect();
     let best = candidates.iter().map(|r| distance(r)).min();
     candidates
@@ -95,18 +91,19 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
         unreachable!("evaluate_rows is called for row checks")
     };
     let threshold = describe(min, max);
-    let at = rows_at(rows, *size, placement);
+    let at = rows_at(rows, *size, *placement);
     if at.is_empty() {
         let sizes: Vec<String> = rows
             .iter()
-            .filter(|r| &r.placement == placement)
+            .filter(|r| r.placement == placement.name())
             .map(|r| human_bytes(r.size_bytes))
             .collect();
         return CheckResult::failed(
             check,
             threshold,
             format!(
-                "no {placement} row at {} (measured: {})",
+                "no {} row at {} (measured: {})",
+                placement.name(),
                 human_bytes(*size),
                 if sizes.is_empty() {
                     "nothing".to_string()

@@ -1,12 +1,15 @@
 //! `rack_check`: the acceptance run of a rack. A TOML spec (`spec`) says how to
-//! launch, what doctor gets, which tests to run and the thresholds their results
-//! must meet (absolute, or a percentage of a link limit of `crate::limits`). The run
-//! (`cli`) starts doctor and each test as a child process with a timeout
-//! (`runner`), reads the CSVs they write back (`evaluate`), and writes one report
-//! directory with a Markdown summary (`report`). Exit 0 only when all passed.
+//! launch (`launch`), what doctor gets, which tests to run and the checks their
+//! results must meet (`check`: absolute thresholds, or a percentage of a link
+//! limit of `crate::limits`). The run (`cli`) starts doctor and each test as a
+//! child process with a timeout (`runner`), reads the CSVs they write back
+//! (`evaluate`), and writes one report directory with a Markdown summary
+//! (`report`). Exit 0 only when all passed.
 
+pub mod check;
 pub mod cli;
 pub mod evaluate;
+pub mod launch;
 pub mod report;
 pub mod runner;
 pub mod spec;

@@ -3,102 +3,13 @@
 //! is one line naming the field before anything runs. See README ("Rack
 //! acceptance") and scripts/rack-*.toml for the format.
 
+use super::check::{parse_bound, Bound, Check, CheckKind, RowMetric};
+use super::launch::Launch;
 use crate::allpairs::Thresholds;
-use crate::limits::parse_limit;
-use crate::report::Row;
+use crate::report::Placement;
 use crate::sizes::{human_bytes, parse_size};
 use serde::Deserialize;
 use std::path::Path;
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Launcher {
-    /// Open MPI's mpirun: `-np`, `--map-by ppr:K:node`, `-H`.
-    #[default]
-    Mpirun,
-    /// Slurm's srun inside an allocation: `--mpi=pmix -N --ntasks-per-node`.
-    Srun,
-}
-
-fn one() -> usize {
-    1
-}
-
-fn default_timeout() -> u64 {
-    3600
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Launch {
-    #[serde(default)]
-    pub launcher: Launcher,
-    #[serde(default = "one")]
-    pub nodes: usize,
-    /// Ranks on each node for the tests (one per GPU); doctor always runs one.
-    #[serde(default = "one")]
-    pub ranks_per_node: usize,
-    /// mpirun only: the nodes (`-H a:K,b:K`); leave out inside an allocation.
-    #[serde(default)]
-    pub hosts: Vec<String>,
-    /// More launcher arguments, before the binary (`--bind-to`, `-x VAR`, `--oversubscribe`).
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Each test (and doctor) is stopped after this many seconds.
-    #[serde(default = "default_timeout")]
-    pub timeout_s: u64,
-}
-
-impl Launch {
-    /// The command line that starts `program args` on `nodes` x `per_node` ranks.
-    /// A job of one rank under mpirun is started directly.
-    pub fn argv(
-        &self,
-        program: &str,
-        args: &[String],
-        nodes: usize,
-        per_node: usize,
-    ) -> Vec<String> {
-        let mut argv: Vec<String> = Vec::new();
-        match self.launcher {
-            Launcher::Mpirun if nodes * per_node == 1 && self.hosts.is_empty() => {}
-            Launcher::Mpirun => {
-                argv.extend([
-                    "mpirun".to_string(),
-                    "-np".into(),
-                    (nodes * per_node).to_string(),
-                    "--map-by".into(),
-                    format!("ppr:{per_node}:node"),
-                ]);
-                if !self.hosts.is_empty() {
-                    argv.push("-H".into());
-                    argv.push(
-                        self.hosts
-                            .iter()
-                            .take(nodes)
-                            .map(|h| format!("{h}:{per_node}"))
-                            .collect::<Vec<_>>()
-                            .join(","),
-                    );
-                }
-                argv.extend(self.args.iter().cloned());
-            }
-            Launcher::Srun => {
-                argv.extend([
-                    "srun".to_string(),
-                    "--mpi=pmix".into(),
-                    "-N".into(),
-                    nodes.to_string(),
-                    format!("--ntasks-per-node={per_node}"),
-                ]);
-                argv.extend(self.args.iter().cloned());
-            }
-        }
-        argv.push(program.to_string());
-        argv.extend(args.iter().cloned());
-        argv
-    }
-}
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,21 +40,13 @@ impl TestSpec {
     }
 }
 
-/// A threshold: a number (GB/s or us, the metric's unit) or "P% of LIMIT [x N]".
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
-pub enum Bound {
-    Number(f64),
-    Text(String),
-}
-
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCheck {
     test: String,
     metric: String,
     size: Option<String>,
-    placement: Option<String>,
+    placement: Option<Placement>,
     min: Option<Bound>,
     max: Option<Bound>,
     slow_fraction: Option<f64>,
@@ -163,91 +66,6 @@ struct RawSpec {
     checks: Vec<RawCheck>,
 }
 
-/// A CSV column a check reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RowMetric {
-    Busbw,
-    Algbw,
-    Time,
-    P50,
-    P99,
-    P999,
-    Max,
-}
-
-impl RowMetric {
-    const ALL: [(&'static str, RowMetric); 7] = [
-        ("busbw", RowMetric::Busbw),
-        ("algbw", RowMetric::Algbw),
-        ("time", RowMetric::Time),
-        ("p50", RowMetric::P50),
-        ("p99", RowMetric::P99),
-        ("p999", RowMetric::P999),
-        ("max", RowMetric::Max),
-    ];
-
-    pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, m)| *m == self)
-            .map_or("?", |(n, _)| n)
-    }
-
-    pub fn is_bandwidth(self) -> bool {
-        matches!(self, RowMetric::Busbw | RowMetric::Algbw)
-    }
-
-    pub fn unit(self) -> &'static str {
-        if self.is_bandwidth() {
-            "GB/s"
-        } else {
-            "us"
-        }
-    }
-
-    pub fn value(self, row: &Row) -> f64 {
-        match self {
-            RowMetric::Busbw => row.busbw_gbs,
-            RowMetric::Algbw => row.algbw_gbs,
-            RowMetric::Time => row.time_us,
-            RowMetric::P50 => row.p50_us,
-            RowMetric::P99 => row.p99_us,
-            RowMetric::P999 => row.p999_us,
-            RowMetric::Max => row.max_us,
-        }
-    }
-}
-
-/// A resolved threshold: the number and how it was arrived at.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Threshold {
-    pub value: f64,
-    /// "340.000 GB/s (85% of ib-ndr x 8: InfiniBand NDR 4X, 400 Gb/s = 50 GB/s)".
-    pub text: String,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum CheckKind {
-    /// A value of the test's CSV rows at one size and placement.
-    Row {
-        metric: RowMetric,
-        size: u64,
-        placement: String,
-        min: Option<Threshold>,
-        max: Option<Threshold>,
-    },
-    /// The test's all-pairs matrices have no slow pair and no wrong data.
-    AllPairs(Thresholds),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Check {
-    /// "all_reduce busbw at 1 GiB (out-of-place)".
-    pub label: String,
-    pub test: String,
-    pub kind: CheckKind,
-}
-
 #[derive(Clone, Debug)]
 pub struct Spec {
     pub name: String,
@@ -255,54 +73,6 @@ pub struct Spec {
     pub doctor: DoctorSpec,
     pub tests: Vec<TestSpec>,
     pub checks: Vec<Check>,
-}
-
-/// "85% of ib-ndr x 8" (or a plain number) for a check's min or max.
-pub fn parse_bound(bound: &Bound, metric: RowMetric, field: &str) -> Result<Threshold, String> {
-    let unit = metric.unit();
-    let number = |value: f64| Threshold {
-        value,
-        text: format!("{value} {unit}"),
-    };
-    let text = match bound {
-        Bound::Number(v) => return Ok(number(*v)),
-        Bound::Text(t) => t.trim(),
-    };
-    if let Ok(v) = text.parse::<f64>() {
-        return Ok(number(v));
-    }
-    let usage = || {
-        format!(
-            "{field} '{text}': give a number in {unit}, or \"P% of LIMIT\" or \"P% of LIMIT x N\" \
-             with LIMIT a link name of --limit (ib-ndr, nvlink4, pcie5x16, ...) or a bandwidth (400Gb/s)"
-        )
-    };
-    let (pct, rest) = text.split_once("% of ").ok_or_else(usage)?;
-    let pct: f64 = pct.trim().parse().map_err(|_| usage())?;
-    let (name, count) = match rest.split_once(" x ") {
-        Some((n, c)) => (n.trim(), c.trim().parse::<u32>().map_err(|_| usage())?),
-        None => (rest.trim(), 1),
-    };
-    let limit = parse_limit(name).map_err(|e| format!("{field} '{text}': {e}"))?;
-    if !metric.is_bandwidth() {
-        return Err(format!(
-            "{field} '{text}': a % of a named limit applies to busbw and algbw; metric {} takes microseconds",
-            metric.name()
-        ));
-    }
-    let value = pct / 100.0 * limit.gbs * count as f64;
-    Ok(Threshold {
-        value,
-        text: format!(
-            "{value:.3} GB/s ({text}: {}{})",
-            limit.label(),
-            if count > 1 {
-                format!(", x {count}")
-            } else {
-                String::new()
-            }
-        ),
-    })
 }
 
 /// A TOML error as one line: "line 12: unknown field `nodez`, expected ...".
@@ -453,12 +223,7 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         .as_deref()
         .ok_or("size is missing: give the message size the check reads, e.g. size = \"1G\"")?;
     let size = parse_size(size_text).map_err(|e| format!("size {e}"))?;
-    let placement = c.placement.clone().unwrap_or_else(|| "out-of-place".into());
-    if placement != "out-of-place" && placement != "in-place" {
-        return Err(format!(
-            "placement '{placement}': use out-of-place or in-place"
-        ));
-    }
+    let placement = c.placement.unwrap_or(Placement::OutOfPlace);
     let min = c
         .min
         .as_ref()
@@ -474,10 +239,11 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
     }
     Ok(Check {
         label: format!(
-            "{} {} at {} ({placement})",
+            "{} {} at {} ({})",
             c.test,
             metric.name(),
-            human_bytes(size)
+            human_bytes(size),
+            placement.name()
         ),
         test: c.test.clone(),
         kind: CheckKind::Row {
@@ -555,25 +321,6 @@ slow_fraction = 0.8
         );
     }
 
-    #[test]
-    fn launch_commands() {
-        let s = Spec::parse(SPEC).unwrap();
-        assert_eq!(
-            s.launch
-                .argv("/x/all_reduce_perf", &["-b".into(), "8".into()], 2, 8)
-                .join(" "),
-            "mpirun -np 16 --map-by ppr:8:node -H a:8,b:8 --bind-to numa /x/all_reduce_perf -b 8"
-        );
-        let mut local = s.launch.clone();
-        local.hosts.clear();
-        assert_eq!(local.argv("/x/doctor", &[], 1, 1), vec!["/x/doctor"]);
-        local.launcher = Launcher::Srun;
-        assert_eq!(
-            local.argv("/x/doctor", &[], 2, 1).join(" "),
-            "srun --mpi=pmix -N 2 --ntasks-per-node=1 --bind-to numa /x/doctor"
-        );
-    }
-
     fn err(edit: (&str, &str)) -> String {
         assert!(SPEC.contains(edit.0), "{}", edit.0);
         Spec::parse(&SPEC.replacen(edit.0, edit.1, 1)).unwrap_err()
@@ -618,17 +365,18 @@ slow_fraction = 0.8
     }
 
     #[test]
-    fn plain_numbers_in_text() {
-        let t = parse_bound(&Bound::Text("12.5".into()), RowMetric::Busbw, "min").unwrap();
-        assert_eq!((t.value, t.text.as_str()), (12.5, "12.5 GB/s"));
-        let t = parse_bound(&Bound::Text("50% of 400g".into()), RowMetric::Algbw, "min").unwrap();
-        assert_eq!(t.value, 25.0);
-        let t = parse_bound(
-            &Bound::Text("50% of 800Gb/s x 2".into()),
-            RowMetric::Busbw,
-            "min",
-        )
-        .unwrap();
-        assert_eq!(t.value, 100.0);
+    fn placements_are_named_as_the_csv_names_them() {
+        let spec = SPEC.replacen("size = \"8\"", "size = \"8\"\nplacement = \"in-place\"", 1);
+        let s = Spec::parse(&spec).unwrap();
+        let CheckKind::Row { placement, .. } = &s.checks[1].kind else {
+            panic!("{:?}", s.checks[1])
+        };
+        assert_eq!(*placement, Placement::InPlace);
+        assert_eq!(s.checks[1].label, "ar time at 8 B (in-place)");
+        let e = err(("size = \"8\"", "size = \"8\"\nplacement = \"sideways\""));
+        assert!(
+            e.contains("placement 'sideways': use out-of-place or in-place"),
+            "{e}"
+        );
     }
 }

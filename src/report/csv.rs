@@ -135,3 +135,70 @@ impl<R: ToRows + ?Sized> Exporter<R> for CsvExport {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("fb-csv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn written(dir: &Path, rows: Vec<Row>) -> PathBuf {
+        let path = dir.join("run.csv");
+        CsvExport::open(&path, false)
+            .unwrap()
+            .write_rows(rows)
+            .unwrap();
+        path
+    }
+
+    fn row(size: u64) -> Row {
+        Row {
+            schema_version: SCHEMA_VERSION,
+            collective: "all_reduce".into(),
+            size_bytes: size,
+            ..Row::default()
+        }
+    }
+
+    fn error(path: &Path) -> String {
+        format!("{:#}", read_rows(path).unwrap_err())
+    }
+
+    #[test]
+    fn rows_read_back_as_written() {
+        let dir = scratch("back");
+        let rows = vec![row(8), row(16)];
+        assert_eq!(read_rows(&written(&dir, rows.clone())).unwrap(), rows);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn other_schemas_and_other_files_are_refused() {
+        let dir = scratch("refuse");
+        let missing = dir.join("missing.csv");
+        assert_eq!(
+            error(&missing),
+            format!("{}: no such file", missing.display())
+        );
+        let mut future = row(8);
+        future.schema_version = SCHEMA_VERSION + 1;
+        let path = written(&dir, vec![row(4), future]);
+        assert!(error(&path).starts_with(&format!(
+            "{}:3: schema_version {}, but this fabricbench reads schema_version {SCHEMA_VERSION}",
+            path.display(),
+            SCHEMA_VERSION + 1
+        )));
+        std::fs::write(&path, "a,b\n1,2\n").unwrap();
+        assert!(error(&path).ends_with("not a fabricbench CSV (no schema_version column)"));
+        std::fs::write(&path, header().join(",") + "\n").unwrap();
+        assert_eq!(error(&path), format!("{}: no rows", path.display()));
+        std::fs::write(&path, "schema_version,size_bytes\n1,eight\n").unwrap();
+        assert!(error(&path).contains(":2: not a schema_version 1 row"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

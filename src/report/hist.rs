@@ -172,7 +172,7 @@ impl Exporter for HistExport {
 
     fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
         for m in &result.measurements {
-            let path = self.dir.join(file_name(&Row::new(run, result, m)));
+            let path = self.dir.join(file_name(&Row::collective(run, result, m)));
             let file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)

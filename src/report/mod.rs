@@ -1,24 +1,25 @@
-//! What a run reports, and the exporters that write it: the nccl-tests table on
-//! stdout (`table`), the long-form CSV (`csv`), per-size latency histograms
-//! (`hist`), the plots (`plot`) and a progress bar (`progress`). Each exporter is
-//! one file behind the `Exporter` trait; the driver hands every exporter the same
-//! results.
+//! What a run reports, and the exporters that write it: the CSV row every family
+//! writes and its constructors (`row`, `copy`), the nccl-tests table on stdout
+//! (`table`), copy_bw's table (`copy_table`), the long-form CSV and reading it
+//! back (`csv`), per-size latency histograms (`hist`) and a progress bar
+//! (`progress`); the run's id, time and environment (`run`). Each exporter is one
+//! file behind the `Exporter` trait; a family hands every exporter the same results.
 
+pub mod copy;
+pub mod copy_table;
 pub mod csv;
 pub mod hist;
-pub mod plot;
 pub mod progress;
+pub mod row;
 pub mod run;
 pub mod table;
 
-use crate::limits::{self, Limit};
+pub use row::{Row, ToRows, SCHEMA_VERSION};
+
+use crate::limits::Limit;
 use crate::stats::IterStats;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-
-/// Version of the CSV columns below; bumped whenever a column changes meaning or
-/// goes away (new columns at the end keep the version).
-pub const SCHEMA_VERSION: u32 = 1;
 
 /// Facts about the whole run, shared by every row.
 #[derive(Clone, Debug, Default)]
@@ -61,8 +62,10 @@ pub struct RunInfo {
     pub report_cputime: bool,
 }
 
-/// out-of-place or in-place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// out-of-place or in-place: where a collective writes its result, as the CSV's
+/// `placement` column and a rack spec's `placement` name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum Placement {
     OutOfPlace,
     InPlace,
@@ -75,6 +78,17 @@ impl Placement {
             Placement::OutOfPlace => "out-of-place",
             Placement::InPlace => "in-place",
         }
+    }
+}
+
+impl TryFrom<String> for Placement {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Placement, String> {
+        Placement::BOTH
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| format!("placement '{name}': use out-of-place or in-place"))
     }
 }
 
@@ -135,135 +149,4 @@ pub trait Exporter<R: ?Sized = SizeResult> {
     fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()>;
     /// A size is about to be measured (for the progress bar).
     fn begin_size(&mut self, _size_bytes: u64) {}
-}
-
-/// A family's result as CSV rows: implemented in `report` for each result type,
-/// so every `Row` is built here and the CSV exporter serves every family.
-pub trait ToRows {
-    fn rows(&self, run: &RunInfo) -> Vec<Row>;
-}
-
-impl ToRows for SizeResult {
-    fn rows(&self, run: &RunInfo) -> Vec<Row> {
-        self.measurements
-            .iter()
-            .map(|m| Row::new(run, self, m))
-            .collect()
-    }
-}
-
-/// One CSV row: one measurement with its run facts. The README documents each
-/// column; pandas reads the file with a plain `pd.read_csv(path)`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Row {
-    pub schema_version: u32,
-    pub run_id: String,
-    pub timestamp: String,
-    pub tool_version: String,
-    pub backend: String,
-    pub transport: String,
-    pub library_version: String,
-    pub device: String,
-    pub hosts: String,
-    pub nranks: usize,
-    pub nnodes: usize,
-    pub collective: String,
-    pub datatype: String,
-    pub redop: String,
-    pub root: i64,
-    pub placement: String,
-    pub size_bytes: u64,
-    pub count: u64,
-    pub iters: usize,
-    pub warmup_iters: usize,
-    pub avg_mode: String,
-    pub cycle: u64,
-    pub time_us: f64,
-    pub algbw_gbs: f64,
-    pub busbw_gbs: f64,
-    pub busbw_factor: f64,
-    pub min_us: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-    pub wrong: Option<u64>,
-    pub slowest_rank: usize,
-    /// The lowest limit of the run (the one busbw cannot pass); empty: no limit.
-    pub limit_name: Option<String>,
-    /// That limit per direction, GB/s.
-    pub limit_gbs: Option<f64>,
-    /// busbw / limit_gbs in percent (100 = the link's data rate).
-    pub pct_of_limit: Option<f64>,
-    pub env: String,
-    pub cpu_us: Option<f64>,
-    pub launch: Option<String>,
-    /// Verbs bandwidth rows: perftest's BW peak, GB/s.
-    pub peak_gbs: Option<f64>,
-    /// Verbs bandwidth rows: perftest's MsgRate, million messages per second.
-    pub msg_rate_mpps: Option<f64>,
-    /// Verbs latency rows: perftest's t_stdev, us.
-    pub stdev_us: Option<f64>,
-    /// Verbs rows: the pair ("0", "1", ...) or "sum"/"all" over every pair.
-    pub pair: Option<String>,
-}
-
-impl Row {
-    pub fn new(run: &RunInfo, result: &SizeResult, m: &Measurement) -> Row {
-        let mut row = Row {
-            schema_version: SCHEMA_VERSION,
-            run_id: run.run_id.clone(),
-            timestamp: m.timestamp.clone(),
-            tool_version: run.tool_version.clone(),
-            backend: run.backend.clone(),
-            transport: run.transport.clone(),
-            library_version: run.library_version.clone(),
-            device: run.device.clone(),
-            hosts: run.hosts.join(";"),
-            nranks: run.nranks,
-            nnodes: run.hosts.len(),
-            collective: result.collective.clone(),
-            datatype: result.datatype.clone(),
-            redop: result.redop.clone(),
-            root: result.root,
-            placement: m.placement.name().to_string(),
-            size_bytes: result.size_bytes,
-            count: result.count,
-            iters: run.iters,
-            warmup_iters: run.warmup_iters,
-            avg_mode: run.average.clone(),
-            cycle: result.cycle,
-            time_us: m.time_us,
-            algbw_gbs: m.algbw_gbs,
-            busbw_gbs: m.busbw_gbs,
-            busbw_factor: result.busbw_factor,
-            min_us: m.latency.min_us,
-            p50_us: m.latency.p50_us,
-            p99_us: m.latency.p99_us,
-            p999_us: m.latency.p999_us,
-            max_us: m.latency.max_us,
-            wrong: m.wrong,
-            slowest_rank: m.slowest_rank,
-            limit_name: None,
-            limit_gbs: None,
-            pct_of_limit: None,
-            env: run.env.join(";"),
-            cpu_us: m.cpu_us,
-            launch: Some(run.launch.clone()),
-            peak_gbs: None,
-            msg_rate_mpps: None,
-            stdev_us: None,
-            pair: None,
-        };
-        row.set_limit(limits::binding(&run.limits));
-        row
-    }
-
-    /// Fills limit_name, limit_gbs and pct_of_limit: busbw against `limit`, or
-    /// all three empty without one.
-    pub fn set_limit(&mut self, limit: Option<&Limit>) {
-        self.limit_name = limit.map(|l| l.name.clone());
-        self.limit_gbs = limit.map(|l| l.gbs);
-        self.pct_of_limit = limit.map(|l| limits::percent_of(self.busbw_gbs, l));
-    }
 }

@@ -67,11 +67,7 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 pub fn read_rows(path: &Path) -> Vec<fabricbench::report::Row> {
-    let mut reader = csv::Reader::from_path(path).expect("CSV exists");
-    reader
-        .deserialize()
-        .map(|r| r.expect("row parses"))
-        .collect()
+    fabricbench::report::csv::read_rows(path).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// A file or folder under tests/fixtures.

@@ -1,6 +1,8 @@
 //! Comparing runs: a baseline and candidates matched row by row on collective,
 //! datatype, op, placement, size and rank count, with busbw and p99 deltas and
-//! a verdict against thresholds.
+//! a verdict against thresholds; `cli` is the `compare` binary.
+
+pub mod cli;
 
 use crate::report::Row;
 use crate::sizes::human_bytes;

@@ -1,9 +1,9 @@
-//! `--plot DIR`: the charts of `crate::plot` for this run, drawn when the run
+//! `--plot DIR`: the charts of this module for a benchmark's run, drawn when the run
 //! ends into `DIR/<run_id>/`, with each size's full latency distribution (the
 //! per-iteration histograms are at hand here, unlike in the CSV).
 
-use super::{hist, Exporter, Row, RunInfo, SizeResult, Summary};
-use crate::plot::{render, RunData};
+use super::{render, RunData};
+use crate::report::{hist, Exporter, Row, RunInfo, SizeResult, Summary};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ impl Exporter for PlotExport {
 
     fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
         for m in &result.measurements {
-            let row = Row::new(run, result, m);
+            let row = Row::collective(run, result, m);
             self.run
                 .distributions
                 .insert(hist::file_name(&row), hist::percentiles(&m.histogram));

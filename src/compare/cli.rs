@@ -1,0 +1,138 @@
+//! The `compare` binary: a baseline CSV against candidates. Exit status: 0 no
+//! regression, 1 a regression beyond the thresholds, 2 bad input.
+
+use super::{compare, Thresholds};
+use crate::args::parse_one_line;
+use crate::job::{self, ExitStatus, Failure, Start};
+use crate::plot::{file_labels, limits_in, render, RunData};
+use crate::report::csv::read_rows;
+use anyhow::Context;
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Matches rows on collective, datatype, op, placement, size and nranks and
+/// prints the busbw and p99 deltas of each candidate against the baseline.
+#[derive(Parser, Debug)]
+#[command(version)]
+pub struct CompareArgs {
+    /// The reference run
+    #[arg(value_name = "BASELINE_CSV")]
+    pub baseline: PathBuf,
+    /// Runs to judge against it
+    #[arg(required = true, value_name = "CANDIDATE_CSV")]
+    pub candidates: Vec<PathBuf>,
+    /// Exit 1 when a matched row's busbw drops, or its p99 rises, by more than PCT percent
+    #[arg(long = "threshold", value_name = "PCT", value_parser = percent)]
+    pub threshold: Option<f64>,
+    /// A separate bound for the p99 rise (tail latency is noisier than busbw)
+    #[arg(long = "p99-threshold", value_name = "PCT", value_parser = percent)]
+    pub p99_threshold: Option<f64>,
+    /// Also draw the runs overlaid (PNG and SVG) in DIR
+    #[arg(long = "plot", value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+fn percent(text: &str) -> Result<f64, String> {
+    match text.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err(format!("'{text}' is not a percentage >= 0 (e.g. 5)")),
+    }
+}
+
+pub fn main() -> ExitCode {
+    job::main(Start::Alone, "compare", |_job, _program| {
+        let args: CompareArgs = parse_one_line(std::env::args_os())?;
+        // Files that cannot be read or matched are bad input, as a bad flag is.
+        let regressions = run(&args).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+        Ok(if regressions > 0 {
+            ExitStatus::Failed
+        } else {
+            ExitStatus::Ok
+        })
+    })
+}
+
+/// Prints each candidate's deltas (and draws them with --plot); returns how
+/// many matched rows regressed beyond the thresholds.
+pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
+    let paths: Vec<PathBuf> = std::iter::once(args.baseline.clone())
+        .chain(args.candidates.iter().cloned())
+        .collect();
+    let labels = file_labels(&paths);
+    let files: Vec<_> = paths
+        .iter()
+        .map(|p| read_rows(p))
+        .collect::<anyhow::Result<_>>()?;
+    let thresholds = Thresholds {
+        busbw_drop_pct: args.threshold,
+        p99_rise_pct: args.p99_threshold.or(args.threshold),
+    };
+    let mut regressions = 0;
+    let mut matched = 0;
+    for (rows, label) in files.iter().zip(&labels).skip(1) {
+        let c = compare(&files[0], rows, thresholds)
+            .with_context(|| format!("{label} against {}", labels[0]))?;
+        print!("{}", c.render(&labels[0], label));
+        regressions += c.regressions();
+        matched += c.deltas.len();
+    }
+    if let Some(dir) = &args.plot {
+        let runs: Vec<RunData> = files
+            .into_iter()
+            .zip(&labels)
+            .map(|(rows, label)| RunData {
+                label: label.clone(),
+                rows,
+                ..RunData::default()
+            })
+            .collect();
+        let written = render(&runs, &limits_in(&runs), None, dir)
+            .with_context(|| format!("--plot {}", dir.display()))?;
+        println!("# {} plots in {}", written.len(), dir.display());
+    }
+    println!(
+        "# {matched} matched rows; {}",
+        verdict(thresholds, regressions)
+    );
+    Ok(regressions)
+}
+
+/// "3 regressed beyond busbw -5% or p99 +20%", or that nothing was judged.
+fn verdict(thresholds: Thresholds, regressions: usize) -> String {
+    match (thresholds.busbw_drop_pct, thresholds.p99_rise_pct) {
+        (None, None) => "no --threshold given: nothing judged".to_string(),
+        (b, p) => format!(
+            "{regressions} regressed beyond {}",
+            [
+                b.map(|t| format!("busbw -{t}%")),
+                p.map(|t| format!("p99 +{t}%"))
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" or ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_and_verdicts() {
+        assert_eq!(percent("5"), Ok(5.0));
+        assert_eq!(percent("2.5%"), Ok(2.5));
+        assert!(percent("-1").unwrap_err().contains("not a percentage >= 0"));
+        assert_eq!(
+            verdict(Thresholds::default(), 0),
+            "no --threshold given: nothing judged"
+        );
+        let both = Thresholds {
+            busbw_drop_pct: Some(5.0),
+            p99_rise_pct: Some(20.0),
+        };
+        assert_eq!(verdict(both, 3), "3 regressed beyond busbw -5% or p99 +20%");
+    }
+}

@@ -1,0 +1,169 @@
+//! The checks of a spec: which CSV column a check reads, its thresholds (a
+//! number, or a percentage of a link limit of `crate::limits`), and what it
+//! judges (rows at one size and placement, or an all-pairs matrix).
+
+use crate::allpairs::Thresholds;
+use crate::limits::parse_limit;
+use crate::report::{Placement, Row};
+use serde::Deserialize;
+
+/// A threshold: a number (GB/s or us, the metric's unit) or "P% of LIMIT [x N]".
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Bound {
+    Number(f64),
+    Text(String),
+}
+
+/// A CSV column a check reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowMetric {
+    Busbw,
+    Algbw,
+    Time,
+    P50,
+    P99,
+    P999,
+    Max,
+}
+
+impl RowMetric {
+    pub const ALL: [(&'static str, RowMetric); 7] = [
+        ("busbw", RowMetric::Busbw),
+        ("algbw", RowMetric::Algbw),
+        ("time", RowMetric::Time),
+        ("p50", RowMetric::P50),
+        ("p99", RowMetric::P99),
+        ("p999", RowMetric::P999),
+        ("max", RowMetric::Max),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    pub fn is_bandwidth(self) -> bool {
+        matches!(self, RowMetric::Busbw | RowMetric::Algbw)
+    }
+
+    pub fn unit(self) -> &'static str {
+        if self.is_bandwidth() {
+            "GB/s"
+        } else {
+            "us"
+        }
+    }
+
+    pub fn value(self, row: &Row) -> f64 {
+        match self {
+            RowMetric::Busbw => row.busbw_gbs,
+            RowMetric::Algbw => row.algbw_gbs,
+            RowMetric::Time => row.time_us,
+            RowMetric::P50 => row.p50_us,
+            RowMetric::P99 => row.p99_us,
+            RowMetric::P999 => row.p999_us,
+            RowMetric::Max => row.max_us,
+        }
+    }
+}
+
+/// A resolved threshold: the number and how it was arrived at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    pub value: f64,
+    /// "340.000 GB/s (85% of ib-ndr x 8: InfiniBand NDR 4X, 400 Gb/s = 50 GB/s)".
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CheckKind {
+    /// A value of the test's CSV rows at one size and placement.
+    Row {
+        metric: RowMetric,
+        size: u64,
+        placement: Placement,
+        min: Option<Threshold>,
+        max: Option<Threshold>,
+    },
+    /// The test's all-pairs matrices have no slow pair and no wrong data.
+    AllPairs(Thresholds),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// "all_reduce busbw at 1 GiB (out-of-place)".
+    pub label: String,
+    pub test: String,
+    pub kind: CheckKind,
+}
+
+/// "85% of ib-ndr x 8" (or a plain number) for a check's min or max.
+pub fn parse_bound(bound: &Bound, metric: RowMetric, field: &str) -> Result<Threshold, String> {
+    let unit = metric.unit();
+    let number = |value: f64| Threshold {
+        value,
+        text: format!("{value} {unit}"),
+    };
+    let text = match bound {
+        Bound::Number(v) => return Ok(number(*v)),
+        Bound::Text(t) => t.trim(),
+    };
+    if let Ok(v) = text.parse::<f64>() {
+        return Ok(number(v));
+    }
+    let usage = || {
+        format!(
+            "{field} '{text}': give a number in {unit}, or \"P% of LIMIT\" or \"P% of LIMIT x N\" \
+             with LIMIT a link name of --limit (ib-ndr, nvlink4, pcie5x16, ...) or a bandwidth (400Gb/s)"
+        )
+    };
+    let (pct, rest) = text.split_once("% of ").ok_or_else(usage)?;
+    let pct: f64 = pct.trim().parse().map_err(|_| usage())?;
+    let (name, count) = match rest.split_once(" x ") {
+        Some((n, c)) => (n.trim(), c.trim().parse::<u32>().map_err(|_| usage())?),
+        None => (rest.trim(), 1),
+    };
+    let limit = parse_limit(name).map_err(|e| format!("{field} '{text}': {e}"))?;
+    if !metric.is_bandwidth() {
+        return Err(format!(
+            "{field} '{text}': a % of a named limit applies to busbw and algbw; metric {} takes microseconds",
+            metric.name()
+        ));
+    }
+    let value = pct / 100.0 * limit.gbs * count as f64;
+    Ok(Threshold {
+        value,
+        text: format!(
+            "{value:.3} GB/s ({text}: {}{})",
+            limit.label(),
+            if count > 1 {
+                format!(", x {count}")
+            } else {
+                String::new()
+            }
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_numbers_in_text() {
+        let t = parse_bound(&Bound::Text("12.5".into()), RowMetric::Busbw, "min").unwrap();
+        assert_eq!((t.value, t.text.as_str()), (12.5, "12.5 GB/s"));
+        let t = parse_bound(&Bound::Text("50% of 400g".into()), RowMetric::Algbw, "min").unwrap();
+        assert_eq!(t.value, 25.0);
+        let t = parse_bound(
+            &Bound::Text("50% of 800Gb/s x 2".into()),
+            RowMetric::Busbw,
+            "min",
+        )
+        .unwrap();
+        assert_eq!(t.value, 100.0);
+    }
+}

@@ -1,0 +1,124 @@
+//! How a spec's steps are started: mpirun or srun, the layout of nodes and
+//! ranks, and the command line of each step.
+
+use serde::Deserialize;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// Open MPI's mpirun: `-np`, `--map-by ppr:K:node`, `-H`.
+    #[default]
+    Mpirun,
+    /// Slurm's srun inside an allocation: `--mpi=pmix -N --ntasks-per-node`.
+    Srun,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn default_timeout() -> u64 {
+    3600
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    #[serde(default)]
+    pub launcher: Launcher,
+    #[serde(default = "one")]
+    pub nodes: usize,
+    /// Ranks on each node for the tests (one per GPU); doctor always runs one.
+    #[serde(default = "one")]
+    pub ranks_per_node: usize,
+    /// mpirun only: the nodes (`-H a:K,b:K`); leave out inside an allocation.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// More launcher arguments, before the binary (`--bind-to`, `-x VAR`, `--oversubscribe`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Each test (and doctor) is stopped after this many seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: u64,
+}
+
+impl Launch {
+    /// The command line that starts `program args` on `nodes` x `per_node` ranks.
+    /// A job of one rank under mpirun is started directly.
+    pub fn argv(
+        &self,
+        program: &str,
+        args: &[String],
+        nodes: usize,
+        per_node: usize,
+    ) -> Vec<String> {
+        let mut argv: Vec<String> = Vec::new();
+        match self.launcher {
+            Launcher::Mpirun if nodes * per_node == 1 && self.hosts.is_empty() => {}
+            Launcher::Mpirun => {
+                argv.extend([
+                    "mpirun".to_string(),
+                    "-np".into(),
+                    (nodes * per_node).to_string(),
+                    "--map-by".into(),
+                    format!("ppr:{per_node}:node"),
+                ]);
+                if !self.hosts.is_empty() {
+                    argv.push("-H".into());
+                    argv.push(
+                        self.hosts
+                            .iter()
+                            .take(nodes)
+                            .map(|h| format!("{h}:{per_node}"))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    );
+                }
+                argv.extend(self.args.iter().cloned());
+            }
+            Launcher::Srun => {
+                argv.extend([
+                    "srun".to_string(),
+                    "--mpi=pmix".into(),
+                    "-N".into(),
+                    nodes.to_string(),
+                    format!("--ntasks-per-node={per_node}"),
+                ]);
+                argv.extend(self.args.iter().cloned());
+            }
+        }
+        argv.push(program.to_string());
+        argv.extend(args.iter().cloned());
+        argv
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_commands() {
+        let mut launch = Launch {
+            launcher: Launcher::Mpirun,
+            nodes: 2,
+            ranks_per_node: 8,
+            hosts: vec!["a".into(), "b".into()],
+            args: vec!["--bind-to".into(), "numa".into()],
+            timeout_s: 3600,
+        };
+        assert_eq!(
+            launch
+                .argv("/x/all_reduce_perf", &["-b".into(), "8".into()], 2, 8)
+                .join(" "),
+            "mpirun -np 16 --map-by ppr:8:node -H a:8,b:8 --bind-to numa /x/all_reduce_perf -b 8"
+        );
+        launch.hosts.clear();
+        assert_eq!(launch.argv("/x/doctor", &[], 1, 1), vec!["/x/doctor"]);
+        launch.launcher = Launcher::Srun;
+        assert_eq!(
+            launch.argv("/x/doctor", &[], 2, 1).join(" "),
+            "srun --mpi=pmix -N 2 --ntasks-per-node=1 --bind-to numa /x/doctor"
+        );
+    }
+}
