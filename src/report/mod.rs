@@ -6,10 +6,12 @@
 
 pub mod csv;
 pub mod hist;
+pub mod perftest;
 pub mod plot;
 pub mod progress;
 pub mod run;
 pub mod table;
+pub mod verbs;
 
 use crate::limits::{self, Limit};
 use crate::stats::IterStats;
