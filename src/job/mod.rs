@@ -136,7 +136,10 @@ pub fn main(
         Err(Failure::Stopped(status)) => status,
         Err(Failure::Fatal(e)) => match job.world() {
             Some(world) => {
-                eprintln!("{program}: rank {}: error: {e:#}", world.rank);
+                eprintln!(
+                    "{program}: rank {} ({}): error: {e:#}",
+                    world.rank, world.hosts[world.rank]
+                );
                 world.comm.abort(ExitStatus::Failed.code() as i32);
             }
             _ => {

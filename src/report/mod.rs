@@ -9,10 +9,12 @@ pub mod copy;
 pub mod copy_table;
 pub mod csv;
 pub mod hist;
+pub mod perftest;
 pub mod progress;
 pub mod row;
 pub mod run;
 pub mod table;
+pub mod verbs;
 
 pub use row::{Row, ToRows, SCHEMA_VERSION};
 

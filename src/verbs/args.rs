@@ -1,10 +1,11 @@
 //! perftest's flags, spelled, defaulted and meant as in perftest, and their
 //! validation into a `Plan`. Every problem is one line naming the flag and the fix.
 
-use super::{Benchmark, Test, Verb};
+use super::bench::{Benchmark, Test, Verb};
 use crate::allpairs::Thresholds;
-use crate::args::{check_csv_target, parse_one_line, UsageError};
-use crate::sizes::parse_size;
+use crate::args::{check_csv_target, parse_one_line};
+use crate::cli::{size_arg, AllPairsArgs, CsvArgs};
+use crate::job::UsageError;
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,16 +34,21 @@ const ALL_SIZES_MAX_EXP: u32 = 23;
 const DEFAULT_INLINE_WRITE_LAT: u32 = 220;
 const DEFAULT_INLINE_SEND_LAT: u32 = 236;
 
-fn size_arg(text: &str) -> Result<u64, String> {
-    parse_size(text)
-}
-
 #[derive(Parser, Debug, Clone)]
 #[command(
     version,
     about = "RDMA verbs benchmark over RC queue pairs, perftest-compatible. \
              Server: run without HOST; client: run with the server's HOST. \
-             Under mpirun, 2k ranks form k pairs (rank i with rank i+k)."
+             Under mpirun, 2k ranks form k pairs (rank i with rank i+k).",
+    // The shared flag groups, as verbs means them: the slow-pair thresholds
+    // mean nothing without --all-pairs.
+    mut_arg("slow_fraction", |a| a.requires("all_pairs")),
+    mut_arg("slow_latency", |a| a.requires("all_pairs")),
+    mut_arg("all_pairs", |a| a.help(
+        "ib_write_bw/ib_write_lat under mpirun: measure every pair of ranks in rounds of disjoint pairs; \
+         --csv gets the N x N matrices and a heatmap"
+    )),
+    mut_arg("csv", |a| a.help("Append one row per size (and per pair) to this CSV (never overwritten)"))
 )]
 pub struct VerbsArgs {
     /// RDMA device (default: the first one); under mpirun a comma list is taken
@@ -109,24 +115,13 @@ pub struct VerbsArgs {
     /// With --use_cuda: register the GPU memory through dma-buf
     #[arg(long = "use_cuda_dmabuf", requires = "use_cuda")]
     pub use_cuda_dmabuf: bool,
-    /// Append one row per size (and per pair) to this CSV (never overwritten)
-    #[arg(long = "csv")]
-    pub csv: Option<PathBuf>,
-    /// With --csv: add rows to an existing file of the same schema
-    #[arg(long = "append", requires = "csv")]
-    pub append: bool,
+    #[command(flatten)]
+    pub csv: CsvArgs,
     /// Longest wait, in seconds, for the peer to connect or answer and for any completion
     #[arg(long = "timeout", default_value_t = 120)]
     pub timeout: u64,
-    /// ib_write_bw/ib_write_lat under mpirun: measure every pair of ranks in rounds of disjoint pairs; --csv gets the N x N matrices and a heatmap
-    #[arg(long = "all-pairs")]
-    pub all_pairs: bool,
-    /// With --all-pairs: a pair whose bandwidth is below this fraction of the median is slow
-    #[arg(long = "slow-fraction", default_value_t = 0.9, requires = "all_pairs")]
-    pub slow_fraction: f64,
-    /// With --all-pairs: a pair whose latency is above this multiple of the lowest is slow
-    #[arg(long = "slow-latency", default_value_t = 2.0, requires = "all_pairs")]
-    pub slow_latency: f64,
+    #[command(flatten)]
+    pub pairs: AllPairsArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -355,7 +350,8 @@ impl VerbsArgs {
             }
             None => Vec::new(),
         };
-        check_csv_target(self.csv.as_deref(), self.append)?;
+        let (csv, append) = (&self.csv.csv, self.csv.append);
+        check_csv_target(csv.as_deref(), append)?;
         if let (Some(gpu), Test::Lat) = (self.use_cuda, bench.test) {
             return Err(usage(format!(
                 "--use_cuda={gpu}: {} polls its buffer from the CPU, which cannot read GPU memory; \
@@ -363,7 +359,7 @@ impl VerbsArgs {
                 bench.program()
             )));
         }
-        let all_pairs = if self.all_pairs {
+        let all_pairs = if self.pairs.all_pairs {
             if bench.verb != Verb::Write {
                 return Err(usage(format!(
                     "--all-pairs: {} has no pair mode; use ib_write_bw or ib_write_lat --all-pairs",
@@ -375,12 +371,15 @@ impl VerbsArgs {
                     "--all-pairs: the pairs find each other through MPI; drop HOST and start under mpirun",
                 ));
             }
-            if self.append {
+            if append {
                 return Err(usage(
                     "--append: an all-pairs run writes one matrix file of its own; drop --append",
                 ));
             }
-            Some(Thresholds::new(self.slow_fraction, self.slow_latency).map_err(usage)?)
+            Some(
+                Thresholds::new(self.pairs.slow_fraction, self.pairs.slow_latency)
+                    .map_err(usage)?,
+            )
         } else {
             None
         };
@@ -408,8 +407,8 @@ impl VerbsArgs {
                 },
                 None => Memory::Host,
             },
-            csv: self.csv.clone(),
-            append: self.append,
+            csv: csv.clone(),
+            append,
             timeout: Duration::from_secs(self.timeout),
             host: self.host.clone(),
             devices,

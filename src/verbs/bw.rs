@@ -9,10 +9,11 @@
 //! (post to completion) in a histogram.
 
 use super::args::{Length, Plan};
+use super::bench::Verb;
+use super::clock::Clock;
 use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
-use super::exchange::QpInfo;
 use super::qp::Endpoint;
-use super::{Clock, Verb};
+use super::wire::QpInfo;
 use crate::stats::empty_histogram;
 use hdrhistogram::Histogram;
 use std::time::Instant;
@@ -118,17 +119,17 @@ fn check(
     size: u32,
     done: u64,
     total: Option<u64>,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     if wc.status == SUCCESS {
         return Ok(());
     }
     let (q, _) = split_wr_id(wc.wr_id);
     let qpn = ep.qps.get(q).map_or(0, |e| e.qpn());
     let of = total.map_or(String::new(), |t| format!(" of {t}"));
-    Err(describe_failure(
+    Err(anyhow::Error::msg(describe_failure(
         wc,
         &format!("on {what} of QP 0x{qpn:x} at {size} B after {done}{of} completions"),
-    ))
+    )))
 }
 
 /// perftest's warm-up before write and read tests: `tx_depth` signalled
@@ -139,7 +140,7 @@ pub fn warm_up(
     op: Verb,
     size: u32,
     plan: &Plan,
-) -> Result<(), String> {
+) -> anyhow::Result<()> {
     let inline = op != Verb::Read && size <= plan.inline_size;
     let mut wcs = Vec::new();
     let mut stall = Stall::new(plan.timeout);
@@ -174,7 +175,7 @@ pub fn warm_up(
 }
 
 /// Posts this size's first receives (send tests), before the start signal.
-pub fn post_receives(ep: &mut Endpoint, size: u32, plan: &Plan) -> Result<(), String> {
+pub fn post_receives(ep: &mut Endpoint, size: u32, plan: &Plan) -> anyhow::Result<()> {
     for (q, end) in ep.qps.iter_mut().enumerate() {
         end.post_recvs((0..plan.rx_depth as u64).map(|n| wr_id(q, n)), size)?;
     }
@@ -199,7 +200,7 @@ pub fn run(
     plan: &Plan,
     roles: Roles,
     clock: &Clock,
-) -> Result<Option<BwMeasure>, String> {
+) -> anyhow::Result<Option<BwMeasure>> {
     let qps = ep.qps.len();
     let inline = op != Verb::Read && size <= plan.inline_size;
     let (per_qp, deadline) = match plan.length {

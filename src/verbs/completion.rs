@@ -1,6 +1,7 @@
 //! Work completions: polling a CQ into plain records, and naming a failed
 //! completion with its likely cause (the seed's failure table).
 
+use anyhow::{anyhow, bail};
 use sideway::ibverbs::completion::{
     CompletionQueue, GenericCompletionQueue, WorkCompletionStatus as S,
 };
@@ -26,7 +27,7 @@ pub struct Wc {
 /// which rxe (rdma-core 44) has already ended, so its consumer index moves
 /// twice and stale entries come back as new completions; its basic poller
 /// allocates on every call.
-pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> Result<(), String> {
+pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> anyhow::Result<()> {
     out.clear();
     let mut wcs = [MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit(); POLL_BATCH];
     // SAFETY: the CQ lives as long as `cq`; ibv_poll_cq writes at most
@@ -35,10 +36,10 @@ pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> Result<(), String
         rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), POLL_BATCH as i32, wcs.as_mut_ptr().cast())
     };
     if n < 0 {
-        return Err(format!(
+        bail!(
             "polling the completion queue failed: {}",
             std::io::Error::from_raw_os_error(-n)
-        ));
+        );
     }
     // SAFETY: ibv_poll_cq filled the first n entries.
     out.extend(
@@ -78,7 +79,7 @@ impl Stall {
 
     /// Nothing arrived: an error once nothing did for the timeout. `waiting`
     /// says for what ("waited for ...").
-    pub fn idle(&mut self, waiting: impl FnOnce() -> String) -> Result<(), String> {
+    pub fn idle(&mut self, waiting: impl FnOnce() -> String) -> anyhow::Result<()> {
         self.idle_polls += 1;
         if self.idle_polls < POLLS_PER_CHECK {
             return Ok(());
@@ -88,7 +89,7 @@ impl Stall {
         if now - *self.since.get_or_insert(now) < self.timeout {
             return Ok(());
         }
-        Err(format!(
+        Err(anyhow!(
             "{} for {} s: the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
             waiting(),
             self.timeout.as_secs()
@@ -98,14 +99,14 @@ impl Stall {
 
 /// The next completion waiting on `cq`, if any: `ibv_poll_cq` for one entry,
 /// as perftest's latency loops poll.
-pub fn poll_one(cq: &GenericCompletionQueue) -> Result<Option<Wc>, String> {
+pub fn poll_one(cq: &GenericCompletionQueue) -> anyhow::Result<Option<Wc>> {
     let mut wc = MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit();
     // SAFETY: as in `poll`, for one entry.
     match unsafe { rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), 1, wc.as_mut_ptr()) } {
         0 => Ok(None),
         // SAFETY: ibv_poll_cq filled the entry.
         1 => Ok(Some(unsafe { wc.assume_init_ref() }.into())),
-        n => Err(format!(
+        n => Err(anyhow!(
             "polling the completion queue failed: {}",
             std::io::Error::from_raw_os_error(-n)
         )),
@@ -188,7 +189,10 @@ mod tests {
         for _ in 1..POLLS_PER_CHECK {
             stall.idle(|| unreachable!()).unwrap();
         }
-        let e = stall.idle(|| "waited for message 3".into()).unwrap_err();
+        let e = stall
+            .idle(|| "waited for message 3".into())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("waited for message 3 for 0 s: the peer stopped responding"),
             "{e}"

@@ -5,30 +5,18 @@
 //! read, with perftest's statistics.
 
 use super::args::{Length, Plan};
+use super::bench::Verb;
+use super::clock::Clock;
 use super::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
-use super::exchange::QpInfo;
 use super::qp::{Endpoint, QpEnd};
-use super::{Clock, Verb};
+use super::wire::QpInfo;
+use crate::report::verbs::LatStats;
 use crate::stats::empty_histogram;
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// perftest drops the two slowest samples before its statistics (LAT_MEASURE_TAIL).
 const DROPPED_TAIL: usize = 2;
-
-/// perftest's latency columns, in microseconds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LatStats {
-    pub t_min_us: f64,
-    pub t_max_us: f64,
-    pub t_typical_us: f64,
-    pub t_avg_us: f64,
-    pub t_stdev_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-}
 
 /// Divides round trips by 2 for write and send (one-way latency), not for read.
 pub fn rtt_factor(verb: Verb) -> u32 {
@@ -87,17 +75,17 @@ pub fn histogram_of(samples: &[f64]) -> Histogram<u64> {
     h
 }
 
-fn check(wc: &Wc, qp: &QpEnd, what: &str, size: u32, iteration: u64) -> Result<(), String> {
+fn check(wc: &Wc, qp: &QpEnd, what: &str, size: u32, iteration: u64) -> anyhow::Result<()> {
     if wc.status == SUCCESS {
         return Ok(());
     }
-    Err(describe_failure(
+    Err(anyhow::Error::msg(describe_failure(
         wc,
         &format!(
             "on {what} of QP 0x{:x} at {size} B, iteration {iteration}",
             qp.qpn()
         ),
-    ))
+    )))
 }
 
 /// Polls `cq` until one completion arrives.
@@ -106,7 +94,7 @@ fn one_completion(
     recv: bool,
     stall: &mut Stall,
     waiting: &dyn Fn() -> String,
-) -> Result<Wc, String> {
+) -> anyhow::Result<Wc> {
     let cq = if recv { &ep.recv_cq } else { &ep.send_cq };
     loop {
         if let Some(wc) = poll_one(cq)? {
@@ -118,7 +106,7 @@ fn one_completion(
 }
 
 /// Posts this size's receives (send test), before the start signal.
-pub fn post_receives(ep: &mut Endpoint, size: u32, plan: &Plan) -> Result<(), String> {
+pub fn post_receives(ep: &mut Endpoint, size: u32, plan: &Plan) -> anyhow::Result<()> {
     ep.qps[0].post_recvs(0..plan.rx_depth as u64, size)
 }
 
@@ -139,7 +127,7 @@ pub fn run(
     plan: &Plan,
     client: bool,
     clock: &Clock,
-) -> Result<Option<Vec<u64>>, String> {
+) -> anyhow::Result<Option<Vec<u64>>> {
     if verb == Verb::Read && !client {
         return Ok(None);
     }

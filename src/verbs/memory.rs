@@ -5,6 +5,7 @@
 use super::args::Memory;
 use crate::gpu::{GpuDirect, RdmaGpuBuffer};
 use crate::sizes::human_bytes;
+use anyhow::{anyhow, bail};
 use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 use sideway::ibverbs::memory_region::{MemoryRegion, RegisterMemoryRegionErrorKind};
 use sideway::ibverbs::protection_domain::ProtectionDomain;
@@ -68,18 +69,18 @@ impl Drop for HostBuffer {
 }
 
 /// Memory for `len` bytes of buffers where the plan says (--use_cuda or host).
-pub fn allocate(memory: Memory, len: usize) -> Result<Buffer, String> {
+pub fn allocate(memory: Memory, len: usize) -> anyhow::Result<Buffer> {
     match memory {
         Memory::Host => {
             let layout = Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE)
-                .map_err(|e| format!("cannot lay out a {len}-byte buffer: {e}"))?;
+                .map_err(|e| anyhow!("cannot lay out a {len}-byte buffer: {e}"))?;
             // SAFETY: the layout has a non-zero size.
             let ptr = unsafe { alloc_zeroed(layout) };
             if ptr.is_null() {
-                return Err(format!(
+                bail!(
                     "cannot allocate {} of host memory for the buffers; lower -s/-a or -q",
                     human_bytes(layout.size() as u64)
-                ));
+                );
             }
             Ok(Buffer::Host(HostBuffer { ptr, layout }))
         }
@@ -92,7 +93,7 @@ pub fn allocate(memory: Memory, len: usize) -> Result<Buffer, String> {
             RdmaGpuBuffer::alloc(gpu as usize, len, path)
                 .map(Buffer::Gpu)
                 .map_err(|e| {
-                    format!(
+                    anyhow!(
                         "--use_cuda={gpu}{}: {e:#}",
                         if dmabuf { " --use_cuda_dmabuf" } else { "" }
                     )
@@ -104,7 +105,7 @@ pub fn allocate(memory: Memory, len: usize) -> Result<Buffer, String> {
 /// Checks that --use_cuda's GPU can hold RDMA buffers (driver, GPU, the
 /// peermem module or dma-buf export) before any RDMA device is opened, so
 /// that a missing GPU is the error a GPU run reports.
-pub fn check_memory(memory: Memory) -> Result<(), String> {
+pub fn check_memory(memory: Memory) -> anyhow::Result<()> {
     match memory {
         Memory::Host => Ok(()),
         Memory::Cuda { .. } => allocate(memory, 1).map(drop),
@@ -139,11 +140,11 @@ pub fn register(
     pd: &Arc<ProtectionDomain>,
     buf: &Buffer,
     total: u64,
-) -> Result<Arc<MemoryRegion>, String> {
+) -> anyhow::Result<Arc<MemoryRegion>> {
     let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead;
     let registered = match buf {
         Buffer::Gpu(gpu) if gpu.path() == GpuDirect::DmaBuf => {
-            let fd = gpu.dmabuf_fd().map_err(|e| format!("{e:#}"))?;
+            let fd = gpu.dmabuf_fd()?;
             // SAFETY: the dma-buf covers the whole allocation from offset 0,
             // which outlives the region as below; the region keeps its own
             // reference to the dma-buf, so `fd` may close after this call.
@@ -156,9 +157,9 @@ pub fn register(
     };
     registered.map_err(|e| match e.0 {
         RegisterMemoryRegionErrorKind::Ibverbs(os) => {
-            registration_failure(total, &os, memlock_limit())
+            anyhow::Error::msg(registration_failure(total, &os, memlock_limit()))
         }
-        other => format!(
+        other => anyhow!(
             "registering {} of buffers failed: {other}",
             human_bytes(total)
         ),
@@ -188,9 +189,10 @@ mod tests {
             eprintln!("skipped: this host has a GPU usable for RDMA");
             return;
         };
+        let e = format!("{e:#}");
         assert!(e.starts_with("--use_cuda=0 --use_cuda_dmabuf: "), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
-        assert_eq!(check_memory(Memory::Host), Ok(()));
+        assert!(check_memory(Memory::Host).is_ok());
     }
 
     #[test]

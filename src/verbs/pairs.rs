@@ -5,19 +5,18 @@
 //! binary's timed loop at every size, as a plain pair would.
 
 use super::args::{Length, Plan};
+use super::bench::Test;
+use super::clock::Clock;
 use super::device::Port;
-use super::exchange::{
-    decode, encode, Link, Message, Patience, QpInfo, Report, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN,
-};
+use super::link::{accept, pair_order, Link, Patience, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN};
 use super::qp::Endpoint;
-use super::Job;
-use super::{
-    agree, open_device, out_of_step, Clock, Seat, Session, Stop, Test, EXIT_FAILED, EXIT_USAGE,
-};
+use super::seat::Seat;
+use super::session::{open_device, out_of_step, Session};
+use super::wire::{decode, encode, Message, QpInfo, Report};
 use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
-use crate::job::world::World;
-use crate::job::{ExitStatus, Failure};
+use crate::job::{agree, ExitStatus, Failure, Job, World};
 use crate::watchdog::Watchdog;
+use anyhow::anyhow;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
 
@@ -55,7 +54,7 @@ impl PairLink<'_> {
 }
 
 impl Link for PairLink<'_> {
-    fn swap(&mut self, mine: &Message, _patience: Patience) -> Result<Message, String> {
+    fn swap(&mut self, mine: &Message, _patience: Patience) -> anyhow::Result<Message> {
         let other = self.world.comm.process_at_rank(self.peer as i32);
         let frame = encode(mine);
         // The lower rank sends first: two blocking sends never meet.
@@ -67,24 +66,18 @@ impl Link for PairLink<'_> {
             other.send(&frame[..]);
             theirs
         };
-        match decode(&theirs).map_err(|e| format!("rank {} sent {e}", self.peer))? {
-            Message::Abort { reason } => Err(format!("rank {} stopped: {reason}", self.peer)),
-            other => Ok(other),
-        }
+        let theirs = decode(&theirs).map_err(|e| anyhow!("rank {} sent {e:#}", self.peer))?;
+        accept(theirs, &format!("rank {}", self.peer))
     }
 
-    fn gather(&mut self, mine: &Message, patience: Patience) -> Result<Vec<Message>, String> {
+    fn gather(&mut self, mine: &Message, patience: Patience) -> anyhow::Result<Vec<Message>> {
         let theirs = self.swap(mine, patience)?;
-        Ok(if self.seat().client() {
-            vec![mine.clone(), theirs]
-        } else {
-            vec![theirs, mine.clone()]
-        })
+        Ok(pair_order(self.seat().client(), mine, theirs))
     }
 
     fn abandon(&mut self, _reason: &str) {
         // The other ranks may wait in a barrier of the runner: only ending the job frees them.
-        self.world.comm.abort(EXIT_FAILED as i32)
+        self.world.comm.abort(ExitStatus::Failed.code() as i32)
     }
 }
 
@@ -120,7 +113,7 @@ impl VerbsPair<'_> {
 
     /// New queue pairs connected to the peer of `link` (an RC queue pair is
     /// connected to one peer for its life, so each round makes its own).
-    fn connect(&mut self, link: &mut PairLink) -> Result<Connected, String> {
+    fn connect(&mut self, link: &mut PairLink) -> anyhow::Result<Connected> {
         let mut endpoint = Endpoint::create(self.port, self.plan)?;
         let (hellos, _, _) = self.session(&mut endpoint, link.seat()).connect(link)?;
         let remote = hellos[link.seat().peer()].qps.clone();
@@ -184,7 +177,7 @@ impl PairMeasure for VerbsPair<'_> {
         watchdog.enter_call();
         if self.connected.as_ref().map_or(true, |c| c.peer != peer) {
             self.connected = None;
-            self.connected = Some(self.connect(&mut link).map_err(anyhow::Error::msg)?);
+            self.connected = Some(self.connect(&mut link)?);
         }
         let mut connected = self.connected.take().expect("connected above");
         watchdog.enter_call();
@@ -201,7 +194,7 @@ impl PairMeasure for VerbsPair<'_> {
                 }
             });
         self.connected = Some(connected);
-        Ok(sample_of(report.map_err(anyhow::Error::msg)?))
+        Ok(sample_of(report?))
     }
 }
 
@@ -212,18 +205,14 @@ pub(super) fn run(
     world: &World,
     plan: &Plan,
     thresholds: Thresholds,
-) -> Result<(), Stop> {
+) -> Result<ExitStatus, Failure> {
     let program = plan.bench.program();
     let enough = (world.size >= 2).then_some(()).ok_or_else(|| {
         format!("--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node {program} --all-pairs")
     });
-    agree(job, program, EXIT_USAGE, enough)?;
-    let (plan, port) = agree(
-        job,
-        program,
-        EXIT_FAILED,
-        open_device(plan, world.local_rank),
-    )?;
+    agree(job, program, ExitStatus::Usage, enough)?;
+    let side = open_device(plan, world.local_rank).map_err(|e| format!("{e:#}"));
+    let (plan, port) = agree(job, program, ExitStatus::Failed, side)?;
     let mut pair = VerbsPair {
         job,
         world,
@@ -242,31 +231,16 @@ pub(super) fn run(
         csv: plan.csv.as_deref(),
         timeout_s: plan.timeout.as_secs(),
     };
-    match run_pairs(world, &mut pair, &setup) {
-        Ok(ExitStatus::Ok) => Ok(()),
-        Ok(status) | Err(Failure::Stopped(status)) => Err(Stop(status.code())),
-        Err(Failure::Usage(msg)) => {
-            if world.is_root() {
-                eprintln!("{program}: error: {msg}");
-            }
-            Err(Stop(EXIT_USAGE))
-        }
-        Err(Failure::Fatal(e)) => {
-            // The partner waits on this rank, the others in the runner's barrier.
-            eprintln!(
-                "{program}: rank {} ({}): error: {e:#}",
-                world.rank, world.hosts[world.rank]
-            );
-            world.comm.abort(EXIT_FAILED as i32)
-        }
-    }
+    // A slow pair or wrong data is the runner's status; a fatal error on one
+    // rank ends the job (its partner waits on it, the others in the runner's barrier).
+    run_pairs(world, &mut pair, &setup)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verbs::exchange::{BwReport, LatReport};
-    use crate::verbs::lat::LatStats;
+    use crate::report::verbs::LatStats;
+    use crate::verbs::wire::{BwReport, LatReport};
 
     #[test]
     fn bandwidth_sample_is_the_time_of_one_message() {

@@ -8,10 +8,11 @@
 //! reads or sends into the target half; the control word ends a -D latency run.
 
 use super::args::Plan;
+use super::bench::Verb;
 use super::device::{source_text, Port};
-use super::exchange::{Hello, QpInfo};
 use super::memory::{allocate, register, Buffer};
-use super::Verb;
+use super::wire::{Hello, QpInfo, CONTROL_BYTES};
+use anyhow::{anyhow, bail};
 use rdma_mummy_sys::{
     ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode,
     rdma_t, wr_t,
@@ -29,8 +30,6 @@ use std::hash::{BuildHasher, Hasher};
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 
-/// Bytes of the control area after the target half.
-pub const CONTROL_BYTES: usize = 64;
 /// perftest's minimum RNR NAK timer (12: 0.64 ms) and retry counts (7: for ever for RNR).
 const MIN_RNR_TIMER: u8 = 12;
 const RETRY_COUNT: u8 = 7;
@@ -133,7 +132,7 @@ impl QpEnd {
         signaled: bool,
         inline: bool,
         remote: &QpInfo,
-    ) -> Result<(), String> {
+    ) -> anyhow::Result<()> {
         let opcode = match op {
             Verb::Write => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
             Verb::Read => ibv_wr_opcode::IBV_WR_RDMA_READ,
@@ -149,7 +148,7 @@ impl QpEnd {
         let sge = (self.local_addr(), len);
         self.post_send(wr_id, opcode, flags, sge, (remote.addr, remote.rkey))
             .map_err(|e| {
-                format!(
+                anyhow!(
                     "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
                     self.qpn()
                 )
@@ -157,7 +156,7 @@ impl QpEnd {
     }
 
     /// Writes the stop value into the peer's control word (ends a -D latency run).
-    pub fn post_stop(&mut self, remote: &QpInfo) -> Result<(), String> {
+    pub fn post_stop(&mut self, remote: &QpInfo) -> anyhow::Result<()> {
         let stop = self.buffer.addr() + 2 * self.half as u64 + 1;
         self.post_send(
             u64::MAX,
@@ -167,7 +166,7 @@ impl QpEnd {
             (remote.addr + remote.len, remote.rkey),
         )
         .map_err(|e| {
-            format!(
+            anyhow!(
                 "posting the end of the run on QP 0x{:x} failed: {e}",
                 self.qpn()
             )
@@ -214,7 +213,7 @@ impl QpEnd {
     }
 
     /// Posts receives into the target half, one per id.
-    pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> Result<(), String> {
+    pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> anyhow::Result<()> {
         let mut sge = ibv_sge {
             addr: self.target_addr(),
             length: len,
@@ -231,20 +230,20 @@ impl QpEnd {
             // SAFETY: as in `post_send`; the SGE covers the target half (>= len).
             let errno = unsafe { ibv_post_recv(self.qp.qp().as_ptr(), &mut wr, &mut bad) };
             if errno != 0 {
-                return Err(format!(
+                bail!(
                     "posting a receive on QP 0x{:x} failed: {}",
                     self.qpn(),
                     std::io::Error::from_raw_os_error(errno)
-                ));
+                );
             }
         }
         Ok(())
     }
 
-    fn modify(&mut self, attr: &QueuePairAttribute, state: &str, hint: &str) -> Result<(), String> {
+    fn modify(&mut self, attr: &QueuePairAttribute, state: &str, hint: &str) -> anyhow::Result<()> {
         let qpn = self.qpn();
         self.qp.modify(attr).map_err(|e| {
-            format!(
+            anyhow!(
                 "moving QP 0x{qpn:x} to {state} failed: {e} ({}){hint}",
                 source_text(&e)
             )
@@ -267,11 +266,11 @@ fn random_psn() -> u32 {
 }
 
 /// A basic CQ (`ibv_create_cq`): `completion::poll` reads it with ibv_poll_cq.
-fn create_cq(port: &Port, entries: u32, what: &str) -> Result<GenericCompletionQueue, String> {
+fn create_cq(port: &Port, entries: u32, what: &str) -> anyhow::Result<GenericCompletionQueue> {
     let mut builder = port.ctx.create_cq_builder();
     builder.setup_cqe(entries);
     builder.build().map(Into::into).map_err(|e| {
-        format!(
+        anyhow!(
             "creating the {what} completion queue ({entries} entries) on {} failed: {}; lower -t/-r/-q",
             port.device,
             source_text(&e)
@@ -282,9 +281,9 @@ fn create_cq(port: &Port, entries: u32, what: &str) -> Result<GenericCompletionQ
 impl Endpoint {
     /// Creates the CQs and `plan.qps` QPs in INIT, each with a registered buffer
     /// for the largest size.
-    pub fn create(port: &Port, plan: &Plan) -> Result<Endpoint, String> {
+    pub fn create(port: &Port, plan: &Plan) -> anyhow::Result<Endpoint> {
         let pd = port.ctx.alloc_pd().map_err(|e| {
-            format!(
+            anyhow!(
                 "allocating a protection domain on {} failed: {}",
                 port.device,
                 source_text(&e)
@@ -309,7 +308,7 @@ impl Endpoint {
                 .setup_send_cq(send_cq.clone())
                 .setup_recv_cq(recv_cq.clone());
             let qp = builder.build().map_err(|e| {
-                format!(
+                anyhow!(
                     "creating an RC queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
                     port.device,
                     source_text(&e),
@@ -352,7 +351,7 @@ impl Endpoint {
         peer: &Hello,
         mtu: u32,
         out_reads: u8,
-    ) -> Result<(), String> {
+    ) -> anyhow::Result<()> {
         let path_mtu = match mtu {
             256 => Mtu::Mtu256,
             512 => Mtu::Mtu512,

@@ -1,0 +1,47 @@
+//! Which of the six binaries runs: the verb and the test.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    Write,
+    Read,
+    Send,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Test {
+    Bw,
+    Lat,
+}
+
+/// One of the six binaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Benchmark {
+    pub verb: Verb,
+    pub test: Test,
+}
+
+impl Benchmark {
+    pub const fn new(verb: Verb, test: Test) -> Benchmark {
+        Benchmark { verb, test }
+    }
+
+    pub fn program(self) -> &'static str {
+        match (self.verb, self.test) {
+            (Verb::Write, Test::Bw) => "ib_write_bw",
+            (Verb::Read, Test::Bw) => "ib_read_bw",
+            (Verb::Send, Test::Bw) => "ib_send_bw",
+            (Verb::Write, Test::Lat) => "ib_write_lat",
+            (Verb::Read, Test::Lat) => "ib_read_lat",
+            (Verb::Send, Test::Lat) => "ib_send_lat",
+        }
+    }
+
+    /// The CSV `collective` column.
+    pub fn collective(self) -> &'static str {
+        match self.verb {
+            Verb::Write => "ib_write",
+            Verb::Read => "ib_read",
+            Verb::Send => "ib_send",
+        }
+    }
+}
