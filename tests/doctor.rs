@@ -1,5 +1,6 @@
-//! doctor on the fixture trees of tests/fixtures/doctor (see make.sh there): alone
-//! on one root, and under mpirun with one rank per fixture node.
+//! doctor on the fixture trees of tests/fixtures/doctor (written by
+//! src/sysfs/fixture.rs): alone on one root, and under mpirun with one rank per
+//! fixture node.
 
 mod common;
 

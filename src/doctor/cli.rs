@@ -1,19 +1,16 @@
 //! The `doctor` binary: every rank reads its node, rank 0 gathers the facts over
 //! MPI, checks, prints the table and writes the CSV and JSON.
 
+use super::facts::NodeFacts;
 use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
-use super::{check, collect, count, one_per_node, NodeFacts, Selection, Severity};
+use super::{check, collect, count, one_per_node, Selection, Severity};
 use crate::args::parse_one_line;
-use crate::job::world::World;
+use crate::job::{self, ExitStatus, Failure, Group, Job, Start, UsageError};
 use crate::sysfs::Root;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Exit statuses: 1 when an error was found, 2 for a usage error.
-const EXIT_ERRORS: u8 = 1;
-const EXIT_USAGE: u8 = 2;
 
 /// Checks that every node is configured alike and as RDMA needs it: RDMA ports,
 /// RoCE GIDs, memlock, GPUDirect and PCIe links, NCCL's environment, and what
@@ -42,62 +39,53 @@ pub struct DoctorArgs {
 }
 
 pub fn main() -> ExitCode {
-    let world = match World::init() {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("doctor: error: {e:#}");
-            return ExitCode::from(EXIT_ERRORS);
-        }
-    };
-    let parsed: Result<DoctorArgs, _> = parse_one_line(std::env::args_os());
-    let args = parsed.as_ref().ok();
-    let mine = args.map(|a| {
-        let selection = Selection {
-            node_name: a.node_name.clone(),
-            hcas: a.hca.clone(),
-            port_rate_gbps: a.port_rate,
-        };
-        collect(&Root::new(&a.sysfs_root), &selection)
-    });
-    let problem = match (&parsed, args) {
-        (Err(e), _) => Some(e.0.clone()),
-        (_, Some(a)) if !a.sysfs_root.is_dir() => Some(format!(
-            "--sysfs-root {}: not a directory; give the root that holds sys/ and proc/",
-            a.sysfs_root.display()
-        )),
-        (_, Some(a)) if a.port_rate.is_some_and(|r| r.is_nan() || r <= 0.0) => {
-            Some("--port-rate: give the expected rate in Gb/s, e.g. --port-rate 400".into())
-        }
-        _ => None,
-    };
-    // Every rank takes part in the gather, even one with bad flags (it sends null),
-    // so none waits for ever.
-    let payload: Option<&NodeFacts> = mine.as_ref().filter(|_| problem.is_none());
-    let gathered: Vec<Option<NodeFacts>> = world
-        .all_gather_bytes(&serde_json::to_vec(&payload).unwrap_or_default())
-        .iter()
-        .map(|p| serde_json::from_slice(p).ok().flatten())
-        .collect();
-    let code = if !world.is_root() {
-        if let Some(msg) = &problem {
-            eprintln!("doctor: rank {}: error: {msg}", world.rank);
-        }
-        0
-    } else if let Some(msg) = problem {
-        eprintln!("doctor: error: {msg}");
-        EXIT_USAGE
-    } else if let Some(bad) = gathered.iter().position(Option::is_none) {
-        eprintln!("doctor: error: rank {bad} was started with bad flags (its error is above); start every rank with valid flags");
-        EXIT_USAGE
-    } else {
-        let all: Vec<NodeFacts> = gathered.into_iter().flatten().collect();
-        report(args.expect("flags parsed on rank 0"), one_per_node(all))
-    };
-    drop(world);
-    ExitCode::from(code)
+    job::main(Start::Mpi, "doctor", run)
 }
 
-fn report(args: &DoctorArgs, nodes: Vec<NodeFacts>) -> u8 {
+/// Every rank checks its flags (all stop together on a mistake), reads its node
+/// and sends the facts to rank 0, which checks them and writes the outputs.
+fn run(job: &Job, program: &str) -> Result<ExitStatus, Failure> {
+    let parsed: Result<DoctorArgs, UsageError> = parse_one_line(std::env::args_os());
+    let mine = parsed.map_err(|e| e.0).and_then(valid);
+    let args = job::agree(job, program, ExitStatus::Usage, mine)?;
+    let selection = Selection {
+        node_name: args.node_name.clone(),
+        hcas: args.hca.clone(),
+        port_rate_gbps: args.port_rate,
+    };
+    let facts = collect(&Root::new(&args.sysfs_root), &selection);
+    let gathered = job.all_gather_bytes(&serde_json::to_vec(&facts).unwrap_or_default());
+    if !job.is_root() {
+        return Ok(ExitStatus::Ok);
+    }
+    let mut all = Vec::new();
+    for (rank, bytes) in gathered.iter().enumerate() {
+        match serde_json::from_slice::<NodeFacts>(bytes) {
+            Ok(node) => all.push(node),
+            Err(e) => {
+                eprintln!("{program}: error: the facts of rank {rank} do not decode: {e}");
+                return Ok(ExitStatus::Failed);
+            }
+        }
+    }
+    Ok(report(&args, one_per_node(all)))
+}
+
+/// The flags' values that clap cannot check.
+fn valid(args: DoctorArgs) -> Result<DoctorArgs, String> {
+    if !args.sysfs_root.is_dir() {
+        return Err(format!(
+            "--sysfs-root {}: not a directory; give the root that holds sys/ and proc/",
+            args.sysfs_root.display()
+        ));
+    }
+    if args.port_rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
+        return Err("--port-rate: give the expected rate in Gb/s, e.g. --port-rate 400".into());
+    }
+    Ok(args)
+}
+
+fn report(args: &DoctorArgs, nodes: Vec<NodeFacts>) -> ExitStatus {
     let findings = check(&nodes);
     let mut stdout = std::io::stdout();
     if let Err(e) = write_table(&mut stdout, &nodes, &findings) {
@@ -121,10 +109,10 @@ fn report(args: &DoctorArgs, nodes: Vec<NodeFacts>) -> u8 {
         }
     }
     if failed_write {
-        EXIT_USAGE
+        ExitStatus::Usage
     } else if count(&findings, Severity::Error) > 0 {
-        EXIT_ERRORS
+        ExitStatus::Failed
     } else {
-        0
+        ExitStatus::Ok
     }
 }

@@ -3,8 +3,8 @@
 //! fails between nodes). The most common value is the reference and the nodes
 //! that differ are named; with no majority, every node is.
 
-use super::ports::{port_name, Hca};
-use super::{Finding, NodeFacts, Severity};
+use super::facts::{Hca, NodeFacts};
+use super::{Finding, Severity};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One value seen on one component of one node.
@@ -168,7 +168,7 @@ pub fn check(nodes: &[NodeFacts], out: &mut Vec<Finding>) {
                 .flat_map(|(node, h)| {
                     h.ports
                         .iter()
-                        .map(move |p| observe(node, port_name(h, p), p.link_layer.as_str()))
+                        .map(move |p| observe(node, h.port_name(p), p.link_layer.as_str()))
                 })
                 .collect::<Vec<_>>(),
             out,
@@ -215,7 +215,7 @@ pub fn check(nodes: &[NodeFacts], out: &mut Vec<Finding>) {
                         let mtu = p.active_mtu?;
                         Some(Observation {
                             node: n.node.clone(),
-                            component: port_name(h, p),
+                            component: h.port_name(p),
                             value: mtu.to_string(),
                             shown: format!(
                                 "{mtu} (netdev {} MTU {})",

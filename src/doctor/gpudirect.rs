@@ -3,56 +3,33 @@
 //! or NIC whose PCIe link trained narrower or slower than it can run caps every
 //! transfer through it.
 
-use super::ports::port_name;
-use super::{Finding, NodeFacts, Severity};
-use crate::limits::{self, PcieState};
-use crate::sysfs::Root;
-use serde::{Deserialize, Serialize};
+use super::facts::{GpuFacts, NodeFacts, PciDevice};
+use super::{Finding, Severity};
+use crate::limits;
+use crate::sysfs::{self, Root, PCI_DEVICES};
 
 const NVIDIA_VENDOR: &str = "0x10de";
 
-/// A PCI device and its link as sysfs reports it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PciDevice {
-    /// Bus address: "0000:17:00.0".
-    pub bdf: String,
-    /// None where sysfs reports no link maximum.
-    pub link: Option<PcieState>,
-}
-
-impl PciDevice {
-    pub fn read(root: &Root, bdf: &str) -> PciDevice {
-        PciDevice {
-            bdf: bdf.to_string(),
-            link: limits::pcie_state(root.dir(), bdf),
-        }
+/// The PCI device at `bdf` and its link.
+pub fn read_pci_device(root: &Root, bdf: &str) -> PciDevice {
+    PciDevice {
+        bdf: bdf.to_string(),
+        link: limits::pcie_state(root.dir(), bdf),
     }
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct GpuFacts {
-    /// NVIDIA GPUs on the PCI bus.
-    pub gpus: Vec<PciDevice>,
-    /// /sys/module/nvidia/version: the driver is loaded.
-    pub driver_version: Option<String>,
-    /// nvidia_peermem (or the older nv_peer_mem) is loaded.
-    pub peermem: bool,
-    /// NVIDIA's open kernel module is loaded: GPUDirect RDMA can use DMA-BUF.
-    pub open_module: bool,
 }
 
 pub fn collect(root: &Root) -> GpuFacts {
     let gpus = root
-        .list("/sys/bus/pci/devices")
+        .list(PCI_DEVICES)
         .into_iter()
         .filter(|bdf| {
-            let dir = format!("/sys/bus/pci/devices/{bdf}");
+            let dir = sysfs::pci_device(bdf);
             let class = root.read(&format!("{dir}/class")).unwrap_or_default();
             root.read(&format!("{dir}/vendor")).as_deref() == Some(NVIDIA_VENDOR)
                 // 0x0300xx VGA and 0x0302xx 3D controllers; NVSwitches are 0x0680xx.
                 && (class.starts_with("0x0300") || class.starts_with("0x0302"))
         })
-        .map(|bdf| PciDevice::read(root, &bdf))
+        .map(|bdf| read_pci_device(root, &bdf))
         .collect();
     GpuFacts {
         gpus,
@@ -118,7 +95,7 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
             let name = hca
                 .ports
                 .first()
-                .map_or(hca.name.clone(), |p| port_name(hca, p));
+                .map_or(hca.name.clone(), |p| hca.port_name(p));
             check_link(node, &format!("nic {name} {}", pci.bdf), pci, false, out);
         }
     }
@@ -131,6 +108,7 @@ fn check_link(
     gpu: bool,
     out: &mut Vec<Finding>,
 ) {
+    // No link maximum, or one that did not parse: silent, as before issue #10.
     let Some(link) = &device.link else {
         return;
     };
@@ -201,26 +179,19 @@ fn check_link(
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{facts, findings};
     use super::*;
+    use crate::sysfs::fixture::Tree;
 
     #[test]
     fn a_gen5_gpu_in_a_gen4_slot_is_a_placement_warning_not_a_link_fault() {
-        let root = Root::new(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/sysfs-gen5-in-gen4"),
-        );
+        let tree = Tree::named("sysfs-gen5-in-gen4");
         let mut node = NodeFacts {
-            gpus: collect(&root),
+            gpus: collect(&tree.root()),
             ..NodeFacts::default()
         };
         assert_eq!(node.gpus.gpus.len(), 1);
-        let pcie = |node: &NodeFacts| {
-            let mut out = Vec::new();
-            check(node, &mut out);
-            out.retain(|f| f.check.starts_with("pcie"));
-            out
-        };
-        let found = pcie(&node);
+        let found = findings(&[node.clone()], "pcie");
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].check, "pcie-slot");
         assert_eq!(found[0].severity, Severity::Warning);
@@ -232,13 +203,58 @@ mod tests {
         // Slower than even the slot allows is a link fault besides.
         let link = node.gpus.gpus[0].link.as_mut().unwrap();
         link.current.as_mut().unwrap().gts = 8.0;
-        let found = pcie(&node);
+        let found = findings(&[node], "pcie");
         assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(found[1].check, "pcie-speed");
         assert_eq!(found[1].seen, "PCIe Gen3 x16");
         assert_eq!(
             found[1].expected,
             "PCIe Gen4 x16 (the most the device and its slot support)"
+        );
+    }
+
+    #[test]
+    fn reads_the_gpudirect_path() {
+        let node = facts("doctor/no-gpudirect", |t| {
+            t.put(
+                "/proc/driver/nvidia/version",
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15",
+            )
+        });
+        assert!(!node.gpus.peermem && node.gpus.open_module);
+        let f = findings(&[node], "gpudirect-rdma");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        // NVSwitches (0x0680xx) and other vendors' devices are no GPUs.
+        let node = facts("doctor/healthy", |t| {
+            t.put("/sys/bus/pci/devices/0000:18:00.0/class", "0x068000")
+        });
+        assert!(node.gpus.gpus.is_empty());
+    }
+
+    /// A link value that does not parse leaves the device without a link: no
+    /// finding about it, as before issue #10; its other links are still checked.
+    #[test]
+    fn unparsable_link_values_are_silent() {
+        let node = facts("doctor/pcie-downgrade", |t| {
+            t.put("/sys/bus/pci/devices/0000:17:00.0/max_link_width", "x16")
+        });
+        assert_eq!(node.hcas[0].pci.as_ref().unwrap().link, None);
+        let f = findings(&[node], "pcie");
+        let components: Vec<&str> = f.iter().map(|f| f.component.as_str()).collect();
+        assert_eq!(components, ["gpu 0000:18:00.0"]);
+        // An unparsable current link reads as an untrained one.
+        let node = facts("doctor/healthy", |t| {
+            t.put(
+                "/sys/bus/pci/devices/0000:18:00.0/current_link_speed",
+                "Unknown",
+            )
+        });
+        let f = findings(&[node], "pcie");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            f[0].seen,
+            "PCIe link not trained (no current speed and width)"
         );
     }
 }

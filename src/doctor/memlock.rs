@@ -6,10 +6,10 @@
 //! on a live node that is this process's RLIMIT_MEMLOCK and capabilities (as the
 //! launcher passed them on), and a fixture tree can set them.
 
-use super::{Finding, NodeFacts, Severity};
+use super::facts::{Memlock, NodeFacts};
+use super::{Finding, Severity};
 use crate::sizes::human_bytes;
 use crate::sysfs::Root;
-use serde::{Deserialize, Serialize};
 
 /// Below this a registration of one large buffer already fails; at or above it,
 /// a finite limit is still a risk for a job that registers many.
@@ -17,17 +17,6 @@ pub const MEMLOCK_NEEDED_BYTES: u64 = 1 << 30;
 
 /// Linux capability number of CAP_IPC_LOCK.
 const CAP_IPC_LOCK: u32 = 14;
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Memlock {
-    /// Whether /proc/self/limits was readable.
-    pub known: bool,
-    /// Soft limit in bytes; None = unlimited.
-    pub soft_bytes: Option<u64>,
-    pub hard_bytes: Option<u64>,
-    /// CAP_IPC_LOCK in the effective set: the limit does not apply.
-    pub cap_ipc_lock: bool,
-}
 
 /// "unlimited" -> None, "8388608" -> Some(8388608).
 fn limit_value(text: &str) -> Option<Option<u64>> {
@@ -119,5 +108,41 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
         out.push(finding(Severity::Error, FIX));
     } else {
         out.push(finding(Severity::Warning, FIX));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{facts, findings};
+    use super::*;
+
+    #[test]
+    fn reads_the_limit_and_the_capability() {
+        let node = facts("doctor/memlock-low", |_| {});
+        assert_eq!(
+            (node.memlock.soft_bytes, node.memlock.hard_bytes),
+            (Some(8 << 20), Some(8 << 20))
+        );
+        assert_eq!(findings(&[node], "memlock")[0].severity, Severity::Error);
+        // CAP_IPC_LOCK lifts the limit.
+        let node = facts("doctor/memlock-low", |t| {
+            t.put("/proc/self/status", "CapEff:\t0000000000004000")
+        });
+        assert!(node.memlock.cap_ipc_lock);
+        assert!(findings(&[node], "memlock").is_empty());
+        assert_eq!(limit_value("unlimited"), Some(None));
+        assert_eq!(limit_value("4096"), Some(Some(4096)));
+        assert_eq!(limit_value("lots"), None);
+    }
+
+    #[test]
+    fn an_unreadable_limit_is_a_note() {
+        let node = facts("doctor/healthy", |t| {
+            t.put("/proc/self/limits", "Max locked memory lots lots bytes")
+        });
+        assert!(!node.memlock.known);
+        let f = findings(&[node], "memlock");
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].fix.starts_with("could not read"), "{}", f[0].fix);
     }
 }

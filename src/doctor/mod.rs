@@ -4,12 +4,15 @@
 //! the rack as a whole. A problem is a `Finding` row: severity, node, component,
 //! what was seen, what was expected, and the fix.
 //!
-//! One file per area: `ports` (RDMA port state, rate, MTU), `roce` (GIDs),
-//! `memlock`, `gpudirect` (peermem, DMA-BUF, PCIe links), `nccl_env`, and
-//! `compare` (what must match across nodes).
+//! The facts are in `facts`; each area reads its own and checks them, one file
+//! per area: `ports` (RDMA port state, rate, MTU), `roce` (GIDs), `memlock`,
+//! `gpudirect` (peermem, DMA-BUF, PCIe links), `nccl_env`, and `compare` (what
+//! must match across nodes). `output` writes the table, CSV and JSON; `cli` is
+//! the binary.
 
 pub mod cli;
 pub mod compare;
+pub mod facts;
 pub mod gpudirect;
 pub mod memlock;
 pub mod nccl_env;
@@ -17,6 +20,9 @@ pub mod output;
 pub mod ports;
 pub mod roce;
 
+pub use facts::NodeFacts;
+
+use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
 
@@ -74,27 +80,6 @@ impl Finding {
     }
 }
 
-/// Everything doctor knows about one node: gathered on its rank, checked on rank 0.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NodeFacts {
-    pub node: String,
-    /// The root directory the facts were read from.
-    pub root: String,
-    /// Kernel release (`uname -r`).
-    pub kernel: Option<String>,
-    /// Every RDMA device on the node, selected or not (NCCL_IB_HCA is checked against these).
-    pub rdma_devices: Vec<String>,
-    /// The RDMA devices checked (all, or those named by --hca).
-    pub hcas: Vec<ports::Hca>,
-    /// Network interfaces (NCCL_SOCKET_IFNAME is checked against these).
-    pub netdevs: Vec<String>,
-    pub memlock: memlock::Memlock,
-    pub gpus: gpudirect::GpuFacts,
-    pub nccl: nccl_env::NcclFacts,
-    /// Expected rate of every port in Gb/s (--port-rate), when given.
-    pub port_rate_gbps: Option<f64>,
-}
-
 /// What selects and labels the node's facts (doctor's flags).
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
@@ -113,7 +98,7 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
         .clone()
         .or_else(|| root.read("/proc/sys/kernel/hostname"))
         .unwrap_or_else(|| "unknown".to_string());
-    let rdma_devices = root.list("/sys/class/infiniband");
+    let rdma_devices = root.list(INFINIBAND);
     let hcas = ports::collect(root, &rdma_devices, &selection.hcas);
     let env = nccl_env::read_environ(root);
     NodeFacts {
@@ -159,4 +144,124 @@ pub fn one_per_node(all: Vec<NodeFacts>) -> Vec<NodeFacts> {
         }
     }
     nodes
+}
+
+/// The one fixture builder of doctor's unit tests: a node's facts as doctor
+/// reads them from a tree of `sysfs::fixture`, and the findings about them.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use crate::sysfs::fixture::Tree;
+
+    /// The facts of the fixture tree `name` after `edit` (every device selected).
+    pub fn facts(name: &str, edit: impl FnOnce(&Tree)) -> NodeFacts {
+        let tree = Tree::named(name);
+        edit(&tree);
+        collect(&tree.root(), &Selection::default())
+    }
+
+    /// doctor's findings about these nodes whose check name starts with `prefix`.
+    pub fn findings(nodes: &[NodeFacts], prefix: &str) -> Vec<Finding> {
+        let mut all = check(nodes);
+        all.retain(|f| f.check.starts_with(prefix));
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{facts, findings};
+    use super::*;
+    use crate::sysfs::fixture::Tree;
+
+    #[test]
+    fn reads_a_healthy_node() {
+        let node = facts("doctor/healthy", |_| {});
+        assert_eq!(node.node, "gpu-a");
+        assert_eq!(node.kernel.as_deref(), Some("6.8.0-45-generic"));
+        assert_eq!(node.rdma_devices, ["mlx5_0", "mlx5_1"]);
+        assert_eq!(node.netdevs, ["eth0", "eth2", "eth3", "lo"]);
+        let hca = &node.hcas[0];
+        assert_eq!(
+            (
+                hca.model.as_str(),
+                hca.firmware.as_deref(),
+                hca.driver.as_deref()
+            ),
+            ("MT4129", Some("28.41.1000"), Some("mlx5_core 24.04-0.6.6"))
+        );
+        assert_eq!(
+            hca.pci.as_ref().map(|p| p.bdf.as_str()),
+            Some("0000:17:00.0")
+        );
+        let port = &hca.ports[0];
+        assert_eq!(hca.port_name(port), "mlx5_0:1");
+        assert_eq!(
+            (port.state.as_str(), port.phys_state.as_str()),
+            ("ACTIVE", "LinkUp")
+        );
+        assert_eq!(
+            (port.rate.as_str(), port.rate_gbps, port.width),
+            ("400 Gb/sec (4X NDR)", Some(400.0), Some(4))
+        );
+        assert_eq!(
+            (port.netdev.as_deref(), port.netdev_mtu, port.active_mtu),
+            (Some("eth2"), Some(9000), Some(4096))
+        );
+        let gids: Vec<u32> = port.gids.iter().map(|g| g.index).collect();
+        assert_eq!(gids, [0, 1, 2, 3], "the zero entry 4 is no GID");
+        assert_eq!(port.gids[3].kind, "RoCE v2");
+        assert_eq!(node.gpus.gpus.len(), 1);
+        assert!(node.gpus.gpus[0].link.is_some());
+        assert_eq!(node.gpus.driver_version.as_deref(), Some("550.54.15"));
+        assert!(node.gpus.peermem && !node.gpus.open_module);
+        assert!(node.memlock.known && node.memlock.soft_bytes.is_none());
+        assert_eq!(node.nccl.versions, ["2.21.5"]);
+        let vars: Vec<&str> = node.nccl.env.keys().map(String::as_str).collect();
+        assert_eq!(vars, ["NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"]);
+        assert!(check(&[node]).is_empty());
+    }
+
+    #[test]
+    fn selection_names_and_filters() {
+        let tree = Tree::named("doctor/healthy");
+        let selection = Selection {
+            node_name: Some("n1".into()),
+            hcas: vec!["mlx5_1:1".parse().unwrap()],
+            port_rate_gbps: Some(800.0),
+        };
+        let node = collect(&tree.root(), &selection);
+        assert_eq!(node.node, "n1");
+        assert_eq!(node.rdma_devices.len(), 2);
+        let checked: Vec<&str> = node.hcas.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(checked, ["mlx5_1"]);
+        let f = findings(&[node], "link-downgrade");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].expected, "800 Gb/sec (--port-rate)");
+    }
+
+    #[test]
+    fn an_empty_root_is_a_node_with_nothing() {
+        let node = facts("sysfs-no-fabric", |t| t.remove("/sys/devices"));
+        assert_eq!(node.node, "unknown");
+        assert!(node.hcas.is_empty() && node.gpus.gpus.is_empty());
+        assert!(!node.memlock.known);
+        let checks: Vec<String> = check(&[node]).into_iter().map(|f| f.check).collect();
+        assert_eq!(checks, ["no-rdma-device", "memlock", "no-gpu"]);
+    }
+
+    #[test]
+    fn ranks_of_one_node_count_once() {
+        let a = facts("doctor/healthy", |_| {});
+        let b = facts("doctor/skew", |_| {});
+        let nodes = one_per_node(vec![a.clone(), b.clone(), a]);
+        let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+        assert_eq!(names, ["gpu-a", "gpu-b"]);
+        let all = check(&nodes);
+        assert_eq!(count(&all, Severity::Error), 4, "{all:#?}");
+        // Errors first, then by node.
+        assert!(all
+            .windows(2)
+            .all(|w| (w[0].severity, &w[0].node) <= (w[1].severity, &w[1].node)));
+    }
 }

@@ -6,18 +6,10 @@
 //! The environment is `/proc/self/environ` under the root: on a live node, the
 //! environment the launcher gave this rank, as NCCL in the job would see it.
 
-use super::{Finding, NodeFacts, Severity};
+use super::facts::{NcclFacts, NodeFacts};
+use super::{Finding, Severity};
 use crate::sysfs::Root;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NcclFacts {
-    /// Every NCCL_* variable.
-    pub env: BTreeMap<String, String>,
-    /// Versions of the libnccl.so.X.Y.Z files found on the library path, sorted.
-    pub versions: Vec<String>,
-}
 
 /// Variables for debugging NCCL, not for production runs.
 const DEBUG_VARS: &[&str] = &[
@@ -67,7 +59,7 @@ const LIB_DIRS: &[&str] = &[
 
 /// The NUL-separated environment under the root.
 pub fn read_environ(root: &Root) -> BTreeMap<String, String> {
-    std::fs::read(root.path("/proc/self/environ"))
+    root.read_bytes("/proc/self/environ")
         .map(|bytes| {
             bytes
                 .split(|&b| b == 0)
@@ -260,7 +252,27 @@ fn check_list(
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::facts;
     use super::*;
+    use crate::sysfs::fixture::Tree;
+
+    #[test]
+    fn reads_the_environment_and_the_library_versions() {
+        let t = Tree::named("doctor/nccl-env");
+        let env = read_environ(&t.root());
+        assert_eq!(env.get("NCCL_ALGO").map(String::as_str), Some("Ring"));
+        assert_eq!(env.len(), 9);
+        t.put_bytes("/proc/self/environ", b"A=1\0garbage\0B=x=y\0");
+        let env = read_environ(&t.root());
+        assert_eq!(env.get("B").map(String::as_str), Some("x=y"));
+        assert_eq!(env.len(), 2);
+        t.remove("/proc/self/environ");
+        assert!(read_environ(&t.root()).is_empty());
+        let node = facts("doctor/healthy", |t| {
+            t.put_bytes("/opt/nccl/lib/libnccl.so.2.18.1", b"")
+        });
+        assert_eq!(node.nccl.versions, ["2.18.1", "2.21.5"]);
+    }
 
     #[test]
     fn name_lists_follow_nccl() {

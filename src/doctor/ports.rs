@@ -1,68 +1,12 @@
 //! RDMA ports: state and physical state, rate and width against the rack's best
 //! port of the same adapter model (a downgraded link), and the active MTU.
 
-use super::gpudirect::PciDevice;
-use super::{Finding, NodeFacts, Severity};
-use crate::limits;
+use super::facts::{Hca, NodeFacts, Port};
+use super::gpudirect::read_pci_device;
+use super::roce::collect_gids;
+use super::{Finding, Severity};
+use crate::sysfs::rdma::{self, INFINIBAND};
 use crate::sysfs::Root;
-use serde::{Deserialize, Serialize};
-
-/// One RDMA device (HCA) and its ports.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Hca {
-    pub name: String,
-    /// Adapter model ("MT4129"), or what stands for it on software devices.
-    pub model: String,
-    pub firmware: Option<String>,
-    /// Kernel driver and, where the module publishes one, its version.
-    pub driver: Option<String>,
-    /// The PCIe link of the adapter; None for software devices (rxe).
-    pub pci: Option<PciDevice>,
-    pub ports: Vec<Port>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Port {
-    pub num: u32,
-    /// "ACTIVE", "DOWN", "INIT", "ARMED".
-    pub state: String,
-    /// "LinkUp", "Polling", "Disabled", ...
-    pub phys_state: String,
-    /// As sysfs prints it: "400 Gb/sec (4X NDR)".
-    pub rate: String,
-    pub rate_gbps: Option<f64>,
-    /// Lanes: 4 for "4X".
-    pub width: Option<u32>,
-    /// "InfiniBand" or "Ethernet".
-    pub link_layer: String,
-    /// The network interface of a RoCE port and its MTU.
-    pub netdev: Option<String>,
-    pub netdev_mtu: Option<u32>,
-    /// RDMA MTU in bytes. For RoCE the kernel derives it from the netdev MTU, and
-    /// so does doctor; an InfiniBand port's comes from the subnet manager and is
-    /// not in sysfs (None).
-    pub active_mtu: Option<u32>,
-    pub gids: Vec<Gid>,
-}
-
-impl Port {
-    pub fn is_ethernet(&self) -> bool {
-        self.link_layer == "Ethernet"
-    }
-    pub fn is_active(&self) -> bool {
-        self.state == "ACTIVE"
-    }
-}
-
-/// A non-empty entry of a port's GID table.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Gid {
-    pub index: u32,
-    pub gid: String,
-    /// "RoCE v2", "IB/RoCE v1".
-    pub kind: String,
-    pub netdev: Option<String>,
-}
 
 /// One entry of --hca: a device, optionally one port of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +70,7 @@ pub fn collect(root: &Root, devices: &[String], filter: &[HcaFilter]) -> Vec<Hca
 }
 
 fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca {
-    let base = format!("/sys/class/infiniband/{dev}");
+    let base = format!("{INFINIBAND}/{dev}");
     // Software devices (rxe, siw) name their netdev in `parent` and have no PCI device.
     let software_parent = root.read(&format!("{base}/parent"));
     let pci_driver = root.link_name(&format!("{base}/device/driver"));
@@ -161,17 +105,15 @@ fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca
         .is_some()
         .then(|| {
             let bdf = root.link_name(&format!("{base}/device"))?;
-            Some(PciDevice::read(root, &bdf))
+            Some(read_pci_device(root, &bdf))
         })
         .flatten();
-    let mut ports: Vec<Port> = root
-        .list(&format!("{base}/ports"))
-        .iter()
-        .filter_map(|p| p.parse::<u32>().ok())
+    let ports: Vec<Port> = root
+        .list_parsed::<u32>(&format!("{base}/ports"))
+        .into_iter()
         .filter(|&n| port_wanted(n))
-        .map(|n| collect_port(root, &base, n, software_parent.is_some()))
+        .map(|n| collect_port(root, dev, n, software_parent.is_some()))
         .collect();
-    ports.sort_by_key(|p| p.num);
     Hca {
         name: dev.to_string(),
         model,
@@ -184,17 +126,16 @@ fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca
     }
 }
 
-fn collect_port(root: &Root, base: &str, num: u32, software: bool) -> Port {
-    let dir = format!("{base}/ports/{num}");
-    let link = limits::read_rdma_port(&root.path(&dir));
+fn collect_port(root: &Root, dev: &str, num: u32, software: bool) -> Port {
+    let dir = rdma::port_dir(dev, num);
+    let link = rdma::read_port(root, &dir);
     let unknown = || "unknown".to_string();
-    let gids = super::roce::collect_gids(root, &dir);
+    let gids = collect_gids(root, &dir);
     let link_layer = link.link_layer.unwrap_or_else(unknown);
     let netdev = gids.iter().find_map(|g| g.netdev.clone());
     let netdev_mtu = netdev
         .as_ref()
-        .and_then(|n| root.read(&format!("/sys/class/net/{n}/mtu")))
-        .and_then(|m| m.parse().ok());
+        .and_then(|n| root.read_parsed(&format!("/sys/class/net/{n}/mtu")));
     let header = if software {
         RXE_HEADER_BYTES
     } else {
@@ -206,12 +147,10 @@ fn collect_port(root: &Root, base: &str, num: u32, software: bool) -> Port {
     Port {
         num,
         state: link.state.unwrap_or_else(unknown),
-        phys_state: root
-            .read(&format!("{dir}/phys_state"))
-            .map_or_else(unknown, |s| limits::port_state_name(&s)),
-        rate: link.rate.unwrap_or_else(unknown),
-        rate_gbps: link.gbps,
-        width: link.width,
+        phys_state: link.phys_state.unwrap_or_else(unknown),
+        rate: link.rate_text.unwrap_or_else(unknown),
+        rate_gbps: link.rate.map(|r| r.gbit_per_s),
+        width: link.lanes,
         link_layer,
         netdev,
         netdev_mtu,
@@ -222,11 +161,6 @@ fn collect_port(root: &Root, base: &str, num: u32, software: bool) -> Port {
 
 const DOWNGRADE_FIX: &str = "the link trained below its speed or width: reseat or replace the cable/transceiver, check the switch port (mlxlink -d DEV -m)";
 
-/// The component name of a port: "mlx5_0:1".
-pub fn port_name(hca: &Hca, port: &Port) -> String {
-    format!("{}:{}", hca.name, port.num)
-}
-
 /// The fastest active port of this model anywhere in the rack, with where it is.
 fn rack_best(all: &[NodeFacts], model: &str) -> Option<(f64, String, String)> {
     all.iter()
@@ -236,7 +170,7 @@ fn rack_best(all: &[NodeFacts], model: &str) -> Option<(f64, String, String)> {
         .filter(|(_, _, p)| p.is_active())
         .filter_map(|(n, h, p)| {
             p.rate_gbps
-                .map(|r| (r, p.rate.clone(), format!("{} {}", n.node, port_name(h, p))))
+                .map(|r| (r, p.rate.clone(), format!("{} {}", n.node, h.port_name(p))))
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))
 }
@@ -287,7 +221,7 @@ pub fn check(node: &NodeFacts, all: &[NodeFacts], out: &mut Vec<Finding>) {
 }
 
 fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: &mut Vec<Finding>) {
-    let component = port_name(hca, port);
+    let component = hca.port_name(port);
     if !port.is_active() || port.phys_state != "LinkUp" {
         let fix = match (port.state.as_str(), port.phys_state.as_str()) {
             ("INIT", "LinkUp") if !port.is_ethernet() => {
@@ -308,6 +242,8 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
         ));
         return;
     }
+    // A rate that did not parse (`rate` holds its text, `rate_gbps` is None) is
+    // passed over in silence, as before issue #10 (see sysfs::Root::read_with).
     if let Some(rate) = port.rate_gbps {
         if let Some(want) = node.port_rate_gbps.filter(|&w| rate < w) {
             out.push(Finding::new(
@@ -353,7 +289,59 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{facts, findings};
     use super::*;
+
+    /// A rate that does not parse is kept as text with no value, and no port is
+    /// judged against it: silent, as before issue #10.
+    #[test]
+    fn an_unparsable_rate_is_kept_as_text() {
+        let node = facts("doctor/downgraded-port", |t| {
+            t.put("/sys/class/infiniband/mlx5_0/ports/1/rate", "fast (4X NDR)")
+        });
+        let port = &node.hcas[0].ports[0];
+        assert_eq!(
+            (port.rate.as_str(), port.rate_gbps, port.width),
+            ("fast (4X NDR)", None, Some(4))
+        );
+        assert!(findings(&[node], "link-downgrade").is_empty());
+    }
+
+    #[test]
+    fn absent_port_files_read_as_unknown() {
+        let node = facts("doctor/healthy", |t| {
+            let p = "/sys/class/infiniband/mlx5_1/ports/1";
+            for f in ["state", "phys_state", "rate", "link_layer"] {
+                t.remove(&format!("{p}/{f}"));
+            }
+        });
+        let port = &node.hcas[1].ports[0];
+        assert_eq!(
+            [&port.state, &port.phys_state, &port.rate, &port.link_layer],
+            ["unknown"; 4]
+        );
+        assert_eq!((port.rate_gbps, port.active_mtu), (None, None));
+        let f = findings(&[node], "port-state");
+        assert_eq!(f[0].seen, "state unknown, physical state unknown");
+    }
+
+    #[test]
+    fn ports_down_and_disabled_name_their_fix() {
+        let node = facts("doctor/port-down", |t| {
+            t.put(
+                "/sys/class/infiniband/mlx5_0/ports/1/phys_state",
+                "3: Disabled",
+            )
+        });
+        let f = findings(&[node], "port-state");
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(
+            f[0].fix.contains("administratively disabled"),
+            "{}",
+            f[0].fix
+        );
+        assert!(f[1].fix.contains("no link partner"), "{}", f[1].fix);
+    }
 
     #[test]
     fn roce_mtu_follows_the_kernel() {

@@ -1,18 +1,16 @@
 //! RoCE GIDs: an Ethernet port needs a RoCE v2 GID (NCCL and perftest pick one),
 //! and a GID index forced with NCCL_IB_GID_INDEX must point at one.
 
-use super::ports::{port_name, Gid, Port};
-use super::{Finding, NodeFacts, Severity};
+use super::facts::{Gid, NodeFacts, Port};
+use super::{Finding, Severity};
 use crate::sysfs::Root;
 
 const ZERO_GID: &str = "0000:0000:0000:0000:0000:0000:0000:0000";
 
 /// The non-empty entries of a port's GID table (`dir` is the port's sysfs folder).
 pub fn collect_gids(root: &Root, dir: &str) -> Vec<Gid> {
-    let mut gids: Vec<Gid> = root
-        .list(&format!("{dir}/gids"))
-        .iter()
-        .filter_map(|i| i.parse::<u32>().ok())
+    root.list_parsed::<u32>(&format!("{dir}/gids"))
+        .into_iter()
         .filter_map(|index| {
             let gid = root.read(&format!("{dir}/gids/{index}"))?;
             // Unused entries read as zeros, and their type as EINVAL.
@@ -26,9 +24,7 @@ pub fn collect_gids(root: &Root, dir: &str) -> Vec<Gid> {
                     .filter(|n| !n.is_empty()),
             })
         })
-        .collect();
-    gids.sort_by_key(|g| g.index);
-    gids
+        .collect()
 }
 
 fn is_v2(gid: &Gid) -> bool {
@@ -53,7 +49,7 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
     let forced = node.nccl.env.get("NCCL_IB_GID_INDEX");
     for hca in &node.hcas {
         for port in hca.ports.iter().filter(|p| p.is_ethernet()) {
-            let component = port_name(hca, port);
+            let component = hca.port_name(port);
             let netdev = port.netdev.as_deref().unwrap_or("its netdev");
             if !port.gids.iter().any(is_v2) {
                 let seen = if port.gids.is_empty() {
@@ -101,5 +97,37 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
                 )),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{facts, findings};
+
+    #[test]
+    fn a_gid_index_must_name_a_roce_v2_entry() {
+        let node = facts("doctor/healthy", |t| {
+            t.put_bytes("/proc/self/environ", b"NCCL_IB_GID_INDEX=3\0")
+        });
+        assert!(findings(&[node], "gid-index").is_empty());
+        let node = facts("doctor/healthy", |t| {
+            t.put_bytes("/proc/self/environ", b"NCCL_IB_GID_INDEX=4\0")
+        });
+        let f = findings(&[node], "gid-index");
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].seen, "NCCL_IB_GID_INDEX=4 is an empty entry");
+        assert_eq!(
+            f[0].expected,
+            "a RoCE v2 GID at that index (RoCE v2 here: 1, 3)"
+        );
+    }
+
+    #[test]
+    fn an_empty_gid_table_is_named() {
+        let node = facts("doctor/healthy", |t| {
+            t.remove("/sys/class/infiniband/mlx5_1/ports/1/gids")
+        });
+        let f = findings(&[node], "roce-v2-gid");
+        assert_eq!((f.len(), f[0].seen.as_str()), (1, "an empty GID table"));
     }
 }

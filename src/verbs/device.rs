@@ -2,6 +2,10 @@
 //! (-i) is usable, which GID (-x, or the RoCE v2 GID of the port's IPv4 address
 //! as NCCL picks it since 2.21), and the port's rate for the limit column.
 
+pub use crate::sysfs::rdma::PortRate;
+
+use crate::sysfs::rdma::{self, KernelState, PhysState, PortState};
+use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::device::{DeviceInfo, DeviceList, GetDeviceListErrorKind, TransportType};
 use sideway::ibverbs::device_context::DeviceContext;
@@ -9,8 +13,6 @@ use std::fmt;
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 
-/// Raw `ibv_port_state` values (ABI-stable).
-const PORT_ACTIVE: u32 = 4;
 /// Vendor ids of the software RDMA providers: Soft-RoCE (rxe) and siw.
 const SOFTWARE_VENDOR_IDS: [u32; 2] = [0xff_ffff, 0x62_6d74];
 
@@ -192,28 +194,9 @@ fn is_link_local(gid: &Ipv6Addr) -> bool {
     gid.segments()[0] & 0xffc0 == 0xfe80
 }
 
-/// The port's speed from sysfs: "100 Gb/sec (4X EDR)".
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PortRate {
-    pub gbit_per_s: f64,
-    pub text: String,
-}
-
-/// Parses `/sys/class/infiniband/<dev>/ports/<port>/rate`.
-pub fn parse_port_rate(text: &str) -> Option<PortRate> {
-    let text = text.trim();
-    let (number, rest) = text.split_once(' ')?;
-    let gbit_per_s: f64 = number.parse().ok()?;
-    (rest.starts_with("Gb/sec") && gbit_per_s.is_finite() && gbit_per_s > 0.0).then(|| PortRate {
-        gbit_per_s,
-        text: text.to_string(),
-    })
-}
-
+/// The port's rate for the limit column; None where sysfs has none to compare with.
 fn read_port_rate(device: &str, port: u8) -> Option<PortRate> {
-    std::fs::read_to_string(format!("/sys/class/infiniband/{device}/ports/{port}/rate"))
-        .ok()
-        .and_then(|t| parse_port_rate(&t))
+    rdma::read_rate(&Root::new("/"), &rdma::port_dir(device, port)).filter(PortRate::is_usable)
 }
 
 /// An opened device and the checked port of one side.
@@ -315,7 +298,7 @@ pub fn open_port(wanted: Option<&str>, port: u8, gid_index: Option<u32>) -> Resu
         .query_port(port)
         .map_err(|e| format!("cannot query port {port} of {name}: {}", source_text(&e)))?
         .attr;
-    if pattr.state != PORT_ACTIVE {
+    if pattr.state != PortState::Active.code() {
         return Err(port_not_active(&name, port, pattr.state, pattr.phys_state));
     }
     let link = if pattr.link_layer == 2 {
@@ -364,24 +347,9 @@ pub fn source_text(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 fn port_not_active(device: &str, port: u8, state: u32, phys_state: u8) -> String {
-    let state_name = match state {
-        1 => "DOWN",
-        2 => "INIT",
-        3 => "ARMED",
-        5 => "ACTIVE_DEFER",
-        _ => "in an unknown state",
-    };
-    let phys = match phys_state {
-        1 => "Sleep",
-        2 => "Polling",
-        3 => "Disabled",
-        4 => "PortConfigurationTraining",
-        5 => "LinkUp",
-        6 => "LinkErrorRecovery",
-        7 => "PhyTest",
-        _ => "unknown",
-    };
-    let fix = if state == 2 {
+    let state_name = PortState::from_code(state).map_or("in an unknown state", PortState::name);
+    let phys = PhysState::from_code(phys_state.into()).map_or("unknown", PhysState::name);
+    let fix = if state == PortState::Init.code() {
         "no subnet manager has configured it: start opensm or check the fabric's SM"
     } else {
         "bring the link up (check ibstat / ip link, cable and switch port)"
@@ -523,19 +491,24 @@ mod tests {
     }
 
     #[test]
-    fn port_rates() {
-        let r = parse_port_rate("100 Gb/sec (4X EDR)\n").unwrap();
-        assert_eq!(
-            (r.gbit_per_s, r.text.as_str()),
-            (100.0, "100 Gb/sec (4X EDR)")
+    fn ports_not_active_are_named() {
+        let m = port_not_active("mlx5_0", 1, 1, 2);
+        assert!(
+            m.starts_with(
+                "port 1 of mlx5_0 is DOWN (physical state Polling), not ACTIVE: bring the link up"
+            ),
+            "{m}"
         );
-        assert_eq!(
-            parse_port_rate("2.5 Gb/sec (1X SDR)").unwrap().gbit_per_s,
-            2.5
+        let m = port_not_active("mlx5_0", 2, 2, 5);
+        assert!(
+            m.contains("is INIT (physical state LinkUp)") && m.contains("subnet manager"),
+            "{m}"
         );
-        assert_eq!(parse_port_rate("0 Gb/sec"), None);
-        assert_eq!(parse_port_rate("fast"), None);
-        assert_eq!(parse_port_rate(""), None);
+        let m = port_not_active("rxe0", 1, 9, 0);
+        assert!(
+            m.contains("is in an unknown state (physical state unknown)"),
+            "{m}"
+        );
     }
 
     #[test]

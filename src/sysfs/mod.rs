@@ -1,0 +1,258 @@
+//! The one reader of the machine's own files (sysfs, procfs): every path is read
+//! under a root directory, `/` on a live system or a fixture tree in tests, so
+//! that limit detection, doctor, the verbs port facts and copy_bw's NUMA lookup
+//! can all be tested on the same fixture trees (see `fixture`, which writes them).
+//!
+//! - this file: [`Root`], bounded reads of one file, listings and symlinks;
+//! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer).
+
+pub mod rdma;
+
+#[cfg(test)]
+pub(crate) mod fixture;
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Where sysfs lists the PCI devices.
+pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// The sysfs folder of the PCI device at `bus_id` ("0000:18:00.0").
+pub fn pci_device(bus_id: &str) -> String {
+    format!("{PCI_DEVICES}/{bus_id}")
+}
+
+/// The most one read takes. A sysfs attribute is at most a page; the largest
+/// procfs file read is `/proc/self/environ`, tens of KiB in a loaded module
+/// environment. A longer file is not one of those and reads as unreadable.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// A root directory that absolute system paths are read under.
+#[derive(Clone, Debug)]
+pub struct Root(PathBuf);
+
+impl Root {
+    pub fn new(dir: impl Into<PathBuf>) -> Root {
+        Root(dir.into())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.0
+    }
+
+    /// `/sys/class/net` under the root.
+    pub fn path(&self, abs: &str) -> PathBuf {
+        self.0.join(abs.trim_start_matches('/'))
+    }
+
+    /// A regular file's bytes, at most [`MAX_FILE_BYTES`]; None when it is absent,
+    /// unreadable, longer, or not a regular file. The root may be a path the user
+    /// gave: a FIFO would block the open and a device could be endless (or act on
+    /// being opened), so the type is checked first and the open never blocks.
+    pub fn read_bytes(&self, abs: &str) -> Option<Vec<u8>> {
+        let path = self.path(abs);
+        if !std::fs::metadata(&path).ok()?.is_file() {
+            return None;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .ok()?;
+        // Checked again on the open file: the path may have changed in between.
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;
+        (bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)
+    }
+
+    /// A file's text, trimmed; None when it is absent or unreadable (sysfs answers
+    /// EINVAL for empty GID table entries, for instance) or not UTF-8.
+    pub fn read(&self, abs: &str) -> Option<String> {
+        let text = String::from_utf8(self.read_bytes(abs)?).ok()?;
+        Some(text.trim().to_string())
+    }
+
+    /// A file's value as `parse` reads its trimmed text.
+    ///
+    /// Every attribute value read through this crate is parsed here, and a value
+    /// that does not parse reads as None, as an absent file does. That silence is
+    /// kept for now; this is the one place where issue #10 tells the two apart
+    /// ("an unreadable value is a finding"), for doctor and limit detection alike.
+    pub fn read_with<T>(&self, abs: &str, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+        parse(&self.read(abs)?)
+    }
+
+    /// A file's value as a `T` ("16" as 16u32).
+    pub fn read_parsed<T: FromStr>(&self, abs: &str) -> Option<T> {
+        self.read_with(abs, |text| text.parse().ok())
+    }
+
+    pub fn exists(&self, abs: &str) -> bool {
+        self.path(abs).exists()
+    }
+
+    /// Entry names of a directory, sorted; empty when it is absent.
+    pub fn list(&self, abs: &str) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.path(abs))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The entries of a directory that parse as `T` (port numbers, GID indexes),
+    /// in order of their value; other entries are skipped.
+    pub fn list_parsed<T: FromStr + Ord>(&self, abs: &str) -> Vec<T> {
+        let mut values: Vec<T> = self
+            .list(abs)
+            .iter()
+            .filter_map(|name| name.parse().ok())
+            .collect();
+        values.sort();
+        values
+    }
+
+    /// The last component of a symlink's target ("mlx5_core" for a driver link).
+    pub fn link_name(&self, abs: &str) -> Option<String> {
+        std::fs::read_link(self.path(abs))
+            .ok()
+            .and_then(|t| t.file_name().map(|f| f.to_string_lossy().into_owned()))
+    }
+
+    /// Where `abs` leads once every symlink on the way is followed, as an absolute
+    /// path under the root (`/sys/bus/pci/devices/0000:17:00.0` leads to
+    /// `/sys/devices/pci0000:16/0000:17:00.0`); None when it is absent or leads
+    /// out of the root.
+    pub fn resolve(&self, abs: &str) -> Option<String> {
+        let real = std::fs::canonicalize(self.path(abs)).ok()?;
+        let base = std::fs::canonicalize(&self.0).ok()?;
+        let inside = real.strip_prefix(&base).ok()?;
+        Some(format!("/{}", inside.to_string_lossy()))
+    }
+}
+
+/// The last component of an absolute path ("0000:17:00.0").
+pub fn file_name(abs: &str) -> &str {
+    abs.rsplit('/').next().unwrap_or(abs)
+}
+
+/// The folder an absolute path is in ("/sys/devices/pci0000:16"); None for "/".
+pub fn parent(abs: &str) -> Option<&str> {
+    abs.rsplit_once('/')
+        .map(|(dir, _)| dir)
+        .filter(|d| !d.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture::Tree;
+    use super::*;
+
+    #[test]
+    fn reads_trimmed_text_and_values() {
+        let t = Tree::temp("sysfs-read");
+        t.put("/sys/class/net/eth0/mtu", "9000");
+        t.put("/sys/x/speed", "16.0 GT/s PCIe");
+        t.put("/sys/x/width", "sixteen");
+        let root = t.root();
+        assert_eq!(
+            root.read("/sys/class/net/eth0/mtu").as_deref(),
+            Some("9000")
+        );
+        assert_eq!(
+            root.read_parsed::<u32>("/sys/class/net/eth0/mtu"),
+            Some(9000)
+        );
+        // Unparsable and absent read alike (see read_with).
+        assert_eq!(root.read_parsed::<u32>("/sys/x/width"), None);
+        assert_eq!(root.read_parsed::<u32>("/sys/x/absent"), None);
+        assert_eq!(root.read("/sys/x/absent"), None);
+        assert_eq!(
+            root.read_with("/sys/x/speed", |s| s.split_once(' ').map(|(n, _)| n.len())),
+            Some(4)
+        );
+        assert!(root.exists("/sys/x") && !root.exists("/sys/y"));
+    }
+
+    #[test]
+    fn lists_entries_sorted_and_by_value() {
+        let t = Tree::temp("sysfs-list");
+        for n in ["10", "2", "1", "x"] {
+            t.put(&format!("/sys/ports/{n}/state"), "4: ACTIVE");
+        }
+        let root = t.root();
+        assert_eq!(root.list("/sys/ports"), ["1", "10", "2", "x"]);
+        assert_eq!(root.list_parsed::<u32>("/sys/ports"), [1, 2, 10]);
+        assert!(root.list("/sys/none").is_empty());
+        assert!(root.list_parsed::<u32>("/sys/ports/1/state").is_empty());
+    }
+
+    #[test]
+    fn follows_symlinks_within_the_root() {
+        let t = Tree::temp("sysfs-links");
+        t.put("/sys/devices/pci0000:16/0000:17:00.0/vendor", "0x15b3");
+        t.link(
+            "/sys/bus/pci/devices/0000:17:00.0",
+            "../../../devices/pci0000:16/0000:17:00.0",
+        );
+        t.link(
+            "/sys/bus/pci/devices/0000:17:00.0/driver",
+            "../../mlx5_core",
+        );
+        t.link("/sys/escape", "/");
+        let root = t.root();
+        let dev = pci_device("0000:17:00.0");
+        assert_eq!(
+            root.read(&format!("{dev}/vendor")).as_deref(),
+            Some("0x15b3")
+        );
+        assert_eq!(
+            root.resolve(&dev).as_deref(),
+            Some("/sys/devices/pci0000:16/0000:17:00.0")
+        );
+        assert_eq!(root.link_name(&dev).as_deref(), Some("0000:17:00.0"));
+        // A dangling link still names its target.
+        assert_eq!(
+            root.link_name(&format!("{dev}/driver")).as_deref(),
+            Some("mlx5_core")
+        );
+        assert_eq!(root.resolve("/sys/escape"), None);
+        assert_eq!(root.resolve("/sys/absent"), None);
+        assert_eq!(file_name("/sys/devices/pci0000:16"), "pci0000:16");
+        assert_eq!(parent("/sys/devices/pci0000:16"), Some("/sys/devices"));
+        assert_eq!(parent("/sys"), None);
+    }
+
+    #[test]
+    fn reads_are_bounded_and_only_of_regular_files() {
+        let t = Tree::temp("sysfs-bounded");
+        t.put_bytes("/proc/big", &vec![b'x'; MAX_FILE_BYTES as usize + 1]);
+        t.put_bytes("/proc/edge", &vec![b'x'; MAX_FILE_BYTES as usize]);
+        t.put_bytes("/proc/binary", &[0xff, 0xfe]);
+        let fifo = t.dir().join("proc/fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let root = t.root();
+        assert_eq!(root.read_bytes("/proc/big"), None);
+        assert_eq!(
+            root.read_bytes("/proc/edge").map(|b| b.len()),
+            Some(1 << 20)
+        );
+        assert_eq!(root.read_bytes("/proc/binary"), Some(vec![0xff, 0xfe]));
+        assert_eq!(root.read("/proc/binary"), None);
+        // Neither blocks: a FIFO with no writer, an endless device, a directory.
+        assert_eq!(root.read("/proc/fifo"), None);
+        assert_eq!(Root::new("/").read_bytes("/dev/zero"), None);
+        assert_eq!(root.read("/proc"), None);
+    }
+}
