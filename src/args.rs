@@ -3,7 +3,7 @@
 //! and the fix.
 
 use crate::backend::BackendKind;
-use crate::cli::{size_arg, AllPairsArgs, CsvArgs};
+use crate::cli::{check_csv_target, parse_one_line, size_arg, AllPairsArgs, CsvArgs};
 use crate::datatype::{DataType, RedOp};
 use crate::limits::{parse_limit, Limit};
 use crate::sizes::Step;
@@ -353,17 +353,6 @@ impl Plan {
     }
 }
 
-/// `--csv PATH`: refused when the file exists without `--append` (runs are never overwritten).
-pub fn check_csv_target(csv: Option<&std::path::Path>, append: bool) -> Result<(), UsageError> {
-    match csv {
-        Some(path) if path.exists() && !append => Err(usage(format!(
-            "--csv {}: the file exists and runs are never overwritten; choose a new path or add --append",
-            path.display()
-        ))),
-        _ => Ok(()),
-    }
-}
-
 /// Parses the command line, turning clap's multi-line errors into one line.
 /// `--help` and `--version` print and exit 0 as usual.
 pub fn parse_args<I, T>(argv: I) -> Result<CollArgs, UsageError>
@@ -372,60 +361,6 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     parse_one_line(argv)
-}
-
-/// `parse_args` for any clap command (the `plot` and `compare` binaries too).
-pub fn parse_one_line<P, I, T>(argv: I) -> Result<P, UsageError>
-where
-    P: Parser,
-    I: IntoIterator<Item = T>,
-    T: Into<std::ffi::OsString> + Clone,
-{
-    P::try_parse_from(argv).map_err(|e| match e.kind() {
-        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
-        _ => usage(invalid_choice(&e).unwrap_or_else(|| one_line(&e))),
-    })
-}
-
-/// clap's message up to its usage block, on one line (a missing argument is named
-/// on the line after the first).
-fn one_line(e: &clap::Error) -> String {
-    let text = e.render().to_string();
-    let message: Vec<&str> = text
-        .lines()
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    format!(
-        "{} (see --help)",
-        message.join(" ").trim_start_matches("error: ")
-    )
-}
-
-/// A value outside a flag's fixed choices, in the house style: "--backend tcp: use
-/// mpi, nccl or auto" (clap's own message spans lines and lists them in brackets).
-fn invalid_choice(e: &clap::Error) -> Option<String> {
-    use clap::error::{ContextKind, ContextValue};
-    let (
-        Some(ContextValue::String(arg)),
-        Some(ContextValue::String(value)),
-        Some(ContextValue::Strings(valid)),
-    ) = (
-        e.get(ContextKind::InvalidArg),
-        e.get(ContextKind::InvalidValue),
-        e.get(ContextKind::ValidValue),
-    )
-    else {
-        return None;
-    };
-    let flag = arg.split_whitespace().next().unwrap_or(arg);
-    let choices = match valid.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => return None,
-    };
-    Some(format!("{flag} {value}: use {choices}"))
 }
 
 #[cfg(test)]

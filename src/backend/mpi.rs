@@ -267,7 +267,7 @@ impl Backend for MpiBackend {
     }
 
     fn memory_available(&self) -> Option<MemoryBudget> {
-        let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let meminfo = crate::sysfs::Root::new("/").read("/proc/meminfo")?;
         let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         let sharers = self.local_size.max(1);

@@ -2,7 +2,7 @@
 //! regression, 1 a regression beyond the thresholds, 2 bad input.
 
 use super::{compare, Thresholds};
-use crate::args::parse_one_line;
+use crate::cli::parse_one_line;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::plot::{file_labels, limits_in, render, RunData};
 use crate::report::csv::read_rows;

@@ -1,6 +1,6 @@
 //! copy_bw's command line and the plan it validates into.
 
-use crate::args::check_csv_target;
+use crate::cli::check_csv_target;
 use crate::cli::{size_arg, CsvArgs};
 use crate::job::UsageError;
 use crate::report::copy::CopyKind;

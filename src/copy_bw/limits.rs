@@ -48,7 +48,7 @@ pub(super) fn slow_link_note(
     if efficiency >= 75.0 {
         return None;
     }
-    let state = limits::pcie_state(sysfs.dir(), &gpu.info.bus_id)?;
+    let state = limits::pcie_state(sysfs, &gpu.info.bus_id)?;
     let current = state.current?;
     current.below(&state.capable).then(|| {
         format!(

@@ -20,7 +20,7 @@ mod session;
 
 pub use args::{CopyArgs, CopyPlan};
 
-use crate::args::parse_one_line;
+use crate::cli::parse_one_line;
 use crate::job::{self, Group, Start};
 use std::process::ExitCode;
 

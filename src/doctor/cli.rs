@@ -5,7 +5,7 @@ use super::facts::NodeFacts;
 use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
 use super::{check, collect, count, one_per_node, Selection, Severity};
-use crate::args::parse_one_line;
+use crate::cli::parse_one_line;
 use crate::job::{self, ExitStatus, Failure, Group, Job, Start, UsageError};
 use crate::sysfs::Root;
 use clap::Parser;

@@ -14,7 +14,7 @@ const NVIDIA_VENDOR: &str = "0x10de";
 pub fn read_pci_device(root: &Root, bdf: &str) -> PciDevice {
     PciDevice {
         bdf: bdf.to_string(),
-        link: limits::pcie_state(root.dir(), bdf),
+        link: limits::pcie_state(root, bdf),
     }
 }
 

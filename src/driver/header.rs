@@ -148,7 +148,7 @@ fn launch_detail(launch: Launch) -> String {
 /// rank per node, so that a downgraded link on any node is reported).
 pub(super) fn find_limits(comm: &dyn Comm, args: &CollArgs, run: &mut RunInfo) {
     let mine = if comm.local_rank() == 0 {
-        limits::detect(&args.sysfs_root)
+        limits::detect(&crate::sysfs::Root::new(&args.sysfs_root))
     } else {
         Detection::default()
     };

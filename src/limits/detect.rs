@@ -51,8 +51,8 @@ fn read_link(root: &Root, dev: &str, kind: &str) -> Option<PcieLink> {
 }
 
 /// Reads the link of the device at `bus_id` under `root` (normally "/").
-pub fn pcie_state(root: &Path, bus_id: &str) -> Option<PcieState> {
-    pcie_state_at(&Root::new(root), &sysfs::pci_device(bus_id))
+pub fn pcie_state(root: &Root, bus_id: &str) -> Option<PcieState> {
+    pcie_state_at(root, &sysfs::pci_device(bus_id))
 }
 
 /// Reads the link of the PCI device whose sysfs folder is `device`; None
@@ -148,8 +148,7 @@ fn is_gpu(root: &Root, dev: &str) -> bool {
 
 /// Reads the links of this node under `root` (normally "/"): every active RDMA
 /// port's rate, the PCIe link of every RDMA NIC and of every GPU.
-pub fn detect(root: &Path) -> Detection {
-    let root = Root::new(root);
+pub fn detect(root: &Root) -> Detection {
     let mut found = Detection::default();
     for name in root.list(INFINIBAND) {
         let dev = format!("{INFINIBAND}/{name}");
@@ -252,7 +251,7 @@ mod tests {
 
     /// Detection on the fixture tree `name`.
     fn detect_on(tree: &Tree) -> Detection {
-        detect(tree.dir())
+        detect(&tree.root())
     }
 
     fn named(name: &str) -> Detection {
@@ -309,7 +308,7 @@ mod tests {
         assert_eq!(d.limits.len(), 1, "{:?}", d.limits);
         assert_eq!(d.limits[0].name, "gpu-pcie gen4 x16");
         // The same figure copy_bw compares the GPU's copies with.
-        let state = pcie_state(tree.dir(), "0000:41:00.0").unwrap();
+        let state = pcie_state(&tree.root(), "0000:41:00.0").unwrap();
         assert_eq!(d.limits[0].gbs, state.limit().gbs);
         assert!((state.limit().gbs - 31.51).abs() < 0.01);
         assert_eq!(state.device_max.generation(), Some(5));
@@ -377,7 +376,7 @@ mod tests {
             &format!("../../../..{gpu}"),
         );
 
-        let state = pcie_state(t.dir(), "0000:18:00.0").unwrap();
+        let state = pcie_state(&t.root(), "0000:18:00.0").unwrap();
         assert_eq!(
             state.capable,
             PcieLink {
@@ -392,7 +391,7 @@ mod tests {
                 width: 16
             })
         );
-        assert_eq!(pcie_state(t.dir(), "0000:99:00.0"), None);
+        assert_eq!(pcie_state(&t.root(), "0000:99:00.0"), None);
         assert_eq!(
             pci_device_dir(t.dir(), "0000:18:00.0"),
             t.dir().join("sys/bus/pci/devices/0000:18:00.0")

@@ -2,7 +2,7 @@
 //! or 2 for bad input (arguments or files).
 
 use super::{apply_limits, limits_in, load_runs, render};
-use crate::args::parse_one_line;
+use crate::cli::parse_one_line;
 use crate::cli::size_arg;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::limits::{parse_limit, Limit};

@@ -6,7 +6,7 @@ use super::evaluate::evaluate;
 use super::report::{shell_line, DoctorStep, RunReport, TestStep};
 use super::runner::run_step;
 use super::spec::Spec;
-use crate::args::parse_one_line;
+use crate::cli::parse_one_line;
 use crate::doctor::output::read_csv as read_findings;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::report::run::compact_utc;

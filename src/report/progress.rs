@@ -9,6 +9,7 @@
 
 use super::{Exporter, RunInfo, SizeResult, Summary};
 use crate::sizes::human_bytes;
+use crate::sysfs::Root;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -19,8 +20,8 @@ const LAUNCHERS: [&str; 5] = ["mpirun", "mpiexec", "orterun", "prterun", "mpiexe
 /// Redraws per second: the bar crosses the launcher's relay, so it stays light.
 const REFRESH_HZ: u8 = 4;
 
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+fn parent_of(proc: &Root, pid: u32) -> Option<u32> {
+    let stat = proc.read(&format!("/proc/{pid}/stat"))?;
     // "pid (comm) state ppid ...": comm may hold spaces, so split after its ')'.
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(1)?.parse().ok()
@@ -31,12 +32,15 @@ fn parent_of(pid: u32) -> Option<u32> {
 /// writes to a file, so the rank's own says nothing): `mpirun ... > log` shows
 /// no bar. Without one, the process's own stdout.
 fn stdout_reaches_terminal() -> bool {
+    let proc = Root::new("/");
     let mut pid = std::process::id();
     for _ in 0..4 {
-        let Some(parent) = parent_of(pid).filter(|p| *p > 1) else {
+        let Some(parent) = parent_of(&proc, pid).filter(|p| *p > 1) else {
             return false;
         };
-        let comm = std::fs::read_to_string(format!("/proc/{parent}/comm")).unwrap_or_default();
+        let comm = proc
+            .read(&format!("/proc/{parent}/comm"))
+            .unwrap_or_default();
         if LAUNCHERS.contains(&comm.trim()) {
             return std::fs::read_link(format!("/proc/{parent}/fd/1")).is_ok_and(|target| {
                 target.starts_with("/dev/pts") || target.to_string_lossy().starts_with("/dev/tty")

@@ -159,6 +159,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reads_live_proc_files_whose_size_says_zero() {
+        // procfs reports size 0 for generated files: the read must not trust it.
+        let root = Root::new("/");
+        assert!(root
+            .read("/proc/meminfo")
+            .unwrap()
+            .contains("MemAvailable:"));
+        let stat = root
+            .read(&format!("/proc/{}/stat", std::process::id()))
+            .unwrap();
+        assert!(stat.starts_with(&std::process::id().to_string()));
+    }
+
+    #[test]
     fn reads_trimmed_text_and_values() {
         let t = Tree::temp("sysfs-read");
         t.put("/sys/class/net/eth0/mtu", "9000");

@@ -3,7 +3,7 @@
 
 use super::bench::{Benchmark, Test, Verb};
 use crate::allpairs::Thresholds;
-use crate::args::{check_csv_target, parse_one_line};
+use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
 use clap::Parser;
@@ -371,15 +371,7 @@ impl VerbsArgs {
                     "--all-pairs: the pairs find each other through MPI; drop HOST and start under mpirun",
                 ));
             }
-            if append {
-                return Err(usage(
-                    "--append: an all-pairs run writes one matrix file of its own; drop --append",
-                ));
-            }
-            Some(
-                Thresholds::new(self.pairs.slow_fraction, self.pairs.slow_latency)
-                    .map_err(usage)?,
-            )
+            Some(Thresholds::from_args(&self.pairs, append)?)
         } else {
             None
         };
