@@ -1,23 +1,16 @@
 //! fabricbench: what a GPU cluster's fabric really does, measured the way
 //! nccl-tests and perftest measure it.
 //!
-//! - `collective`: the nine collectives, one file each (byte counts, busbw factor,
-//!   expected data, the call).
-//! - `backend`: where they run (`mpi`: host memory through MPI; `nccl`: GPU memory
-//!   through NCCL).
-//! - `gpu`: CUDA (driver API, loaded at run time), NCCL discovery, link limits.
-//! - `driver`: the one sweep/timing/validation loop behind every binary.
-//! - `report`: the result rows and their exporters (nccl-tests table, CSV,
-//!   histograms, plots, progress bar).
-//! - `limits`: theoretical link limits (named, given, detected from sysfs).
-//! - `plot`: the charts of `plot`, `compare` and `--plot`.
-//! - `compare`: matching runs and their deltas.
-//! - `gpu`: CUDA and NCCL found and loaded at run time; GPU buffers.
-//! - `copy_bw`: GPU copy bandwidth per direction against the link limits.
-//! - `doctor`: per-node and cross-node configuration checks (the `doctor` binary).
-//! - `allpairs`: every pair of ranks measured in rounds of disjoint pairs.
-//! - `rack`: the acceptance run of a rack from a TOML spec (the `rack_check` binary).
-//! - `verbs`: the perftest-compatible RDMA verbs benchmarks (ib_write_bw, ...).
+//! Layers, top to bottom (each uses only its own and those below; `tests/layers.rs`
+//! checks it):
+//! - families: `driver` (the collective binaries, flags in `args`), `allpairs`,
+//!   `verbs`, `copy_bw`, `doctor`, `rack`, `compare`;
+//! - backends and transport: `backend`, `collective` (one file per collective),
+//!   `gpu` (CUDA and NCCL loaded at run time), `watchdog` (`-T`);
+//! - report: `report` (rows and the exporters), `limits`, `plot`;
+//! - foundation: `job` (the world, agreement, exit statuses and the one exit
+//!   policy), `cli`, `sysfs` (the one reader of /sys and /proc), `sizes`, `stats`,
+//!   `datatype`, `pattern`.
 
 pub mod allpairs;
 pub mod args;
