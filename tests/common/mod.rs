@@ -76,3 +76,40 @@ pub fn fixture(rel: &str) -> PathBuf {
         .join("tests/fixtures")
         .join(rel)
 }
+
+/// The number of data rows `pd.read_csv(path)` loads, as a user's notebook would
+/// load the file (python3 with pandas: scripts/setup.sh installs it); panics with
+/// pandas' own error when the file does not load.
+pub fn pandas_rows(path: &Path) -> usize {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, pandas as pd; print(len(pd.read_csv(sys.argv[1])))",
+        ])
+        .arg(path)
+        .output()
+        .expect("python3 runs (scripts/setup.sh installs python3-pandas)");
+    assert!(
+        out.status.success(),
+        "pandas cannot load {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Every finished row of `path` is there for pandas, compare and plot alike.
+pub fn assert_rows_load(path: &Path, expected: usize) {
+    assert_eq!(
+        pandas_rows(path),
+        expected,
+        "rows pandas loads from {}",
+        path.display()
+    );
+    assert_eq!(
+        read_rows(path).len(),
+        expected,
+        "rows fabricbench reads from {}",
+        path.display()
+    );
+}
