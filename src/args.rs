@@ -3,7 +3,9 @@
 //! and the fix.
 
 use crate::backend::BackendKind;
-use crate::cli::{check_csv_target, parse_one_line, size_arg, AllPairsArgs, CsvArgs};
+use crate::cli::{
+    check_csv_target, check_folder_target, parse_one_line, size_arg, whole, AllPairsArgs, CsvArgs,
+};
 use crate::datatype::{DataType, RedOp};
 use crate::limits::{parse_limit, Limit};
 use crate::sizes::Step;
@@ -13,29 +15,32 @@ use std::path::PathBuf;
 
 pub use crate::job::UsageError;
 
+/// -g: more GPUs than any node holds is a typo (and would overflow rank counts).
+const MAX_GPUS_PER_PROCESS: usize = 1024;
+
 #[derive(Parser, Debug, Clone, Serialize)]
 #[command(version, about, disable_help_flag = false)]
 pub struct CollArgs {
     /// Smallest message size in bytes (K, M, G suffixes: 1K = 1024)
-    #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = size_arg)]
+    #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = size_arg, allow_hyphen_values = true)]
     pub minbytes: u64,
     /// Largest message size in bytes
-    #[arg(short = 'e', long = "maxbytes", default_value = "32M", value_parser = size_arg)]
+    #[arg(short = 'e', long = "maxbytes", default_value = "32M", value_parser = size_arg, allow_hyphen_values = true)]
     pub maxbytes: u64,
     /// Multiply the size by this factor at each step (an integer > 1)
-    #[arg(short = 'f', long = "stepfactor")]
+    #[arg(short = 'f', long = "stepfactor", allow_negative_numbers = true)]
     pub stepfactor: Option<String>,
     /// Add this many bytes at each step (used when -f is not given)
-    #[arg(short = 'i', long = "stepbytes", value_parser = size_arg)]
+    #[arg(short = 'i', long = "stepbytes", value_parser = size_arg, allow_hyphen_values = true)]
     pub stepbytes: Option<u64>,
     /// Timed iterations per size
-    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
     pub iters: usize,
     /// Untimed warm-up iterations per size
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub warmup_iters: usize,
     /// Validate results this many times per size (0 = no check)
-    #[arg(short = 'c', long = "check", default_value_t = 1)]
+    #[arg(short = 'c', long = "check", default_value_t = 1, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub check: usize,
     /// Reduction: sum, prod, min, max, avg, or all
     #[arg(short = 'o', long = "op", default_value = "sum")]
@@ -52,13 +57,13 @@ pub struct CollArgs {
     )]
     pub root: i64,
     /// Time reported across ranks: 0 = rank 0, 1 = average, 2 = minimum, 3 = maximum
-    #[arg(short = 'a', long = "average", default_value_t = 1)]
+    #[arg(short = 'a', long = "average", default_value_t = 1, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
     pub average: u8,
     /// Run the whole sweep this many times (0 = until interrupted)
-    #[arg(short = 'N', long = "run_cycles", default_value_t = 1)]
+    #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = whole::<u64>(0), allow_negative_numbers = true)]
     pub run_cycles: u64,
     /// Abort when one call has not finished after this many seconds (0 = never)
-    #[arg(short = 'T', long = "timeout", default_value_t = 600)]
+    #[arg(short = 'T', long = "timeout", default_value_t = 600, value_parser = whole::<u64>(0), allow_negative_numbers = true)]
     pub timeout: u64,
     /// Where the collectives run: mpi (host memory), nccl (GPU memory) or auto
     #[arg(long = "backend", value_enum, default_value_t = BackendChoice::Auto)]
@@ -81,16 +86,16 @@ pub struct CollArgs {
     #[arg(long = "hist", value_name = "DIR")]
     pub hist: Option<PathBuf>,
     /// GPUs each process drives through grouped calls (nccl backend)
-    #[arg(short = 'g', long = "ngpus", default_value_t = 1)]
+    #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
     pub ngpus: usize,
     /// 1: wait for each call to complete on every rank before the next
-    #[arg(short = 'z', long = "blocking", default_value_t = 0)]
+    #[arg(short = 'z', long = "blocking", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
     pub blocking: u8,
     /// Capture the timed calls in a CUDA graph and launch it this many times (0 = no graph; nccl backend)
-    #[arg(short = 'G', long = "cudagraph", default_value_t = 0)]
+    #[arg(short = 'G', long = "cudagraph", default_value_t = 0, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub cudagraph: usize,
     /// 1: report the CPU time to issue each call in the time column instead of its completion time
-    #[arg(short = 'C', long = "report_cputime", default_value_t = 0)]
+    #[arg(short = 'C', long = "report_cputime", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
     pub report_cputime: u8,
     /// libnccl.so.2 to load (the file, or its directory); searched for when not given
     #[arg(long = "nccl-lib", env = "FABRICBENCH_NCCL_LIB", value_name = "PATH")]
@@ -310,13 +315,19 @@ impl CollArgs {
             )),
         };
         check_csv_target(self.output.csv.as_deref(), self.output.append)?;
-        for (flag, dir) in [("--plot", &self.plot), ("--hist", &self.hist)] {
-            if let Some(dir) = dir.as_ref().filter(|d| d.exists() && !d.is_dir()) {
-                return Err(usage(format!(
-                    "{flag} {}: exists and is not a directory; give a directory",
-                    dir.display()
-                )));
-            }
+        check_folder_target("--plot", self.plot.as_deref())?;
+        check_folder_target("--hist", self.hist.as_deref())?;
+        if self.ngpus > MAX_GPUS_PER_PROCESS {
+            return Err(usage(format!(
+                "-g/--ngpus {}: a process drives at most {MAX_GPUS_PER_PROCESS} GPUs; use e.g. -g 8",
+                self.ngpus
+            )));
+        }
+        if self.iters.checked_mul(self.cudagraph).is_none() {
+            return Err(usage(format!(
+                "-G/--cudagraph {} x -n/--iters {}: more timed calls than can be counted; lower -G or -n",
+                self.cudagraph, self.iters
+            )));
         }
         Ok(Plan {
             min_bytes: self.minbytes,
@@ -459,6 +470,33 @@ mod tests {
         assert!(err(&["-C", "7"]).starts_with("-C/--report_cputime 7"));
         assert!(err(&["-z", "1", "-G", "5"]).starts_with("-z/--blocking 1 and -G/--cudagraph"));
         assert!(!err(&["--bogus"]).contains('\n'));
+    }
+
+    #[test]
+    fn negative_and_fractional_numbers_name_their_flag() {
+        for (args, expected) in [
+            (&["-n", "-1"][..], "-n/--iters -1: use a whole number >= 1"),
+            (&["-n", "0"], "-n/--iters 0: at least one timed iteration is needed"),
+            (&["-n", "x"], "-n/--iters: 'x' is not a number; use a whole number >= 1"),
+            (&["-w", "-1"], "-w/--warmup_iters -1: use a whole number >= 0"),
+            (&["-c", "-1"], "-c/--check -1: use a whole number >= 0"),
+            (&["-T", "-1"], "-T/--timeout -1: use a whole number >= 0"),
+            (&["-N", "-1"], "-N/--run_cycles -1: use a whole number >= 0"),
+            (&["-g", "-2"], "-g/--ngpus -2: use a whole number >= 1"),
+            (&["-a", "300"], "-a/--average 300: use a whole number from 0 to 255"),
+            (&["-n", "99999999999999999999"], "-n/--iters 99999999999999999999: use a whole number >= 1"),
+            (&["-f", "-2"], "-f/--stepfactor -2: must be an integer > 1"),
+            (&["-b", "-8"], "-b/--minbytes: '-8' is negative: a size is a whole number of bytes, e.g. 8 or 1K"),
+            (&["-b", "1.9"], "-b/--minbytes: '1.9' is not a whole number of bytes (1.9 B); use e.g. 2"),
+            (&["-e", "12Q"], "-e/--maxbytes: '12Q' is not a size: use a number with an optional K, M or G suffix"),
+            (&["-i", "-1K"], "-i/--stepbytes: '-1K' is negative"),
+        ] {
+            let e = err(args);
+            assert!(e.starts_with(expected), "{args:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        assert_eq!(plan(&["-b", "1.5K", "-e", "1.5K"]).unwrap().min_bytes, 1536);
+        assert_eq!(plan(&["-r", "-1"]).unwrap().roots, Roots::Every);
     }
 
     #[test]

@@ -1,32 +1,65 @@
 //! Message sizes: parsing `-b 8`, `-e 128M`, and the sweep from min to max.
 
 /// Parses a byte count as nccl-tests does: a number with an optional K, M or G
-/// suffix (binary: 1K = 1024), case-insensitive; fractions allowed (`1.5M`).
+/// suffix (binary: 1K = 1024), case-insensitive. A fraction is allowed where the
+/// result is a whole number of bytes (`1.5K` is 1536); `1.9` is refused, never
+/// rounded down to 1 byte. The arithmetic is exact: decimal digits, no float.
 pub fn parse_size(text: &str) -> Result<u64, String> {
+    let not_a_size =
+        || format!("'{text}' is not a size: use a number with an optional K, M or G suffix");
+    let too_large = || format!("'{text}' is out of range: sizes stop at 2^64-1 bytes");
     let t = text.trim();
-    let (digits, unit) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_uppercase()),
+    let (number, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (t[..i].trim(), c.to_ascii_uppercase()),
         _ => (t, ' '),
     };
-    let multiplier: f64 = match unit {
-        ' ' => 1.0,
-        'K' => 1024.0,
-        'M' => 1024.0 * 1024.0,
-        'G' => 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(format!(
-                "'{text}' is not a size: use a number with an optional K, M or G suffix"
-            ))
-        }
+    let shift: u32 = match unit {
+        ' ' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return Err(not_a_size()),
     };
-    let value: f64 = digits.trim().parse().map_err(|_| {
-        format!("'{text}' is not a size: use a number with an optional K, M or G suffix")
-    })?;
-    let bytes = value * multiplier;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("'{text}' is out of range"));
+    let (negative, digits) = match number.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, number.strip_prefix('+').unwrap_or(number)),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let fraction = fraction.trim_end_matches('0');
+    let decimal = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.len() + fraction.len() == 0 || !decimal(whole) || !decimal(fraction) {
+        return Err(not_a_size());
     }
-    Ok(bytes as u64)
+    if negative {
+        return Err(format!(
+            "'{text}' is negative: a size is a whole number of bytes, e.g. 8 or 1K"
+        ));
+    }
+    let value = |s: &str| {
+        s.bytes().try_fold(0u128, |n, b| {
+            n.checked_mul(10)?.checked_add(u128::from(b - b'0'))
+        })
+    };
+    let whole = value(whole)
+        .filter(|&w| w <= u64::MAX as u128)
+        .ok_or_else(too_large)?;
+    // fraction / 10^d times 2^shift is whole only when d <= shift and 5^d divides
+    // the fraction's digits (its last digit is not 0): then it is
+    // (fraction / 5^d) * 2^(shift - d).
+    let d = fraction.len() as u32;
+    let part = value(fraction)
+        .filter(|_| d <= shift)
+        .filter(|f| f % 5u128.pow(d) == 0)
+        .map(|f| (f / 5u128.pow(d)) << (shift - d));
+    let Some(part) = part else {
+        let bytes = (whole as f64 + format!("0.{fraction}").parse::<f64>().unwrap_or(0.0))
+            * f64::from(1u32 << shift);
+        return Err(format!(
+            "'{text}' is not a whole number of bytes ({bytes} B); use e.g. {}",
+            bytes.ceil()
+        ));
+    };
+    u64::try_from((whole << shift) + part).map_err(|_| too_large())
 }
 
 /// How the sweep steps from one size to the next (`-f` or `-i`).
@@ -36,22 +69,31 @@ pub enum Step {
     Bytes(u64),
 }
 
-/// The sizes min, min*f, ... <= max (or min, min+i, ...), as nccl-tests visits them.
-pub fn sweep(min: u64, max: u64, step: Step) -> Vec<u64> {
-    let mut sizes = Vec::new();
-    let mut size = min;
-    while size <= max {
-        sizes.push(size);
+/// The sizes min, min*f, ... <= max (or min, min+i, ...), as nccl-tests visits
+/// them, one at a time: a sweep of many sizes is never held in memory.
+pub fn sizes(min: u64, max: u64, step: Step) -> impl Iterator<Item = u64> {
+    std::iter::successors((min <= max).then_some(min), move |&size| {
         let next = match step {
             Step::Factor(f) => size.saturating_mul(f),
             Step::Bytes(b) => size.saturating_add(b),
         };
-        if next <= size {
-            break;
-        }
-        size = next;
+        (next > size && next <= max).then_some(next)
+    })
+}
+
+/// `sizes` collected, for the families that keep the list.
+pub fn sweep(min: u64, max: u64, step: Step) -> Vec<u64> {
+    sizes(min, max, step).collect()
+}
+
+/// How many sizes `sizes` visits, counted without visiting them.
+pub fn sweep_len(min: u64, max: u64, step: Step) -> u64 {
+    match step {
+        _ if min > max => 0,
+        Step::Bytes(0) | Step::Factor(0 | 1) => 1,
+        Step::Bytes(b) => (max - min) / b + 1,
+        Step::Factor(_) => sizes(min, max, step).count() as u64,
     }
-    sizes
 }
 
 /// Formats a byte count for messages: "32 MiB", "1.5 GiB", "8 B".
@@ -88,6 +130,48 @@ mod tests {
     }
 
     #[test]
+    fn a_size_is_a_whole_number_of_bytes() {
+        assert_eq!(parse_size("1.5K").unwrap(), 1536);
+        assert_eq!(parse_size("0.5k").unwrap(), 512);
+        assert_eq!(parse_size("2.000").unwrap(), 2);
+        assert_eq!(parse_size("+8").unwrap(), 8);
+        assert_eq!(parse_size(" 1 K ").unwrap(), 1024);
+        assert_eq!(parse_size("0.0009765625M").unwrap(), 1024);
+        assert_eq!(parse_size("16G").unwrap(), 16 << 30);
+        assert_eq!(
+            parse_size("1.9").unwrap_err(),
+            "'1.9' is not a whole number of bytes (1.9 B); use e.g. 2"
+        );
+        assert!(parse_size("1.0001K")
+            .unwrap_err()
+            .starts_with("'1.0001K' is not a whole number of bytes (1024.1024 B)"));
+        assert_eq!(
+            parse_size("-8").unwrap_err(),
+            "'-8' is negative: a size is a whole number of bytes, e.g. 8 or 1K"
+        );
+        for text in [
+            "18446744073709551616",
+            "17179869184G",
+            "99999999999999999999999999999999999999999",
+        ] {
+            assert!(
+                parse_size(text).unwrap_err().contains("out of range"),
+                "{text}"
+            );
+        }
+        assert_eq!(parse_size("18446744073709551615").unwrap(), u64::MAX);
+        for text in ["1e3", "inf", "NaN", ".", "1.2.3", "K", "1KK", "0x10", "1,5"] {
+            assert!(
+                parse_size(text).unwrap_err().contains("is not a size"),
+                "{text}"
+            );
+        }
+        assert!(parse_size(&format!("1.{}1", "0".repeat(40)))
+            .unwrap_err()
+            .contains("whole"));
+    }
+
+    #[test]
     fn sweeps_by_factor_and_by_bytes() {
         assert_eq!(sweep(8, 64, Step::Factor(2)), vec![8, 16, 32, 64]);
         assert_eq!(sweep(8, 100, Step::Factor(4)), vec![8, 32]);
@@ -100,6 +184,21 @@ mod tests {
             sweep(u64::MAX - 1, u64::MAX, Step::Factor(2)),
             vec![u64::MAX - 1, u64::MAX]
         );
+        for (min, max, step) in [
+            (8, 64, Step::Factor(2)),
+            (8, 100, Step::Factor(4)),
+            (10, 40, Step::Bytes(10)),
+            (10, 45, Step::Bytes(10)),
+            (9, 8, Step::Bytes(1)),
+            (1, u64::MAX, Step::Factor(3)),
+        ] {
+            assert_eq!(
+                sweep_len(min, max, step),
+                sweep(min, max, step).len() as u64
+            );
+        }
+        // Counted without a list: 2^40 sizes.
+        assert_eq!(sweep_len(1, 1 << 40, Step::Bytes(1)), 1 << 40);
     }
 
     #[test]

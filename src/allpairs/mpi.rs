@@ -2,12 +2,12 @@
 //! (both directions at once, as sendrecv_perf's ring does), timed with MPI_Wtime.
 
 use super::judging::Thresholds;
-use super::runner::{run_pairs, PairMeasure, PairRun, PairSample};
+use super::runner::{check_memory, run_pairs, PairMeasure, PairRun, PairSample};
 use crate::args::{CollArgs, Plan};
 use crate::collective::{Collective, CollectiveId};
 use crate::job::world::World;
 use crate::job::{ExitStatus, Failure};
-use crate::sizes::sweep;
+use crate::sizes::{sweep, sweep_len};
 use crate::watchdog::Watchdog;
 use mpi::point_to_point::send_receive_into;
 use mpi::topology::Communicator;
@@ -130,6 +130,9 @@ pub(crate) fn run(
             plan.max_bytes
         )));
     }
+    let sizes = sweep_len(plan.min_bytes, plan.max_bytes, plan.step);
+    let per_pair = (plan.iters as u64).saturating_mul(8);
+    check_memory(world, program, 2 * plan.max_bytes, per_pair, sizes)?;
     let mut pair = MpiPair::new(world, plan.max_bytes as usize, plan);
     let setup = PairRun {
         program,

@@ -8,10 +8,13 @@ use super::judging::Thresholds;
 use super::matrix::{labels, write_csv, PairResults, SizeMatrices};
 use super::schedule::{partner, round_robin};
 use super::table::{write_header, write_table, Header};
+use crate::cli::io_reason;
 use crate::job::world::World;
 use crate::job::{agree, ExitStatus, Failure};
+use crate::report::csv::new_file;
+use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
-use std::fs::OpenOptions;
+use std::io::Write;
 use std::path::Path;
 
 /// One pair measurement as one rank of the pair timed it.
@@ -148,6 +151,66 @@ fn assemble(
     results
 }
 
+/// Host bytes the results of an all-pairs run of `sizes` sizes on `nranks` ranks
+/// take: on each rank the list of sizes and its samples (8 B a size, 24 B a round
+/// and size); on rank 0 also every rank's samples, the N x N matrices of 4 metrics
+/// (16 B a cell) and their CSV text (at most 24 B a cell). None: more than a u64 counts.
+pub fn results_bytes(nranks: usize, sizes: u64, root: bool) -> Option<u64> {
+    let n = nranks as u64;
+    let rounds = round_robin(nranks).len() as u64;
+    let samples = rounds
+        .checked_mul(sizes)?
+        .checked_mul(SAMPLE_LEN as u64 * 8)?;
+    let mine = sizes.checked_mul(8)?.checked_add(samples)?;
+    if !root {
+        return Some(mine);
+    }
+    let cells = n.checked_mul(n)?.checked_mul(4)?.checked_mul(sizes)?;
+    samples
+        .checked_mul(n)?
+        .checked_add(cells.checked_mul(16 + 24)?)?
+        .checked_add(mine)
+}
+
+/// Checks, on every rank alike, that a pair run's buffers, per-iteration times
+/// (`per_pair` bytes) and results fit in the host memory a rank may use, before
+/// any is allocated; one line when they do not.
+pub fn check_memory(
+    world: &World,
+    program: &str,
+    buffers: u64,
+    per_pair: u64,
+    sizes: u64,
+) -> Result<(), Failure> {
+    let own = |root| {
+        results_bytes(world.size, sizes, root)
+            .and_then(|r| r.checked_add(buffers)?.checked_add(per_pair))
+    };
+    let (Some(each), Some(root)) = (own(false), own(true)) else {
+        return Err(Failure::Usage(format!(
+            "--all-pairs: the buffers, per-iteration times and results of {sizes} sizes on {} ranks \
+             are more bytes than memory can address; lower -e/--maxbytes or -n/--iters, or sweep fewer sizes",
+            world.size
+        )));
+    };
+    let need = if world.is_root() { root } else { each };
+    let fits = match crate::backend::host_memory(world.local_size) {
+        Some(budget) if need > budget.bytes => Err(format!(
+            "--all-pairs: each rank needs {} of host memory ({} on rank 0, which gathers the results): \
+             buffers {}, per-iteration times {}, results of {sizes} sizes; only {} is available to each rank ({}); \
+             lower -e/--maxbytes or -n/--iters, or sweep fewer sizes",
+            human_bytes(each),
+            human_bytes(root),
+            human_bytes(buffers),
+            human_bytes(per_pair),
+            human_bytes(budget.bytes),
+            budget.what
+        )),
+        _ => Ok(()),
+    };
+    agree(world, program, ExitStatus::Failed, fits)
+}
+
 /// One all-pairs run, whatever measures the pairs.
 pub struct PairRun<'a> {
     /// The binary's name, for messages.
@@ -174,12 +237,9 @@ pub(crate) fn run_pairs(
     // Every rank has checked that the CSV does not exist yet before rank 0 creates it.
     world.barrier();
     let csv = match (run.csv, world.is_root()) {
-        (Some(path), true) => OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
+        (Some(path), true) => new_file(path, &format!("--csv {}", path.display()))
             .map(Some)
-            .map_err(|e| format!("--csv {}: {e}", path.display())),
+            .map_err(|e| format!("{e:#}")),
         _ => Ok(None),
     };
     let csv = agree(world, program, ExitStatus::Failed, csv)?;
@@ -202,8 +262,19 @@ pub(crate) fn run_pairs(
     let verdict = results.judge(&run.thresholds);
     write_table(&mut std::io::stdout(), &results, &verdict, &run.thresholds)
         .map_err(|e| Failure::Fatal(e.into()))?;
-    if let (Some(file), Some(path)) = (csv, run.csv) {
-        write_csv(file, &results)?;
+    if let (Some(mut file), Some(path)) = (csv, run.csv) {
+        // One write of the whole file; one that fails leaves it empty, for a rerun.
+        let mut bytes = Vec::new();
+        write_csv(&mut bytes, &results)?;
+        if let Err(e) = file.write_all(&bytes) {
+            let _ = file.set_len(0);
+            eprintln!(
+                "{program}: error: --csv {}: writing the matrices failed ({}); the file is left empty",
+                path.display(),
+                io_reason(&e)
+            );
+            return Ok(ExitStatus::Failed);
+        }
         let png = path.with_extension("png");
         let drawn = if png.exists() {
             Err(anyhow::anyhow!(

@@ -130,6 +130,28 @@ pub struct MemoryBudget {
     pub what: String,
 }
 
+/// The host memory each of `sharers` processes of this node may use: an equal
+/// share of MemAvailable (None when /proc/meminfo cannot tell).
+pub fn host_memory(sharers: usize) -> Option<MemoryBudget> {
+    let meminfo = crate::sysfs::Root::new("/").read("/proc/meminfo")?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    let sharers = sharers.max(1);
+    Some(MemoryBudget {
+        bytes: kib * 1024 / sharers as u64,
+        what: match sharers {
+            1 => format!(
+                "{} of available host memory",
+                crate::sizes::human_bytes(kib * 1024)
+            ),
+            _ => format!(
+                "{} of available host memory shared by {sharers} ranks on this node",
+                crate::sizes::human_bytes(kib * 1024)
+            ),
+        },
+    })
+}
+
 pub trait Backend {
     fn info(&self) -> BackendInfo;
     /// Ranks this process drives (`-g`); buffer references name them 0..devices().

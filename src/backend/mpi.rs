@@ -267,17 +267,7 @@ impl Backend for MpiBackend {
     }
 
     fn memory_available(&self) -> Option<MemoryBudget> {
-        let meminfo = crate::sysfs::Root::new("/").read("/proc/meminfo")?;
-        let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        let sharers = self.local_size.max(1);
-        Some(MemoryBudget {
-            bytes: kib * 1024 / sharers as u64,
-            what: format!(
-                "{} of available host memory shared by {sharers} ranks on this node",
-                crate::sizes::human_bytes(kib * 1024)
-            ),
-        })
+        super::host_memory(self.local_size)
     }
 
     fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()> {

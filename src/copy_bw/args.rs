@@ -1,7 +1,7 @@
 //! copy_bw's command line and the plan it validates into.
 
-use crate::cli::check_csv_target;
-use crate::cli::{size_arg, CsvArgs};
+use crate::backend::MemoryBudget;
+use crate::cli::{check_csv_target, size_arg, whole, CsvArgs};
 use crate::job::UsageError;
 use crate::report::copy::CopyKind;
 use crate::sizes::{sweep, Step};
@@ -15,25 +15,25 @@ use clap::Parser;
 )]
 pub struct CopyArgs {
     /// Smallest copy in bytes (K, M, G suffixes: 1K = 1024)
-    #[arg(short = 'b', long = "minbytes", default_value = "1M", value_parser = size_arg)]
+    #[arg(short = 'b', long = "minbytes", default_value = "1M", value_parser = size_arg, allow_hyphen_values = true)]
     pub minbytes: u64,
     /// Largest copy in bytes
-    #[arg(short = 'e', long = "maxbytes", default_value = "1G", value_parser = size_arg)]
+    #[arg(short = 'e', long = "maxbytes", default_value = "1G", value_parser = size_arg, allow_hyphen_values = true)]
     pub maxbytes: u64,
     /// Multiply the size by this factor at each step (an integer > 1)
-    #[arg(short = 'f', long = "stepfactor", default_value_t = 4)]
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 4, value_parser = whole::<u64>(2), allow_negative_numbers = true)]
     pub stepfactor: u64,
     /// Timed copies per size
-    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
     pub iters: usize,
     /// Untimed copies before each timed loop
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 3)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 3, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub warmup_iters: usize,
     /// Check the copied bytes after each size (0 = no check)
-    #[arg(short = 'c', long = "check", default_value_t = 1)]
+    #[arg(short = 'c', long = "check", default_value_t = 1, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub check: usize,
     /// GPUs to measure, e.g. 0,1,3 (default: every visible GPU)
-    #[arg(long = "gpus", value_delimiter = ',')]
+    #[arg(long = "gpus", value_delimiter = ',', value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub gpus: Vec<usize>,
     /// Copies to run: h2d, d2h, d2d, p2p (comma-separated)
     #[arg(
@@ -57,10 +57,37 @@ pub struct CopyPlan {
     pub kinds: Vec<CopyKind>,
 }
 
+/// Host bytes each timed copy keeps: its CUDA event, its time in ms and in seconds.
+const BYTES_PER_COPY: u64 = (std::mem::size_of::<cudarc::driver::CudaEvent>() + 4 + 8) as u64;
+
 impl CopyPlan {
     /// The largest copy: the size of every buffer.
     pub fn largest(&self) -> usize {
         *self.sizes.last().unwrap_or(&1) as usize
+    }
+
+    /// Checks, before anything is allocated, that the per-copy timing of -n
+    /// copies fits in the host memory `budget`.
+    pub fn check_memory(&self, budget: Option<MemoryBudget>) -> anyhow::Result<()> {
+        let n = self.iters;
+        let Some(need) = (n as u64)
+            .checked_add(1)
+            .and_then(|c| c.checked_mul(BYTES_PER_COPY))
+        else {
+            anyhow::bail!(
+                "-n/--iters {n}: the timing of so many copies exceeds any memory; use e.g. -n 20"
+            );
+        };
+        match budget {
+            Some(budget) if need > budget.bytes => anyhow::bail!(
+                "-n/--iters {n}: timing the copies needs {} of host memory ({BYTES_PER_COPY} B a copy) but only {} \
+                 is available ({}); lower -n/--iters",
+                crate::sizes::human_bytes(need),
+                crate::sizes::human_bytes(budget.bytes),
+                budget.what
+            ),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -115,9 +142,8 @@ mod tests {
     fn plan(args: &[&str]) -> Result<CopyPlan, String> {
         let mut argv = vec!["copy_bw"];
         argv.extend_from_slice(args);
-        CopyArgs::try_parse_from(argv)
-            .map_err(|e| e.to_string())?
-            .plan()
+        crate::cli::parse_one_line::<CopyArgs, _, _>(argv)
+            .and_then(|a| a.plan())
             .map_err(|e| e.0)
     }
 
@@ -151,5 +177,49 @@ mod tests {
             .unwrap_err()
             .contains("the file exists and runs are never overwritten"));
         assert!(plan(&["--csv", exists, "--append"]).is_ok());
+        for (args, expected) in [
+            (&["-n", "-1"][..], "-n/--iters -1: use a whole number >= 1"),
+            (
+                &["-w", "-1"],
+                "-w/--warmup_iters -1: use a whole number >= 0",
+            ),
+            (
+                &["-c", "x"],
+                "-c/--check: 'x' is not a number; use a whole number >= 0",
+            ),
+            (&["-f", "-4"], "-f/--stepfactor -4: use a whole number >= 2"),
+            (&["--gpus", "-1"], "--gpus -1: use a whole number >= 0"),
+            (
+                &["-b", "1.9"],
+                "-b/--minbytes: '1.9' is not a whole number of bytes",
+            ),
+            (&["-e", "-1G"], "-e/--maxbytes: '-1G' is negative"),
+        ] {
+            let e = plan(args).unwrap_err();
+            assert!(e.starts_with(expected), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn per_copy_timing_is_in_the_memory_check() {
+        let budget = Some(MemoryBudget {
+            bytes: 1 << 30,
+            what: "a test".into(),
+        });
+        plan(&[]).unwrap().check_memory(budget.clone()).unwrap();
+        let e = plan(&["-n", "10000000000000"])
+            .unwrap()
+            .check_memory(budget)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("-n/--iters 10000000000000: timing the copies needs "),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with("but only 1 GiB is available (a test); lower -n/--iters"),
+            "{e}"
+        );
     }
 }

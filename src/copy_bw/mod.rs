@@ -29,6 +29,7 @@ pub fn main() -> ExitCode {
     job::main(Start::Alone, "copy_bw", |job, _program| {
         let args: CopyArgs = parse_one_line(std::env::args_os())?;
         let plan = args.plan()?;
+        plan.check_memory(crate::backend::host_memory(1))?;
         Ok(session::run(&args, plan, job.host(0))?)
     })
 }

@@ -11,7 +11,7 @@ use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::run::now_utc;
 use crate::report::{Exporter, Measurement, Placement, RunInfo, SizeResult, Summary};
-use crate::sizes::{sweep, Step};
+use crate::sizes::{sizes, sweep_len, Step};
 use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats};
 use crate::watchdog::Watchdog;
 use std::time::Instant;
@@ -19,9 +19,13 @@ use std::time::Instant;
 /// Size results the sweep will hand the exporters; None when -N 0 runs until interrupted.
 pub(super) fn planned_results(plan: &Plan, coll: &dyn Collective, roots: usize) -> Option<u64> {
     let ops = if coll.reduces() { plan.ops.len() } else { 1 };
-    let sizes = sweep(plan.min_bytes, plan.max_bytes, plan.step).len();
-    (plan.run_cycles > 0)
-        .then(|| (plan.datatypes.len() * ops * roots * sizes) as u64 * plan.run_cycles)
+    let sizes = sweep_len(plan.min_bytes, plan.max_bytes, plan.step);
+    let per_cycle = (plan.datatypes.len() * ops * roots) as u64;
+    (plan.run_cycles > 0).then(|| {
+        per_cycle
+            .saturating_mul(sizes)
+            .saturating_mul(plan.run_cycles)
+    })
 }
 
 /// The state of one run's measurements. Generic over the ranks' exchanges so that
@@ -89,7 +93,7 @@ impl<'a, C: Comm> Bench<'a, C> {
                     self.warm_up(dtype, op, root)?;
                     let mut cycle = 0;
                     while plan.run_cycles == 0 || cycle < plan.run_cycles {
-                        for size in sweep(plan.min_bytes, plan.max_bytes, plan.step) {
+                        for size in sizes(plan.min_bytes, plan.max_bytes, plan.step) {
                             for e in exporters.iter_mut() {
                                 e.begin_size(size);
                             }
@@ -212,7 +216,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         self.watchdog
             .begin(format!("{} {dtype} warm-up", self.coll.name()));
         self.comm.barrier();
-        for size in sweep(self.plan.min_bytes, self.plan.max_bytes, Step::Factor(2)) {
+        for size in sizes(self.plan.min_bytes, self.plan.max_bytes, Step::Factor(2)) {
             let layouts = self.layouts(size, dtype, op, root);
             let args: Vec<OpArgs> = layouts
                 .iter()

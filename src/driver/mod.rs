@@ -18,6 +18,8 @@ mod open;
 mod tests;
 
 use crate::args::{parse_args, CollArgs, Plan};
+use crate::backend::{host_memory, BackendKind};
+use crate::cli::in_words;
 use crate::collective::Collective;
 use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
 use crate::plot::export::PlotExport;
@@ -67,7 +69,12 @@ fn run(
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     let (mut backend, choice) = open::open_backend(world, program, args, plan, &watchdog)?;
     let info = backend.info();
-    open::allocate(world, program, &mut *backend, info.kind, plan, coll)?;
+    // The nccl backend's buffers are GPU memory; the host's budget is then its own.
+    let host = match info.kind {
+        BackendKind::Nccl => host_memory(world.local_size),
+        BackendKind::Mpi => None,
+    };
+    open::allocate(world, program, &mut *backend, info.kind, plan, coll, host)?;
 
     let opened = Opened { info, choice };
     let warning = world.launcher_mismatch();
@@ -121,6 +128,17 @@ fn open_exporters(
             None => exporters.push(Box::new(Table::new(std::io::stdout(), header))),
         }
     }
+    // The folders first: a folder that cannot be made leaves no CSV behind.
+    let views = match world.is_root() {
+        true => view_exporters(args).map(|v| exporters.extend(v)),
+        false => Ok(()),
+    };
+    agree_each_rank(
+        world,
+        program,
+        ExitStatus::Failed,
+        views.map_err(|e| in_words(&format!("{e:#}"))),
+    )?;
     let csv = match (&args.output.csv, world.is_root()) {
         (Some(path), true) => {
             CsvExport::open(path, args.output.append).map(|c| exporters.push(Box::new(c)))
@@ -132,16 +150,6 @@ fn open_exporters(
         program,
         ExitStatus::Failed,
         csv.map_err(|e| format!("{e:#}")),
-    )?;
-    let views = match world.is_root() {
-        true => view_exporters(args).map(|v| exporters.extend(v)),
-        false => Ok(()),
-    };
-    agree_each_rank(
-        world,
-        program,
-        ExitStatus::Failed,
-        views.map_err(|e| format!("{e:#}")),
     )?;
     Ok(exporters)
 }

@@ -4,9 +4,9 @@
 
 use crate::args::{BackendChoice, CollArgs, Launch, Plan};
 use crate::backend::mpi::MpiBackend;
-use crate::backend::{nccl, Backend, BackendKind};
+use crate::backend::{nccl, Backend, BackendKind, MemoryBudget};
 use crate::collective::Collective;
-use crate::job::{agree_each_rank, ExitStatus, Failure, Group, World};
+use crate::job::{agree, agree_each_rank, ExitStatus, Failure, Group, World};
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
 
@@ -84,8 +84,23 @@ pub(super) fn buffer_bytes(plan: &Plan, coll: &dyn Collective, nranks: usize) ->
     })
 }
 
+/// Host bytes the timed bench holds for `iters` per-iteration times: on every rank
+/// the times, the copy it sends rank 0 and the clock's marks (8 + 8 + 16 B an
+/// iteration); on rank 0 also every one of `processes` ranks' times gathered and
+/// regrouped by iteration (16 B an iteration a rank) and the worst of each (8 B).
+/// None: more bytes than a u64 counts.
+pub(super) fn timing_bytes(iters: usize, processes: usize, root: bool) -> Option<u64> {
+    let each = match root {
+        false => 32,
+        true => (processes as u64).checked_mul(16)?.checked_add(40)?,
+    };
+    (iters as u64).checked_add(2)?.checked_mul(each)
+}
+
 /// Allocates the backend's buffers for the plan's largest size on every rank, once
-/// each rank has checked that they fit in the memory it may use.
+/// each rank has checked that they, the host staging and the per-iteration times
+/// fit in the memory it may use. `host`: the host memory budget when the buffers
+/// are not host memory (nccl).
 pub(super) fn allocate(
     group: &dyn Group,
     program: &str,
@@ -93,6 +108,7 @@ pub(super) fn allocate(
     kind: BackendKind,
     plan: &Plan,
     coll: &dyn Collective,
+    host: Option<MemoryBudget>,
 ) -> Result<(), Failure> {
     if kind == BackendKind::Mpi {
         let max_elements = plan
@@ -108,6 +124,13 @@ pub(super) fn allocate(
             )));
         }
     }
+    // Every rank tests rank 0's count, so that all refuse alike.
+    let iters = plan.iters;
+    let Some(root_timing) = timing_bytes(iters, group.size(), true) else {
+        return Err(Failure::Usage(format!(
+            "-n/--iters {iters}: the per-iteration times of so many iterations exceed any memory; use e.g. -n 20"
+        )));
+    };
     let nranks = group.size() * plan.gpus_per_process;
     let (send_bytes, recv_bytes) = buffer_bytes(plan, coll, nranks);
     // Host staging: the input pattern is built in a host buffer, and -c reads the
@@ -115,9 +138,13 @@ pub(super) fn allocate(
     let staging = (send_bytes + if plan.check > 0 { recv_bytes } else { 0 }) as u64;
     let buffers = (send_bytes + recv_bytes) as u64;
     // The mpi backend's buffers are host memory too: they share the budget.
-    let need = match kind {
-        BackendKind::Mpi => buffers + staging,
-        BackendKind::Nccl => buffers,
+    let (need, host_rest, host) = match kind {
+        BackendKind::Mpi => (
+            buffers + staging,
+            buffers + staging,
+            backend.memory_available(),
+        ),
+        BackendKind::Nccl => (buffers, staging, host),
     };
     let memory = match backend.memory_available() {
         Some(budget) if need > budget.bytes => Err(format!(
@@ -133,6 +160,22 @@ pub(super) fn allocate(
         _ => Ok(()),
     };
     agree_each_rank(group, program, ExitStatus::Failed, memory)?;
+    let timing = timing_bytes(iters, group.size(), group.rank() == 0).unwrap_or(root_timing);
+    let times = match host {
+        Some(budget) if timing.saturating_add(host_rest) > budget.bytes => Err(format!(
+            "-n/--iters {iters}: the per-iteration times need {} of host memory on each rank ({} on rank 0, \
+             which gathers every rank's) beside {} of buffers and host staging, but only {} is available to each \
+             rank ({}); lower -n/--iters",
+            human_bytes(timing_bytes(iters, group.size(), false).unwrap_or(root_timing)),
+            human_bytes(root_timing),
+            human_bytes(host_rest),
+            human_bytes(budget.bytes),
+            budget.what
+        )),
+        _ => Ok(()),
+    };
+    // One line for the job when every rank of a node lacks the same memory.
+    agree(group, program, ExitStatus::Failed, times)?;
     let alloc = backend
         .alloc(send_bytes, recv_bytes)
         .map_err(|e| format!("{e:#}"));

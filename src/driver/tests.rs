@@ -4,7 +4,7 @@
 use super::bench::{planned_results, Bench, Timing};
 use super::faults::Faults;
 use super::header::{describe_run, Opened};
-use super::open::{allocate, buffer_bytes};
+use super::open::{allocate, buffer_bytes, timing_bytes};
 use crate::args::{parse_args, Average, Plan};
 use crate::backend::loopback::Loopback;
 use crate::backend::{Backend, BackendKind, MemoryBudget};
@@ -52,7 +52,16 @@ impl Exporter for Recorder {
 /// and the calls the backend saw.
 fn run_sweep(coll: &dyn Collective, plan: &Plan, faults: Faults) -> (Summary, Log, u64) {
     let mut backend = Loopback::default();
-    allocate(&Solo, "test", &mut backend, BackendKind::Mpi, plan, coll).unwrap();
+    allocate(
+        &Solo,
+        "test",
+        &mut backend,
+        BackendKind::Mpi,
+        plan,
+        coll,
+        None,
+    )
+    .unwrap();
     let watchdog = Watchdog::start(&Solo, "test", 0).unwrap();
     let roots = plan.root_list(1, coll.rooted()).unwrap();
     let log = Rc::new(RefCell::new(Log::default()));
@@ -196,6 +205,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &p,
         &collective::AllReduce,
+        None,
     );
     assert!(
         matches!(refused, Err(Failure::Stopped(ExitStatus::Failed))),
@@ -209,6 +219,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Nccl,
         &p,
         &collective::AllReduce,
+        None,
     )
     .unwrap();
     let huge = plan(&["-b", "8", "-e", "3G", "-d", "int8"]);
@@ -219,10 +230,68 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &huge,
         &collective::AllReduce,
+        None,
     ) {
         Err(Failure::Usage(m)) => assert!(m.contains("exceed MPI's int count limit"), "{m}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn per_iteration_times_are_in_the_memory_check() {
+    let mut backend = Loopback::default();
+    backend.budget = Some(MemoryBudget {
+        bytes: 1 << 30,
+        what: "a test".into(),
+    });
+    let fits = plan(&["-b", "8", "-e", "8", "-n", "1000"]);
+    let huge = plan(&["-b", "8", "-e", "8", "-n", "10000000000000"]);
+    for kind in [BackendKind::Mpi, BackendKind::Nccl] {
+        let host = backend.budget.clone();
+        let refused = allocate(
+            &Solo,
+            "t",
+            &mut backend,
+            kind,
+            &huge,
+            &collective::AllReduce,
+            host,
+        );
+        assert!(
+            matches!(refused, Err(Failure::Stopped(ExitStatus::Failed))),
+            "{refused:?}"
+        );
+        let host = backend.budget.clone();
+        allocate(
+            &Solo,
+            "t",
+            &mut backend,
+            kind,
+            &fits,
+            &collective::AllReduce,
+            host,
+        )
+        .unwrap();
+    }
+    // A count whose bytes overflow is a usage mistake, refused alike on every rank.
+    let overflow = plan(&["-b", "8", "-e", "8", "-n", "18446744073709551615"]);
+    match allocate(
+        &Solo,
+        "t",
+        &mut backend,
+        BackendKind::Mpi,
+        &overflow,
+        &collective::AllReduce,
+        None,
+    ) {
+        Err(Failure::Usage(m)) => {
+            assert!(m.starts_with("-n/--iters 18446744073709551615: "), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(timing_bytes(10, 4, false), Some(12 * 32));
+    assert_eq!(timing_bytes(10, 4, true), Some(12 * (4 * 16 + 40)));
+    assert_eq!(timing_bytes(usize::MAX, 1, false), None);
 }
 
 #[test]

@@ -96,7 +96,9 @@ fn rank_lines(group: &dyn Group, program: &str, all: &[Vec<u8>]) -> String {
 
 /// Checks that every rank parsed the same arguments (or made the same mistake)
 /// before any collective that depends on them: mismatched counts are undefined
-/// behaviour in MPI and NCCL. The message names each flag that differs.
+/// behaviour in MPI and NCCL. When some ranks could not parse theirs, the message
+/// is that mistake, once, with the ranks that made it; else it names each flag
+/// that differs.
 pub fn agree_on_arguments<A: Serialize>(
     group: &dyn Group,
     parsed: &Result<A, super::UsageError>,
@@ -106,12 +108,45 @@ pub fn agree_on_arguments<A: Serialize>(
         Err(e) => format!("{{\"error\":{}}}", serde_json::Value::String(e.0.clone())),
     };
     let all = group.all_gather_bytes(canonical.as_bytes());
+    let mistakes = parse_errors(&all);
+    if !mistakes.is_empty() && all.iter().any(|a| *a != all[0]) {
+        let lines: Vec<String> = mistakes
+            .iter()
+            .map(|(msg, ranks)| format!("{msg} (on {})", rank_list(ranks)))
+            .collect();
+        return Err(Failure::Usage(format!(
+            "{}; start every rank with the same flags",
+            lines.join("; ")
+        )));
+    }
     match all.iter().position(|a| *a != all[0]) {
         None => Ok(()),
         Some(odd) => Err(Failure::Usage(format!(
             "ranks were started with different arguments ({}); start every rank with the same flags",
             differences(&all[0], &all[odd], odd).join("; ")
         ))),
+    }
+}
+
+/// Each distinct parse error among the ranks' arguments, with the ranks that made it.
+fn parse_errors(all: &[Vec<u8>]) -> BTreeMap<String, Vec<usize>> {
+    let mut mistakes: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (rank, canonical) in all.iter().enumerate() {
+        let decoded: BTreeMap<String, serde_json::Value> =
+            serde_json::from_slice(canonical).unwrap_or_default();
+        if let (1, Some(serde_json::Value::String(msg))) = (decoded.len(), decoded.get("error")) {
+            mistakes.entry(msg.clone()).or_default().push(rank);
+        }
+    }
+    mistakes
+}
+
+/// "rank 3", "ranks 1, 2".
+fn rank_list(ranks: &[usize]) -> String {
+    let list: Vec<String> = ranks.iter().map(usize::to_string).collect();
+    match list.len() {
+        1 => format!("rank {}", list[0]),
+        _ => format!("ranks {}", list.join(", ")),
     }
 }
 
@@ -237,5 +272,28 @@ mod tests {
             others: vec![br#"{"iters":20}"#.to_vec()],
         };
         assert!(agree_on_arguments(&same, &Ok(Flags { iters: 20 })).is_ok());
+    }
+
+    #[test]
+    fn a_parse_error_on_some_ranks_is_that_error_once() {
+        let error = |msg: &str| format!("{{\"error\":\"{msg}\"}}").into_bytes();
+        let g = Fake {
+            n: 3,
+            others: vec![error("-n/--iters x: use a whole number >= 1"); 2],
+        };
+        match agree_on_arguments(&g, &Ok(Flags { iters: 20 })) {
+            Err(Failure::Usage(m)) => assert_eq!(
+                m,
+                "-n/--iters x: use a whole number >= 1 (on ranks 1, 2); start every rank with the same flags"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // The same mistake everywhere is left to each rank's own usage error.
+        let alike = Fake {
+            n: 2,
+            others: vec![error("bad")],
+        };
+        let parsed: Result<Flags, _> = Err(super::super::UsageError("bad".into()));
+        assert!(agree_on_arguments(&alike, &parsed).is_ok());
     }
 }

@@ -37,7 +37,7 @@ pub struct RunInfo {
     /// Distinct host names, in order of first rank.
     pub hosts: Vec<String>,
     pub nranks: usize,
-    /// Environment that shapes the result (NCCL_*, OMPI_MCA_*, UCX_*), as K=V.
+    /// Environment that shapes the result (`run::shapes_results`), as K=V.
     pub env: Vec<String>,
     pub iters: usize,
     pub warmup_iters: usize,

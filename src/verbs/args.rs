@@ -4,7 +4,7 @@
 use super::bench::{Benchmark, Test, Verb};
 use crate::allpairs::Thresholds;
 use crate::cli::{check_csv_target, parse_one_line};
-use crate::cli::{size_arg, AllPairsArgs, CsvArgs};
+use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
 use clap::Parser;
 use std::path::PathBuf;
@@ -16,6 +16,8 @@ const DEFAULT_QP_TIMEOUT: u8 = 14;
 const DEFAULT_ITERS_WRITE_BW: u64 = 5000;
 const DEFAULT_ITERS: u64 = 1000;
 const MIN_ITERS: u64 = 5;
+/// -D and --timeout: longer than a year is a typo (and past what a clock adds).
+const MAX_SECONDS: u64 = 365 * 24 * 3600;
 const DEFAULT_SIZE_BW: u64 = 65536;
 const DEFAULT_SIZE_LAT: u64 = 2;
 const DEFAULT_TX_DEPTH_BW: u32 = 128;
@@ -56,43 +58,43 @@ pub struct VerbsArgs {
     #[arg(short = 'd', long = "ib-dev")]
     pub ib_dev: Option<String>,
     /// Port of the device
-    #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
+    #[arg(short = 'i', long = "ib-port", default_value_t = 1, value_parser = whole::<u8>(1), allow_negative_numbers = true)]
     pub ib_port: u8,
     /// GID index (default: InfiniBand none; Ethernet the RoCE v2 GID of the port's IPv4 address)
-    #[arg(short = 'x', long = "gid-index")]
+    #[arg(short = 'x', long = "gid-index", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
     pub gid_index: Option<u32>,
     /// Message size in bytes (K, M suffixes: 1K = 1024)
-    #[arg(short = 's', long = "size", value_parser = size_arg)]
+    #[arg(short = 's', long = "size", value_parser = size_arg, allow_hyphen_values = true)]
     pub size: Option<u64>,
     /// Run every size from 2 B to 8 MiB
     #[arg(short = 'a', long = "all", conflicts_with = "size")]
     pub all: bool,
     /// Messages per QP per size (bw: 5000 for write, 1000 otherwise; lat: 1000)
-    #[arg(short = 'n', long = "iters")]
+    #[arg(short = 'n', long = "iters", value_parser = whole::<u64>(MIN_ITERS), allow_negative_numbers = true)]
     pub iters: Option<u64>,
     /// Run each test for this many seconds instead of -n messages
-    #[arg(short = 'D', long = "duration", conflicts_with_all = ["iters", "all"])]
+    #[arg(short = 'D', long = "duration", conflicts_with_all = ["iters", "all"], value_parser = whole::<u64>(1), allow_negative_numbers = true)]
     pub duration: Option<u64>,
     /// Queue pairs per side (bandwidth tests)
-    #[arg(short = 'q', long = "qp", default_value_t = 1)]
+    #[arg(short = 'q', long = "qp", default_value_t = 1, value_parser = whole::<u32>(1), allow_negative_numbers = true)]
     pub qps: u32,
     /// Send queue depth: work requests in flight per QP (bw: 128, lat: 1)
-    #[arg(short = 't', long = "tx-depth")]
+    #[arg(short = 't', long = "tx-depth", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
     pub tx_depth: Option<u32>,
     /// Receives posted per QP (send tests; default 512)
-    #[arg(short = 'r', long = "rx-depth")]
+    #[arg(short = 'r', long = "rx-depth", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
     pub rx_depth: Option<u32>,
     /// Ask for a completion every this many work requests (bw; default 100, 1 above 8 KiB)
-    #[arg(short = 'Q', long = "cq-mod")]
+    #[arg(short = 'Q', long = "cq-mod", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
     pub cq_mod: Option<u32>,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default: the smaller active MTU of the two ports)
-    #[arg(short = 'm', long = "mtu")]
+    #[arg(short = 'm', long = "mtu", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
     pub mtu: Option<u32>,
     /// QP ACK timeout exponent: 4.096 us * 2^N (0 = wait for ever; Soft-RoCE VMs need 18 or more)
-    #[arg(short = 'u', long = "qp-timeout", default_value_t = DEFAULT_QP_TIMEOUT)]
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = DEFAULT_QP_TIMEOUT, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
     pub qp_timeout: u8,
     /// Largest message sent inline (write/send; lat default 220/236, bw default 0)
-    #[arg(short = 'I', long = "inline_size")]
+    #[arg(short = 'I', long = "inline_size", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
     pub inline_size: Option<u32>,
     /// Measure both directions at once (bandwidth tests)
     #[arg(short = 'b', long = "bidirectional")]
@@ -107,10 +109,10 @@ pub struct VerbsArgs {
     #[arg(long = "report_gbits")]
     pub report_gbits: bool,
     /// TCP port of the server/client handshake
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT, value_parser = whole::<u16>(1), allow_negative_numbers = true)]
     pub port: u16,
     /// Use memory of this CUDA GPU for the buffers
-    #[arg(long = "use_cuda", value_name = "GPU")]
+    #[arg(long = "use_cuda", value_name = "GPU", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
     pub use_cuda: Option<u32>,
     /// With --use_cuda: register the GPU memory through dma-buf
     #[arg(long = "use_cuda_dmabuf", requires = "use_cuda")]
@@ -118,7 +120,7 @@ pub struct VerbsArgs {
     #[command(flatten)]
     pub csv: CsvArgs,
     /// Longest wait, in seconds, for the peer to connect or answer and for any completion
-    #[arg(long = "timeout", default_value_t = 120)]
+    #[arg(long = "timeout", default_value_t = 120, value_parser = whole::<u64>(1), allow_negative_numbers = true)]
     pub timeout: u64,
     #[command(flatten)]
     pub pairs: AllPairsArgs,
@@ -212,6 +214,11 @@ impl VerbsArgs {
         };
         let length = match (self.duration, self.iters) {
             (Some(0), _) => return Err(usage("-D/--duration 0: give at least 1 second")),
+            (Some(s), _) if s > MAX_SECONDS => {
+                return Err(usage(format!(
+                    "-D/--duration {s}: at most {MAX_SECONDS} s (a year)"
+                )))
+            }
             (Some(s), _) => Length::Duration(Duration::from_secs(s)),
             (None, Some(n)) if n < MIN_ITERS => {
                 return Err(usage(format!(
@@ -337,6 +344,12 @@ impl VerbsArgs {
             return Err(usage(
                 "-p/--port 0: give the TCP port of the handshake, e.g. -p 18515",
             ));
+        }
+        if self.timeout > MAX_SECONDS {
+            return Err(usage(format!(
+                "--timeout {}: at most {MAX_SECONDS} s (a year), e.g. --timeout 120",
+                self.timeout
+            )));
         }
         let devices = match &self.ib_dev {
             Some(list) => {
@@ -575,6 +588,57 @@ mod tests {
             (WRITE_BW, vec!["--timeout", "0"], "--timeout 0"),
             (WRITE_BW, vec!["-a", "-s", "8"], "--all"),
             (WRITE_BW, vec!["--bogus"], "--bogus"),
+            (
+                WRITE_BW,
+                vec!["-n", "-1"],
+                "-n/--iters -1: use a whole number >= 5",
+            ),
+            (WRITE_BW, vec!["-s", "-8"], "-s/--size: '-8' is negative"),
+            (
+                WRITE_BW,
+                vec!["-s", "1.9"],
+                "-s/--size: '1.9' is not a whole number of bytes",
+            ),
+            (
+                WRITE_BW,
+                vec!["-D", "-1"],
+                "-D/--duration -1: use a whole number >= 1",
+            ),
+            (
+                WRITE_BW,
+                vec!["-D", "99999999999"],
+                "-D/--duration 99999999999: at most 31536000 s",
+            ),
+            (
+                WRITE_BW,
+                vec!["-q", "-1"],
+                "-q/--qp -1: use a whole number from 1 to 4294967295",
+            ),
+            (
+                WRITE_BW,
+                vec!["-t", "-1"],
+                "-t/--tx-depth -1: use a whole number from 1",
+            ),
+            (
+                WRITE_BW,
+                vec!["-p", "70000"],
+                "-p/--port 70000: use a whole number from 1 to 65535",
+            ),
+            (
+                WRITE_BW,
+                vec!["-u", "-1"],
+                "-u/--qp-timeout -1: use a whole number from 0 to 255",
+            ),
+            (
+                WRITE_BW,
+                vec!["--timeout", "-5"],
+                "--timeout -5: use a whole number >= 1",
+            ),
+            (
+                WRITE_BW,
+                vec!["--use_cuda=-1"],
+                "--use_cuda -1: use a whole number from 0",
+            ),
         ] {
             let e = err(bench, &args);
             assert!(e.contains(flag), "{args:?}: {e}");

@@ -2,7 +2,9 @@
 //! or GPU memory with --use_cuda (registered through nvidia-peermem, or through
 //! dma-buf with --use_cuda_dmabuf).
 
-use super::args::Memory;
+use super::args::{Length, Memory, Plan};
+use super::bench::Test;
+use crate::backend::MemoryBudget;
 use crate::gpu::{GpuDirect, RdmaGpuBuffer};
 use crate::sizes::human_bytes;
 use anyhow::{anyhow, bail};
@@ -112,6 +114,31 @@ pub fn check_memory(memory: Memory) -> anyhow::Result<()> {
     }
 }
 
+/// Host bytes a latency test keeps per round trip: its post stamp, the sample
+/// made of it and the sorted copy perftest's statistics take, 8 B each.
+const LAT_BYTES_PER_ROUND_TRIP: u64 = 24;
+
+/// Checks, before anything is allocated, that the latency samples of -n round
+/// trips fit in host memory (a -D run keeps as many as the time allows).
+pub fn check_samples(plan: &Plan, budget: Option<MemoryBudget>) -> anyhow::Result<()> {
+    let (Test::Lat, Length::Iters(n)) = (plan.bench.test, plan.length) else {
+        return Ok(());
+    };
+    let Some(need) = n.checked_mul(LAT_BYTES_PER_ROUND_TRIP) else {
+        bail!("-n/--iters {n}: the samples of so many round trips exceed any memory; use e.g. -n 1000");
+    };
+    match budget {
+        Some(budget) if need > budget.bytes => bail!(
+            "-n/--iters {n}: the latency samples need {} of host memory ({LAT_BYTES_PER_ROUND_TRIP} B a round trip) \
+             but only {} is available ({}); lower -n/--iters",
+            human_bytes(need),
+            human_bytes(budget.bytes),
+            budget.what
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The soft RLIMIT_MEMLOCK in bytes, None when unlimited or unknown.
 pub fn memlock_limit() -> Option<u64> {
     getrlimit(Resource::RLIMIT_MEMLOCK)
@@ -193,6 +220,30 @@ mod tests {
         assert!(e.starts_with("--use_cuda=0 --use_cuda_dmabuf: "), "{e}");
         assert_eq!(e.lines().count(), 1, "{e}");
         assert!(check_memory(Memory::Host).is_ok());
+    }
+
+    #[test]
+    fn latency_samples_are_in_the_memory_check() {
+        use crate::verbs::bench::{Benchmark, Verb};
+        let lat = Benchmark::new(Verb::Write, Test::Lat);
+        let plan = |n: &str| crate::verbs::args::parse(lat, ["ib_write_lat", "-n", n]).unwrap();
+        let budget = Some(MemoryBudget {
+            bytes: 1 << 30,
+            what: "a test".into(),
+        });
+        check_samples(&plan("1000"), budget.clone()).unwrap();
+        let e = check_samples(&plan("10000000000000"), budget.clone()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "-n/--iters 10000000000000: the latency samples need 218.3 TiB of host memory (24 B a round trip) \
+             but only 1 GiB is available (a test); lower -n/--iters"
+        );
+        let e = check_samples(&plan("18446744073709551615"), budget.clone()).unwrap_err();
+        assert!(e.to_string().contains("exceed any memory"), "{e}");
+        // Bandwidth tests keep no sample per message.
+        let bw = Benchmark::new(Verb::Write, crate::verbs::bench::Test::Bw);
+        let p = crate::verbs::args::parse(bw, ["ib_write_bw", "-n", "10000000000000"]).unwrap();
+        check_samples(&p, budget).unwrap();
     }
 
     #[test]

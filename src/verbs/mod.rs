@@ -65,7 +65,9 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         .and_then(World::launcher_mismatch)
         .map_or(Ok(()), Err);
     agree(job, program, ExitStatus::Usage, launcher)?;
-    let memory = memory::check_memory(plan.memory).map_err(|e| format!("{e:#}"));
+    let memory = memory::check_memory(plan.memory)
+        .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)))
+        .map_err(|e| format!("{e:#}"));
     agree(job, program, ExitStatus::Failed, memory)?;
     if let Some(thresholds) = plan.all_pairs {
         let mpi = job.world().ok_or_else(|| {

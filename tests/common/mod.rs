@@ -113,3 +113,26 @@ pub fn assert_rows_load(path: &Path, expected: usize) {
         path.display()
     );
 }
+
+/// Asserts that a run exited `code` with one error line (printed once, no panic,
+/// allocation failure or signal dump) that contains `expected`; returns the line.
+pub fn one_error(out: &Output, code: i32, expected: &str) -> String {
+    let (_, stderr) = text(out);
+    for crash in [
+        "panicked",
+        "memory allocation",
+        "stack backtrace",
+        "Signal:",
+    ] {
+        assert!(!stderr.contains(crash), "{crash}: {stderr}");
+    }
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error:")).collect();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    assert_eq!(errors.len(), 1, "one line, printed once: {stderr}");
+    assert!(
+        errors[0].contains(expected),
+        "{:?} lacks {expected:?}",
+        errors[0]
+    );
+    errors[0].to_string()
+}
