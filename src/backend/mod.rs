@@ -140,10 +140,7 @@ pub fn host_memory(sharers: usize) -> Option<MemoryBudget> {
     Some(MemoryBudget {
         bytes: kib * 1024 / sharers as u64,
         what: match sharers {
-            1 => format!(
-                "{} of available host memory",
-                crate::sizes::human_bytes(kib * 1024)
-            ),
+            1 => "this host's MemAvailable".to_string(),
             _ => format!(
                 "{} of available host memory shared by {sharers} ranks on this node",
                 crate::sizes::human_bytes(kib * 1024)
