@@ -81,14 +81,24 @@ pub fn fixture(rel: &str) -> PathBuf {
 /// load the file (python3 with pandas: scripts/setup.sh installs it); panics with
 /// pandas' own error when the file does not load.
 pub fn pandas_rows(path: &Path) -> usize {
-    let out = Command::new("python3")
+    // As scripts/test.sh: the first python3 that has pandas (a pyenv shim may not).
+    let python = ["python3", "/usr/bin/python3"]
+        .into_iter()
+        .find(|p| {
+            Command::new(p)
+                .args(["-c", "import pandas"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("a python3 with pandas (scripts/setup.sh installs python3-pandas)");
+    let out = Command::new(python)
         .args([
             "-c",
             "import sys, pandas as pd; print(len(pd.read_csv(sys.argv[1])))",
         ])
         .arg(path)
         .output()
-        .expect("python3 runs (scripts/setup.sh installs python3-pandas)");
+        .expect("python3 runs");
     assert!(
         out.status.success(),
         "pandas cannot load {}: {}",
