@@ -135,7 +135,7 @@ impl Listener {
                     _ => {}
                 }
             }
-            let waiting = answers.iter().any(|a| *a == Answer::Silent);
+            let waiting = answers.contains(&Answer::Silent);
             if !waiting || Instant::now() >= deadline {
                 return answers;
             }
