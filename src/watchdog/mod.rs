@@ -40,6 +40,8 @@ use std::time::Duration;
 
 /// How long rank 0 waits for the peers' answers before it judges without them.
 const ANSWER_BOUND: Duration = Duration::from_secs(3);
+/// How long the verdict has to reach the launcher's output before MPI_Abort's banner.
+const VERDICT_FIRST: Duration = Duration::from_millis(300);
 /// How long a rank that gave the verdict waits for MPI_Abort before it exits.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -237,6 +239,7 @@ fn route_to(host: &str) -> Option<IpAddr> {
 /// never return when a rank is stopped), and this process's own exit after
 /// `EXIT_GRACE` whatever it does.
 fn end_job() -> ! {
+    std::thread::sleep(VERDICT_FIRST);
     std::thread::spawn(|| abort_job(ExitStatus::Timeout));
     std::thread::sleep(EXIT_GRACE);
     std::process::exit(ExitStatus::Timeout.code().into())
