@@ -23,11 +23,14 @@ const STALL_ENV: &str = "FABRICBENCH_FAULT_STALL_RANK";
 /// machine (rank 0's question, a peer's wait for a silent rank 0, the exit).
 const TIMEOUT_S: u64 = 3;
 const GRACE: Duration = Duration::from_secs(15);
-/// Sizes 8 B to 8 KiB by 4: the faults hit 8 KiB, after 5 sizes of 2 rows each.
-const SWEEP: [&str; 6] = ["-b", "8", "-e", "8K", "-f", "4"];
+/// Sizes 8 B to 32 KiB by 4: the faults ("RANK:8192...") hit 8 KiB, after 5 sizes
+/// of 2 rows each (not the last size: a late signal never lands in MPI_Finalize).
+const SWEEP: [&str; 6] = ["-b", "8", "-e", "32K", "-f", "4"];
 const FINISHED_ROWS: usize = 10;
-/// Enough calls per loop that a signal sent 100 ms in lands inside the timed calls.
-const ITERS: &str = "20000";
+/// Calls per loop: the signal hook (10 calls in) lands well inside the timed calls.
+const ITERS: &str = "5000";
+/// A healthy job that outlasts the strangers' tries by seconds.
+const LONG_ITERS: &str = "50000";
 
 /// A job started in the background, its output going to files.
 struct Job {
@@ -112,13 +115,20 @@ impl Job {
 }
 
 impl Ended {
-    /// The one watchdog verdict on stderr.
-    fn verdict(&self) -> &str {
+    /// The watchdog's verdicts on stderr.
+    fn verdicts(&self) -> Vec<&str> {
         let lines: Vec<&str> = self
             .stderr
             .lines()
             .filter(|l| l.contains("-T/--timeout"))
             .collect();
+        assert!(!lines.is_empty(), "a verdict:\n{}", self.stderr);
+        lines
+    }
+
+    /// Rank 0's one verdict.
+    fn verdict(&self) -> &str {
+        let lines = self.verdicts();
         assert_eq!(lines.len(), 1, "one verdict:\n{}", self.stderr);
         lines[0]
     }
@@ -203,7 +213,7 @@ fn a_stopped_rank_is_named_and_the_others_wait() {
     ended.assert_timed_out_in_time();
     let v = ended.verdict();
     assert!(
-        v.contains("AllReduce float sum out-of-place root 0 8192 B"),
+        v.contains("AllReduce float sum ") && v.contains(" root 0 8192 B"),
         "{v}"
     );
     assert!(
@@ -226,15 +236,18 @@ fn rank_0_stopped_ends_the_job_from_a_peer() {
     );
     let ended = job.wait(Some((&csv, FINISHED_ROWS)));
     ended.assert_timed_out_in_time();
-    let v = ended.verdict();
-    assert!(v.contains("8192 B"), "{v}");
-    assert!(
-        v.contains(&format!(
-            "at fault: rank 0 (on {}), which did not answer the watchdog within 6 s: rank 0 is stopped",
-            host()
-        )),
-        "{v}"
-    );
+    // Each peer gives up on its own, rank 1 first; one more may speak on a
+    // loaded machine before mpirun ends the job, and says the same.
+    for v in ended.verdicts() {
+        assert!(v.contains("8192 B"), "{v}");
+        assert!(
+            v.contains(&format!(
+                "at fault: rank 0 (on {}), which did not answer the watchdog within 6 s: rank 0 is stopped",
+                host()
+            )),
+            "{v}"
+        );
+    }
     assert_rows_load(&csv, FINISHED_ROWS);
 }
 
@@ -395,7 +408,7 @@ fn a_stranger_cannot_end_a_healthy_job() {
         "-f",
         "4",
         "-n",
-        ITERS,
+        LONG_ITERS,
         "-T",
         "20",
         "--csv",

@@ -2,20 +2,24 @@
 //! where the side channel listens, and a signal a rank sends itself mid-run (to
 //! prove that `-T` ends the job and names that rank, whichever it is).
 
+use super::state::State;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A file rank 0 writes its watchdog's addresses to, one "IP:PORT" a line.
 pub const ADDRESS_FILE_ENV: &str = "FABRICBENCH_WATCHDOG_ADDRESS_FILE";
 /// "RANK:SIZE:stop" or "RANK:SIZE:kill": the rank sends itself SIGSTOP or SIGKILL
-/// `SIGNAL_DELAY` into its first timed exchange of SIZE bytes or more.
+/// `CALLS_IN` calls into its first timed exchanges of SIZE bytes or more.
 pub const FAULT_SIGNAL_ENV: &str = "FABRICBENCH_FAULT_SIGNAL";
-/// Long enough for the main thread to be inside the timed calls.
-const SIGNAL_DELAY: Duration = Duration::from_millis(100);
+/// Calls made at the size before the signal: it lands inside the timed calls
+/// (given more iterations than this), not between two sizes.
+const CALLS_IN: u64 = 10;
 
 /// A signal a rank sends itself at a size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,10 +49,13 @@ impl SignalFault {
         parts.next().is_none().then_some(fault)
     }
 
-    /// From another thread, so that the signal lands inside the timed calls.
-    pub fn send_soon(self) {
+    /// From another thread, once the main thread is `CALLS_IN` calls further.
+    pub(super) fn send_inside(self, state: Arc<State>) {
+        let from = state.calls.load(Ordering::Relaxed);
         std::thread::spawn(move || {
-            std::thread::sleep(SIGNAL_DELAY);
+            while state.calls.load(Ordering::Relaxed) < from + CALLS_IN {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             let _ = kill(Pid::this(), self.signal);
         });
     }

@@ -148,7 +148,7 @@ impl Watchdog {
         let due = self.fault.filter(|f| f.rank == self.rank && size >= f.size);
         if let Some(fault) = due {
             if !self.fired.swap(true, Ordering::Relaxed) {
-                fault.send_soon();
+                fault.send_inside(self.state.clone());
             }
         }
     }

@@ -18,10 +18,11 @@ const REGISTER_BOUND: Duration = Duration::from_secs(3);
 /// How long rank 0 may stay silent once told: its Query and verdict come within
 /// `ANSWER_BOUND` when it is alive.
 const RANK0_BOUND: Duration = Duration::from_secs(ANSWER_BOUND.as_secs() + 3);
-/// Peers that all lose rank 0 give up one after another, by rank (the first
-/// verdict ends the job, so one line is printed, not one per rank).
-const STAGGER: Duration = Duration::from_millis(250);
-const STAGGERED_RANKS: usize = 8;
+/// Peers that all lose rank 0 give up one after another, by rank: the first
+/// verdict ends the job, so one line is printed, not one per rank (unless the
+/// launcher takes longer than `STAGGER` to end the job).
+const STAGGER: Duration = Duration::from_secs(1);
+const STAGGERED_RANKS: usize = 4;
 
 pub(super) struct Peer {
     pub rank: usize,
