@@ -148,26 +148,35 @@ impl Ended {
         );
     }
 
-    /// Every rank the header lists has ended: none stopped, none spinning.
+    /// Every rank the header lists has ended, at most a few seconds after mpirun
+    /// (which may return while its kill signals are still being delivered).
     fn assert_no_rank_left(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
         for pid in header_pids(&self.stdout) {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue; // gone and reaped
-            };
-            let state = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .next();
-            if state != Some("Z") && state != Some("X") {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .status();
-                panic!("rank process {pid} outlived the job (state {state:?})");
+            while let Some(state) = process_state(pid) {
+                if Instant::now() > deadline {
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .status();
+                    panic!("rank process {pid} outlived the job (state {state})");
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
         }
     }
+}
+
+/// The state letter of a live process of ours ("R", "S", "T"); None once it is
+/// gone (or only a zombie).
+fn process_state(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (name, rest) = stat.split_once(") ")?;
+    // Only a rank of ours: a pid can be reused by another process.
+    if !name.ends_with("_perf") {
+        return None;
+    }
+    let state = rest.split_whitespace().next()?;
+    (state != "Z" && state != "X").then(|| state.to_string())
 }
 
 /// The pids of the header's "Rank N Group G Pid P on HOST" lines.
