@@ -69,6 +69,7 @@ impl PairMeasure for MpiPair<'_> {
     ) -> anyhow::Result<PairSample> {
         let other = self.world.comm.process_at_rank(peer as i32);
         let (send, recv) = (&self.send[..bytes], &mut self.recv[..bytes]);
+        watchdog.fault_point(bytes as u64);
         for _ in 0..self.warmup_iters {
             watchdog.enter_call();
             send_receive_into(send, &other, recv, &other);

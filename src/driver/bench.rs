@@ -215,6 +215,7 @@ impl<'a, C: Comm> Bench<'a, C> {
     fn warm_up(&mut self, dtype: DataType, op: Option<RedOp>, root: usize) -> Result<(), Failure> {
         self.watchdog
             .begin(format!("{} {dtype} warm-up", self.coll.name()));
+        self.watchdog.enter_call();
         self.comm.barrier();
         for size in sizes(self.plan.min_bytes, self.plan.max_bytes, Step::Factor(2)) {
             let layouts = self.layouts(size, dtype, op, root);
@@ -284,6 +285,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             let args: Vec<OpArgs> = layouts.iter().map(|l| self.op_args(l, placement)).collect();
             self.write_inputs(&layouts, &args)?;
             self.faults.stall_before(self.comm.rank(), size);
+            self.watchdog.fault_point(size);
             self.watchdog
                 .begin(self.label(&layout, placement, "(barrier before timing)"));
             self.watchdog.enter_call();
@@ -303,7 +305,13 @@ impl<'a, C: Comm> Bench<'a, C> {
             mine.push(seconds_per_call);
             mine.push(cpu_per_call);
             mine.extend_from_slice(&self.per_iteration);
-            if let Some(all) = self.comm.gather_f64s(&mine) {
+            // Every exchange is watched: a rank stuck here is waiting, not absent.
+            self.watchdog
+                .begin(self.label(&layout, placement, "(gathering timings)"));
+            self.watchdog.enter_call();
+            let gathered = self.comm.gather_f64s(&mine);
+            self.watchdog.end();
+            if let Some(all) = gathered {
                 let timing = Timing::combine(&all, self.plan.iters, self.plan.average);
                 measurements.push(timing.measurement(
                     placement,

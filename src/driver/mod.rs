@@ -43,6 +43,7 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
             .world()
             .ok_or_else(|| anyhow::anyhow!("the collectives run inside MPI"))?;
         let parsed = parse_args(std::env::args_os());
+        job::agree_on_binary(world, program, collective.id().as_str())?;
         agree_on_arguments(world, &parsed)?;
         let args = parsed?;
         let plan = args.plan()?;

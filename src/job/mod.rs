@@ -106,6 +106,70 @@ pub fn program_name(fallback: &str) -> String {
         .unwrap_or_else(|| fallback.to_string())
 }
 
+/// Checks that every rank measures the same thing before any collective: an MPMD
+/// job of two binaries (`mpirun -np 2 all_reduce_perf : -np 1 all_gather_perf`)
+/// passes the flags' check and then deadlocks in mismatched calls. `runs` is what
+/// this binary measures (its collective: with the flags, which every rank also
+/// agrees on, it makes the datatype and op plan); the refusal names each binary
+/// and its ranks.
+pub fn agree_on_binary(group: &dyn Group, program: &str, runs: &str) -> Result<(), Failure> {
+    let mine = format!("{runs}\t{program}");
+    let all: Vec<(String, String)> = group
+        .all_gather_bytes(mine.as_bytes())
+        .iter()
+        .map(|b| {
+            let text = String::from_utf8_lossy(b);
+            let (runs, program) = text.split_once('\t').unwrap_or((&text, ""));
+            (runs.to_string(), program.to_string())
+        })
+        .collect();
+    if all.iter().all(|(r, _)| *r == all[0].0) {
+        return Ok(());
+    }
+    let mut binaries: Vec<(&(String, String), Vec<usize>)> = Vec::new();
+    for (rank, binary) in all.iter().enumerate() {
+        match binaries.iter_mut().find(|(b, _)| *b == binary) {
+            Some((_, ranks)) => ranks.push(rank),
+            None => binaries.push((binary, vec![rank])),
+        }
+    }
+    // The name says which binary, unless two that measure different things share it.
+    let shared = |p: &str| binaries.iter().filter(|((_, q), _)| q == p).count() > 1;
+    let list: Vec<String> = binaries
+        .iter()
+        .map(|((runs, program), ranks)| {
+            let name = match shared(program) {
+                true => format!("{program} ({runs})"),
+                false => program.clone(),
+            };
+            let s = if ranks.len() > 1 { "s" } else { "" };
+            format!("{name} on rank{s} {}", rank_ranges(ranks))
+        })
+        .collect();
+    Err(Failure::Usage(format!(
+        "the ranks run different collectives ({}): a job measures one; start every rank with the same binary",
+        list.join(", ")
+    )))
+}
+
+/// "0-3,5": ascending ranks as runs.
+fn rank_ranges(ranks: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &r in ranks {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == r => *end = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    runs.iter()
+        .map(|&(a, b)| match a == b {
+            true => a.to_string(),
+            false => format!("{a}-{b}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Every binary's entry: starts the job, runs `body`, and applies the one exit
 /// policy: a usage error is printed once (by rank 0) with status 2; a failure
 /// already printed keeps its status; a fatal error is printed by its rank and,
@@ -158,9 +222,54 @@ fn abort_job_on_panic() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        // SAFETY: MPI is initialised (the hook is set after World::init).
-        unsafe {
-            mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, ExitStatus::Failed.code() as i32)
-        };
+        world::abort_job(ExitStatus::Failed);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rank 0 of a job whose ranks run these (collective, program) binaries.
+    struct Ranks(Vec<(&'static str, &'static str)>);
+
+    impl Group for Ranks {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            self.0.len()
+        }
+        fn host(&self, _rank: usize) -> &str {
+            "vm"
+        }
+        fn all_gather_bytes(&self, _mine: &[u8]) -> Vec<Vec<u8>> {
+            self.0
+                .iter()
+                .map(|(runs, program)| format!("{runs}\t{program}").into_bytes())
+                .collect()
+        }
+    }
+
+    fn refusal(ranks: Vec<(&'static str, &'static str)>) -> String {
+        match agree_on_binary(&Ranks(ranks), "all_reduce_perf", "all_reduce") {
+            Err(Failure::Usage(m)) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ranks_of_different_collectives_are_refused_naming_each_binary() {
+        let ar = ("all_reduce", "all_reduce_perf");
+        let ag = ("all_gather", "all_gather_perf");
+        assert_eq!(
+            refusal(vec![ar, ar, ag]),
+            "the ranks run different collectives (all_reduce_perf on ranks 0-1, all_gather_perf \
+             on rank 2): a job measures one; start every rank with the same binary"
+        );
+        let m = refusal(vec![ar, ag, ar, ar, ("all_gather", "all_reduce_perf")]);
+        assert!(m.contains("all_reduce_perf (all_reduce) on ranks 0,2-3, all_gather_perf on rank 1, all_reduce_perf (all_gather) on rank 4"), "{m}");
+        let renamed = Ranks(vec![ar, ("all_reduce", "my_allreduce")]);
+        assert!(agree_on_binary(&renamed, "all_reduce_perf", "all_reduce").is_ok());
+    }
 }

@@ -2,6 +2,7 @@
 //! driver needs outside the timed loops (agreeing on arguments, gathering timings).
 //! Started without mpirun, a binary is a job of one rank.
 
+use super::exit::ExitStatus;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -26,6 +27,22 @@ pub fn launched_by_mpi() -> bool {
     ]
     .iter()
     .any(|var| std::env::var_os(var).is_some())
+}
+
+/// Asks the launcher to end every rank of the job (MPI_Abort), from any thread;
+/// returns at once when MPI is not running (a process alone, a unit test, or
+/// after MPI_Finalize).
+pub fn abort_job(status: ExitStatus) {
+    let (mut started, mut finished) = (0, 0);
+    // SAFETY: MPI_Initialized and MPI_Finalized may be called at any time, from any thread.
+    unsafe {
+        mpi::ffi::MPI_Initialized(&mut started);
+        mpi::ffi::MPI_Finalized(&mut finished);
+    }
+    if started != 0 && finished == 0 {
+        // SAFETY: MPI is initialised; MPI_Abort does not return.
+        unsafe { mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, status.code() as i32) };
+    }
 }
 
 pub struct World {

@@ -1,0 +1,259 @@
+//! Rank 0's side: one thread, one poll loop over non-blocking sockets, so that no
+//! connection can hold it. A connection is a stranger until its first line is a
+//! Hello with this job's token; a stranger is dropped when it sends anything
+//! else, more than one line's bytes, or nothing within `HELLO_BOUND`, and when
+//! strangers pass `MAX_STRANGERS` the oldest of the address holding the most
+//! goes first. Peers that proved themselves are read every tick, whatever
+//! strangers do.
+
+use super::protocol::{Lines, Message, Token};
+use super::state::{LocalClock, State, Where};
+use super::verdict::{verdict, Answer};
+use super::{end_job, ANSWER_BOUND};
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+const TICK: Duration = Duration::from_millis(20);
+/// How long a new connection has to show the token.
+const HELLO_BOUND: Duration = Duration::from_secs(2);
+/// Connections not yet proved, all strangers together.
+const MAX_STRANGERS: usize = 64;
+/// Connections accepted per listener per tick: a flood costs a bounded time each tick.
+const ACCEPT_BUDGET: usize = 256;
+
+struct Stranger {
+    stream: TcpStream,
+    from: IpAddr,
+    since: Instant,
+    lines: Lines,
+}
+
+struct Peer {
+    stream: TcpStream,
+    lines: Lines,
+}
+
+/// A rank's connection, as rank 0 knows it.
+enum Link {
+    /// Never proved itself.
+    Never,
+    Open(Peer),
+    /// Its connection closed (or broke the protocol).
+    Closed,
+}
+
+/// What a peer's connection brought this tick.
+enum Heard {
+    Nothing,
+    At { stuck: bool, at: Where },
+    Gone,
+}
+
+/// What rank 0's watchdog needs to judge.
+pub(super) struct Judge {
+    pub program: String,
+    pub timeout_s: u64,
+    pub hosts: Vec<String>,
+}
+
+pub(super) struct Listener {
+    listeners: Vec<TcpListener>,
+    token: Token,
+    strangers: Vec<Stranger>,
+    /// By rank; rank 0 is this process.
+    peers: Vec<Link>,
+}
+
+impl Listener {
+    pub fn new(listeners: Vec<TcpListener>, token: Token, nranks: usize) -> Listener {
+        for l in &listeners {
+            let _ = l.set_nonblocking(true);
+        }
+        Listener {
+            listeners,
+            token,
+            strangers: Vec::new(),
+            peers: (0..nranks).map(|_| Link::Never).collect(),
+        }
+    }
+
+    /// Watches this rank and hears the peers until a call lasts -T somewhere,
+    /// then asks every rank where it is, prints the verdict and ends the job.
+    pub fn run(mut self, state: &State, judge: &Judge) -> ! {
+        let timeout = Duration::from_secs(judge.timeout_s);
+        let mut clock = LocalClock::new();
+        loop {
+            self.screen();
+            let peer_stuck = (1..self.peers.len())
+                .any(|r| matches!(self.hear(r), Heard::At { stuck: true, .. }));
+            if peer_stuck || clock.stuck(state, timeout) {
+                break;
+            }
+            std::thread::sleep(TICK);
+        }
+        let answers = self.ask(state);
+        eprintln!(
+            "{}",
+            verdict(
+                &judge.program,
+                judge.timeout_s,
+                ANSWER_BOUND.as_secs(),
+                &judge.hosts,
+                &answers
+            )
+        );
+        for rank in 1..self.peers.len() {
+            self.send(rank, &Message::Abort);
+        }
+        end_job()
+    }
+
+    /// Every rank's answer: a Query to each peer, and what comes back within `ANSWER_BOUND`.
+    fn ask(&mut self, state: &State) -> Vec<Answer> {
+        let mut answers = vec![Answer::Unreached; self.peers.len()];
+        answers[0] = Answer::At(state.snapshot());
+        let deadline = Instant::now() + ANSWER_BOUND;
+        let mut asked = vec![false; self.peers.len()];
+        loop {
+            // A peer that proves itself late is asked too.
+            self.screen();
+            for rank in 1..self.peers.len() {
+                match self.peers[rank] {
+                    Link::Open(_) if !asked[rank] => {
+                        asked[rank] = true;
+                        answers[rank] = Answer::Silent;
+                        self.send(rank, &Message::Query);
+                    }
+                    Link::Closed => answers[rank] = Answer::Gone,
+                    _ => {}
+                }
+                match self.hear(rank) {
+                    Heard::At { at, .. } if asked[rank] => answers[rank] = Answer::At(at),
+                    Heard::Gone => answers[rank] = Answer::Gone,
+                    _ => {}
+                }
+            }
+            let waiting = answers.contains(&Answer::Silent);
+            if !waiting || Instant::now() >= deadline {
+                return answers;
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+
+    fn send(&mut self, rank: usize, message: &Message) {
+        if let Link::Open(p) = &mut self.peers[rank] {
+            // Non-blocking: a stopped peer's full buffer never holds rank 0.
+            let _ = p.stream.write_all(message.encode(&self.token).as_bytes());
+        }
+    }
+
+    /// The newest of what peer `rank` sent (its connection dropped when gone or unruly).
+    fn hear(&mut self, rank: usize) -> Heard {
+        let Link::Open(p) = &mut self.peers[rank] else {
+            return Heard::Nothing;
+        };
+        let mut heard = Heard::Nothing;
+        let open = read_available(&mut p.stream, &mut p.lines);
+        while let Some(line) = p.lines.next_line() {
+            match Message::decode(&line, &self.token) {
+                Ok(Message::Stuck(at)) => heard = Heard::At { stuck: true, at },
+                Ok(Message::State(at)) => {
+                    let stuck = matches!(heard, Heard::At { stuck: true, .. });
+                    heard = Heard::At { stuck, at }
+                }
+                _ => {} // nothing else is a peer's to send
+            }
+        }
+        if !open {
+            self.peers[rank] = Link::Closed;
+            return Heard::Gone;
+        }
+        heard
+    }
+
+    /// Accepts new connections, and settles the strangers: proved, dropped, or waiting.
+    fn screen(&mut self) {
+        for l in &self.listeners {
+            for _ in 0..ACCEPT_BUDGET {
+                let Ok((stream, from)) = l.accept() else {
+                    break;
+                };
+                if stream.set_nonblocking(true).is_ok() {
+                    self.strangers.push(Stranger {
+                        stream,
+                        from: from.ip(),
+                        since: Instant::now(),
+                        lines: Lines::default(),
+                    });
+                }
+            }
+        }
+        while self.strangers.len() > MAX_STRANGERS {
+            let oldest = oldest_of_the_busiest(&self.strangers);
+            self.strangers.remove(oldest);
+        }
+        let nranks = self.peers.len();
+        let mut proved = Vec::new();
+        self.strangers.retain_mut(|s| {
+            let open = read_available(&mut s.stream, &mut s.lines);
+            match s
+                .lines
+                .next_line()
+                .map(|l| Message::decode(&l, &self.token))
+            {
+                Some(Ok(Message::Hello { rank })) if (1..nranks).contains(&rank) => {
+                    if let Ok(stream) = s.stream.try_clone() {
+                        proved.push((rank, stream, std::mem::take(&mut s.lines)));
+                    }
+                    false
+                }
+                Some(_) => false,
+                None => open && s.since.elapsed() < HELLO_BOUND,
+            }
+        });
+        for (rank, stream, lines) in proved {
+            let mut peer = Peer { stream, lines };
+            let _ = peer
+                .stream
+                .write_all(Message::Welcome.encode(&self.token).as_bytes());
+            // A reconnecting peer replaces its old connection.
+            self.peers[rank] = Link::Open(peer);
+        }
+    }
+}
+
+/// Reads what the socket holds now into `lines`; false once it is closed, broken
+/// or sends more than a line's bytes.
+fn read_available(stream: &mut TcpStream, lines: &mut Lines) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                if lines.push(&buf[..n]).is_err() {
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The stranger to drop first: the oldest of the address holding the most
+/// connections, so that a flood from one host evicts its own.
+fn oldest_of_the_busiest(strangers: &[Stranger]) -> usize {
+    let mut count: HashMap<IpAddr, usize> = HashMap::new();
+    for s in strangers {
+        *count.entry(s.from).or_default() += 1;
+    }
+    let busiest = count.iter().max_by_key(|(_, n)| **n).map(|(ip, _)| *ip);
+    strangers
+        .iter()
+        .position(|s| Some(s.from) == busiest)
+        .unwrap_or(0)
+}

@@ -1,0 +1,281 @@
+//! `-T`: a hang becomes an error that names the call, the size and the rank at
+//! fault, and no job outlives -T by more than a few seconds, whichever rank fails.
+//!
+//! The main thread only bumps an atomic counter before each call (nothing else
+//! in the timed loop). A watchdog thread per rank notices when its rank has sat in
+//! one call for the timeout. Ranks talk over a TCP side channel to rank 0, not
+//! over MPI: MPI is what may be stuck, and a rank that never arrived may be
+//! outside MPI altogether. Rank 0 then asks every rank where it is, prints one
+//! line, and ends the job; a peer that cannot hear rank 0 ends it itself.
+//!
+//! The channel: rank 0 listens on the address the job uses (loopback when every
+//! rank is on its host), and a connection counts only once it shows the job's
+//! secret, made on rank 0 and shared over MPI at start (`protocol`).
+//!
+//! - `state`: what the main thread publishes, and the clock of a rank's own call;
+//! - `protocol`: the messages, the token, and lines cut from a connection;
+//! - `listener`: rank 0's poll loop (strangers, peers, the question, the verdict);
+//! - `peer`: every other rank's side, with its fallback when rank 0 is silent;
+//! - `verdict`: the lines printed; `hooks`: the test hooks.
+
+mod hooks;
+mod listener;
+mod peer;
+mod protocol;
+mod state;
+mod verdict;
+
+pub use hooks::{ADDRESS_FILE_ENV, FAULT_SIGNAL_ENV};
+
+use crate::job::world::abort_job;
+use crate::job::{agree, ExitStatus, Failure, Group};
+use hooks::SignalFault;
+use listener::{Judge, Listener};
+use protocol::Token;
+use state::State;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long rank 0 waits for the peers' answers before it judges without them.
+const ANSWER_BOUND: Duration = Duration::from_secs(3);
+/// How long the verdict has to reach the launcher's output before MPI_Abort's banner.
+const VERDICT_FIRST: Duration = Duration::from_millis(300);
+/// How long a rank that gave the verdict waits for MPI_Abort before it exits.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+pub struct Watchdog {
+    state: Arc<State>,
+    rank: usize,
+    fault: Option<SignalFault>,
+    fired: AtomicBool,
+}
+
+/// What each rank's watchdog thread does.
+enum Role {
+    Rank0(Listener, Judge),
+    Peer(peer::Peer),
+}
+
+impl Watchdog {
+    /// Sets up the side channel (a collective step: every rank calls it) and starts
+    /// the thread. `timeout_s` 0 disables it.
+    pub fn start(group: &dyn Group, program: &str, timeout_s: u64) -> Result<Watchdog, Failure> {
+        let (rank, nranks) = (group.rank(), group.size());
+        let watchdog = Watchdog {
+            state: Arc::new(State::default()),
+            rank,
+            fault: SignalFault::from_env(),
+            fired: AtomicBool::new(false),
+        };
+        if timeout_s == 0 {
+            return Ok(watchdog);
+        }
+        let hosts: Vec<String> = (0..nranks).map(|r| group.host(r).to_string()).collect();
+        let opened = match rank {
+            0 => open(&hosts).map(Some).map_err(|e| e.to_string()),
+            _ => Ok(None),
+        };
+        let card = match &opened {
+            Ok(Some(channel)) => card(&channel.token, &channel.addresses),
+            Ok(None) => String::new(),
+            Err(e) => format!("error\t{e}"),
+        };
+        // Every rank reads rank 0's card: a failure on rank 0 stops all alike.
+        let card0 = group.all_gather_bytes(card.as_bytes()).swap_remove(0);
+        let role = match opened {
+            Ok(Some(Channel {
+                listeners, token, ..
+            })) => Ok(Role::Rank0(
+                Listener::new(listeners, token, nranks),
+                Judge {
+                    program: program.to_string(),
+                    timeout_s,
+                    hosts,
+                },
+            )),
+            _ => read_card(&card0).map(|(token, rank0)| {
+                Role::Peer(peer::Peer {
+                    rank,
+                    host: hosts[rank].clone(),
+                    host0: hosts[0].clone(),
+                    rank0,
+                    token,
+                    program: program.to_string(),
+                    timeout_s,
+                })
+            }),
+        };
+        let role = agree(
+            group,
+            program,
+            ExitStatus::Failed,
+            role.map_err(|e| format!("-T/--timeout: the watchdog could not start on rank 0: {e}")),
+        )?;
+        let state = watchdog.state.clone();
+        std::thread::Builder::new()
+            .name("fabricbench-watchdog".into())
+            .spawn(move || match role {
+                Role::Rank0(listener, judge) => listener.run(&state, &judge),
+                Role::Peer(peer) => peer.run(&state),
+            })
+            .map_err(anyhow::Error::from)?;
+        Ok(watchdog)
+    }
+
+    /// Marks the start of a series of watched calls.
+    pub fn begin(&self, label: String) {
+        if let Ok(mut l) = self.state.label.lock() {
+            *l = label;
+        }
+        self.state.in_call.store(true, Ordering::Relaxed);
+    }
+
+    /// Before each call: one relaxed atomic add.
+    #[inline]
+    pub fn enter_call(&self) {
+        self.state.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn end(&self) {
+        self.state.in_call.store(false, Ordering::Relaxed);
+    }
+
+    /// Before the timed calls of each size: the signal hook (`FAULT_SIGNAL_ENV`)
+    /// fires once, at the first size it names or above.
+    pub fn fault_point(&self, size: u64) {
+        let due = self.fault.filter(|f| f.rank == self.rank && size >= f.size);
+        if let Some(fault) = due {
+            if !self.fired.swap(true, Ordering::Relaxed) {
+                fault.send_inside(self.state.clone());
+            }
+        }
+    }
+}
+
+/// Rank 0's listeners, their addresses and the job's token.
+struct Channel {
+    listeners: Vec<TcpListener>,
+    addresses: Vec<SocketAddr>,
+    token: Token,
+}
+
+fn open(hosts: &[String]) -> std::io::Result<Channel> {
+    let token = Token::generate()?;
+    let listeners: Vec<TcpListener> = match hosts.len() {
+        1 => Vec::new(),
+        _ => listen_addresses(hosts)
+            .into_iter()
+            .map(|ip| TcpListener::bind((ip, 0)))
+            .collect::<Result<_, _>>()?,
+    };
+    let addresses = listeners
+        .iter()
+        .map(TcpListener::local_addr)
+        .collect::<Result<Vec<_>, _>>()?;
+    hooks::publish_addresses(&addresses);
+    Ok(Channel {
+        listeners,
+        addresses,
+        token,
+    })
+}
+
+/// What rank 0 tells every rank at start: "ok", the token, its addresses.
+fn card(token: &Token, addresses: &[SocketAddr]) -> String {
+    let list: Vec<String> = addresses.iter().map(SocketAddr::to_string).collect();
+    format!("ok\t{}\t{}", token.as_str(), list.join(","))
+}
+
+fn read_card(bytes: &[u8]) -> Result<(Token, Vec<SocketAddr>), String> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut fields = text.splitn(3, '\t');
+    match (fields.next(), fields.next(), fields.next()) {
+        (Some("ok"), Some(token), Some(list)) => {
+            let token = Token::parse(token).ok_or("its token did not arrive whole")?;
+            let addresses = list.split(',').filter_map(|a| a.parse().ok()).collect();
+            Ok((token, addresses))
+        }
+        (Some("error"), Some(e), _) => Err(e.to_string()),
+        _ => Err("its address did not arrive whole".into()),
+    }
+}
+
+/// Where rank 0 listens: loopback when every rank is on its host; else, for
+/// each other host, the address of this host's interface that routes to it (the
+/// address the peers see); every interface only when a host's name does not
+/// resolve here (the token still guards it).
+fn listen_addresses(hosts: &[String]) -> Vec<IpAddr> {
+    let mut ips: Vec<IpAddr> = Vec::new();
+    for host in hosts.iter().filter(|h| **h != hosts[0]) {
+        match route_to(host) {
+            Some(ip) if !ips.contains(&ip) => ips.push(ip),
+            Some(_) => {}
+            None => return vec![Ipv4Addr::UNSPECIFIED.into()],
+        }
+    }
+    if ips.is_empty() {
+        ips.push(Ipv4Addr::LOCALHOST.into());
+    }
+    ips
+}
+
+/// The local address the kernel would send from to reach `host` (a UDP
+/// "connect" sends nothing).
+fn route_to(host: &str) -> Option<IpAddr> {
+    (host, 9).to_socket_addrs().ok()?.find_map(|to| {
+        let any: IpAddr = match to {
+            SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+            SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let socket = UdpSocket::bind((any, 0)).ok()?;
+        socket.connect(to).ok()?;
+        Some(socket.local_addr().ok()?.ip()).filter(|ip| !ip.is_unspecified())
+    })
+}
+
+/// Ends the job once a verdict is printed: MPI_Abort from another thread (it may
+/// never return when a rank is stopped), and this process's own exit after
+/// `EXIT_GRACE` whatever it does.
+fn end_job() -> ! {
+    std::thread::sleep(VERDICT_FIRST);
+    std::thread::spawn(|| abort_job(ExitStatus::Timeout));
+    std::thread::sleep(EXIT_GRACE);
+    std::process::exit(ExitStatus::Timeout.code().into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_host_listens_on_loopback_only() {
+        let hosts = vec!["vm".to_string(); 3];
+        assert_eq!(
+            listen_addresses(&hosts),
+            [IpAddr::from(Ipv4Addr::LOCALHOST)]
+        );
+        let hosts = ["vm".to_string(), "localhost".to_string()];
+        assert!(listen_addresses(&hosts).iter().all(IpAddr::is_loopback));
+        let unknown = ["vm".to_string(), "no-such-host.invalid".to_string()];
+        assert_eq!(
+            listen_addresses(&unknown),
+            [IpAddr::from(Ipv4Addr::UNSPECIFIED)]
+        );
+    }
+
+    #[test]
+    fn the_card_carries_the_token_and_addresses() {
+        let token = Token::generate().unwrap();
+        let addresses: Vec<SocketAddr> = vec!["127.0.0.1:4000".parse().unwrap()];
+        let (t, a) = read_card(card(&token, &addresses).as_bytes()).unwrap();
+        assert_eq!((t, a), (token, addresses));
+        assert_eq!(
+            read_card(b"error\tno /dev/urandom"),
+            Err("no /dev/urandom".into())
+        );
+        assert!(read_card(b"ok\tshort\t").is_err());
+        assert!(read_card(b"").is_err());
+    }
+}

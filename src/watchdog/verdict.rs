@@ -1,0 +1,260 @@
+//! The one-line verdicts: rank 0's, from every rank's answer, and a peer's own
+//! when rank 0 itself cannot be heard.
+
+use super::state::Where;
+
+/// What rank 0 learnt of one rank when it asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    At(Where),
+    /// Connected, but no answer within the bound: stopped, or its host frozen.
+    Silent,
+    /// Its connection closed: the process ended.
+    Gone,
+    /// Never proved itself to rank 0's watchdog: its host cannot reach rank 0.
+    Unreached,
+}
+
+impl Answer {
+    fn why_silent(&self, answer_s: u64) -> Option<String> {
+        Some(match self {
+            Answer::At(_) => return None,
+            Answer::Silent => {
+                format!("no answer within {answer_s} s: stopped, or its host is frozen or cut off")
+            }
+            Answer::Gone => "gone: its process ended".into(),
+            Answer::Unreached => {
+                "never reached rank 0's watchdog: its host cannot reach rank 0's".into()
+            }
+        })
+    }
+}
+
+/// rank 0's verdict. At fault, in this order: the ranks that did not answer
+/// (they hold the others up, directly or not); else the ranks outside any call;
+/// else the ranks in an earlier call than the furthest. Every other rank inside
+/// a call is waiting, whichever call it is in (a collective lets ranks be one
+/// call apart).
+pub fn verdict(
+    program: &str,
+    timeout_s: u64,
+    answer_s: u64,
+    hosts: &[String],
+    answers: &[Answer],
+) -> String {
+    let placed: Vec<(usize, &Where)> = answers
+        .iter()
+        .enumerate()
+        .filter_map(|(r, a)| match a {
+            Answer::At(w) => Some((r, w)),
+            _ => None,
+        })
+        .collect();
+    let furthest = placed
+        .iter()
+        .filter(|(_, w)| w.in_call)
+        .max_by_key(|(_, w)| w.calls);
+    let (stuck_at, label) = furthest.map_or((0, ""), |(_, w)| (w.calls, w.label.as_str()));
+    let silent: Vec<String> = answers
+        .iter()
+        .enumerate()
+        .filter_map(|(r, a)| {
+            Some(format!(
+                "{r} (on {}: {})",
+                hosts[r],
+                a.why_silent(answer_s)?
+            ))
+        })
+        .collect();
+    let (outside, inside): (Vec<_>, Vec<_>) = placed.iter().partition(|(_, w)| !w.in_call);
+    let at_fault: Vec<(usize, &Where)> = match (silent.is_empty(), outside.is_empty()) {
+        (false, _) => Vec::new(),
+        (true, false) => outside.clone(),
+        (true, true) => inside
+            .iter()
+            .copied()
+            .filter(|(_, w)| w.calls < stuck_at)
+            .collect(),
+    };
+    let waiting: Vec<String> = inside
+        .iter()
+        .filter(|(r, _)| !at_fault.iter().any(|(f, _)| f == r))
+        .map(|(r, w)| match w.calls == stuck_at {
+            true => r.to_string(),
+            false => format!("{r} (in call {})", w.calls),
+        })
+        .collect();
+    let list = |ranks: &[(usize, &Where)], what: fn(&Where) -> String| {
+        ranks
+            .iter()
+            .map(|(r, w)| format!("{r} (on {}, {})", hosts[*r], what(w)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let fault = if !silent.is_empty() {
+        let between = match outside.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; ranks between calls: {}",
+                list(&outside, |w| format!("after call {}", w.calls))
+            ),
+        };
+        format!("ranks that did not answer: {}{between}", silent.join(", "))
+    } else if at_fault.is_empty() {
+        "ranks that had not arrived: none (all arrived: the library itself is stuck)".into()
+    } else {
+        let late = list(&at_fault, |w| match w.in_call {
+            true => format!("in an earlier call, call {}", w.calls),
+            false => format!("outside any call after call {}", w.calls),
+        });
+        format!("ranks that had not arrived: {late}")
+    };
+    format!(
+        "{program}: -T/--timeout {timeout_s}: call {stuck_at} ({label}) did not finish within {timeout_s} s; \
+         ranks waiting in it: {}; {fault}; aborting the job",
+        if waiting.is_empty() { "none".into() } else { waiting.join(",") },
+    )
+}
+
+/// Why a peer could not hear rank 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rank0Lost {
+    /// Connected, but silent for the bound after this rank said it was stuck.
+    Silent { bound_s: u64 },
+    /// Its connection closed.
+    Gone,
+    /// Never reached at start.
+    Unreached,
+}
+
+/// A peer's verdict when rank 0 cannot hear it or answer: what this rank knows.
+pub fn rank0_lost(
+    program: &str,
+    timeout_s: u64,
+    (rank, host): (usize, &str),
+    host0: &str,
+    mine: &Where,
+    why: Rank0Lost,
+) -> String {
+    let why = match why {
+        Rank0Lost::Silent { bound_s } => format!(
+            "did not answer the watchdog within {bound_s} s: rank 0 is stopped, or its host is frozen or cut off"
+        ),
+        Rank0Lost::Gone => "is gone: its watchdog connection closed".into(),
+        Rank0Lost::Unreached => {
+            "could not be reached: this host cannot reach rank 0's watchdog".into()
+        }
+    };
+    format!(
+        "{program}: -T/--timeout {timeout_s}: call {} ({}) did not finish within {timeout_s} s on rank {rank} \
+         (on {host}); at fault: rank 0 (on {host0}), which {why}; aborting the job",
+        mine.calls, mine.label
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(calls: u64, in_call: bool) -> Answer {
+        Answer::At(Where {
+            calls,
+            in_call,
+            label: "AllReduce float sum 1024 B".into(),
+        })
+    }
+
+    fn hosts(n: usize) -> Vec<String> {
+        (0..n).map(|r| format!("node{r}")).collect()
+    }
+
+    fn check(answers: &[Answer]) -> String {
+        let v = verdict("all_reduce_perf", 5, 3, &hosts(answers.len()), answers);
+        assert!(!v.contains('\n'), "{v}");
+        v
+    }
+
+    #[test]
+    fn a_rank_outside_any_call_had_not_arrived() {
+        let v = check(&[at(9, true), at(9, true), at(8, false)]);
+        assert!(
+            v.contains("call 9 (AllReduce float sum 1024 B) did not finish within 5 s"),
+            "{v}"
+        );
+        assert!(v.contains("ranks waiting in it: 0,1;"), "{v}");
+        assert!(
+            v.contains("ranks that had not arrived: 2 (on node2, outside any call after call 8)"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_stopped_rank_is_at_fault_and_the_others_wait_one_call_apart() {
+        let v = check(&[at(776, true), at(775, true), Answer::Silent, at(776, true)]);
+        assert!(v.contains("call 776 ("), "{v}");
+        assert!(
+            v.contains("ranks waiting in it: 0,1 (in call 775),3;"),
+            "{v}"
+        );
+        assert!(
+            v.contains("ranks that did not answer: 2 (on node2: no answer within 3 s: stopped"),
+            "{v}"
+        );
+        assert!(!v.contains("had not arrived"), "{v}");
+        assert!(!v.contains("gone"), "{v}");
+    }
+
+    #[test]
+    fn a_dead_rank_is_gone_and_a_rank_between_calls_is_neither() {
+        let v = check(&[at(5, true), Answer::Gone, at(4, false), Answer::Unreached]);
+        assert!(v.contains("ranks waiting in it: 0;"), "{v}");
+        assert!(v.contains("1 (on node1: gone: its process ended)"), "{v}");
+        assert!(
+            v.contains("3 (on node3: never reached rank 0's watchdog"),
+            "{v}"
+        );
+        assert!(
+            v.contains("; ranks between calls: 2 (on node2, after call 4)"),
+            "{v}"
+        );
+        assert!(!v.contains("had not arrived"), "{v}");
+    }
+
+    #[test]
+    fn an_earlier_call_had_not_arrived_and_all_alike_is_the_library() {
+        let v = check(&[at(9, true), at(8, true), at(9, true)]);
+        assert!(v.contains("ranks waiting in it: 0,2;"), "{v}");
+        assert!(
+            v.contains("had not arrived: 1 (on node1, in an earlier call, call 8)"),
+            "{v}"
+        );
+        let v = check(&[at(9, true), at(9, true)]);
+        assert!(
+            v.contains("none (all arrived: the library itself is stuck)"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_peer_names_rank_0_when_it_cannot_hear_it() {
+        let mine = Where {
+            calls: 12,
+            in_call: true,
+            label: "Broadcast 8 B".into(),
+        };
+        let v = rank0_lost(
+            "broadcast_perf",
+            3,
+            (2, "node2"),
+            "node0",
+            &mine,
+            Rank0Lost::Silent { bound_s: 6 },
+        );
+        assert_eq!(
+            v,
+            "broadcast_perf: -T/--timeout 3: call 12 (Broadcast 8 B) did not finish within 3 s on rank 2 \
+             (on node2); at fault: rank 0 (on node0), which did not answer the watchdog within 6 s: \
+             rank 0 is stopped, or its host is frozen or cut off; aborting the job"
+        );
+    }
+}
