@@ -35,9 +35,13 @@ pub struct Limit {
 }
 
 impl Limit {
-    /// "ib-ndr 50 GB/s".
+    /// "ib-ndr 50 GB/s"; a limit given as "50 GB/s" is said once.
     pub fn label(&self) -> String {
-        format!("{} {} GB/s", self.name, trim_number(self.gbs))
+        let value = format!("{} GB/s", trim_number(self.gbs));
+        match self.name == value {
+            true => value,
+            false => format!("{} {value}", self.name),
+        }
     }
 }
 
@@ -219,6 +223,7 @@ mod tests {
             "8000 Gb/s 1000 GB/s"
         );
         assert_eq!(trim_number(50.0), "50");
+        assert_eq!(parse_limit("10GB/s").unwrap().label(), "10 GB/s");
         assert_eq!(trim_number(120.0), "120");
         assert_eq!(
             Limit {
