@@ -1,7 +1,8 @@
 //! The `compare` binary: a baseline CSV against candidates. Exit status: 0 no
-//! regression, 1 a regression beyond the thresholds, 2 bad input.
+//! regression, 1 a regression beyond the thresholds or a row that fails
+//! whatever they are (wrong data, NaN or inf), 2 bad input.
 
-use super::{compare, Thresholds};
+use super::{compare, Counts, Thresholds};
 use crate::cli::parse_one_line;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::plot::{file_labels, limits_in, render, RunData};
@@ -54,7 +55,8 @@ pub fn main() -> ExitCode {
 }
 
 /// Prints each candidate's deltas (and draws them with --plot); returns how
-/// many matched rows regressed beyond the thresholds.
+/// many rows count against the candidates (beyond the thresholds, wrong data,
+/// figures that are not numbers).
 pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
     let paths: Vec<PathBuf> = std::iter::once(args.baseline.clone())
         .chain(args.candidates.iter().cloned())
@@ -68,13 +70,13 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
         busbw_drop_pct: args.threshold,
         p99_rise_pct: args.p99_threshold.or(args.threshold),
     };
-    let mut regressions = 0;
+    let mut counts = Counts::default();
     let mut matched = 0;
     for (rows, label) in files.iter().zip(&labels).skip(1) {
         let c = compare(&files[0], rows, thresholds)
             .with_context(|| format!("{label} against {}", labels[0]))?;
         print!("{}", c.render(&labels[0], label));
-        regressions += c.regressions();
+        counts += c.counts();
         matched += c.deltas.len();
     }
     if let Some(dir) = &args.plot {
@@ -89,21 +91,24 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
             .collect();
         let written = render(&runs, &limits_in(&runs), None, dir)
             .with_context(|| format!("--plot {}", dir.display()))?;
-        println!("# {} plots in {}", written.len(), dir.display());
+        if let Some(line) = &written.left_out {
+            eprintln!("compare: warning: --plot: {line}");
+        }
+        println!("# {} plots in {}", written.files.len(), dir.display());
     }
-    println!(
-        "# {matched} matched rows; {}",
-        verdict(thresholds, regressions)
-    );
-    Ok(regressions)
+    println!("# {matched} matched rows; {}", verdict(thresholds, counts));
+    Ok(counts.rows)
 }
 
-/// "3 regressed beyond busbw -5% or p99 +20%", or that nothing was judged.
-fn verdict(thresholds: Thresholds, regressions: usize) -> String {
-    match (thresholds.busbw_drop_pct, thresholds.p99_rise_pct) {
-        (None, None) => "no --threshold given: nothing judged".to_string(),
+/// "3 regressed beyond busbw -5% or p99 +20%", or that nothing was judged;
+/// then the rows that fail whatever the thresholds, if any.
+fn verdict(thresholds: Thresholds, counts: Counts) -> String {
+    let judged = match (thresholds.busbw_drop_pct, thresholds.p99_rise_pct) {
+        (None, None) if counts.failed == 0 => "no --threshold given: nothing judged".to_string(),
+        (None, None) => "no --threshold given: deltas not judged".to_string(),
         (b, p) => format!(
-            "{regressions} regressed beyond {}",
+            "{} regressed beyond {}",
+            counts.regressed,
             [
                 b.map(|t| format!("busbw -{t}%")),
                 p.map(|t| format!("p99 +{t}%"))
@@ -112,6 +117,12 @@ fn verdict(thresholds: Thresholds, regressions: usize) -> String {
             .flatten()
             .collect::<Vec<_>>()
             .join(" or ")
+        ),
+    };
+    match counts.failed {
+        0 => judged,
+        n => format!(
+            "{judged}; {n} failed whatever the threshold (wrong data, or a figure that is NaN or inf)"
         ),
     }
 }
@@ -125,14 +136,27 @@ mod tests {
         assert_eq!(percent("5"), Ok(5.0));
         assert_eq!(percent("2.5%"), Ok(2.5));
         assert!(percent("-1").unwrap_err().contains("not a percentage >= 0"));
+        let counts = |regressed, failed| Counts {
+            regressed,
+            failed,
+            rows: regressed + failed,
+        };
         assert_eq!(
-            verdict(Thresholds::default(), 0),
+            verdict(Thresholds::default(), counts(0, 0)),
             "no --threshold given: nothing judged"
         );
         let both = Thresholds {
             busbw_drop_pct: Some(5.0),
             p99_rise_pct: Some(20.0),
         };
-        assert_eq!(verdict(both, 3), "3 regressed beyond busbw -5% or p99 +20%");
+        assert_eq!(
+            verdict(both, counts(3, 0)),
+            "3 regressed beyond busbw -5% or p99 +20%"
+        );
+        assert_eq!(
+            verdict(Thresholds::default(), counts(0, 2)),
+            "no --threshold given: deltas not judged; 2 failed whatever the threshold \
+             (wrong data, or a figure that is NaN or inf)"
+        );
     }
 }

@@ -49,32 +49,95 @@ impl std::fmt::Display for Key {
     }
 }
 
-/// The rows of one key (several with -N cycles, -r -1 roots or appended runs), averaged.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The rows of one key (several with -N cycles, -r -1 roots or appended runs),
+/// averaged; a row that is NaN or inf makes its average so.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Figures {
     pub busbw_gbs: f64,
     pub p99_us: f64,
+    /// Wrong elements over the rows (validation on).
+    pub wrong: u64,
 }
 
 fn aggregate(rows: &[Row]) -> BTreeMap<Key, Figures> {
-    let mut sums: BTreeMap<Key, (f64, f64, usize)> = BTreeMap::new();
+    let mut sums: BTreeMap<Key, (Figures, usize)> = BTreeMap::new();
     for r in rows {
-        let s = sums.entry(Key::of(r)).or_default();
-        s.0 += r.busbw_gbs;
-        s.1 += r.p99_us;
-        s.2 += 1;
+        let (s, n) = sums.entry(Key::of(r)).or_default();
+        s.busbw_gbs += r.busbw_gbs;
+        s.p99_us += r.p99_us;
+        s.wrong = s.wrong.saturating_add(r.wrong.unwrap_or(0));
+        *n += 1;
     }
     sums.into_iter()
-        .map(|(k, (busbw, p99, n))| {
+        .map(|(k, (s, n))| {
             (
                 k,
                 Figures {
-                    busbw_gbs: busbw / n as f64,
-                    p99_us: p99 / n as f64,
+                    busbw_gbs: s.busbw_gbs / n as f64,
+                    p99_us: s.p99_us / n as f64,
+                    wrong: s.wrong,
                 },
             )
         })
         .collect()
+}
+
+/// Which of the two files a figure is from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Baseline,
+    Candidate,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Baseline => "baseline",
+            Side::Candidate => "candidate",
+        }
+    }
+}
+
+/// Why a matched row counts against the candidate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Regression {
+    /// busbw dropped beyond the threshold.
+    Busbw,
+    /// p99 rose beyond its threshold.
+    P99,
+    /// The candidate's data was wrong (this many elements), whatever its speed.
+    WrongData(u64),
+    /// A figure of either file that is not a number (NaN, inf): no delta can be
+    /// taken from it, so the row cannot pass.
+    NotMeasured {
+        side: Side,
+        figure: &'static str,
+        value: f64,
+    },
+}
+
+impl Regression {
+    /// "busbw", "wrong data: 7 elements", "busbw NaN in baseline".
+    pub fn label(&self) -> String {
+        match self {
+            Regression::Busbw => "busbw".into(),
+            Regression::P99 => "p99".into(),
+            Regression::WrongData(n) => format!("wrong data: {n} elements"),
+            Regression::NotMeasured {
+                side,
+                figure,
+                value,
+            } => format!("{figure} {value} in {}", side.name()),
+        }
+    }
+
+    /// Whether it fails the row whatever the thresholds.
+    pub fn unconditional(&self) -> bool {
+        matches!(
+            self,
+            Regression::WrongData(_) | Regression::NotMeasured { .. }
+        )
+    }
 }
 
 /// How much worse a candidate may be before it counts as a regression, in percent.
@@ -92,11 +155,13 @@ pub struct Delta {
     pub key: Key,
     pub base: Figures,
     pub candidate: Figures,
-    /// Change in percent of the baseline; None where the baseline is 0.
+    /// Change in percent of the baseline; None where the baseline is 0 or
+    /// either figure is not a number.
     pub busbw_pct: Option<f64>,
     pub p99_pct: Option<f64>,
-    /// What regressed beyond the thresholds ("busbw", "p99").
-    pub regressed: Vec<&'static str>,
+    /// What counts against the candidate: the thresholds crossed, wrong data,
+    /// figures that are not numbers.
+    pub regressed: Vec<Regression>,
 }
 
 /// A candidate against the baseline.
@@ -104,11 +169,13 @@ pub struct Delta {
 pub struct Comparison {
     pub deltas: Vec<Delta>,
     pub only_in_base: Vec<Key>,
-    pub only_in_candidate: Vec<Key>,
+    /// With the candidate's wrong elements there: wrong data fails a row even
+    /// with nothing to compare it with.
+    pub only_in_candidate: Vec<(Key, u64)>,
 }
 
 fn change_pct(base: f64, candidate: f64) -> Option<f64> {
-    (base != 0.0).then(|| (candidate - base) / base * 100.0)
+    Some((candidate - base) / base * 100.0).filter(|p| base != 0.0 && p.is_finite())
 }
 
 /// Matches `candidate` against `base`; an error when no row matches.
@@ -125,14 +192,28 @@ pub fn compare(
         let busbw_pct = change_pct(b.busbw_gbs, c.busbw_gbs);
         let p99_pct = change_pct(b.p99_us, c.p99_us);
         let mut regressed = Vec::new();
+        for (side, f) in [(Side::Baseline, b), (Side::Candidate, c)] {
+            for (figure, value) in [("busbw", f.busbw_gbs), ("p99", f.p99_us)] {
+                if !value.is_finite() {
+                    regressed.push(Regression::NotMeasured {
+                        side,
+                        figure,
+                        value,
+                    });
+                }
+            }
+        }
+        if c.wrong > 0 {
+            regressed.push(Regression::WrongData(c.wrong));
+        }
         if let (Some(d), Some(t)) = (busbw_pct, thresholds.busbw_drop_pct) {
             if d < -t {
-                regressed.push("busbw");
+                regressed.push(Regression::Busbw);
             }
         }
         if let (Some(d), Some(t)) = (p99_pct, thresholds.p99_rise_pct) {
             if d > t {
-                regressed.push("p99");
+                regressed.push(Regression::P99);
             }
         }
         deltas.push(Delta {
@@ -160,9 +241,9 @@ pub fn compare(
             .cloned()
             .collect(),
         only_in_candidate: cand
-            .keys()
-            .filter(|k| !base.contains_key(k))
-            .cloned()
+            .iter()
+            .filter(|(k, _)| !base.contains_key(k))
+            .map(|(k, f)| (k.clone(), f.wrong))
             .collect(),
     })
 }
@@ -191,12 +272,44 @@ fn pct(p: Option<f64>) -> String {
     p.map_or("n/a".to_string(), |p| format!("{p:+.1}%"))
 }
 
+/// How many rows count against a candidate, and why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Matched rows beyond a threshold.
+    pub regressed: usize,
+    /// Rows that fail whatever the thresholds: wrong data, figures that are no numbers.
+    pub failed: usize,
+    /// Rows that count at all (one may be both).
+    pub rows: usize,
+}
+
+impl std::ops::AddAssign for Counts {
+    fn add_assign(&mut self, o: Counts) {
+        self.regressed += o.regressed;
+        self.failed += o.failed;
+        self.rows += o.rows;
+    }
+}
+
 impl Comparison {
-    pub fn regressions(&self) -> usize {
-        self.deltas
+    pub fn counts(&self) -> Counts {
+        let judged = |d: &&Delta| d.regressed.iter().any(|r| !r.unconditional());
+        let failed = |d: &&Delta| d.regressed.iter().any(Regression::unconditional);
+        let wrong_unmatched = self
+            .only_in_candidate
             .iter()
-            .filter(|d| !d.regressed.is_empty())
-            .count()
+            .filter(|(_, w)| *w > 0)
+            .count();
+        Counts {
+            regressed: self.deltas.iter().filter(judged).count(),
+            failed: self.deltas.iter().filter(failed).count() + wrong_unmatched,
+            rows: self
+                .deltas
+                .iter()
+                .filter(|d| !d.regressed.is_empty())
+                .count()
+                + wrong_unmatched,
+        }
     }
 
     /// The table of deltas, then the unmatched rows.
@@ -243,7 +356,8 @@ impl Comparison {
                 if d.regressed.is_empty() {
                     "ok".to_string()
                 } else {
-                    format!("REGRESSED ({})", d.regressed.join(", "))
+                    let why: Vec<String> = d.regressed.iter().map(Regression::label).collect();
+                    format!("REGRESSED ({})", why.join(", "))
                 },
             ]);
         }
@@ -274,10 +388,16 @@ impl Comparison {
             let lead = if i < 2 { "# " } else { "  " };
             let _ = writeln!(out, "{lead}{}", cells.join("  ").trim_end());
         }
-        for (name, keys) in [
-            (base_name, &self.only_in_base),
-            (candidate_name, &self.only_in_candidate),
-        ] {
+        let in_base: Vec<String> = self.only_in_base.iter().map(Key::to_string).collect();
+        let in_candidate: Vec<String> = self
+            .only_in_candidate
+            .iter()
+            .map(|(k, wrong)| match wrong {
+                0 => k.to_string(),
+                n => format!("{k}: REGRESSED (wrong data: {n} elements)"),
+            })
+            .collect();
+        for (name, keys) in [(base_name, in_base), (candidate_name, in_candidate)] {
             if !keys.is_empty() {
                 let _ = writeln!(out, "# unmatched: {} rows only in {name}:", keys.len());
                 for k in keys {
@@ -328,12 +448,12 @@ mod tests {
         assert_eq!(c.deltas.len(), 3);
         assert!((c.deltas[0].busbw_pct.unwrap() + 4.0).abs() < 1e-9);
         assert!(c.deltas[0].regressed.is_empty());
-        assert_eq!(c.deltas[1].regressed, ["busbw"]);
-        assert_eq!(c.deltas[2].regressed, ["p99"]);
-        assert_eq!(c.regressions(), 2);
+        assert_eq!(c.deltas[1].regressed, [Regression::Busbw]);
+        assert_eq!(c.deltas[2].regressed, [Regression::P99]);
+        assert_eq!(c.counts().rows, 2);
         // Without thresholds nothing is judged.
         let c = compare(&base, &cand, Thresholds::default()).unwrap();
-        assert_eq!(c.regressions(), 0);
+        assert_eq!(c.counts().rows, 0);
     }
 
     #[test]
@@ -348,7 +468,7 @@ mod tests {
         assert_eq!(c.deltas[0].p99_pct, Some(0.0));
         assert_eq!(c.only_in_base.len(), 1);
         assert_eq!(c.only_in_base[0].size_bytes, 64);
-        assert_eq!(c.only_in_candidate[0].nranks, 8);
+        assert_eq!(c.only_in_candidate[0].0.nranks, 8);
         let text = c.render("a.csv", "b.csv");
         assert!(text.contains("# unmatched: 1 rows only in a.csv:\n#   all_reduce float sum out-of-place 64 B 4 ranks"));
         assert!(text.contains("8 ranks"));
@@ -363,5 +483,61 @@ mod tests {
             msg.contains("all_reduce float sum 4 ranks 8 B..8 B"),
             "{msg}"
         );
+    }
+
+    /// NaN compares false with every threshold, so a NaN row once passed as
+    /// "never regressed"; and wrong data is a failure however fast it came.
+    #[test]
+    fn no_number_and_wrong_data_fail_whatever_the_threshold() {
+        let base = [
+            row(8, 10.0, 1.0),
+            row(16, f64::NAN, 1.0),
+            row(32, 10.0, 1.0),
+        ];
+        let mut cand = [
+            row(8, f64::NAN, 1.0),
+            row(16, 10.0, 1.0),
+            row(32, 10.0, f64::INFINITY),
+            row(64, 10.0, 1.0),
+        ];
+        cand[3].wrong = Some(3);
+        for t in [STRICT, Thresholds::default()] {
+            let c = compare(&base, &cand, t).unwrap();
+            let why: Vec<Vec<String>> = c
+                .deltas
+                .iter()
+                .map(|d| d.regressed.iter().map(Regression::label).collect())
+                .collect();
+            assert_eq!(
+                why,
+                [
+                    vec!["busbw NaN in candidate".to_string()],
+                    vec!["busbw NaN in baseline".to_string()],
+                    vec!["p99 inf in candidate".to_string()],
+                ]
+            );
+            assert_eq!(
+                c.counts(),
+                Counts {
+                    regressed: 0,
+                    failed: 4,
+                    rows: 4
+                }
+            );
+            let text = c.render("a", "b");
+            assert!(
+                text.contains("64 B 4 ranks: REGRESSED (wrong data: 3 elements)"),
+                "{text}"
+            );
+        }
+        // Wrong data in a matched row, as fast as the baseline.
+        let mut bad = row(8, 10.0, 1.0);
+        bad.wrong = Some(7);
+        let c = compare(&base[..1], &[bad], Thresholds::default()).unwrap();
+        assert_eq!(c.deltas[0].regressed, [Regression::WrongData(7)]);
+        assert_eq!(c.counts().failed, 1);
+        assert!(c
+            .render("a", "b")
+            .contains("REGRESSED (wrong data: 7 elements)"));
     }
 }

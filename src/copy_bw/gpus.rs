@@ -28,7 +28,7 @@ fn pci_file(bus_id: &str, name: &str) -> String {
 
 /// The NUMA node of a PCI device (none on single-node machines, where sysfs says -1).
 fn numa_node(sysfs: &Root, bus_id: &str) -> Option<i32> {
-    let node: i32 = sysfs.read_parsed(&pci_file(bus_id, "numa_node"))?;
+    let node: i32 = sysfs.read_parsed(&pci_file(bus_id, "numa_node")).value()?;
     (node >= 0).then_some(node)
 }
 
@@ -70,7 +70,9 @@ impl Gpu {
         let ctx = gpu::open(ordinal)?;
         let info = GpuInfo::of(&ctx)?;
         let stream = ctx.new_stream()?;
-        let pcie = crate::limits::pcie_state(sysfs, &info.bus_id).map(|s| s.limit());
+        let pcie = crate::limits::pcie_state(sysfs, &info.bus_id)
+            .value()
+            .map(|s| s.limit());
         let memory = nvml.memory_limit(&ctx, &info.bus_id);
         let numa_node = numa_node(sysfs, &info.bus_id);
         Ok(Gpu {

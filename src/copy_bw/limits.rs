@@ -48,8 +48,8 @@ pub(super) fn slow_link_note(
     if efficiency >= 75.0 {
         return None;
     }
-    let state = limits::pcie_state(sysfs, &gpu.info.bus_id)?;
-    let current = state.current?;
+    let state = limits::pcie_state(sysfs, &gpu.info.bus_id).value()?;
+    let current = state.current.value()?;
     current.below(&state.capable).then(|| {
         format!(
             "{}: {} reached {efficiency:.0}% of {} and the link ran at {} right after, below what both ends support",

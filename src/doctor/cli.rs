@@ -2,11 +2,12 @@
 //! MPI, checks, prints the table and writes the CSV and JSON.
 
 use super::facts::NodeFacts;
-use super::output::{write_csv, write_json, write_table, Report};
+use super::output::{check_target, write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
 use super::{check, collect, count, one_per_node, Selection, Severity};
 use crate::cli::parse_one_line;
 use crate::job::{self, ExitStatus, Failure, Group, Job, Start, UsageError};
+use crate::sysfs::rdma::MAX_PORT_GBIT_PER_S;
 use crate::sysfs::Root;
 use clap::Parser;
 use std::path::PathBuf;
@@ -46,7 +47,14 @@ pub fn main() -> ExitCode {
 /// and sends the facts to rank 0, which checks them and writes the outputs.
 fn run(job: &Job, program: &str) -> Result<ExitStatus, Failure> {
     let parsed: Result<DoctorArgs, UsageError> = parse_one_line(std::env::args_os());
-    let mine = parsed.map_err(|e| e.0).and_then(valid);
+    // Rank 0 writes the outputs, so it alone checks where they go.
+    let mine = parsed
+        .map_err(|e| e.0)
+        .and_then(valid)
+        .and_then(|args| match job.is_root() {
+            true => outputs_writable(args),
+            false => Ok(args),
+        });
     let args = job::agree(job, program, ExitStatus::Usage, mine)?;
     let selection = Selection {
         node_name: args.node_name.clone(),
@@ -79,8 +87,31 @@ fn valid(args: DoctorArgs) -> Result<DoctorArgs, String> {
             args.sysfs_root.display()
         ));
     }
-    if args.port_rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
-        return Err("--port-rate: give the expected rate in Gb/s, e.g. --port-rate 400".into());
+    if let Some(r) = args
+        .port_rate
+        .filter(|r| !(*r > 0.0 && *r <= MAX_PORT_GBIT_PER_S))
+    {
+        return Err(format!(
+            "--port-rate {r}: give the expected rate in Gb/s, at most {MAX_PORT_GBIT_PER_S}, e.g. --port-rate 400"
+        ));
+    }
+    Ok(args)
+}
+
+/// --csv and --json name new files that can be created.
+fn outputs_writable(args: DoctorArgs) -> Result<DoctorArgs, String> {
+    if let (Some(csv), Some(json)) = (&args.csv, &args.json) {
+        if csv == json {
+            return Err(format!(
+                "--csv and --json both name {}: give each its own file",
+                csv.display()
+            ));
+        }
+    }
+    for (flag, path) in [("--csv", &args.csv), ("--json", &args.json)] {
+        if let Some(path) = path {
+            check_target(flag, path)?;
+        }
     }
     Ok(args)
 }

@@ -220,7 +220,7 @@ pub fn check(nodes: &[NodeFacts], out: &mut Vec<Finding>) {
                             shown: format!(
                                 "{mtu} (netdev {} MTU {})",
                                 p.netdev.as_deref().unwrap_or("?"),
-                                p.netdev_mtu.map_or("?".into(), |m| m.to_string())
+                                p.netdev_mtu.get().map_or("?".into(), |m| m.to_string())
                             ),
                         })
                     })

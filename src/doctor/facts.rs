@@ -4,6 +4,7 @@
 
 use crate::limits::PcieState;
 use crate::sysfs::rdma::{KernelState, PortState};
+use crate::sysfs::Reading;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -58,14 +59,14 @@ pub struct Port {
     pub phys_state: String,
     /// As sysfs prints it: "400 Gb/sec (4X NDR)".
     pub rate: String,
-    pub rate_gbps: Option<f64>,
+    pub rate_gbps: Reading<f64>,
     /// Lanes: 4 for "4X".
     pub width: Option<u32>,
     /// "InfiniBand" or "Ethernet".
     pub link_layer: String,
     /// The network interface of a RoCE port and its MTU.
     pub netdev: Option<String>,
-    pub netdev_mtu: Option<u32>,
+    pub netdev_mtu: Reading<u32>,
     /// RDMA MTU in bytes. For RoCE the kernel derives it from the netdev MTU, and
     /// so does doctor; an InfiniBand port's comes from the subnet manager and is
     /// not in sysfs (None).
@@ -97,8 +98,8 @@ pub struct Gid {
 pub struct PciDevice {
     /// Bus address: "0000:17:00.0".
     pub bdf: String,
-    /// None where sysfs reports no link maximum.
-    pub link: Option<PcieState>,
+    /// Absent where sysfs reports no link maximum.
+    pub link: Reading<PcieState>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 use super::facts::{GpuFacts, NodeFacts, PciDevice};
 use super::{Finding, Severity};
 use crate::limits;
-use crate::sysfs::{self, Root, PCI_DEVICES};
+use crate::sysfs::{self, Reading, Root, Unreadable, PCI_DEVICES};
 
 const NVIDIA_VENDOR: &str = "0x10de";
 
@@ -108,15 +108,30 @@ fn check_link(
     gpu: bool,
     out: &mut Vec<Finding>,
 ) {
-    // No link maximum, or one that did not parse: silent, as before issue #10.
-    let Some(link) = &device.link else {
-        return;
+    let unreadable = |u: &Unreadable| {
+        Finding::unreadable(
+            &node.node,
+            component,
+            u.to_string(),
+            "a link speed such as '32.0 GT/s PCIe' and a width such as '16'",
+            "doctor cannot judge this link: read it by hand (lspci -vv -s BDF: LnkCap and LnkSta); \
+             'Unknown' is a speed the kernel cannot tell: reseat the card or riser, check the slot and BIOS",
+        )
+    };
+    // No link maximum in sysfs (a virtual device): nothing to judge it against.
+    let link = match &device.link {
+        Reading::Absent => return,
+        Reading::Unreadable(u) => return out.push(unreadable(u)),
+        Reading::Value(link) => link,
     };
     let expected = format!(
         "{} (the most the device and its slot support)",
         link.capable.describe()
     );
-    let Some(current) = link.current.filter(|c| c.width > 0) else {
+    if let Some(u) = link.current.unreadable() {
+        return out.push(unreadable(u));
+    }
+    let Some(&current) = link.current.get().filter(|c| c.width > 0) else {
         out.push(Finding::new(
             Severity::Error,
             &node.node,
@@ -181,6 +196,7 @@ fn check_link(
 mod tests {
     use super::super::testing::{facts, findings};
     use super::*;
+    use crate::limits::PcieLink;
     use crate::sysfs::fixture::Tree;
 
     #[test]
@@ -201,8 +217,13 @@ mod tests {
             "PCIe Gen5 x16 (what the device supports)"
         );
         // Slower than even the slot allows is a link fault besides.
-        let link = node.gpus.gpus[0].link.as_mut().unwrap();
-        link.current.as_mut().unwrap().gts = 8.0;
+        let Reading::Value(link) = &mut node.gpus.gpus[0].link else {
+            panic!("{:?}", node.gpus.gpus[0])
+        };
+        link.current = Reading::Value(PcieLink {
+            gts: 8.0,
+            width: 16,
+        });
         let found = findings(&[node], "pcie");
         assert_eq!(found.len(), 2, "{found:?}");
         assert_eq!(found[1].check, "pcie-speed");
@@ -232,23 +253,62 @@ mod tests {
         assert!(node.gpus.gpus.is_empty());
     }
 
-    /// A link value that does not parse leaves the device without a link: no
-    /// finding about it, as before issue #10; its other links are still checked.
+    /// A link value that does not read as one is an error naming the file and
+    /// its text, never a device passed in silence or a link said to be untrained;
+    /// the device's other values and the other devices are still checked.
     #[test]
-    fn unparsable_link_values_are_silent() {
+    fn unreadable_link_values_are_findings() {
+        let nic = "/sys/bus/pci/devices/0000:17:00.0";
         let node = facts("doctor/pcie-downgrade", |t| {
-            t.put("/sys/bus/pci/devices/0000:17:00.0/max_link_width", "x16")
+            t.put(&format!("{nic}/max_link_width"), "x16")
         });
-        assert_eq!(node.hcas[0].pci.as_ref().unwrap().link, None);
-        let f = findings(&[node], "pcie");
-        let components: Vec<&str> = f.iter().map(|f| f.component.as_str()).collect();
+        assert!(node.hcas[0]
+            .pci
+            .as_ref()
+            .unwrap()
+            .link
+            .unreadable()
+            .is_some());
+        let f = findings(std::slice::from_ref(&node), "unreadable");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].component, "nic mlx5_0:1 0000:17:00.0");
+        assert!(
+            f[0].seen.starts_with("could not read ")
+                && f[0].seen.ends_with("0000:17:00.0/max_link_width: 'x16'"),
+            "{}",
+            f[0].seen
+        );
+        let components: Vec<String> = findings(&[node], "pcie")
+            .into_iter()
+            .map(|f| f.component)
+            .collect();
         assert_eq!(components, ["gpu 0000:18:00.0"]);
-        // An unparsable current link reads as an untrained one.
+        // The kernel's "Unknown" is no speed, and no proof of an untrained link either.
+        for (file, text) in [
+            ("current_link_speed", "Unknown"),
+            ("current_link_speed", "inf GT/s PCIe"),
+            ("max_link_speed", "Unknown"),
+        ] {
+            let node = facts("doctor/healthy", |t| {
+                t.put(&format!("/sys/bus/pci/devices/0000:18:00.0/{file}"), text)
+            });
+            let f = findings(std::slice::from_ref(&node), "unreadable");
+            assert_eq!(f.len(), 1, "{file} {text}: {f:?}");
+            assert_eq!(f[0].component, "gpu 0000:18:00.0");
+            assert!(
+                f[0].seen.ends_with(&format!("{file}: '{text}'")),
+                "{}",
+                f[0].seen
+            );
+            assert!(findings(&[node], "pcie").is_empty());
+        }
+        // A width of 0 is the kernel saying the link did not train.
         let node = facts("doctor/healthy", |t| {
+            t.put("/sys/bus/pci/devices/0000:18:00.0/current_link_width", "0");
             t.put(
                 "/sys/bus/pci/devices/0000:18:00.0/current_link_speed",
                 "Unknown",
-            )
+            );
         });
         let f = findings(&[node], "pcie");
         assert_eq!(f.len(), 1, "{f:?}");

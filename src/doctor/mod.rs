@@ -2,7 +2,9 @@
 //! its node's facts from sysfs and procfs under a root directory (`/` on a live
 //! node, a fixture tree in tests), rank 0 gathers them and checks each node and
 //! the rack as a whole. A problem is a `Finding` row: severity, node, component,
-//! what was seen, what was expected, and the fix.
+//! what was seen, what was expected, and the fix. A value a check judges by
+//! that cannot be read is an `unreadable` error ("could not read PATH: 'TEXT'"),
+//! never silence and never a value made up for it.
 //!
 //! The facts are in `facts`; each area reads its own and checks them, one file
 //! per area: `ports` (RDMA port state, rate, MTU), `roce` (GIDs), `memlock`,
@@ -77,6 +79,28 @@ impl Finding {
             expected: expected.into(),
             fix: fix.into(),
         }
+    }
+}
+
+impl Finding {
+    /// A value doctor judges by that is absent or does not read as one: an
+    /// error, since nothing can be said about what it describes.
+    pub fn unreadable(
+        node: &str,
+        component: &str,
+        seen: String,
+        expected: &str,
+        fix: &str,
+    ) -> Finding {
+        Finding::new(
+            Severity::Error,
+            node,
+            component,
+            "unreadable",
+            seen,
+            expected,
+            fix,
+        )
     }
 }
 
@@ -173,6 +197,7 @@ mod tests {
     use super::testing::{facts, findings};
     use super::*;
     use crate::sysfs::fixture::Tree;
+    use crate::sysfs::Reading;
 
     #[test]
     fn reads_a_healthy_node() {
@@ -201,18 +226,22 @@ mod tests {
             ("ACTIVE", "LinkUp")
         );
         assert_eq!(
-            (port.rate.as_str(), port.rate_gbps, port.width),
-            ("400 Gb/sec (4X NDR)", Some(400.0), Some(4))
+            (port.rate.as_str(), port.rate_gbps.clone(), port.width),
+            ("400 Gb/sec (4X NDR)", Reading::Value(400.0), Some(4))
         );
         assert_eq!(
-            (port.netdev.as_deref(), port.netdev_mtu, port.active_mtu),
-            (Some("eth2"), Some(9000), Some(4096))
+            (
+                port.netdev.as_deref(),
+                port.netdev_mtu.clone(),
+                port.active_mtu
+            ),
+            (Some("eth2"), Reading::Value(9000), Some(4096))
         );
         let gids: Vec<u32> = port.gids.iter().map(|g| g.index).collect();
         assert_eq!(gids, [0, 1, 2, 3], "the zero entry 4 is no GID");
         assert_eq!(port.gids[3].kind, "RoCE v2");
         assert_eq!(node.gpus.gpus.len(), 1);
-        assert!(node.gpus.gpus[0].link.is_some());
+        assert!(node.gpus.gpus[0].link.get().is_some());
         assert_eq!(node.gpus.driver_version.as_deref(), Some("550.54.15"));
         assert!(node.gpus.peermem && !node.gpus.open_module);
         assert!(node.memlock.known && node.memlock.soft_bytes.is_none());

@@ -5,7 +5,7 @@ use super::{count, Finding, NodeFacts, Severity};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The JSON document: what was found and what it was found from.
 #[derive(Debug, Serialize, Deserialize)]
@@ -135,6 +135,55 @@ pub fn read_csv(path: &Path) -> anyhow::Result<Vec<Finding>> {
         .deserialize()
         .collect::<Result<Vec<Finding>, _>>()
         .with_context(|| format!("{}: not a doctor findings CSV", path.display()))
+}
+
+/// Refuses, before doctor reads anything, a `flag` path that `create_new` would
+/// refuse at the end: a folder, a file that exists, or a place where no file
+/// can be created.
+pub fn check_target(flag: &str, path: &Path) -> Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!(
+            "{flag} {shown}: is a directory; give the path of a new file in it"
+        ));
+    }
+    if path.symlink_metadata().is_ok() {
+        return Err(format!(
+            "{flag} {shown}: the file exists and findings are never overwritten; choose a new path"
+        ));
+    }
+    let cannot = |dir: &Path, e: std::io::Error| {
+        format!(
+            "{flag} {shown}: cannot write in {}: {e}; choose a folder this user can write",
+            dir.display()
+        )
+    };
+    let parent = |p: &Path| -> PathBuf {
+        p.parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    };
+    let dir = parent(path);
+    let mut existing = dir.clone();
+    while existing.symlink_metadata().is_err() {
+        existing = parent(&existing);
+    }
+    if !existing.is_dir() {
+        return Err(format!(
+            "{flag} {shown}: {} is a file, not a folder; choose a path in a folder",
+            existing.display()
+        ));
+    }
+    // The folders would be created at the end anyway; creating the file is the
+    // one sure test of writing there (root passes access(2) on folders it still
+    // cannot write in: sysfs, a read-only mount).
+    std::fs::create_dir_all(&dir).map_err(|e| cannot(&dir, e))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| cannot(&dir, e))?;
+    std::fs::remove_file(path).map_err(|e| cannot(&dir, e))
 }
 
 fn create_new(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {

@@ -6,7 +6,7 @@ use super::gpudirect::read_pci_device;
 use super::roce::collect_gids;
 use super::{Finding, Severity};
 use crate::sysfs::rdma::{self, INFINIBAND};
-use crate::sysfs::Root;
+use crate::sysfs::{Reading, Root};
 
 /// One entry of --hca: a device, optionally one port of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,16 +133,16 @@ fn collect_port(root: &Root, dev: &str, num: u32, software: bool) -> Port {
     let gids = collect_gids(root, &dir);
     let link_layer = link.link_layer.unwrap_or_else(unknown);
     let netdev = gids.iter().find_map(|g| g.netdev.clone());
-    let netdev_mtu = netdev
-        .as_ref()
-        .and_then(|n| root.read_parsed(&format!("/sys/class/net/{n}/mtu")));
+    let netdev_mtu = netdev.as_ref().map_or(Reading::Absent, |n| {
+        root.read_parsed(&format!("/sys/class/net/{n}/mtu"))
+    });
     let header = if software {
         RXE_HEADER_BYTES
     } else {
         ROCE_HEADER_BYTES
     };
     let active_mtu = (link_layer == "Ethernet")
-        .then(|| netdev_mtu.map(|m| roce_active_mtu(m, header)))
+        .then(|| netdev_mtu.get().map(|&m| roce_active_mtu(m, header)))
         .flatten();
     Port {
         num,
@@ -159,6 +159,8 @@ fn collect_port(root: &Root, dev: &str, num: u32, software: bool) -> Port {
     }
 }
 
+const RATE_FIX: &str = "doctor cannot judge this port's speed: read it by hand (ibstat DEV, mlxlink -d DEV) and check the driver (a rate sysfs cannot print is a driver or firmware fault)";
+
 const DOWNGRADE_FIX: &str = "the link trained below its speed or width: reseat or replace the cable/transceiver, check the switch port (mlxlink -d DEV -m)";
 
 /// The fastest active port of this model anywhere in the rack, with where it is.
@@ -170,7 +172,8 @@ fn rack_best(all: &[NodeFacts], model: &str) -> Option<(f64, String, String)> {
         .filter(|(_, _, p)| p.is_active())
         .filter_map(|(n, h, p)| {
             p.rate_gbps
-                .map(|r| (r, p.rate.clone(), format!("{} {}", n.node, h.port_name(p))))
+                .get()
+                .map(|&r| (r, p.rate.clone(), format!("{} {}", n.node, h.port_name(p))))
         })
         .max_by(|a, b| a.0.total_cmp(&b.0))
 }
@@ -242,9 +245,25 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
         ));
         return;
     }
-    // A rate that did not parse (`rate` holds its text, `rate_gbps` is None) is
-    // passed over in silence, as before issue #10 (see sysfs::Root::read_with).
-    if let Some(rate) = port.rate_gbps {
+    let rate = match &port.rate_gbps {
+        Reading::Value(rate) => Some(*rate),
+        other => {
+            let path = Root::new(&node.root)
+                .path(&format!("{}/rate", rdma::port_dir(&hca.name, port.num)));
+            out.push(Finding::unreadable(
+                &node.node,
+                &component,
+                other.unreadable().map_or_else(
+                    || format!("could not read {}: no such file", path.display()),
+                    ToString::to_string,
+                ),
+                "a rate such as '400 Gb/sec (4X NDR)' (at most 10000 Gb/sec)",
+                RATE_FIX,
+            ));
+            None
+        }
+    };
+    if let Some(rate) = rate {
         if let Some(want) = node.port_rate_gbps.filter(|&w| rate < w) {
             out.push(Finding::new(
                 Severity::Error,
@@ -269,7 +288,16 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
             }
         }
     }
-    if let (Some(mtu), Some(netdev_mtu)) = (port.active_mtu, port.netdev_mtu) {
+    if let (true, Some(u)) = (port.is_ethernet(), port.netdev_mtu.unreadable()) {
+        out.push(Finding::unreadable(
+            &node.node,
+            &component,
+            u.to_string(),
+            "the netdev's MTU in bytes, such as '9000'",
+            "doctor cannot judge the RoCE MTU: read it by hand (ip link show DEV) and check the netdev",
+        ));
+    }
+    if let (Some(mtu), Some(netdev_mtu)) = (port.active_mtu, port.netdev_mtu.get()) {
         if mtu < 4096 {
             out.push(Finding::new(
                 Severity::Warning,
@@ -290,21 +318,58 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
 #[cfg(test)]
 mod tests {
     use super::super::testing::{facts, findings};
+    use super::super::{collect, Selection};
     use super::*;
+    use crate::sysfs::fixture::Tree;
 
-    /// A rate that does not parse is kept as text with no value, and no port is
-    /// judged against it: silent, as before issue #10.
+    /// A rate that does not read as one (garbage, zero, or beyond any port) is
+    /// an error naming the file and its text, never a port passed in silence;
+    /// so is an active port with no rate file.
     #[test]
-    fn an_unparsable_rate_is_kept_as_text() {
-        let node = facts("doctor/downgraded-port", |t| {
-            t.put("/sys/class/infiniband/mlx5_0/ports/1/rate", "fast (4X NDR)")
-        });
-        let port = &node.hcas[0].ports[0];
-        assert_eq!(
-            (port.rate.as_str(), port.rate_gbps, port.width),
-            ("fast (4X NDR)", None, Some(4))
+    fn an_unreadable_rate_is_a_finding() {
+        let rate = "/sys/class/infiniband/mlx5_0/ports/1/rate";
+        for bad in ["fast (4X NDR)", "0 Gb/sec (4X NDR)", "1e30 Gb/sec (4X NDR)"] {
+            let tree = Tree::named("doctor/downgraded-port");
+            tree.put(rate, bad);
+            let node = collect(&tree.root(), &Selection::default());
+            let port = &node.hcas[0].ports[0];
+            assert_eq!((port.rate.as_str(), port.width), (bad, Some(4)));
+            assert_eq!(port.rate_gbps.get(), None);
+            let f = findings(&[node], "unreadable");
+            assert_eq!(f.len(), 1, "{f:?}");
+            assert_eq!(
+                (f[0].severity, f[0].component.as_str()),
+                (Severity::Error, "mlx5_0:1")
+            );
+            let path = tree.dir().join(rate.trim_start_matches('/'));
+            assert_eq!(
+                f[0].seen,
+                format!("could not read {}: '{bad}'", path.display())
+            );
+            assert!(f[0].fix.contains("ibstat"), "{}", f[0].fix);
+        }
+        let node = facts("doctor/healthy", |t| t.remove(rate));
+        let f = findings(&[node], "unreadable");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].seen.ends_with("ports/1/rate: no such file"),
+            "{}",
+            f[0].seen
         );
-        assert!(findings(&[node], "link-downgrade").is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_netdev_mtu_is_a_finding() {
+        let node = facts("doctor/healthy", |t| {
+            t.put("/sys/class/net/eth2/mtu", "jumbo")
+        });
+        let f = findings(&[node], "unreadable");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].seen.ends_with("sys/class/net/eth2/mtu: 'jumbo'"),
+            "{}",
+            f[0].seen
+        );
     }
 
     #[test]
@@ -320,7 +385,7 @@ mod tests {
             [&port.state, &port.phys_state, &port.rate, &port.link_layer],
             ["unknown"; 4]
         );
-        assert_eq!((port.rate_gbps, port.active_mtu), (None, None));
+        assert_eq!((port.rate_gbps.get(), port.active_mtu), (None, None));
         let f = findings(&[node], "port-state");
         assert_eq!(f[0].seen, "state unknown, physical state unknown");
     }

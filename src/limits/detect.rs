@@ -2,10 +2,10 @@
 //! the PCIe link of every RDMA NIC and GPU; and the merge of every node's
 //! detection into the run's.
 
-use super::pcie::{parse_link_speed, PcieLink, PcieState};
+use super::pcie::{parse_link_speed, parse_link_width, PcieLink, PcieState};
 use super::{gbs_of_gbits, trim_number, Limit};
 use crate::sysfs::rdma::{self, KernelState, PortState, INFINIBAND};
-use crate::sysfs::{self, Root, PCI_DEVICES};
+use crate::sysfs::{self, Reading, Root, Unreadable, PCI_DEVICES};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -43,49 +43,66 @@ pub fn pci_device_dir(root: &Path, bus_id: &str) -> std::path::PathBuf {
 }
 
 /// The "current" or "max" link of the PCI device whose sysfs folder is `dev`.
-fn read_link(root: &Root, dev: &str, kind: &str) -> Option<PcieLink> {
-    Some(PcieLink {
-        gts: root.read_with(&format!("{dev}/{kind}_link_speed"), parse_link_speed)?,
-        width: root.read_parsed(&format!("{dev}/{kind}_link_width"))?,
-    })
+/// A width of 0 is a link that did not train, whatever its speed reads.
+fn read_link(root: &Root, dev: &str, kind: &str) -> Reading<PcieLink> {
+    let gts = root.read_with(&format!("{dev}/{kind}_link_speed"), parse_link_speed);
+    let width = root.read_with(&format!("{dev}/{kind}_link_width"), parse_link_width);
+    match (gts, width) {
+        (gts, Reading::Value(0)) => Reading::Value(PcieLink {
+            gts: gts.value().unwrap_or(0.0),
+            width: 0,
+        }),
+        (Reading::Value(gts), Reading::Value(width)) => Reading::Value(PcieLink { gts, width }),
+        (Reading::Unreadable(u), _) | (_, Reading::Unreadable(u)) => Reading::Unreadable(u),
+        _ => Reading::Absent,
+    }
 }
 
 /// Reads the link of the device at `bus_id` under `root` (normally "/").
-pub fn pcie_state(root: &Root, bus_id: &str) -> Option<PcieState> {
+pub fn pcie_state(root: &Root, bus_id: &str) -> Reading<PcieState> {
     pcie_state_at(root, &sysfs::pci_device(bus_id))
 }
 
-/// Reads the link of the PCI device whose sysfs folder is `device`; None
-/// where sysfs reports no maximum link.
-fn pcie_state_at(root: &Root, device: &str) -> Option<PcieState> {
-    let device_max = read_link(root, device, "max")?;
-    // The upstream port is the folder the device's real folder is in.
-    let port = root.resolve(device);
-    let mut capable = device_max;
-    if let Some(port_max) = port
-        .as_deref()
-        .and_then(sysfs::parent)
-        .and_then(|p| read_link(root, p, "max"))
-    {
-        capable.gts = capable.gts.min(port_max.gts);
-        capable.width = capable.width.min(port_max.width);
-    }
-    Some(PcieState {
-        capable,
-        device_max,
-        current: read_link(root, device, "current"),
+/// Reads the link of the PCI device whose sysfs folder is `device`: absent
+/// where sysfs reports no maximum link, unreadable where the device's or its
+/// upstream port's maximum does not read.
+fn pcie_state_at(root: &Root, device: &str) -> Reading<PcieState> {
+    read_link(root, device, "max").and_then(|device_max| {
+        // The upstream port is the folder the device's real folder is in.
+        let port = root.resolve(device);
+        let port_max = port
+            .as_deref()
+            .and_then(sysfs::parent)
+            .map_or(Reading::Absent, |p| read_link(root, p, "max"));
+        let capable = match port_max {
+            Reading::Unreadable(u) => return Reading::Unreadable(u),
+            Reading::Absent => device_max,
+            Reading::Value(port_max) => PcieLink {
+                gts: device_max.gts.min(port_max.gts),
+                width: device_max.width.min(port_max.width),
+            },
+        };
+        Reading::Value(PcieState {
+            capable,
+            device_max,
+            current: read_link(root, device, "current"),
+        })
     })
 }
 
 /// Reads the link of one PCI device; `who` names it in messages.
 fn detect_pcie(root: &Root, dev: &str, who: &str, role: PcieRole, found: &mut Detection) {
-    let Some((state, current)) =
-        pcie_state_at(root, dev).and_then(|s| Some((s, s.current.filter(|l| l.width > 0)?)))
-    else {
-        found
-            .found
-            .push(format!("{who}: PCIe link speed/width not reported"));
-        return;
+    let not_reported = || format!("{who}: PCIe link speed/width not reported");
+    let unreadable = |u: Unreadable| format!("{who}: {u}; no PCIe limit from this link");
+    let state = match pcie_state_at(root, dev) {
+        Reading::Value(s) => s,
+        Reading::Unreadable(u) => return found.found.push(unreadable(u)),
+        Reading::Absent => return found.found.push(not_reported()),
+    };
+    let current = match state.current.clone() {
+        Reading::Value(c) if c.width > 0 => c,
+        Reading::Unreadable(u) => return found.found.push(unreadable(u)),
+        _ => return found.found.push(not_reported()),
     };
     let max = state.capable;
     // An idle GPU drops its link to a lower speed to save power and raises it
@@ -154,22 +171,23 @@ pub fn detect(root: &Root) -> Detection {
         let dev = format!("{INFINIBAND}/{name}");
         for port in root.list(&format!("{dev}/ports")) {
             let who = format!("{name} port {port}");
-            let link = rdma::read_port(&root, &rdma::port_dir(&name, &port));
+            let link = rdma::read_port(root, &rdma::port_dir(&name, &port));
             if let Some(state) = link.state.filter(|s| s != PortState::Active.name()) {
                 found.found.push(format!("{who}: {state}, not a limit"));
                 continue;
             }
-            let Some(rate_text) = link.rate_text else {
-                continue;
-            };
-            let Some(rate) = link.rate.filter(rdma::PortRate::is_usable) else {
-                found
-                    .found
-                    .push(format!("{who}: unreadable rate '{rate_text}'"));
-                continue;
+            let rate = match link.rate {
+                Reading::Absent => continue,
+                Reading::Unreadable(u) => {
+                    found
+                        .found
+                        .push(format!("{who}: {u}; no limit from this port"));
+                    continue;
+                }
+                Reading::Value(rate) => rate,
             };
             let layer = link.link_layer.unwrap_or_default();
-            found.found.push(format!("{who}: {rate_text} {layer}"));
+            found.found.push(format!("{who}: {} {layer}", rate.text));
             found.add_limit(Limit {
                 name: format!("rdma-port {} Gb/s", trim_number(rate.gbit_per_s)),
                 gbs: gbs_of_gbits(rate.gbit_per_s),
@@ -179,19 +197,13 @@ pub fn detect(root: &Root) -> Detection {
         if root.exists(&pci) {
             let address = root.resolve(&pci).unwrap_or_default();
             let who = format!("{name} ({})", sysfs::file_name(&address));
-            detect_pcie(&root, &pci, &who, PcieRole::Nic, &mut found);
+            detect_pcie(root, &pci, &who, PcieRole::Nic, &mut found);
         }
     }
     for bdf in root.list(PCI_DEVICES) {
         let dev = sysfs::pci_device(&bdf);
-        if is_gpu(&root, &dev) {
-            detect_pcie(
-                &root,
-                &dev,
-                &format!("GPU {bdf}"),
-                PcieRole::Gpu,
-                &mut found,
-            );
+        if is_gpu(root, &dev) {
+            detect_pcie(root, &dev, &format!("GPU {bdf}"), PcieRole::Gpu, &mut found);
         }
     }
     found
@@ -248,6 +260,10 @@ mod tests {
     use super::super::{binding, choose, describe};
     use super::*;
     use crate::sysfs::fixture::Tree;
+
+    fn limit_names(d: &Detection) -> Vec<&str> {
+        d.limits.iter().map(|l| l.name.as_str()).collect()
+    }
 
     /// Detection on the fixture tree `name`.
     fn detect_on(tree: &Tree) -> Detection {
@@ -308,7 +324,7 @@ mod tests {
         assert_eq!(d.limits.len(), 1, "{:?}", d.limits);
         assert_eq!(d.limits[0].name, "gpu-pcie gen4 x16");
         // The same figure copy_bw compares the GPU's copies with.
-        let state = pcie_state(&tree.root(), "0000:41:00.0").unwrap();
+        let state = pcie_state(&tree.root(), "0000:41:00.0").value().unwrap();
         assert_eq!(d.limits[0].gbs, state.limit().gbs);
         assert!((state.limit().gbs - 31.51).abs() < 0.01);
         assert_eq!(state.device_max.generation(), Some(5));
@@ -376,7 +392,7 @@ mod tests {
             &format!("../../../..{gpu}"),
         );
 
-        let state = pcie_state(&t.root(), "0000:18:00.0").unwrap();
+        let state = pcie_state(&t.root(), "0000:18:00.0").value().unwrap();
         assert_eq!(
             state.capable,
             PcieLink {
@@ -386,60 +402,103 @@ mod tests {
         );
         assert_eq!(
             state.current,
-            Some(PcieLink {
+            Reading::Value(PcieLink {
                 gts: 2.5,
                 width: 16
             })
         );
-        assert_eq!(pcie_state(&t.root(), "0000:99:00.0"), None);
+        assert_eq!(pcie_state(&t.root(), "0000:99:00.0"), Reading::Absent);
         assert_eq!(
             pci_device_dir(t.dir(), "0000:18:00.0"),
             t.dir().join("sys/bus/pci/devices/0000:18:00.0")
         );
     }
 
-    /// Today's behaviour with values sysfs should never print (issue #10 makes
-    /// each a finding; see `sysfs::Root::read_with`): a port rate that does not
-    /// parse is a found line and no limit, a link width or speed that does not
-    /// parse makes the link "not reported", and the node keeps its other limits.
+    /// Values sysfs should never print: each skips only its own link, with a
+    /// found line naming the file and its text, and every limit left is a finite
+    /// figure (a detection crosses the ranks as JSON, where an endless figure
+    /// would not decode and every limit of the node would be lost).
     #[test]
-    fn unparsable_values_drop_only_their_own_limit() {
+    fn a_bad_value_skips_only_its_own_link() {
         let t = Tree::named("sysfs-ndr");
-        let mlx5_0 = rdma::port_dir("mlx5_0", 1);
-        let rates = [
-            ("fast", "unreadable rate 'fast'"),
-            ("0 Gb/sec (4X NDR)", "unreadable rate '0 Gb/sec (4X NDR)'"),
-            (
-                "inf Gb/sec (4X NDR)",
-                "unreadable rate 'inf Gb/sec (4X NDR)'",
-            ),
-        ];
-        for (rate, line) in rates {
-            t.put(&format!("{mlx5_0}/rate"), rate);
+        let at = |abs: &str| {
+            t.dir()
+                .join(abs.trim_start_matches('/'))
+                .display()
+                .to_string()
+        };
+        let survives_json = |d: &Detection| {
+            let json = serde_json::to_vec(d).unwrap();
+            assert_eq!(&serde_json::from_slice::<Detection>(&json).unwrap(), d);
+        };
+        let rate = format!("{}/rate", rdma::port_dir("mlx5_0", 1));
+        for bad in [
+            "fast",
+            "0 Gb/sec (4X NDR)",
+            "inf Gb/sec (4X NDR)",
+            "NaN Gb/sec (4X NDR)",
+            "8000000000000000000 Gb/sec (4X NDR)",
+        ] {
+            t.put(&rate, bad);
             let d = detect_on(&t);
-            assert!(
-                d.found.contains(&format!("mlx5_0 port 1: {line}")),
-                "{rate}: {:?}",
-                d.found
+            let line = format!(
+                "mlx5_0 port 1: could not read {}: '{bad}'; no limit from this port",
+                at(&rate)
             );
-            let names: Vec<&str> = d.limits.iter().map(|l| l.name.as_str()).collect();
-            assert_eq!(names, ["nic-pcie gen5 x16", "gpu-pcie gen5 x16"], "{rate}");
-            // A detection crosses the ranks as JSON: every figure must survive it.
-            let json = serde_json::to_vec(&d).unwrap();
-            assert_eq!(serde_json::from_slice::<Detection>(&json).unwrap(), d);
+            assert!(d.found.contains(&line), "{bad}: {:?}", d.found);
+            assert_eq!(
+                limit_names(&d),
+                ["nic-pcie gen5 x16", "gpu-pcie gen5 x16"],
+                "{bad}"
+            );
+            survives_json(&d);
         }
+        t.put(&rate, "400 Gb/sec (4X NDR)");
+        // Files are named as read: through the device links of sysfs.
         let nic = "/sys/devices/pci0000:16/0000:17:00.0";
-        t.put(&format!("{nic}/current_link_width"), "x16");
-        t.put(
-            "/sys/devices/pci0000:1a/0000:1b:00.0/max_link_speed",
-            "Unknown",
-        );
-        let d = detect_on(&t);
-        for who in ["mlx5_0 (0000:17:00.0)", "GPU 0000:1b:00.0"] {
-            let line = format!("{who}: PCIe link speed/width not reported");
-            assert!(d.found.contains(&line), "{:?}", d.found);
+        let gpu = "/sys/devices/pci0000:1a/0000:1b:00.0";
+        for (file, bad) in [
+            ("current_link_width", "x16"),
+            ("current_link_width", "4096"),
+            ("current_link_speed", "inf GT/s PCIe"),
+            ("current_link_speed", "NaN GT/s PCIe"),
+            ("max_link_speed", "1e300 GT/s PCIe"),
+        ] {
+            let real = format!("{nic}/{file}");
+            let good = std::fs::read_to_string(at(&real)).unwrap();
+            t.put(&real, bad);
+            let d = detect_on(&t);
+            let line = format!(
+                "mlx5_0 (0000:17:00.0): could not read {}: '{bad}'; no PCIe limit from this link",
+                at(&format!("{INFINIBAND}/mlx5_0/device/{file}"))
+            );
+            assert!(d.found.contains(&line), "{bad}: {:?}", d.found);
+            // mlx5_1's link is the same gen5 x16: its limit stays, and so do the others.
+            assert_eq!(
+                limit_names(&d),
+                [
+                    "rdma-port 400 Gb/s",
+                    "nic-pcie gen5 x16",
+                    "gpu-pcie gen5 x16"
+                ],
+                "{bad}"
+            );
+            survives_json(&d);
+            t.put(&real, good.trim());
         }
-        let names: Vec<&str> = d.limits.iter().map(|l| l.name.as_str()).collect();
-        assert_eq!(names, ["nic-pcie gen5 x16"], "mlx5_1's link is still read");
+        t.put(&format!("{gpu}/max_link_speed"), "Unknown");
+        let d = detect_on(&t);
+        let line = format!(
+            "GPU 0000:1b:00.0: could not read {}: 'Unknown'; no PCIe limit from this link",
+            at("/sys/bus/pci/devices/0000:1b:00.0/max_link_speed")
+        );
+        assert!(d.found.contains(&line), "{:?}", d.found);
+        assert_eq!(limit_names(&d), ["rdma-port 400 Gb/s", "nic-pcie gen5 x16"]);
+        // A link whose files are gone is "not reported", as before.
+        t.remove(&format!("{gpu}/max_link_speed"));
+        let d = detect_on(&t);
+        assert!(d
+            .found
+            .contains(&"GPU 0000:1b:00.0: PCIe link speed/width not reported".to_string()));
     }
 }

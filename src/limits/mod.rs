@@ -35,9 +35,13 @@ pub struct Limit {
 }
 
 impl Limit {
-    /// "ib-ndr 50 GB/s".
+    /// "ib-ndr 50 GB/s"; a limit given as "50 GB/s" is said once.
     pub fn label(&self) -> String {
-        format!("{} {} GB/s", self.name, trim_number(self.gbs))
+        let value = format!("{} GB/s", trim_number(self.gbs));
+        match self.name == value {
+            true => value,
+            false => format!("{} {value}", self.name),
+        }
     }
 }
 
@@ -53,7 +57,11 @@ fn trim_number(x: f64) -> String {
     }
     let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
     let s = format!("{x:.decimals$}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+    // Only decimals lose their trailing zeros: 1000 stays 1000.
+    match s.contains('.') {
+        true => s.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => s,
+    }
 }
 
 fn known_names() -> String {
@@ -209,6 +217,14 @@ mod tests {
             "pcie4x16 31.5 GB/s"
         );
         assert_eq!(parse_limit("2.5g").unwrap().label(), "2.5g 0.3125 GB/s");
+        // Whole numbers keep their zeros (8000 Gb/s was once labelled "8 Gb/s 1 GB/s").
+        assert_eq!(
+            parse_limit("8000Gb/s").unwrap().label(),
+            "8000 Gb/s 1000 GB/s"
+        );
+        assert_eq!(trim_number(50.0), "50");
+        assert_eq!(parse_limit("10GB/s").unwrap().label(), "10 GB/s");
+        assert_eq!(trim_number(120.0), "120");
         assert_eq!(
             Limit {
                 name: "x".into(),

@@ -2,6 +2,7 @@
 //! the generations that define the rates, and the state of one device's link.
 
 use super::{trim_number, Limit};
+use crate::sysfs::Reading;
 use serde::{Deserialize, Serialize};
 
 /// Per-direction bandwidth of a PCIe link in GB/s: transfer rate times lanes
@@ -71,23 +72,39 @@ impl PcieLink {
     }
 }
 
-/// sysfs's link speed: "16.0 GT/s PCIe" or "8 GT/s" -> 16.0, 8.0; "Unknown" -> None.
+/// The fastest lane believed: 256 GT/s, two generations beyond PCIe 7's 128.
+/// A speed above it (or zero, or not finite) is no speed, and as a limit it
+/// would make every result a fraction of a percent.
+pub const MAX_GT_PER_S: f64 = 256.0;
+/// The widest link PCIe defines.
+pub const MAX_WIDTH: u32 = 32;
+
+/// sysfs's link speed: "16.0 GT/s PCIe" or "8 GT/s" -> 16.0, 8.0; "Unknown" and
+/// speeds no link runs at -> None.
 pub fn parse_link_speed(speed: &str) -> Option<f64> {
     let (number, rest) = speed.trim().split_once(' ')?;
-    rest.starts_with("GT/s")
+    let gts: f64 = rest
+        .starts_with("GT/s")
         .then(|| number.parse().ok())
-        .flatten()
+        .flatten()?;
+    (gts > 0.0 && gts <= MAX_GT_PER_S).then_some(gts)
+}
+
+/// sysfs's link width: "16" -> 16; 0 is a link that did not train. Wider than
+/// x32 -> None.
+pub fn parse_link_width(width: &str) -> Option<u32> {
+    width.parse().ok().filter(|w| *w <= MAX_WIDTH)
 }
 
 /// What sysfs says about the PCIe link of one device.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcieState {
     /// The best both ends support: min of the device's and its upstream port's maxima.
     pub capable: PcieLink,
     /// The device's own maximum (above `capable` for a Gen5 card in a Gen4 slot).
     pub device_max: PcieLink,
     /// What the link runs at now (GPUs drop to lower speeds when idle).
-    pub current: Option<PcieLink>,
+    pub current: Reading<PcieLink>,
 }
 
 impl PcieState {
@@ -150,5 +167,20 @@ mod tests {
         assert_eq!(parse_link_speed("Unknown"), None);
         assert_eq!(parse_link_speed("fast GT/s"), None);
         assert_eq!(parse_link_speed("16.0 MT/s"), None);
+        for garbage in [
+            "inf GT/s",
+            "NaN GT/s",
+            "0 GT/s",
+            "-8 GT/s",
+            "1e300 GT/s",
+            "257 GT/s",
+        ] {
+            assert_eq!(parse_link_speed(garbage), None, "{garbage}");
+        }
+        assert_eq!(parse_link_speed("256 GT/s"), Some(256.0));
+        assert_eq!(
+            ["16", "0", "32", "33", "x16", "-1", ""].map(parse_link_width),
+            [Some(16), Some(0), Some(32), None, None, None, None]
+        );
     }
 }

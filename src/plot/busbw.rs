@@ -1,23 +1,26 @@
 //! `<coll>_busbw`: busbw vs size (log2 x), one line per run and placement, the
-//! limits as labelled horizontal lines, each line's best point ringed with its %
-//! of limit.
+//! limits as labelled horizontal lines (always drawn: the y axis turns to a log
+//! scale when one is far above the data), each line's best point ringed with
+//! its % of limit.
 
 use super::draw::{
-    axes, axis_number, color, draw_line, draw_markers, frame, series_legend, series_stroke,
-    size_axis, Axis, Chart, LegendEntry, Stroke, FONT,
+    axes, axis_number, color, draw_line, draw_markers, frame, log_axis, positive_range,
+    series_legend, series_stroke, size_axis, Axis, Chart, LegendEntry, Stroke, FONT,
 };
 use super::Series;
 use crate::limits::Limit;
 use crate::sizes::human_bytes;
+use plotters::coord::combinators::LogCoord;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 const LIMIT_COLOR: RGBColor = RGBColor(120, 0, 0);
 
-/// Limits more than this many times the best busbw are listed, not drawn:
-/// scaling the axis to them would flatten every line.
-const LIMIT_SCALE_CAP: f64 = 3.0;
+/// A limit more than this many times the best busbw puts the y axis on a log
+/// scale: on a linear one every line would be flattened against the bottom,
+/// and leaving the limit out would hide how far the fabric is from it.
+const LOG_SCALE_ABOVE: f64 = 3.0;
 
 pub struct BusbwChart<'a> {
     pub collective: &'a str,
@@ -27,9 +30,9 @@ pub struct BusbwChart<'a> {
 }
 
 impl BusbwChart<'_> {
-    /// The setting, the best point against its limit, and the limits (those
-    /// `above` the chart named as such).
-    fn captions(&self, above: &[&Limit]) -> Vec<String> {
+    /// The setting, the best point against its limit, and the limits (and
+    /// why the axis is a log one, when it is).
+    fn captions(&self, log_ratio: Option<f64>) -> Vec<String> {
         let mut captions = vec![self.setting.to_string()];
         let overall = self
             .series
@@ -53,81 +56,31 @@ impl BusbwChart<'_> {
         }
         captions.push(if self.limits.is_empty() {
             "no limit (none given with --limit, none detected)".to_string()
-        } else if above.is_empty() {
-            format!(
-                "limits (per direction): {}",
-                self.limits
-                    .iter()
-                    .map(Limit::label)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
         } else {
-            format!(
-                "above the chart (over {LIMIT_SCALE_CAP}x the best busbw): {}",
-                above
-                    .iter()
-                    .map(|l| l.label())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            let labels: Vec<String> = self.limits.iter().map(Limit::label).collect();
+            let scale = log_ratio.map_or(String::new(), |r| {
+                format!("; log y axis: the highest limit is {r:.0}x the best busbw")
+            });
+            format!("limits (per direction): {}{scale}", labels.join(", "))
         });
         captions
     }
-}
 
-impl Chart for BusbwChart<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>
+    /// The limits as labelled lines, then the series, each best point ringed.
+    fn plot<DB, Y>(
+        &self,
+        chart: &mut ChartContext<DB, Cartesian2d<LogCoord<f64>, Y>>,
+        (x_lo, x_hi): (f64, f64),
+        log: bool,
+    ) -> anyhow::Result<()>
     where
+        DB: DrawingBackend,
         DB::ErrorType: 'static,
+        Y: Ranged<ValueType = f64>,
     {
-        let best_data = self
-            .series
-            .iter()
-            .flat_map(|s| s.busbw())
-            .map(|p| p.1)
-            .fold(0.0, f64::max);
-        let cap = if best_data > 0.0 {
-            best_data * LIMIT_SCALE_CAP
-        } else {
-            f64::INFINITY
-        };
-        let (drawn, above): (Vec<&Limit>, Vec<&Limit>) =
-            self.limits.iter().partition(|l| l.gbs <= cap);
-        let top = drawn
-            .iter()
-            .map(|l| l.gbs)
-            .fold(best_data, f64::max)
-            .max(1e-9)
-            * 1.15;
-
-        let captions = self.captions(&above);
-        let mut legend = series_legend(self.series, series_stroke);
-        if !drawn.is_empty() {
-            legend.push(LegendEntry {
-                label: "limit".into(),
-                color: LIMIT_COLOR,
-                stroke: Stroke::Dotted,
-            });
-        }
-        let area = frame(
-            root,
-            &format!("{}: bus bandwidth vs message size", self.collective),
-            &captions,
-            &legend,
-        )?;
-
-        let (x, (x_lo, x_hi)) = size_axis(self.series);
-        let y = Axis {
-            desc: "busbw (GB/s, 1 GB/s = 1e9 B/s)",
-            labels: Some(10),
-            format: &axis_number,
-        };
-        let mut chart = axes(&area, x, (0f64..top, y))?;
-
-        for l in &drawn {
+        for l in self.limits {
             draw_line(
-                &mut chart,
+                chart,
                 vec![(x_lo, l.gbs), (x_hi, l.gbs)],
                 LIMIT_COLOR,
                 Stroke::Dotted,
@@ -146,10 +99,15 @@ impl Chart for BusbwChart<'_> {
         }
         let mut best = Vec::new();
         for (i, s) in self.series.iter().enumerate() {
-            let points = s.busbw();
-            draw_line(&mut chart, points.clone(), color(i), series_stroke(s))?;
-            draw_markers(&mut chart, &points, color(i))?;
-            if let Some((size, busbw, pct)) = s.best() {
+            // A log axis has no place for 0.
+            let points: Vec<(f64, f64)> = s
+                .busbw()
+                .into_iter()
+                .filter(|p| !log || p.1 > 0.0)
+                .collect();
+            draw_line(chart, points.clone(), color(i), series_stroke(s))?;
+            draw_markers(chart, &points, color(i))?;
+            if let Some((size, busbw, pct)) = s.best().filter(|b| !log || b.1 > 0.0) {
                 let text = match pct {
                     Some(p) => format!("{p:.1}%"),
                     None => format!("{busbw:.2} GB/s"),
@@ -191,6 +149,58 @@ impl Chart for BusbwChart<'_> {
             plot.draw(&Text::new(text.clone(), label, style))?;
         }
         Ok(())
+    }
+}
+
+impl Chart for BusbwChart<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let busbw: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.busbw())
+            .map(|p| p.1)
+            .collect();
+        let best_data = busbw.iter().copied().fold(0.0, f64::max);
+        let highest_limit = self.limits.iter().map(|l| l.gbs).fold(0.0, f64::max);
+        let log_ratio = (best_data > 0.0 && highest_limit > best_data * LOG_SCALE_ABOVE)
+            .then(|| highest_limit / best_data);
+
+        let captions = self.captions(log_ratio);
+        let mut legend = series_legend(self.series, series_stroke);
+        if !self.limits.is_empty() {
+            legend.push(LegendEntry {
+                label: "limit".into(),
+                color: LIMIT_COLOR,
+                stroke: Stroke::Dotted,
+            });
+        }
+        let area = frame(
+            root,
+            &format!("{}: bus bandwidth vs message size", self.collective),
+            &captions,
+            &legend,
+        )?;
+
+        let (x, x_ends) = size_axis(self.series);
+        if log_ratio.is_some() {
+            let limits = self.limits.iter().map(|l| l.gbs);
+            let (lo, hi) = positive_range(busbw.iter().copied().chain(limits));
+            let y = log_axis(lo, hi, "busbw (GB/s, 1 GB/s = 1e9 B/s, log scale)");
+            let mut chart = axes(&area, x, y)?;
+            self.plot(&mut chart, x_ends, true)
+        } else {
+            let top = best_data.max(highest_limit).max(1e-9) * 1.15;
+            let y = Axis {
+                desc: "busbw (GB/s, 1 GB/s = 1e9 B/s)",
+                labels: Some(10),
+                format: &axis_number,
+            };
+            let mut chart = axes(&area, x, (0f64..top, y))?;
+            self.plot(&mut chart, x_ends, false)
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use crate::cli::parse_one_line;
 use crate::cli::size_arg;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::limits::{parse_limit, Limit};
+use anyhow::Context;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -66,8 +67,12 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<()> {
         apply_limits(&mut runs, &args.limit);
         args.limit.clone()
     };
-    let written = render(&runs, &limits, args.size, &args.out)?;
-    for path in written {
+    let written = render(&runs, &limits, args.size, &args.out)
+        .with_context(|| format!("-o {}", args.out.display()))?;
+    if let Some(line) = &written.left_out {
+        eprintln!("plot: warning: {line}");
+    }
+    for path in written.files {
         println!("{}", path.display());
     }
     Ok(())

@@ -4,7 +4,8 @@
 
 use super::{Series, HEIGHT, WIDTH};
 use crate::sizes::human_bytes;
-use plotters::coord::combinators::LogCoord;
+use anyhow::{anyhow, Context};
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -68,21 +69,32 @@ pub trait Chart {
         DB::ErrorType: 'static;
 }
 
-/// Writes `<dir>/<stem>.png` and `.svg`.
+/// Writes `<dir>/<stem>.png` and `.svg`. A file that cannot be written is said
+/// so in words: plotters reports its backend's errors in Rust's debug notation,
+/// so the PNG is created here first and the SVG is written from memory.
 pub fn save(dir: &Path, stem: &str, chart: &impl Chart) -> anyhow::Result<Vec<PathBuf>> {
     register_fonts();
     let png = dir.join(format!("{stem}.png"));
+    let cannot = |path: &Path| format!("cannot write {}", path.display());
+    std::fs::File::create(&png).with_context(|| cannot(&png))?;
     {
         let root = BitMapBackend::new(&png, (WIDTH, HEIGHT)).into_drawing_area();
         chart.draw(&root)?;
-        root.present()?;
+        root.present().map_err(|_| {
+            anyhow!(
+                "{}: the picture could not be written out (is the disk full?)",
+                cannot(&png)
+            )
+        })?;
     }
     let svg = dir.join(format!("{stem}.svg"));
+    let mut text = String::new();
     {
-        let root = SVGBackend::new(&svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut text, (WIDTH, HEIGHT)).into_drawing_area();
         chart.draw(&root)?;
         root.present()?;
     }
+    std::fs::write(&svg, text).with_context(|| cannot(&svg))?;
     Ok(vec![png, svg])
 }
 
@@ -161,14 +173,15 @@ where
     Ok(chart_area)
 }
 
-/// Tick labels of a value axis: "0", "0.25", "12.5", "50000".
+/// Tick labels of a value axis: "0", "0.25", "12.5", "50000", "0.0002".
 pub(super) fn axis_number(v: &f64) -> String {
     let (v, a) = (*v, v.abs());
     let decimals = match a {
         _ if a == 0.0 || a >= 100.0 => 0,
         _ if a >= 10.0 => 1,
         _ if a >= 1.0 => 2,
-        _ => 3,
+        // Two digits past the first significant one: 0.125, 0.0166, 0.0002.
+        _ => ((2.0 - a.log10().floor()) as usize).min(12),
     };
     let s = format!("{v:.decimals$}");
     if s.contains('.') {
@@ -178,10 +191,11 @@ pub(super) fn axis_number(v: &f64) -> String {
     }
 }
 
-/// A log axis around the positive values, with room either side.
+/// A log axis around the positive values, with room either side (a factor of
+/// 2.25 at the least, which [`log_ticks`] labels at least three times).
 pub(super) fn positive_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values
-        .filter(|v| *v > 0.0)
+        .filter(|v| *v > 0.0 && v.is_finite())
         .fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if lo.is_finite() {
         (lo / 1.5, hi * 1.5)
@@ -333,14 +347,53 @@ pub(super) fn size_axis(series: &[Series]) -> ((LogCoord<f64>, Axis<'static>), (
     (((lo..hi).log_scale().base(2.0).into(), axis), (lo, hi))
 }
 
-/// The log10 per-iteration time axis of the latency and distribution charts.
-pub(super) fn time_axis(lo: f64, hi: f64) -> (LogCoord<f64>, Axis<'static>) {
+/// Where a log axis from `lo` to `hi` is labelled: every decade, else 1-2-5 of
+/// each, else every digit and 1.5, whichever first gives four labels (plotters
+/// labels only the decades, and a range within one decade had none).
+pub(super) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    const LADDERS: [&[f64]; 3] = [
+        &[1.0],
+        &[1.0, 2.0, 5.0],
+        &[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+    ];
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let ticks = |ladder: &[f64]| -> Vec<f64> {
+        (first..=last)
+            .flat_map(|e| ladder.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|t| *t >= lo && *t <= hi)
+            .collect()
+    };
+    let mut best = Vec::new();
+    for ladder in LADDERS {
+        best = ticks(ladder);
+        if best.len() >= 4 {
+            break;
+        }
+    }
+    best
+}
+
+/// A log10 value axis from `lo` to `hi`, labelled at [`log_ticks`].
+pub(super) fn log_axis(
+    lo: f64,
+    hi: f64,
+    desc: &'static str,
+) -> (WithKeyPoints<LogCoord<f64>>, Axis<'static>) {
     let axis = Axis {
-        desc: "per-iteration time (µs, log scale)",
-        labels: Some(12),
+        desc,
+        labels: None,
         format: &axis_number,
     };
-    ((lo..hi).log_scale().base(10.0).into(), axis)
+    let range = (lo..hi)
+        .log_scale()
+        .base(10.0)
+        .with_key_points(log_ticks(lo, hi));
+    (range, axis)
+}
+
+/// The log10 per-iteration time axis of the latency and distribution charts.
+pub(super) fn time_axis(lo: f64, hi: f64) -> (WithKeyPoints<LogCoord<f64>>, Axis<'static>) {
+    log_axis(lo, hi, "per-iteration time (µs, log scale)")
 }
 
 #[cfg(test)]
@@ -354,5 +407,23 @@ mod tests {
         assert_eq!(axis_number(&12.5), "12.5");
         assert_eq!(axis_number(&50000.0), "50000");
         assert_eq!(axis_number(&20.000000000000004), "20");
+        assert_eq!(axis_number(&0.125), "0.125");
+        assert_eq!(axis_number(&0.0002), "0.0002");
+        assert_eq!(axis_number(&0.05), "0.05");
+    }
+
+    /// Every log axis gets values: the narrowest range positive_range makes
+    /// (a factor of 2.25) still has three labels, a wide one one per decade.
+    #[test]
+    fn log_axes_are_labelled() {
+        assert_eq!(log_ticks(0.5, 5000.0), [1.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(log_ticks(0.9, 60.0), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0]);
+        assert!(log_ticks(66.0, 150.0).len() >= 4);
+        for lo in [1e-4, 0.3, 7.0, 9.1, 95.0, 4.4e5] {
+            let (a, b) = positive_range([lo * 1.5].into_iter());
+            let ticks = log_ticks(a, b);
+            assert!(ticks.len() >= 3, "{a}..{b}: {ticks:?}");
+            assert!(ticks.iter().all(|t| *t >= a && *t <= b));
+        }
     }
 }

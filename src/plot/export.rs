@@ -47,9 +47,12 @@ impl Exporter for PlotExport {
         let dir = self.dir.join(&run.run_id);
         let written = render(std::slice::from_ref(&self.run), &run.limits, None, &dir)
             .with_context(|| format!("--plot {}", dir.display()))?;
+        if let Some(line) = &written.left_out {
+            eprintln!("fabricbench: warning: --plot: {line}");
+        }
         eprintln!(
             "fabricbench: {} plots (PNG and SVG) in {}",
-            written.len(),
+            written.files.len(),
             dir.display()
         );
         Ok(())

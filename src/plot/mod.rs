@@ -29,6 +29,7 @@ pub(crate) use draw::register_fonts;
 use crate::limits::Limit;
 use crate::report::hist::{self, Percentile};
 use crate::report::Row;
+use crate::sizes::human_bytes;
 use anyhow::{bail, Context};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -227,11 +228,16 @@ fn setting_line(rows: &[&Row]) -> String {
         .join("; ")
 }
 
-/// The distinct limits recorded in the rows (what `plot` draws from CSVs).
+/// The distinct limits recorded in the rows (what `plot` draws from CSVs);
+/// a limit that is no bandwidth (NaN, inf, 0 or below) is none.
 pub fn limits_in(runs: &[RunData]) -> Vec<Limit> {
     let mut limits: Vec<Limit> = Vec::new();
     for row in runs.iter().flat_map(|r| &r.rows) {
-        if let (Some(name), Some(gbs)) = (&row.limit_name, row.limit_gbs) {
+        let limit = (
+            &row.limit_name,
+            row.limit_gbs.filter(|g| g.is_finite() && *g > 0.0),
+        );
+        if let (Some(name), Some(gbs)) = limit {
             if !limits.iter().any(|l| &l.name == name && l.gbs == gbs) {
                 limits.push(Limit {
                     name: name.clone(),
@@ -250,6 +256,90 @@ pub fn apply_limits(runs: &mut [RunData], limits: &[Limit]) {
     for row in runs.iter_mut().flat_map(|r| r.rows.iter_mut()) {
         row.set_limit(binding);
     }
+}
+
+/// The first figure of `row` a chart cannot draw: not a number (NaN, inf),
+/// negative, or a size of 0 (which has no place on a log axis).
+fn undrawable(row: &Row) -> Option<(&'static str, String)> {
+    if row.size_bytes == 0 {
+        return Some(("size_bytes", "0".into()));
+    }
+    [
+        ("busbw_gbs", row.busbw_gbs),
+        ("min_us", row.min_us),
+        ("p50_us", row.p50_us),
+        ("p99_us", row.p99_us),
+        ("p999_us", row.p999_us),
+        ("max_us", row.max_us),
+        ("pct_of_limit", row.pct_of_limit.unwrap_or(0.0)),
+        ("limit_gbs", row.limit_gbs.unwrap_or(0.0)),
+    ]
+    .into_iter()
+    .find(|(_, v)| !(v.is_finite() && *v >= 0.0))
+    .map(|(column, v)| (column, v.to_string()))
+}
+
+/// The runs without the rows a chart cannot draw (an endless value would
+/// stretch an axis without end), and one line naming the rows left out.
+fn drawable(runs: &[RunData]) -> (Vec<RunData>, Option<String>) {
+    let mut left_out = Vec::new();
+    let kept = runs
+        .iter()
+        .map(|run| {
+            let mut kept = run.clone();
+            kept.rows.retain(|r| match undrawable(r) {
+                None => true,
+                Some((column, value)) => {
+                    left_out.push(format!(
+                        "{} {} {} {} ({column} {value})",
+                        run.label,
+                        r.collective,
+                        r.placement,
+                        human_bytes(r.size_bytes)
+                    ));
+                    false
+                }
+            });
+            // The full ladders of --hist files, by the same rule.
+            for (name, points) in kept.distributions.iter_mut() {
+                let before = points.len();
+                points.retain(|p| p.value_us.is_finite() && p.value_us > 0.0);
+                if points.len() < before {
+                    left_out.push(format!(
+                        "{} {name} ({} percentiles)",
+                        run.label,
+                        before - points.len()
+                    ));
+                }
+            }
+            kept
+        })
+        .collect();
+    const SHOWN: usize = 5;
+    let line = (!left_out.is_empty()).then(|| {
+        let more = left_out.len().saturating_sub(SHOWN);
+        format!(
+            "left out {} no chart can draw (a value that is NaN, inf or negative, or a size of 0): {}{}",
+            match left_out.len() {
+                1 => "1 row".to_string(),
+                n => format!("{n} rows"),
+            },
+            left_out[..left_out.len().min(SHOWN)].join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    });
+    (kept, line)
+}
+
+/// The pictures written, and the line naming what was left out of them.
+#[derive(Debug)]
+pub struct Rendered {
+    pub files: Vec<PathBuf>,
+    pub left_out: Option<String>,
 }
 
 /// A latency distribution to draw: its points and whether they are the full
@@ -284,19 +374,29 @@ fn csv_ladder(row: &Row) -> Vec<Percentile> {
 
 /// Writes every chart of every collective in `runs` to `dir` (PNG and SVG);
 /// `dist_size` picks the size of the distribution chart (default: the largest).
+/// Rows a chart cannot draw are left out and named in [`Rendered::left_out`].
 pub fn render(
     runs: &[RunData],
     limits: &[Limit],
     dist_size: Option<u64>,
     dir: &Path,
-) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+) -> anyhow::Result<Rendered> {
+    // The callers name the flag and the folder (-o DIR, --plot DIR).
+    if dir.exists() && !dir.is_dir() {
+        bail!("is a file, not a folder; give a folder for the pictures");
+    }
+    std::fs::create_dir_all(dir).context("cannot create the folder")?;
+    let (runs, left_out) = drawable(runs);
+    let runs = &runs[..];
     let collectives: BTreeSet<&str> = runs
         .iter()
         .flat_map(|r| r.rows.iter().map(|row| row.collective.as_str()))
         .collect();
     if collectives.is_empty() {
-        bail!("no rows to plot");
+        bail!(
+            "no rows to plot{}",
+            left_out.map_or(String::new(), |l| format!(": {l}"))
+        );
     }
     let mut written = Vec::new();
     for coll in collectives {
@@ -363,7 +463,10 @@ pub fn render(
             },
         )?);
     }
-    Ok(written)
+    Ok(Rendered {
+        files: written,
+        left_out,
+    })
 }
 
 #[cfg(test)]

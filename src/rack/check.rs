@@ -100,19 +100,51 @@ pub struct Check {
     pub kind: CheckKind,
 }
 
-/// "85% of ib-ndr x 8" (or a plain number) for a check's min or max.
-pub fn parse_bound(bound: &Bound, metric: RowMetric, field: &str) -> Result<Threshold, String> {
+/// Which end of a check a threshold is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Min,
+    Max,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Min => "min",
+            Side::Max => "max",
+        }
+    }
+
+    /// The most a threshold may be of a limit: a minimum above 100% can never
+    /// be met, and a maximum beyond 10 times the link is no check at all.
+    fn most_percent(self) -> f64 {
+        match self {
+            Side::Min => 100.0,
+            Side::Max => 1000.0,
+        }
+    }
+}
+
+/// "85% of ib-ndr x 8" (or a plain number) for a check's min or max. Every
+/// threshold is a finite number above 0: NaN would pass every value, and 0 or
+/// a negative minimum passes every measurement (or a maximum none).
+pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Threshold, String> {
+    let field = side.name();
     let unit = metric.unit();
-    let number = |value: f64| Threshold {
-        value,
-        text: format!("{value} {unit}"),
+    let (text, number) = match bound {
+        Bound::Number(v) => (v.to_string(), Some(*v)),
+        Bound::Text(t) => (t.trim().to_string(), t.trim().parse::<f64>().ok()),
     };
-    let text = match bound {
-        Bound::Number(v) => return Ok(number(*v)),
-        Bound::Text(t) => t.trim(),
-    };
-    if let Ok(v) = text.parse::<f64>() {
-        return Ok(number(v));
+    if let Some(value) = number {
+        if !(value.is_finite() && value > 0.0) {
+            return Err(format!(
+                "{field} {text}: a threshold is a number of {unit} above 0, e.g. {field} = 40"
+            ));
+        }
+        return Ok(Threshold {
+            value,
+            text: format!("{value} {unit}"),
+        });
     }
     let usage = || {
         format!(
@@ -133,7 +165,21 @@ pub fn parse_bound(bound: &Bound, metric: RowMetric, field: &str) -> Result<Thre
             metric.name()
         ));
     }
+    let most = side.most_percent();
+    if !(pct > 0.0 && pct <= most) {
+        return Err(format!(
+            "{field} '{text}': give a percentage above 0 and at most {most}% of the limit"
+        ));
+    }
+    if count == 0 {
+        return Err(format!(
+            "{field} '{text}': x N counts links: give N of at least 1, or leave \" x N\" out"
+        ));
+    }
     let value = pct / 100.0 * limit.gbs * count as f64;
+    if !value.is_finite() {
+        return Err(format!("{field} '{text}': {value} GB/s is no bandwidth"));
+    }
     Ok(Threshold {
         value,
         text: format!(
@@ -154,14 +200,19 @@ mod tests {
 
     #[test]
     fn plain_numbers_in_text() {
-        let t = parse_bound(&Bound::Text("12.5".into()), RowMetric::Busbw, "min").unwrap();
+        let t = parse_bound(&Bound::Text("12.5".into()), RowMetric::Busbw, Side::Min).unwrap();
         assert_eq!((t.value, t.text.as_str()), (12.5, "12.5 GB/s"));
-        let t = parse_bound(&Bound::Text("50% of 400g".into()), RowMetric::Algbw, "min").unwrap();
+        let t = parse_bound(
+            &Bound::Text("50% of 400g".into()),
+            RowMetric::Algbw,
+            Side::Min,
+        )
+        .unwrap();
         assert_eq!(t.value, 25.0);
         let t = parse_bound(
             &Bound::Text("50% of 800Gb/s x 2".into()),
             RowMetric::Busbw,
-            "min",
+            Side::Min,
         )
         .unwrap();
         assert_eq!(t.value, 100.0);

@@ -114,12 +114,24 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
         );
     }
     let values: Vec<f64> = at.iter().map(|r| metric.value(r)).collect();
-    // The worst row decides (several datatypes, ops or -N cycles may match).
-    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // The worst row decides (several datatypes, ops or -N cycles may match); a
+    // value that is not a number (NaN, inf) is no measurement and is the worst.
+    let unmeasured = values.iter().copied().find(|v| !v.is_finite());
+    let measured = || values.iter().copied().filter(|v| v.is_finite());
+    let low = unmeasured.unwrap_or_else(|| measured().fold(f64::INFINITY, f64::min));
+    let high = unmeasured.unwrap_or_else(|| measured().fold(f64::NEG_INFINITY, f64::max));
     let mut details = Vec::new();
     let mut passed = true;
-    if let Some(t) = min.as_ref().filter(|t| low.is_nan() || low < t.value) {
+    if let Some(v) = unmeasured {
+        passed = false;
+        details.push(format!(
+            "{} is {v} in {} of {} rows: not a measurement",
+            metric.name(),
+            values.iter().filter(|v| !v.is_finite()).count(),
+            values.len()
+        ));
+    }
+    if let Some(t) = min.as_ref().filter(|t| low.is_finite() && low < t.value) {
         passed = false;
         details.push(format!(
             "{} {low:.3} {} is below {:.3}",
@@ -128,7 +140,7 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
             t.value
         ));
     }
-    if let Some(t) = max.as_ref().filter(|t| high.is_nan() || high > t.value) {
+    if let Some(t) = max.as_ref().filter(|t| high.is_finite() && high > t.value) {
         passed = false;
         details.push(format!(
             "{} {high:.3} {} is above {:.3}",
@@ -144,7 +156,8 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
     }
     if !passed {
         let worst = if min.is_some() { low } else { high };
-        if let Some(r) = at.iter().find(|r| metric.value(r) == worst) {
+        let is_worst = |v: f64| v == worst || (v.is_nan() && worst.is_nan());
+        if let Some(r) = at.iter().find(|r| is_worst(metric.value(r))) {
             details.push(format!(
                 "slowest rank {} of {} on {}",
                 r.slowest_rank,
@@ -185,6 +198,25 @@ fn pairs_threshold(t: &Thresholds) -> String {
 pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> CheckResult {
     let verdict = results.judge(t);
     let n = results.labels.len();
+    let mut details = verdict.lines(&results.labels, t);
+    // A NaN compares false with every threshold: the judging would pass it.
+    let unmeasured = results
+        .sizes
+        .iter()
+        .flat_map(|s| {
+            [&s.time_us, &s.p50_us, &s.algbw_gbs]
+                .into_iter()
+                .chain(&s.wrong_bytes)
+        })
+        .flat_map(|m| m.pairs())
+        .filter(|p| !p.2.is_finite())
+        .count();
+    if unmeasured > 0 {
+        details.insert(
+            0,
+            format!("{unmeasured} pair figures are NaN or inf: not a measurement"),
+        );
+    }
     CheckResult {
         label: check.label.clone(),
         measured: format!(
@@ -196,8 +228,8 @@ pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> C
             human_bytes(verdict.latency_size)
         ),
         threshold: pairs_threshold(t),
-        passed: verdict.passed(),
-        details: verdict.lines(&results.labels, t),
+        passed: verdict.passed() && unmeasured == 0,
+        details,
     }
 }
 
@@ -300,6 +332,61 @@ max = 10
         assert_eq!(
             r.details,
             vec!["no out-of-place row at 1 MiB (measured: 512 KiB)".to_string()]
+        );
+    }
+
+    /// NaN compares false with every threshold, and an endless busbw passes any
+    /// minimum: neither is a measurement, and neither passes a check.
+    #[test]
+    fn a_value_that_is_no_number_never_passes() {
+        let c = checks();
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let rows = [
+                row(1 << 20, "out-of-place", 45.0, 1.0),
+                row(1 << 20, "out-of-place", bad, 1.0),
+            ];
+            let r = evaluate_rows(&c[0], &rows);
+            assert!(!r.passed, "{bad}: {r:?}");
+            assert_eq!(r.measured, format!("{bad:.3} GB/s (worst of 2 rows)"));
+            assert_eq!(
+                r.details[0],
+                format!("busbw is {bad} in 1 of 2 rows: not a measurement")
+            );
+            assert_eq!(r.details[1], "slowest rank 3 of 4 on a, b");
+            let r = evaluate_rows(&c[1], &[row(8, "out-of-place", 1.0, bad)]);
+            assert!(!r.passed, "{bad}: {r:?}");
+            assert_eq!(
+                r.details[0],
+                format!("time is {bad} in 1 of 1 rows: not a measurement")
+            );
+        }
+    }
+
+    /// The all-pairs judging compares with a median: a matrix of NaN has a NaN
+    /// median, no pair below it, and would pass.
+    #[test]
+    fn pairs_that_are_no_number_fail() {
+        use crate::allpairs::{Matrix, SizeMatrices};
+        let check = Check {
+            label: "pairs all pairs".into(),
+            test: "pairs".into(),
+            kind: CheckKind::AllPairs(Thresholds::default()),
+        };
+        let mut size = SizeMatrices::empty(1 << 30, 2, true);
+        size.algbw_gbs = Matrix::empty(2);
+        size.algbw_gbs.set(0, 1, f64::NAN);
+        size.p50_us.set(0, 1, 5.0);
+        size.time_us.set(0, 1, 5.0);
+        size.wrong_bytes.as_mut().unwrap().set(0, 1, 0.0);
+        let results = PairResults {
+            labels: vec!["a".into(), "b".into()],
+            sizes: vec![size],
+        };
+        let r = evaluate_pairs(&check, &Thresholds::default(), &results);
+        assert!(!r.passed, "{r:?}");
+        assert_eq!(
+            r.details[0],
+            "1 pair figures are NaN or inf: not a measurement"
         );
     }
 }

@@ -1,7 +1,8 @@
 //! How a spec's steps are started: mpirun or srun, the layout of nodes and
 //! ranks, and the command line of each step.
 
-use serde::Deserialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -21,6 +22,23 @@ fn default_timeout() -> u64 {
     3600
 }
 
+/// The longest timeout_s taken: a week. Beyond it a hung step holds the rack
+/// for ever, as no timeout would.
+pub const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
+
+/// timeout_s: whole seconds from 1 to [`MAX_TIMEOUT_S`]; 0 would stop every step
+/// at once, and TOML's own error for a negative or fractional number names no key.
+fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let s = f64::deserialize(d)?;
+    if s >= 1.0 && s <= MAX_TIMEOUT_S as f64 && s.fract() == 0.0 {
+        Ok(s as u64)
+    } else {
+        Err(D::Error::custom(format!(
+            "timeout_s = {s}: give the whole seconds each step may run, from 1 to {MAX_TIMEOUT_S} (e.g. 3600)"
+        )))
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Launch {
@@ -38,7 +56,7 @@ pub struct Launch {
     #[serde(default)]
     pub args: Vec<String>,
     /// Each test (and doctor) is stopped after this many seconds.
-    #[serde(default = "default_timeout")]
+    #[serde(default = "default_timeout", deserialize_with = "seconds")]
     pub timeout_s: u64,
 }
 

@@ -3,7 +3,7 @@
 //! is one line naming the field before anything runs. See README ("Rack
 //! acceptance") and scripts/rack-*.toml for the format.
 
-use super::check::{parse_bound, Bound, Check, CheckKind, RowMetric};
+use super::check::{parse_bound, Bound, Check, CheckKind, RowMetric, Side};
 use super::launch::Launch;
 use crate::allpairs::Thresholds;
 use crate::report::Placement;
@@ -96,9 +96,11 @@ impl Spec {
 
     pub fn parse(text: &str) -> Result<Spec, String> {
         let raw: RawSpec = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
-        if raw.launch.nodes == 0 || raw.launch.ranks_per_node == 0 {
-            return Err("[launch] nodes and ranks_per_node must be at least 1".into());
-        }
+        layout(
+            "[launch]",
+            Some(raw.launch.nodes),
+            Some(raw.launch.ranks_per_node),
+        )?;
         if !raw.launch.hosts.is_empty() && raw.launch.hosts.len() < raw.launch.nodes {
             return Err(format!(
                 "[launch] hosts lists {} hosts for nodes = {}: list one per node or leave hosts out",
@@ -132,9 +134,7 @@ impl Spec {
                     "{at}: drop --csv/--append from args: rack_check writes each test's CSV into the report"
                 ));
             }
-            if t.nodes == Some(0) || t.ranks_per_node == Some(0) {
-                return Err(format!("{at}: nodes and ranks_per_node must be at least 1"));
-            }
+            layout(&at, t.nodes, t.ranks_per_node)?;
         }
         let checks = raw
             .checks
@@ -157,6 +157,24 @@ impl Spec {
     pub fn test(&self, name: &str) -> Option<&TestSpec> {
         self.tests.iter().find(|t| t.name == name)
     }
+}
+
+/// The most nodes and ranks per node taken: far beyond any rack, and small
+/// enough that their product (the -np of a step) cannot overflow.
+const MAX_NODES: usize = 100_000;
+const MAX_RANKS_PER_NODE: usize = 4096;
+
+/// nodes and ranks_per_node of `at`, where given: at least 1, at most the bounds.
+fn layout(at: &str, nodes: Option<usize>, per_node: Option<usize>) -> Result<(), String> {
+    for (key, value, most) in [
+        ("nodes", nodes, MAX_NODES),
+        ("ranks_per_node", per_node, MAX_RANKS_PER_NODE),
+    ] {
+        if let Some(v) = value.filter(|v| !(1..=most).contains(v)) {
+            return Err(format!("{at}: {key} = {v}: give 1 to {most}"));
+        }
+    }
+    Ok(())
 }
 
 fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
@@ -183,6 +201,12 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
                 "an all-pairs check takes slow_fraction and slow_latency, not size/min/max/placement"
                     .into(),
             );
+        }
+        // Thresholds::new takes an endless factor, which passes every pair.
+        if let Some(v) = c.slow_latency.filter(|v| !v.is_finite()) {
+            return Err(format!(
+                "slow_latency {v}: give a multiple of the lowest latency >= 1, e.g. 2"
+            ));
         }
         let defaults = Thresholds::default();
         let t = Thresholds::new(
@@ -227,15 +251,22 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
     let min = c
         .min
         .as_ref()
-        .map(|b| parse_bound(b, metric, "min"))
+        .map(|b| parse_bound(b, metric, Side::Min))
         .transpose()?;
     let max = c
         .max
         .as_ref()
-        .map(|b| parse_bound(b, metric, "max"))
+        .map(|b| parse_bound(b, metric, Side::Max))
         .transpose()?;
-    if min.is_none() && max.is_none() {
-        return Err("give min or max (or both)".into());
+    match (&min, &max) {
+        (None, None) => return Err("give min or max (or both)".into()),
+        (Some(lo), Some(hi)) if lo.value > hi.value => {
+            return Err(format!(
+                "min {} is above max {}: no value can pass; swap them or fix one",
+                lo.text, hi.text
+            ))
+        }
+        _ => {}
     }
     Ok(Check {
         label: format!(
@@ -378,5 +409,54 @@ slow_fraction = 0.8
             e.contains("placement 'sideways': use out-of-place or in-place"),
             "{e}"
         );
+    }
+
+    /// Thresholds that would pass (or fail) every value, and a layout or a
+    /// timeout no run can have: each refused in one line naming the check and
+    /// the key.
+    #[test]
+    fn degenerate_bounds_are_refused() {
+        let min = "min = \"85% of ib-ndr x 8\"";
+        let cases: &[((&str, &str), &str)] = &[
+            ((min, "min = nan"), "[[check]] 1 (ar busbw): min NaN: a threshold is a number of GB/s above 0"),
+            ((min, "min = -inf"), "[[check]] 1 (ar busbw): min -inf: a threshold"),
+            ((min, "min = -5"), "[[check]] 1 (ar busbw): min -5: a threshold"),
+            ((min, "min = 0"), "[[check]] 1 (ar busbw): min 0: a threshold"),
+            ((min, "min = \"NaN\""), "[[check]] 1 (ar busbw): min NaN: a threshold"),
+            (("max = 30", "max = nan"), "[[check]] 2 (ar time): max NaN: a threshold is a number of us above 0"),
+            ((min, "min = \"85% of ib-ndr x 0\""), "x N counts links: give N of at least 1"),
+            ((min, "min = \"0% of ib-ndr\""), "min '0% of ib-ndr': give a percentage above 0 and at most 100%"),
+            ((min, "min = \"-5% of ib-ndr\""), "min '-5% of ib-ndr': give a percentage"),
+            ((min, "min = \"150% of ib-ndr\""), "min '150% of ib-ndr': give a percentage above 0 and at most 100%"),
+            ((min, "min = \"NaN% of ib-ndr\""), "min 'NaN% of ib-ndr': give a percentage"),
+            ((min, "min = \"inf% of ib-ndr\""), "min 'inf% of ib-ndr': give a percentage"),
+            ((min, "max = \"2000% of ib-ndr\""), "max '2000% of ib-ndr': give a percentage above 0 and at most 1000%"),
+            ((min, "min = \"85% of ib-ndr x 8\"\nmax = 100"), "[[check]] 1 (ar busbw): min 340.000 GB/s (85% of ib-ndr x 8: ib-ndr 50 GB/s, x 8) is above max 100 GB/s: no value can pass"),
+            (("nodes = 2", "nodes = 2\ntimeout_s = 0"), "line 5: timeout_s = 0: give the whole seconds each step may run, from 1 to 604800"),
+            (("nodes = 2", "nodes = 2\ntimeout_s = -1"), "timeout_s = -1: give the whole seconds"),
+            (("nodes = 2", "nodes = 2\ntimeout_s = 1.5"), "timeout_s = 1.5: give the whole seconds"),
+            (("nodes = 2", "nodes = 2\ntimeout_s = nan"), "timeout_s = NaN: give the whole seconds"),
+            (("nodes = 2", "nodes = 2\ntimeout_s = 1e12"), "timeout_s = 1000000000000: give the whole seconds"),
+            (("nodes = 2", "nodes = 0"), "[launch]: nodes = 0: give 1 to 100000"),
+            (("ranks_per_node = 8", "ranks_per_node = 100000000"), "[launch]: ranks_per_node = 100000000: give 1 to 4096"),
+            (("ranks_per_node = 1", "ranks_per_node = 0"), "[[test]] 2 (pairs): ranks_per_node = 0: give 1 to 4096"),
+            (("slow_fraction = 0.8", "slow_fraction = nan"), "[[check]] 3 (pairs all-pairs): slow_fraction NaN"),
+            (("slow_fraction = 0.8", "slow_latency = inf"), "[[check]] 3 (pairs all-pairs): slow_latency inf: give a multiple"),
+        ];
+        for (edit, want) in cases {
+            let e = err(*edit);
+            assert_eq!(e.lines().count(), 1, "{e}");
+            assert!(e.contains(want), "{edit:?}: {e}");
+        }
+        // What stays accepted: 100% of a limit as a minimum, whole-second timeouts.
+        let spec = SPEC
+            .replacen(min, "min = \"100% of ib-ndr\"\nmax = 1000", 1)
+            .replacen("nodes = 2", "nodes = 2\ntimeout_s = 60", 1);
+        let s = Spec::parse(&spec).unwrap();
+        assert_eq!(s.launch.timeout_s, 60);
+        let CheckKind::Row { min: Some(t), .. } = &s.checks[0].kind else {
+            panic!("{:?}", s.checks[0])
+        };
+        assert_eq!(t.value, 50.0);
     }
 }

@@ -3,7 +3,9 @@
 //! that limit detection, doctor, the verbs port facts and copy_bw's NUMA lookup
 //! can all be tested on the same fixture trees (see `fixture`, which writes them).
 //!
-//! - this file: [`Root`], bounded reads of one file, listings and symlinks;
+//! - this file: [`Root`], bounded reads of one file, listings and symlinks, and
+//!   [`Reading`]: a value, an absent file, or a file that holds no value
+//!   (named with its text, so that callers can say what they could not read);
 //! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer).
 
 pub mod rdma;
@@ -11,6 +13,7 @@ pub mod rdma;
 #[cfg(test)]
 pub(crate) mod fixture;
 
+use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -28,6 +31,85 @@ pub fn pci_device(bus_id: &str) -> String {
 /// procfs file read is `/proc/self/environ`, tens of KiB in a loaded module
 /// environment. A longer file is not one of those and reads as unreadable.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// What reading one value gave: no file, a file that holds no value, or the value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reading<T> {
+    Absent,
+    Unreadable(Unreadable),
+    Value(T),
+}
+
+/// Nothing read yet reads as nothing there.
+impl<T> Default for Reading<T> {
+    fn default() -> Self {
+        Reading::Absent
+    }
+}
+
+impl<T> Reading<T> {
+    /// The value; None where it is absent or unreadable (for readers that judge
+    /// nothing by it).
+    pub fn value(self) -> Option<T> {
+        match self {
+            Reading::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Reading::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Reading<U> {
+        self.and_then(|v| Reading::Value(f(v)))
+    }
+
+    /// `f` of the value; an absent or unreadable reading stays what it is.
+    pub fn and_then<U>(self, f: impl FnOnce(T) -> Reading<U>) -> Reading<U> {
+        match self {
+            Reading::Absent => Reading::Absent,
+            Reading::Unreadable(u) => Reading::Unreadable(u),
+            Reading::Value(v) => f(v),
+        }
+    }
+
+    /// What could not be read, where something could not.
+    pub fn unreadable(&self) -> Option<&Unreadable> {
+        match self {
+            Reading::Unreadable(u) => Some(u),
+            _ => None,
+        }
+    }
+}
+
+/// A file that is there but holds no value its reader accepts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unreadable {
+    /// The file, under the root.
+    pub path: String,
+    /// Its trimmed text; None where it is no text file of at most [`MAX_FILE_BYTES`].
+    pub text: Option<String>,
+}
+
+impl std::fmt::Display for Unreadable {
+    /// "could not read /sys/.../rate: 'fast (4X NDR)'".
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match &self.text {
+            Some(t) => write!(f, "could not read {}: '{t}'", self.path),
+            None => write!(
+                f,
+                "could not read {}: not a text file of at most {} KiB",
+                self.path,
+                MAX_FILE_BYTES >> 10
+            ),
+        }
+    }
+}
 
 /// A root directory that absolute system paths are read under.
 #[derive(Clone, Debug)]
@@ -77,18 +159,27 @@ impl Root {
         Some(text.trim().to_string())
     }
 
-    /// A file's value as `parse` reads its trimmed text.
-    ///
-    /// Every attribute value read through this crate is parsed here, and a value
-    /// that does not parse reads as None, as an absent file does. That silence is
-    /// kept for now; this is the one place where issue #10 tells the two apart
-    /// ("an unreadable value is a finding"), for doctor and limit detection alike.
-    pub fn read_with<T>(&self, abs: &str, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
-        parse(&self.read(abs)?)
+    /// A file's value as `parse` reads its trimmed text: every attribute value
+    /// read through this crate is parsed here. A file that is there but does not
+    /// read as a value is [`Reading::Unreadable`], never taken for an absent one:
+    /// doctor reports it and limit detection skips only that link.
+    pub fn read_with<T>(&self, abs: &str, parse: impl FnOnce(&str) -> Option<T>) -> Reading<T> {
+        let path = self.path(abs);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Reading::Absent;
+        }
+        let text = self.read(abs);
+        match text.as_deref().and_then(parse) {
+            Some(value) => Reading::Value(value),
+            None => Reading::Unreadable(Unreadable {
+                path: path.display().to_string(),
+                text,
+            }),
+        }
     }
 
     /// A file's value as a `T` ("16" as 16u32).
-    pub fn read_parsed<T: FromStr>(&self, abs: &str) -> Option<T> {
+    pub fn read_parsed<T: FromStr>(&self, abs: &str) -> Reading<T> {
         self.read_with(abs, |text| text.parse().ok())
     }
 
@@ -185,16 +276,29 @@ mod tests {
         );
         assert_eq!(
             root.read_parsed::<u32>("/sys/class/net/eth0/mtu"),
-            Some(9000)
+            Reading::Value(9000)
         );
-        // Unparsable and absent read alike (see read_with).
-        assert_eq!(root.read_parsed::<u32>("/sys/x/width"), None);
-        assert_eq!(root.read_parsed::<u32>("/sys/x/absent"), None);
+        // Unparsable and absent are told apart, the unparsable text kept.
+        let width = root.read_parsed::<u32>("/sys/x/width");
+        assert_eq!(
+            width.unreadable().map(ToString::to_string),
+            Some(format!(
+                "could not read {}: 'sixteen'",
+                t.dir().join("sys/x/width").display()
+            ))
+        );
+        assert_eq!(width.value(), None);
+        assert_eq!(root.read_parsed::<u32>("/sys/x/absent"), Reading::Absent);
         assert_eq!(root.read("/sys/x/absent"), None);
         assert_eq!(
             root.read_with("/sys/x/speed", |s| s.split_once(' ').map(|(n, _)| n.len())),
-            Some(4)
+            Reading::Value(4)
         );
+        // A folder where a value should be is there, and holds no value.
+        let folder = root.read_parsed::<u32>("/sys/x");
+        assert!(folder.unreadable().is_some_and(|u| u
+            .to_string()
+            .ends_with("not a text file of at most 1024 KiB")));
         assert!(root.exists("/sys/x") && !root.exists("/sys/y"));
     }
 

@@ -196,7 +196,7 @@ fn is_link_local(gid: &Ipv6Addr) -> bool {
 
 /// The port's rate for the limit column; None where sysfs has none to compare with.
 fn read_port_rate(device: &str, port: u8) -> Option<PortRate> {
-    rdma::read_rate(&Root::new("/"), &rdma::port_dir(device, port)).filter(PortRate::is_usable)
+    rdma::read_rate(&Root::new("/"), &rdma::port_dir(device, port)).value()
 }
 
 /// An opened device and the checked port of one side.

@@ -177,7 +177,8 @@ fn check_message(msg: &Message) -> anyhow::Result<()> {
                 if q.psn > MAX_PSN {
                     bail!("the peer's QP {i} has PSN 0x{:x} (24 bits at most)", q.psn);
                 }
-                if q.addr.checked_add(q.len + CONTROL_BYTES as u64).is_none() {
+                let span = q.len.checked_add(CONTROL_BYTES as u64);
+                if span.and_then(|s| q.addr.checked_add(s)).is_none() {
                     bail!("the peer's QP {i} buffer wraps the address space");
                 }
             }
@@ -225,7 +226,26 @@ pub fn histogram_bytes(h: &hdrhistogram::Histogram<u64>) -> Vec<u8> {
     out
 }
 
+/// The uncompressed V2 cookie (hdrhistogram's base 0x1c849303 with 0x10), the
+/// one `histogram_bytes` writes.
+const V2_COOKIE: u32 = 0x1c84_9313;
+/// Cookie, payload length, normalizing offset, digits, low, high, ratio.
+const V2_HEADER_BYTES: usize = 40;
+
 pub fn histogram_from(bytes: &[u8]) -> anyhow::Result<hdrhistogram::Histogram<u64>> {
+    // The decoder allocates what the header's payload length says (up to 4 GiB)
+    // before reading it: a peer's header must say what really follows.
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    let payload = bytes.len().checked_sub(V2_HEADER_BYTES);
+    if word(0) != Some(V2_COOKIE) || word(4).map(|n| n as usize) != payload {
+        bail!(
+            "the peer's histogram does not decode: not an uncompressed V2 histogram of its length"
+        );
+    }
     hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut &bytes[..])
         .map_err(|e| anyhow!("the peer's histogram does not decode: {e:?}"))
@@ -339,6 +359,24 @@ pub(crate) mod tests {
         assert!(text(bad_hist)
             .unwrap_err()
             .contains("histogram does not decode"));
+    }
+
+    /// A header that claims more than follows is refused before the decoder
+    /// allocates it; a buffer at the top of the address space is no panic.
+    #[test]
+    fn hostile_sizes_are_errors() {
+        let mut h = crate::stats::histogram(&[1e-6]);
+        h.record(5).unwrap();
+        let good = histogram_bytes(&h);
+        assert_eq!(histogram_from(&good).unwrap().len(), 2);
+        let mut claims = good.clone();
+        claims[4..8].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
+        assert!(histogram_from(&claims).is_err());
+        assert!(histogram_from(&good[..good.len() - 1]).is_err());
+        let mut hello = hello();
+        hello.qps[0].len = u64::MAX;
+        let e = round_trip(&Message::Hello(Box::new(hello))).unwrap_err();
+        assert!(e.contains("wraps"), "{e}");
     }
 
     #[test]

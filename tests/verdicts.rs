@@ -1,0 +1,575 @@
+//! False verdicts, misleading charts and unclear messages of issue #10, on the
+//! binaries: rack_check refuses thresholds that pass everything and fails a
+//! value that is no number; compare fails NaN rows and wrong data whatever the
+//! threshold; doctor reports what it cannot read and checks its outputs first;
+//! limit detection skips only the link it cannot read; plot and compare --plot
+//! leave out rows no axis can hold, label every axis, always draw the limit and
+//! say in words when a picture cannot be written.
+
+mod common;
+
+use common::{fixture, log, mpirun, scratch, text};
+use fabricbench::report::{Row, SCHEMA_VERSION};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RACK_CHECK: &str = env!("CARGO_BIN_EXE_rack_check");
+const COMPARE: &str = env!("CARGO_BIN_EXE_compare");
+const DOCTOR: &str = env!("CARGO_BIN_EXE_doctor");
+const PLOT: &str = env!("CARGO_BIN_EXE_plot");
+const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+
+fn run(binary: &str, args: &[&str]) -> Output {
+    Command::new(binary)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `binary args`, killed after `limit`: a spin is a failure, not a hung test.
+fn run_within(binary: &str, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(binary)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("{binary} {args:?} still ran after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts that `text` holds `want`, showing both when it does not.
+fn has(text: &str, want: impl AsRef<str>) {
+    let want = want.as_ref();
+    assert!(text.contains(want), "{want}\nis not in:\n{text}");
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A row of an all_reduce sweep on 2 ranks, against ib-ndr.
+fn row(placement: &str, size: u64, busbw: f64, p99: f64) -> Row {
+    Row {
+        schema_version: SCHEMA_VERSION,
+        run_id: "r".into(),
+        collective: "all_reduce".into(),
+        datatype: "float".into(),
+        redop: "sum".into(),
+        root: -1,
+        placement: placement.into(),
+        size_bytes: size,
+        nranks: 2,
+        nnodes: 1,
+        hosts: "a".into(),
+        iters: 20,
+        backend: "mpi".into(),
+        busbw_gbs: busbw,
+        time_us: p99 / 2.0,
+        p50_us: p99 / 2.0,
+        p99_us: p99,
+        p999_us: p99 * 1.1,
+        min_us: p99 / 3.0,
+        max_us: p99 * 1.2,
+        wrong: Some(0),
+        limit_name: Some("ib-ndr".into()),
+        limit_gbs: Some(50.0),
+        pct_of_limit: Some(busbw / 50.0 * 100.0),
+        ..Row::default()
+    }
+}
+
+/// 8 B .. 512 KiB, both placements, busbw up to about 5 GB/s (a tenth of ib-ndr).
+fn sweep() -> Vec<Row> {
+    let mut rows = Vec::new();
+    for i in 0..9u32 {
+        for placement in ["out-of-place", "in-place"] {
+            rows.push(row(
+                placement,
+                8 << (2 * i),
+                0.02 * 2f64.powi(i as i32),
+                90.0 + i as f64,
+            ));
+        }
+    }
+    rows
+}
+
+fn write(path: &Path, rows: &[Row]) {
+    let mut w = csv::Writer::from_path(path).unwrap();
+    for r in rows {
+        w.serialize(r).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+fn one_line_error(out: &Output, program: &str) -> String {
+    let (stdout, stderr) = text(out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("{program}: error: ")),
+        "{stderr}"
+    );
+    stderr.trim().to_string()
+}
+
+const SPEC: &str = r#"name = "verdicts"
+[launch]
+nodes = 1
+ranks_per_node = 1
+timeout_s = 120
+[doctor]
+skip = true
+[[test]]
+name = "ar"
+binary = "all_reduce_perf"
+args = ["-b", "8", "-e", "1K"]
+[[check]]
+test = "ar"
+metric = "busbw"
+size = "1K"
+min = 1
+"#;
+
+#[test]
+fn rack_specs_that_would_pass_anything_are_refused() {
+    let dir = scratch("verdict-spec");
+    let spec = dir.join("spec.toml");
+    for (edit, want) in [
+        (
+            "min = nan",
+            "[[check]] 1 (ar busbw): min NaN: a threshold is a number of GB/s above 0",
+        ),
+        (
+            "min = -1",
+            "[[check]] 1 (ar busbw): min -1: a threshold is a number",
+        ),
+        (
+            "min = \"85% of ib-ndr x 0\"",
+            "min '85% of ib-ndr x 0': x N counts links",
+        ),
+        (
+            "min = \"150% of ib-ndr\"",
+            "min '150% of ib-ndr': give a percentage above 0 and at most 100%",
+        ),
+        (
+            "min = 40\nmax = 30",
+            "min 40 GB/s is above max 30 GB/s: no value can pass",
+        ),
+    ] {
+        std::fs::write(&spec, SPEC.replace("min = 1\n", &format!("{edit}\n"))).unwrap();
+        let out = run(
+            RACK_CHECK,
+            &["--spec", path(&spec), "--out", path(&dir.join("r"))],
+        );
+        let e = one_line_error(&out, "rack_check");
+        has(&e, want);
+        assert!(!dir.join("r").exists());
+    }
+    std::fs::write(&spec, SPEC.replace("timeout_s = 120", "timeout_s = 0")).unwrap();
+    let out = run(
+        RACK_CHECK,
+        &["--spec", path(&spec), "--out", path(&dir.join("r"))],
+    );
+    let e = one_line_error(&out, "rack_check");
+    assert!(e.ends_with("line 5: timeout_s = 0: give the whole seconds each step may run, from 1 to 604800 (e.g. 3600)"), "{e}");
+}
+
+/// A benchmark that wrote NaN (or inf) busbw: no threshold passes it.
+#[test]
+fn rack_check_fails_a_value_that_is_no_number() {
+    let dir = scratch("verdict-nan-row");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for bad in [f64::NAN, f64::INFINITY] {
+        let template = dir.join("rows.csv");
+        write(&template, &[row("out-of-place", 1024, bad, 5.0)]);
+        // Stands in for all_reduce_perf: writes the rows to its --csv.
+        let fake = bin.join("all_reduce_perf");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\nwhile [ \"$1\" != --csv ]; do shift; done\ncp {} \"$2\"\n",
+                template.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let spec = dir.join("spec.toml");
+        std::fs::write(&spec, SPEC).unwrap();
+        let report = dir.join(format!("report-{bad}"));
+        let out = run(
+            RACK_CHECK,
+            &[
+                "--spec",
+                path(&spec),
+                "--out",
+                path(&report),
+                "--bin-dir",
+                path(&bin),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", log(&out));
+        let stdout = text(&out).0;
+        has(&stdout, format!(
+                "rack_check: ar busbw at 1 KiB (out-of-place): FAIL {bad:.3} GB/s (threshold >= 1 GB/s)"
+            ));
+        has(
+            &stdout,
+            format!("rack_check:     busbw is {bad} in 1 of 1 rows: not a measurement"),
+        );
+        has(&stdout, "rack_check: FAIL: 1 of 2 steps and checks failed");
+    }
+}
+
+#[test]
+fn compare_fails_no_number_and_wrong_data() {
+    let dir = scratch("verdict-compare");
+    let base = dir.join("base.csv");
+    write(&base, &sweep());
+    let mut nan = sweep();
+    nan[4].busbw_gbs = f64::NAN;
+    let nan_path = dir.join("nan.csv");
+    write(&nan_path, &nan);
+    let mut wrong = sweep();
+    wrong[10].wrong = Some(7);
+    let wrong_path = dir.join("wrong.csv");
+    write(&wrong_path, &wrong);
+
+    let failed = "1 failed whatever the threshold (wrong data, or a figure that is NaN or inf)";
+    for (files, flags, want) in [
+        (
+            [&base, &nan_path],
+            &["--threshold", "5"][..],
+            "REGRESSED (busbw NaN in candidate)",
+        ),
+        (
+            [&nan_path, &base],
+            &[][..],
+            "REGRESSED (busbw NaN in baseline)",
+        ),
+        (
+            [&base, &wrong_path],
+            &["--threshold", "50"][..],
+            "REGRESSED (wrong data: 7 elements)",
+        ),
+        (
+            [&base, &wrong_path],
+            &[][..],
+            "REGRESSED (wrong data: 7 elements)",
+        ),
+    ] {
+        let out = Command::new(COMPARE)
+            .args(files)
+            .args(flags)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{flags:?}: {stdout}{stderr}");
+        let flagged: Vec<&str> = stdout.lines().filter(|l| l.contains("REGRESSED")).collect();
+        assert_eq!(flagged.len(), 1, "{stdout}");
+        assert!(flagged[0].contains(want), "{}", flagged[0]);
+        let verdict = stdout.lines().last().unwrap();
+        assert!(
+            verdict.starts_with("# 18 matched rows; ") && verdict.ends_with(failed),
+            "{verdict}"
+        );
+    }
+    // The same runs without the bad rows pass.
+    let out = Command::new(COMPARE).args([&base, &base]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+}
+
+/// A copy of the fixture tree `name` in `dir` (links kept), to edit.
+fn copy_tree(name: &str, dir: &Path) -> PathBuf {
+    let root = dir.join(name.replace('/', "-"));
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(fixture(name))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    root
+}
+
+#[test]
+fn doctor_reports_what_it_cannot_read() {
+    let dir = scratch("verdict-doctor");
+    let root = copy_tree("doctor/healthy", &dir);
+    let rate = root.join("sys/class/infiniband/mlx5_0/ports/1/rate");
+    std::fs::write(&rate, "fast (4X NDR)\n").unwrap();
+    let out = run(DOCTOR, &["--sysfs-root", path(&root)]);
+    let stdout = text(&out).0;
+    assert_eq!(out.status.code(), Some(1), "{}", log(&out));
+    let finding = stdout
+        .lines()
+        .find(|l| l.starts_with("error") && l.contains("unreadable"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    has(
+        finding,
+        format!("could not read {}: 'fast (4X NDR)'", rate.display()),
+    );
+    has(
+        &stdout,
+        "    fix: doctor cannot judge this port's speed: read it by hand (ibstat DEV",
+    );
+    has(&stdout, "doctor: 1 error, 0 warnings");
+
+    // A GPU link the kernel cannot tell the speed of is unread, not "not trained".
+    let root = copy_tree("doctor/pcie-downgrade", &dir);
+    let speed = root.join("sys/bus/pci/devices/0000:18:00.0/current_link_speed");
+    std::fs::write(&speed, "Unknown\n").unwrap();
+    let out = run(DOCTOR, &["--sysfs-root", path(&root)]);
+    let stdout = text(&out).0;
+    has(
+        &stdout,
+        format!("could not read {}: 'Unknown'", speed.display()),
+    );
+    assert!(!stdout.contains("not trained"), "{stdout}");
+}
+
+#[test]
+fn doctor_checks_its_outputs_before_it_runs() {
+    let dir = scratch("verdict-doctor-out");
+    let root = fixture("doctor/healthy");
+    let existing = dir.join("old.csv");
+    std::fs::write(&existing, "kept\n").unwrap();
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let inside_file = existing.join("x.csv");
+    let same = dir.join("same");
+    for (flags, want) in [
+        (
+            vec!["--csv", path(&folder)],
+            format!("--csv {}: is a directory", folder.display()),
+        ),
+        (
+            vec!["--json", path(&existing)],
+            format!(
+                "--json {}: the file exists and findings are never overwritten",
+                existing.display()
+            ),
+        ),
+        (
+            vec!["--csv", path(&inside_file)],
+            format!(
+                "--csv {}: {} is a file, not a folder",
+                inside_file.display(),
+                existing.display()
+            ),
+        ),
+        (
+            vec!["--csv", path(&same), "--json", path(&same)],
+            format!("--csv and --json both name {}", same.display()),
+        ),
+        (
+            vec!["--port-rate", "inf"],
+            "--port-rate inf: give the expected rate in Gb/s, at most 10000".to_string(),
+        ),
+    ] {
+        let mut args = vec!["--sysfs-root", path(&root)];
+        args.extend(flags);
+        let out = run(DOCTOR, &args);
+        let e = one_line_error(&out, "doctor");
+        has(&e, &want);
+        // Refused before anything ran: no table, and nothing written or lost.
+        assert_eq!(text(&out).0, "", "{}", log(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "kept\n");
+    assert!(!same.exists());
+    // Where no file can be created (root included): said before the run.
+    if std::fs::File::create("/sys/fabricbench-probe").is_err() {
+        let out = run(
+            DOCTOR,
+            &["--sysfs-root", path(&root), "--json", "/sys/doctor.json"],
+        );
+        let e = one_line_error(&out, "doctor");
+        has(&e, "--json /sys/doctor.json: cannot write in /sys: ");
+    }
+}
+
+#[test]
+fn limit_detection_skips_only_the_link_it_cannot_read() {
+    let dir = scratch("verdict-limits");
+    let root = copy_tree("sysfs-ndr", &dir);
+    let speed = root.join("sys/devices/pci0000:16/0000:17:00.0/current_link_speed");
+    std::fs::write(&speed, "inf GT/s PCIe\n").unwrap();
+    let rate = root.join("sys/class/infiniband/mlx5_0/ports/1/rate");
+    std::fs::write(&rate, "8000000000000000000 Gb/sec (4X NDR)\n").unwrap();
+    let out = mpirun(
+        1,
+        ALL_REDUCE,
+        &[
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-n",
+            "2",
+            "-w",
+            "1",
+            "--sysfs-root",
+            path(&root),
+        ],
+    );
+    let stdout = text(&out).0;
+    assert!(out.status.success(), "{}", log(&out));
+    let limits = stdout
+        .lines()
+        .find(|l| l.starts_with("# Limits: "))
+        .unwrap();
+    assert_eq!(
+        limits,
+        "# Limits: nic-pcie gen5 x16 63.02 GB/s, gpu-pcie gen5 x16 63.02 GB/s (detected); \
+         pct_of_limit against nic-pcie gen5 x16 63.02 GB/s"
+    );
+    let link = root.join("sys/class/infiniband/mlx5_0/device/current_link_speed");
+    for line in [
+        format!(
+            "#   detected: mlx5_0 port 1: could not read {}: '8000000000000000000 Gb/sec (4X NDR)'; no limit from this port",
+            rate.display()
+        ),
+        format!(
+            "#   detected: mlx5_0 (0000:17:00.0): could not read {}: 'inf GT/s PCIe'; no PCIe limit from this link",
+            link.display()
+        ),
+    ] {
+        assert!(stdout.lines().any(|l| l.starts_with(&line)), "{line}\n{stdout}");
+    }
+}
+
+#[test]
+fn charts_leave_out_what_no_axis_can_hold() {
+    let dir = scratch("verdict-plot-inf");
+    let csv = dir.join("inf.csv");
+    let mut rows = sweep();
+    rows[3].busbw_gbs = f64::INFINITY;
+    rows[6].p99_us = f64::NAN;
+    write(&csv, &rows);
+    let plots = dir.join("plots");
+    let out = run_within(
+        PLOT,
+        &[path(&csv), "-o", path(&plots)],
+        Duration::from_secs(120),
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "plot: warning: left out 2 rows no chart can draw (a value that is NaN, inf or negative, \
+         or a size of 0): inf all_reduce in-place 32 B (busbw_gbs inf); inf all_reduce out-of-place 512 B (p99_us NaN)"
+    );
+    assert_eq!(stdout.lines().count(), 6, "{stdout}");
+    // compare --plot draws the same runs, and says the same.
+    let base = dir.join("base.csv");
+    write(&base, &sweep());
+    let out = run_within(
+        COMPARE,
+        &[path(&base), path(&csv), "--plot", path(&dir.join("cmp"))],
+        Duration::from_secs(120),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stderr.starts_with("compare: warning: --plot: left out 2 rows"),
+        "{stderr}"
+    );
+    has(&stdout, "# 6 plots in");
+}
+
+/// Tick labels of an SVG's text that are plain numbers (the value axes').
+fn numeric_labels(svg: &str) -> Vec<f64> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            t.split_once('>')
+                .and_then(|(_, rest)| rest.split_once("</text>"))
+        })
+        .filter_map(|(content, _)| content.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn charts_label_their_axes_and_always_draw_the_limit() {
+    let dir = scratch("verdict-plot-axes");
+    let csv = dir.join("run.csv");
+    // One placement; at 512 KiB the iteration times span a factor of 4, within
+    // which a log axis labelled at its decades alone has one label.
+    let rows: Vec<Row> = sweep()
+        .into_iter()
+        .filter(|r| r.placement == "out-of-place")
+        .collect();
+    write(&csv, &rows);
+    let plots = dir.join("plots");
+    let out = run_within(
+        PLOT,
+        &[path(&csv), "-o", path(&plots)],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+    let dist = std::fs::read_to_string(plots.join("all_reduce_latency_dist_524288B.svg")).unwrap();
+    let ticks = numeric_labels(&dist);
+    assert!(
+        ticks.len() >= 3,
+        "the distribution's y axis has values: {ticks:?}"
+    );
+    // busbw tops out at 5 GB/s, a tenth of ib-ndr: the limit is drawn on a log axis.
+    let busbw = std::fs::read_to_string(plots.join("all_reduce_busbw.svg")).unwrap();
+    for want in [
+        "limit: ib-ndr 50 GB/s",
+        "busbw (GB/s, 1 GB/s = 1e9 B/s, log scale)",
+        "log y axis: the highest limit is 10x the best busbw",
+    ] {
+        has(&busbw, want);
+    }
+    assert!(
+        numeric_labels(&busbw).contains(&10.0),
+        "{:?}",
+        numeric_labels(&busbw)
+    );
+}
+
+#[test]
+fn a_picture_that_cannot_be_written_is_said_in_words() {
+    let dir = scratch("verdict-plot-write");
+    let csv = dir.join("run.csv");
+    write(&csv, &sweep());
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(plots.join("all_reduce_busbw.png")).unwrap();
+    let out = run(PLOT, &[path(&csv), "-o", path(&plots)]);
+    let e = one_line_error(&out, "plot");
+    assert_eq!(
+        e,
+        format!(
+            "plot: error: -o {0}: cannot write {0}/all_reduce_busbw.png: Is a directory (os error 21)",
+            plots.display()
+        )
+    );
+    let out = run(PLOT, &[path(&csv), "-o", path(&csv)]);
+    let e = one_line_error(&out, "plot");
+    assert_eq!(
+        e,
+        format!(
+            "plot: error: -o {}: is a file, not a folder; give a folder for the pictures",
+            csv.display()
+        )
+    );
+    let out = run(COMPARE, &[path(&csv), path(&csv), "--plot", path(&csv)]);
+    let e = one_line_error(&out, "compare");
+    assert!(
+        e.ends_with("is a file, not a folder; give a folder for the pictures"),
+        "{e}"
+    );
+}
