@@ -37,7 +37,7 @@ impl Thresholds {
                 "--slow-fraction {bw_fraction}: give a fraction of the median in (0, 1], e.g. 0.9"
             ));
         }
-        if latency_factor.is_nan() || latency_factor < 1.0 {
+        if !latency_factor.is_finite() || latency_factor < 1.0 {
             return Err(format!(
                 "--slow-latency {latency_factor}: give a multiple of the lowest latency >= 1, e.g. 2"
             ));
@@ -97,7 +97,8 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-/// The pairs whose value `crosses` the limit.
+/// The pairs whose value `crosses` the limit, and those whose value is NaN or inf:
+/// not a measurement, so never a pass.
 fn beyond(
     pairs: &[(usize, usize, f64)],
     limit: f64,
@@ -105,7 +106,7 @@ fn beyond(
 ) -> Vec<SlowPair> {
     pairs
         .iter()
-        .filter(|p| crosses(p.2, limit))
+        .filter(|p| !p.2.is_finite() || crosses(p.2, limit))
         .map(|&(a, b, value)| SlowPair { a, b, value, limit })
         .collect()
 }
@@ -156,14 +157,24 @@ impl PairResults {
         } else {
             Vec::new()
         };
-        let median_gbs = median(&mut bw.iter().map(|p| p.2).collect::<Vec<_>>());
+        let median_gbs = median(
+            &mut bw
+                .iter()
+                .map(|p| p.2)
+                .filter(|v| v.is_finite())
+                .collect::<Vec<_>>(),
+        );
         let slow_bw = beyond(&bw, t.bw_fraction * median_gbs, |v, limit| v < limit);
         let lat = if small.size_bytes <= JUDGE_SIZE {
             small.p50_us.pairs()
         } else {
             Vec::new()
         };
-        let min_us = lat.iter().map(|p| p.2).fold(f64::INFINITY, f64::min);
+        let min_us = lat
+            .iter()
+            .map(|p| p.2)
+            .filter(|v| v.is_finite())
+            .fold(f64::INFINITY, f64::min);
         let slow_latency = beyond(&lat, t.latency_factor * min_us, |v, limit| v > limit);
         let wrong: Vec<(usize, usize, u64)> = self
             .sizes
@@ -337,6 +348,20 @@ mod tests {
         let v = r.judge(&Thresholds::default());
         assert_eq!(v.slow_bw.len(), 3);
         assert!(v.slow_latency.is_empty(), "{:?}", v.slow_latency);
+    }
+
+    #[test]
+    fn a_pair_figure_that_is_nan_or_inf_is_never_a_pass() {
+        let slow = beyond(
+            &[(0, 1, f64::NAN), (0, 2, 10.0), (1, 2, f64::INFINITY)],
+            5.0,
+            |v, limit| v < limit,
+        );
+        assert_eq!(
+            slow.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>(),
+            vec![(0, 1), (1, 2)]
+        );
+        assert!(Thresholds::new(0.9, f64::INFINITY).is_err());
     }
 
     #[test]

@@ -153,18 +153,18 @@ pub(super) fn find_limits(comm: &dyn Comm, args: &CollArgs, run: &mut RunInfo) {
         Detection::default()
     };
     let encoded = serde_json::to_vec(&mine).expect("a detection serialises");
-    let per_host: Vec<(String, Detection)> = comm
-        .all_gather_bytes(&encoded)
-        .iter()
-        .enumerate()
-        .filter_map(|(rank, bytes)| {
-            Some((
-                comm.host(rank).to_string(),
-                serde_json::from_slice(bytes).ok()?,
-            ))
-        })
-        .filter(|(_, d)| *d != Detection::default())
-        .collect();
+    let mut per_host: Vec<(String, Detection)> = Vec::new();
+    for (rank, bytes) in comm.all_gather_bytes(&encoded).iter().enumerate() {
+        let host = comm.host(rank).to_string();
+        match serde_json::from_slice::<Detection>(bytes) {
+            Ok(d) if d == Detection::default() => {}
+            Ok(d) => per_host.push((host, d)),
+            // Said, never dropped in silence: that node's limits are unknown.
+            Err(e) => run.notes.push(format!(
+                "rank {rank} ({host}): its detected limits do not decode ({e}); none from that node"
+            )),
+        }
+    }
     let detected = limits::merge(&per_host);
     run.limits = limits::choose(&args.limit, &detected);
     run.limits_lines = vec![limits::describe(&run.limits, !args.limit.is_empty())];
