@@ -178,8 +178,9 @@ pub fn write_csv(out: impl Write, results: &PairResults) -> anyhow::Result<()> {
 
 /// Reads a CSV written by `write_csv` (rack_check judges it with its own thresholds).
 pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
-    let mut reader =
-        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A path from a spec or the user: never a FIFO or device, never unbounded.
+    let (file, _) = crate::report::csv::open_regular(path, &path.display().to_string())?;
+    let mut reader = csv::Reader::from_reader(file);
     let header: Vec<String> = reader.headers()?.iter().map(str::to_string).collect();
     if header.len() < 5 || header[..3] != ["metric", "size_bytes", "node"] {
         bail!(

@@ -69,6 +69,10 @@ fn run(
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     let (mut backend, choice) = open::open_backend(world, program, args, plan, &watchdog)?;
+    // The exchanges of the setup (memory, header facts, limits, output files) are
+    // watched as one call: a rank stopped here ends the job within -T too.
+    watchdog.begin("setup: buffers, header facts, limits and output files".into());
+    watchdog.enter_call();
     let info = backend.info();
     // The nccl backend's buffers are GPU memory; the host's budget is then its own.
     let host = match info.kind {
@@ -91,6 +95,7 @@ fn run(
     for e in exporters.iter_mut() {
         e.start(&run_info)?;
     }
+    watchdog.end();
     let mut bench = Bench::new(
         world,
         coll,
