@@ -271,8 +271,9 @@ fn page_text(html: &Path) -> String {
 }
 
 /// Headless chromium in a network namespace of its own: the page is a local
-/// file, and the browser reaches nothing else.
+/// file, and the browser reaches nothing else. Its profile goes under target/.
 fn chromium(args: &[String]) -> Output {
+    let profile = scratch("rack-chromium-profile");
     let out = Command::new("unshare")
         .args([
             "--net",
@@ -281,10 +282,8 @@ fn chromium(args: &[String]) -> Output {
             "--no-sandbox",
             "--disable-gpu",
         ])
-        .args([
-            "--hide-scrollbars",
-            "--user-data-dir=/tmp/fabricbench-chromium",
-        ])
+        .arg("--hide-scrollbars")
+        .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
         .stdin(Stdio::null())
         .output()
