@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what fabricbench needs on a fresh Debian/Ubuntu machine (run as root):
 # Open MPI (build and run), libclang and cmake (bindings), libibverbs (verbs
-# binaries, loaded at run time), perftest (side-by-side checks), and Python's
-# pandas and matplotlib (the notebook check).
+# binaries, loaded at run time), perftest (side-by-side checks), Python's
+# pandas and matplotlib (the notebook check), and for the virtual rack and its
+# tests (scripts/virtual-rack.sh, tests/virtual_rack.rs): iproute2 (ip, tc),
+# util-linux (nsenter, unshare, setpriv), and Debian's chromium with python3-pil
+# (report.html rendered and its screenshot checked).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(openmpi-bin libopenmpi-dev libclang-dev clang cmake pkg-config
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
-          python3 python3-pandas python3-matplotlib)
+          python3 python3-pandas python3-matplotlib
+          iproute2 util-linux chromium python3-pil)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # The test command: unit tests and multi-rank integration tests (they launch
-# mpirun themselves), then the notebook against CSVs that real runs of our
-# binaries write here. Runs as root too, on any core count.
+# mpirun themselves), among them the virtual rack's (tests/virtual_rack.rs: 4
+# network-namespace nodes of this host, real faults; root, ip and tc), then the
+# notebook against CSVs that real runs of our binaries write here. Runs as root,
+# on any core count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "test.sh: run as root: the virtual rack's tests create network namespaces" >&2; exit 1; }
+for tool in ip tc nsenter unshare setpriv chromium; do
+    command -v "$tool" >/dev/null || { echo "test.sh: $tool not found: run scripts/setup.sh" >&2; exit 1; }
+done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 cargo test --locked -- --test-threads=2
+# The rack's tests took it down; a rack left up means one of them did not.
+[ ! -e /run/fabricbench-rack ] || { echo "test.sh: the virtual rack was left up: scripts/virtual-rack.sh down" >&2; exit 1; }
 
 # scripts/compare.py, headless, on two fresh runs: a baseline on 2 ranks with a
 # given limit, a candidate on 2 ranks (limits as detected here) with a 4-rank

@@ -85,6 +85,16 @@ pub struct Verdict {
     pub suspects: Vec<usize>,
 }
 
+/// A bandwidth with three decimals, or three significant digits below 0.1 GB/s,
+/// so that a slowed link's 0.0006 is not printed as the 0.001 of its limit.
+pub fn gbs(v: f64) -> String {
+    if v.is_finite() && v > 0.0 && v < 0.1 {
+        format!("{v:.*}", (2 - v.log10().floor() as i64) as usize)
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
@@ -217,13 +227,13 @@ impl Verdict {
         let mut lines = Vec::new();
         for p in &self.slow_bw {
             lines.push(format!(
-                "slow pair {}: algbw {:.3} GB/s at {} < {:.3} ({} x median {:.3})",
+                "slow pair {}: algbw {} GB/s at {} < {} ({} x median {})",
                 pair(p),
-                p.value,
+                gbs(p.value),
                 human_bytes(self.bw_size),
-                p.limit,
+                gbs(p.limit),
                 t.bw_fraction,
-                self.median_gbs
+                gbs(self.median_gbs)
             ));
         }
         for p in &self.slow_latency {
@@ -259,6 +269,14 @@ mod tests {
     use super::super::matrix::tests::results;
     use super::super::matrix::Matrix;
     use super::*;
+
+    #[test]
+    fn small_bandwidths_keep_three_digits() {
+        assert_eq!(gbs(45.0), "45.000");
+        assert_eq!(gbs(0.0123), "0.0123");
+        assert_eq!(gbs(0.000614), "0.000614");
+        assert_eq!(gbs(0.0), "0.000");
+    }
 
     #[test]
     fn a_healthy_rack_has_no_slow_pair() {

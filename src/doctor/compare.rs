@@ -204,6 +204,30 @@ pub fn check(nodes: &[NodeFacts], out: &mut Vec<Finding>) {
         &per_node(&|n| (!n.nccl.versions.is_empty()).then(|| n.nccl.versions.join(" and "))),
         out,
     );
+    // Each interface against the interfaces of that name on the other nodes: on
+    // one L2 network, frames above a peer's (or the switch's) MTU are dropped.
+    let ifnames: BTreeSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.netdev_mtus.keys().map(String::as_str))
+        .collect();
+    for ifname in ifnames {
+        outliers(
+            &Rule {
+                check: "netdev-mtu",
+                what: "MTU",
+                severity: Severity::Error,
+                fix: "set one MTU on this interface on every node and on the switch ports (ip link set DEV mtu N): frames above a peer's MTU are dropped, so UDP, RoCE and TCP without path-MTU discovery stall",
+            },
+            &nodes
+                .iter()
+                .filter_map(|n| {
+                    let mtu = n.netdev_mtus.get(ifname)?;
+                    Some(observe(&n.node, ifname, mtu.to_string()))
+                })
+                .collect::<Vec<_>>(),
+            out,
+        );
+    }
     let mtus: Vec<Observation> = nodes
         .iter()
         .flat_map(|n| {
@@ -272,6 +296,29 @@ mod tests {
         let named: Vec<&str> = out.iter().map(|f| f.node.as_str()).collect();
         assert_eq!(named, vec!["a", "b"]);
         assert!(out[0].expected.contains("6.5 on b node; 6.8 on a node"));
+    }
+
+    #[test]
+    fn an_interface_mtu_set_apart_is_named() {
+        let with_mtu = |name: &str, mtu: u32| NodeFacts {
+            netdev_mtus: [("eth0".to_string(), mtu)].into(),
+            ..node(name, "6.8")
+        };
+        let nodes = [
+            with_mtu("a", 1500),
+            with_mtu("b", 9000),
+            with_mtu("c", 1500),
+        ];
+        let mut out = Vec::new();
+        check(&nodes, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        let f = &out[0];
+        assert_eq!(
+            (f.node.as_str(), f.component.as_str(), f.check.as_str()),
+            ("b", "eth0", "netdev-mtu")
+        );
+        assert_eq!((f.seen.as_str(), f.severity), ("MTU 9000", Severity::Error));
+        assert_eq!(f.expected, "MTU 1500, as on 2 of 3 (a eth0, c eth0)");
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct NodeFacts {
     pub hcas: Vec<Hca>,
     /// Network interfaces (NCCL_SOCKET_IFNAME is checked against these).
     pub netdevs: Vec<String>,
+    /// The MTU of each interface that is up, loopback aside (compared across nodes).
+    pub netdev_mtus: BTreeMap<String, u32>,
     pub memlock: Memlock,
     pub gpus: GpuFacts,
     pub nccl: NcclFacts,

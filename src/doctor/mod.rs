@@ -27,6 +27,7 @@ pub use facts::NodeFacts;
 use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -125,18 +126,40 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
     let rdma_devices = root.list(INFINIBAND);
     let hcas = ports::collect(root, &rdma_devices, &selection.hcas);
     let env = nccl_env::read_environ(root);
+    let netdevs = root.list("/sys/class/net");
     NodeFacts {
         node,
         root: root.dir().display().to_string(),
         kernel: root.read("/proc/sys/kernel/osrelease"),
         rdma_devices,
         hcas,
-        netdevs: root.list("/sys/class/net"),
+        netdev_mtus: netdev_mtus(root, &netdevs),
+        netdevs,
         memlock: memlock::collect(root),
         gpus: gpudirect::collect(root),
         nccl: nccl_env::collect(root, env),
         port_rate_gbps: selection.port_rate_gbps,
     }
+}
+
+/// The MTU of every interface that is up, loopback aside: a down interface
+/// carries nothing, whatever its MTU.
+fn netdev_mtus(root: &Root, netdevs: &[String]) -> BTreeMap<String, u32> {
+    netdevs
+        .iter()
+        .filter(|d| d.as_str() != "lo")
+        .filter(|d| {
+            root.read(&format!("/sys/class/net/{d}/operstate"))
+                .as_deref()
+                == Some("up")
+        })
+        .filter_map(|d| {
+            Some((
+                d.clone(),
+                root.read_parsed(&format!("/sys/class/net/{d}/mtu"))?,
+            ))
+        })
+        .collect()
 }
 
 /// Every finding about these nodes: each node's own, then the cross-node ones.

@@ -3,6 +3,7 @@
 
 use super::check::CheckKind;
 use super::evaluate::evaluate;
+use super::nodes::{doctor_nodes, node_verdicts, pairs_outcomes};
 use super::report::{shell_line, DoctorStep, RunReport, TestStep};
 use super::runner::run_step;
 use super::spec::Spec;
@@ -171,6 +172,28 @@ fn run() -> Result<ExitStatus, String> {
             result
         })
         .collect();
+    let pairs = pairs_outcomes(&spec.checks, &out);
+    let findings = doctor.as_ref().map_or(&[][..], |d| &d.findings[..]);
+    let mut hosts = launch.hosts.clone();
+    hosts.extend(doctor_nodes(&out.join("doctor.json")));
+    let nodes = node_verdicts(&hosts, findings, &pairs);
+    for n in &nodes {
+        let failed: Vec<&str> = n
+            .problems
+            .iter()
+            .filter(|p| p.fails)
+            .map(|p| p.what.as_str())
+            .collect();
+        println!(
+            "rack_check: node {}: {}",
+            n.node,
+            if failed.is_empty() {
+                "PASS".to_string()
+            } else {
+                format!("FAIL: {}", failed.join("; "))
+            }
+        );
+    }
     let report = RunReport {
         name: spec.name.clone(),
         spec_file: "spec.toml".into(),
@@ -178,10 +201,14 @@ fn run() -> Result<ExitStatus, String> {
         doctor,
         tests,
         checks,
+        nodes,
     };
     let summary = out.join("summary.md");
     std::fs::write(&summary, report.markdown())
         .map_err(|e| format!("cannot write {}: {e}", summary.display()))?;
+    let page = out.join("report.html");
+    std::fs::write(&page, super::html::render(&report, &pairs, &spec.checks))
+        .map_err(|e| format!("cannot write {}: {e}", page.display()))?;
     println!(
         "rack_check: {}; report: {}",
         report.headline(),

@@ -4,12 +4,15 @@
 //! limit of `crate::limits`). The run (`cli`) starts doctor and each test as a
 //! child process with a timeout (`runner`), reads the CSVs they write back
 //! (`evaluate`), and writes one report directory with a Markdown summary
-//! (`report`). Exit 0 only when all passed.
+//! (`report`) and a self-contained HTML page (`html`), both listing every node
+//! and what failed on it (`nodes`). Exit 0 only when all passed.
 
 pub mod check;
 pub mod cli;
 pub mod evaluate;
+pub mod html;
 pub mod launch;
+pub mod nodes;
 pub mod report;
 pub mod runner;
 pub mod spec;

@@ -3,6 +3,7 @@
 //! and plot beside it.
 
 use super::evaluate::CheckResult;
+use super::nodes::NodeVerdict;
 use super::runner::StepOutcome;
 use crate::doctor::output::counts;
 use crate::doctor::{Finding, Severity};
@@ -43,6 +44,16 @@ impl TestStep {
     }
 }
 
+/// One row of the verdict table: a step or a check.
+pub struct VerdictRow {
+    pub what: String,
+    pub measured: String,
+    pub threshold: String,
+    pub passed: bool,
+    /// Why a check failed (nodes, pairs), or notes.
+    pub details: Vec<String>,
+}
+
 pub struct RunReport {
     pub name: String,
     pub spec_file: String,
@@ -50,6 +61,8 @@ pub struct RunReport {
     pub doctor: Option<DoctorStep>,
     pub tests: Vec<TestStep>,
     pub checks: Vec<CheckResult>,
+    /// Every node, with what failed on it.
+    pub nodes: Vec<NodeVerdict>,
 }
 
 fn file_name(p: &Path) -> String {
@@ -116,6 +129,39 @@ impl RunReport {
         }
     }
 
+    /// The verdict table: doctor, each test's run, then each check.
+    pub fn verdict_rows(&self) -> Vec<VerdictRow> {
+        let mut rows = Vec::new();
+        if let Some(d) = &self.doctor {
+            rows.push(VerdictRow {
+                what: format!("doctor ({})", d.outcome.status()),
+                measured: counts(&d.findings),
+                threshold: "no error".into(),
+                passed: d.passed(),
+                details: Vec::new(),
+            });
+        }
+        for t in &self.tests {
+            rows.push(VerdictRow {
+                what: format!("test {} ran", t.name),
+                measured: format!("{} in {:.1} s", t.outcome.status(), t.outcome.seconds),
+                threshold: "results written".into(),
+                passed: t.ran(),
+                details: Vec::new(),
+            });
+        }
+        for c in &self.checks {
+            rows.push(VerdictRow {
+                what: c.label.clone(),
+                measured: c.measured.clone(),
+                threshold: c.threshold.clone(),
+                passed: c.passed,
+                details: c.details.clone(),
+            });
+        }
+        rows
+    }
+
     pub fn markdown(&self) -> String {
         let mut md = String::new();
         let _ = writeln!(md, "# Rack acceptance: {}\n", self.name);
@@ -128,41 +174,20 @@ impl RunReport {
             env!("CARGO_PKG_VERSION")
         );
         md.push_str("| # | check | measured | threshold | result |\n|---|---|---|---|---|\n");
-        let mut row = 0;
-        if let Some(d) = &self.doctor {
-            row += 1;
+        for (i, r) in self.verdict_rows().iter().enumerate() {
             let _ = writeln!(
                 md,
-                "| {row} | doctor ({}) | {} | no error | {} |",
-                d.outcome.status(),
-                counts(&d.findings),
-                verdict(d.passed())
-            );
-        }
-        for t in &self.tests {
-            row += 1;
-            let _ = writeln!(
-                md,
-                "| {row} | test {} ran | {} in {:.1} s | results written | {} |",
-                t.name,
-                t.outcome.status(),
-                t.outcome.seconds,
-                verdict(t.ran())
-            );
-        }
-        for c in &self.checks {
-            row += 1;
-            let _ = writeln!(
-                md,
-                "| {row} | {} | {} | {} | {} |",
-                cell(&c.label),
-                cell(&c.measured),
-                cell(&c.threshold),
-                verdict(c.passed)
+                "| {} | {} | {} | {} | {} |",
+                i + 1,
+                cell(&r.what),
+                cell(&r.measured),
+                cell(&r.threshold),
+                verdict(r.passed)
             );
         }
         md.push('\n');
         self.failures(&mut md);
+        self.nodes(&mut md);
         self.steps(&mut md);
         if let Some(d) = &self.doctor {
             let shown: Vec<&Finding> = d
@@ -228,6 +253,36 @@ impl RunReport {
         md.push_str("## Failing nodes, pairs and steps\n\n");
         for l in lines {
             let _ = writeln!(md, "- {}", l.replace('\n', " "));
+        }
+        md.push('\n');
+    }
+
+    fn nodes(&self, md: &mut String) {
+        md.push_str("## Nodes\n\n| node | result | findings and fixes |\n|---|---|---|\n");
+        for n in &self.nodes {
+            let found: Vec<String> = n
+                .problems
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}{}; fix: {}",
+                        if p.fails { "" } else { "warning: " },
+                        p.what,
+                        p.fix
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                cell(&n.node),
+                verdict(n.passed()),
+                if found.is_empty() {
+                    "nothing found".to_string()
+                } else {
+                    cell(&found.join("<br>"))
+                }
+            );
         }
         md.push('\n');
     }

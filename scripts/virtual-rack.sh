@@ -1,0 +1,344 @@
+#!/usr/bin/env bash
+# A virtual rack on one host (root): N "nodes", each a network namespace with its
+# own host name (a UTS namespace), one veth into one bridge and an address from
+# the benchmarking range 198.18.0.0/15. mpirun runs on a head namespace on the
+# same bridge and starts real orted daemons on the nodes through an rsh agent
+# (this script, `agent`), so ranks on different nodes talk TCP over the veths.
+# Nothing is created in the host's own network namespace, no namespace has a
+# route beyond 198.18.0.0/24, and everything lives under $STATE and the
+# namespaces named fbrack-*, which `down` removes.
+#
+#   virtual-rack.sh up [N]                 create N nodes (default 4): node1..nodeN
+#   virtual-rack.sh run [-N K] -- CMD ...  mpirun CMD on every node (K ranks each, default 1)
+#   virtual-rack.sh exec -- CMD ...        CMD on the head, where a plain `mpirun -H node1,...`
+#                                          (rack_check with scripts/rack-virtual.toml) reaches the rack
+#   virtual-rack.sh agent NODE CMD ...     CMD on NODE (Open MPI's plm_rsh_agent)
+#   virtual-rack.sh fault slow NODE RATE   tc tbf on both ends of NODE's veth (RATE: 200mbit, 1gbit)
+#   virtual-rack.sh fault mtu NODE MTU     NODE's interface MTU
+#   virtual-rack.sh fault memlock NODE KIB RLIMIT_MEMLOCK of what starts on NODE, without CAP_IPC_LOCK
+#   virtual-rack.sh fault env NODE VAR=VALUE  a variable set for what starts on NODE
+#   virtual-rack.sh fault cut NODE         NODE's veth down (the cable pulled)
+#   virtual-rack.sh clear                  remove every fault
+#   virtual-rack.sh status                 nodes, addresses and faults
+#   virtual-rack.sh down                   remove everything
+#   virtual-rack.sh with [N] -- CMD ...    up, CMD on the head, down (also on failure or Ctrl-C)
+set -euo pipefail
+
+STATE=/run/fabricbench-rack
+PREFIX=fbrack
+NET=198.18.0
+HEAD_ADDR=$NET.254
+SELF=$(readlink -f "$0")
+
+die() { echo "virtual-rack.sh: $*" >&2; exit 1; }
+usage() { sed -n '11,24s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
+
+need_root() { [ "$(id -u)" = 0 ] || die "run as root (it creates network namespaces)"; }
+need_up() { [ -f "$STATE/nodes" ] || die "no rack is up: run '$0 up' first"; }
+nodes() { cat "$STATE/nodes"; }
+node_ns() { echo "$PREFIX-$1"; }
+check_node() {
+    need_up
+    grep -qx "$1" "$STATE/nodes" || die "no node '$1' (the rack has: $(nodes | tr '\n' ' '))"
+}
+
+# The MCA settings every job on the rack gets: the TCP BTL between nodes (vader
+# within one), the rack's network only, and mpirun launching every orted itself.
+# The nodes share this host's cores, which Open MPI cannot see: each orted would
+# bind its first rank to "its" core 0, so two ranks of two nodes spin on one CPU
+# and every message waits for the scheduler tick (4-8 ms at HZ=250, measured).
+# So no binding, and, when the rack has more nodes than the host has cores,
+# ranks that yield the CPU while they wait instead of spinning through a tick.
+# TCP keepalive on mpirun's connections to the daemons: a node cut off is
+# noticed within about 10 s ("lost communication with a remote daemon ... on
+# node nodeN") instead of TCP's 15 minutes; probes 2 s apart outlast the second
+# of queueing a `fault slow` link may add.
+mca_env() {
+    local yield=0
+    [ "$1" -le "$(nproc)" ] || yield=1
+    cat <<EOF
+OMPI_MCA_plm_rsh_agent=$SELF agent
+OMPI_MCA_plm_rsh_no_tree_spawn=1
+OMPI_MCA_pml=ob1
+OMPI_MCA_btl=tcp,vader,self
+OMPI_MCA_btl_tcp_if_include=$NET.0/24
+OMPI_MCA_oob_tcp_if_include=$NET.0/24
+OMPI_MCA_oob_tcp_keepalive_time=3
+OMPI_MCA_oob_tcp_keepalive_intvl=2
+OMPI_MCA_oob_tcp_keepalive_probes=3
+OMPI_MCA_hwloc_base_binding_policy=none
+OMPI_MCA_mpi_yield_when_idle=$yield
+OMPI_MCA_rmaps_base_oversubscribe=1
+OMPI_ALLOW_RUN_AS_ROOT=1
+OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+EOF
+}
+
+down() {
+    # Everything this script made, found by name: namespaces fbrack-*, the UTS
+    # namespace files under $STATE, then $STATE itself.
+    local ns
+    for ns in $(ip netns list 2>/dev/null | awk -v p="$PREFIX-" 'index($1, p) == 1 {print $1}'); do
+        # Processes left in a node (a killed job's orted) hold nothing we need.
+        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+        ip netns delete "$ns" 2>/dev/null || true
+    done
+    if [ -d "$STATE" ]; then
+        local f
+        for f in "$STATE"/uts/*; do
+            [ -e "$f" ] || continue
+            umount "$f" 2>/dev/null || true
+        done
+        rm -rf "$STATE"
+    fi
+}
+
+hosts_file() {
+    echo "127.0.0.1 localhost"
+    echo "$HEAD_ADDR head"
+    local i=1 node
+    for node in $(nodes); do
+        echo "$NET.$i $node"
+        i=$((i + 1))
+    done
+}
+
+up() {
+    local n=${1:-4}
+    [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] ||
+        die "up $n: give a node count from 1 to 200"
+    [ ! -e "$STATE" ] || die "a rack is already up ($STATE exists): run '$0 down' first"
+    for tool in ip tc nsenter unshare setpriv; do
+        command -v "$tool" >/dev/null || die "$tool not found: run scripts/setup.sh (iproute2, util-linux)"
+    done
+    trap 'down; exit 130' INT TERM
+    trap 'status=$?; [ $status = 0 ] || { echo "virtual-rack.sh: up failed; removing what it made" >&2; down; }' EXIT
+    mkdir -p "$STATE/uts" "$STATE/faults"
+    seq 1 "$n" | sed 's/^/node/' >"$STATE/nodes"
+    mca_env "$n" >"$STATE/mca"
+    hosts_file >"$STATE/hosts"
+    local sw head
+    sw=$(node_ns sw)
+    head=$(node_ns head)
+    # IPv4 only: no IPv6 link-local address appears anywhere on the rack.
+    no_ipv6() { ip netns exec "$1" sh -c 'for k in all default; do echo 1 >/proc/sys/net/ipv6/conf/$k/disable_ipv6; done'; }
+    ip netns add "$sw"
+    no_ipv6 "$sw"
+    ip -n "$sw" link set lo up
+    ip -n "$sw" link add name br0 type bridge
+    # No STP: ports forward at once; the bridge itself has no address.
+    ip -n "$sw" link set br0 type bridge stp_state 0 forward_delay 0
+    ip -n "$sw" link set br0 up
+    attach() { # namespace, port name on the bridge, address
+        ip netns add "$1"
+        no_ipv6 "$1"
+        ip -n "$1" link set lo up
+        ip -n "$sw" link add name "$2" type veth peer name eth0 netns "$1"
+        ip -n "$sw" link set "$2" master br0 up
+        ip -n "$1" addr add "$3/24" dev eth0
+        ip -n "$1" link set eth0 up
+        touch "$STATE/uts/$2"
+        unshare --uts="$STATE/uts/$2" hostname "$2"
+    }
+    attach "$head" head "$HEAD_ADDR"
+    local i=1
+    for node in $(nodes); do
+        attach "$(node_ns "$node")" "$node" "$NET.$i"
+        i=$((i + 1))
+    done
+    # Wait until every bridge port forwards (veths take a moment to carry).
+    local node
+    for node in head $(nodes); do
+        for _ in $(seq 50); do
+            bridge -n "$sw" link show dev "$node" | grep -q 'state forwarding' && break
+            sleep 0.1
+        done
+        bridge -n "$sw" link show dev "$node" | grep -q 'state forwarding' ||
+            die "up: the bridge port of $node does not forward: $(bridge -n "$sw" link show dev "$node")"
+    done
+    trap - INT TERM EXIT
+    echo "virtual-rack.sh: $n nodes up: $(nodes | tr '\n' ' ')(addresses $NET.1-$n, head $HEAD_ADDR)"
+}
+
+# Enters a node (or the head): its network namespace with /sys of that
+# namespace (ip netns exec), its host name, the rack's /etc/hosts, then the
+# node's faults, then CMD.
+enter() {
+    local node=$1
+    shift
+    exec ip netns exec "$(node_ns "$node")" nsenter --uts="$STATE/uts/$node" -- "$SELF" _inside "$node" "$@"
+}
+
+inside() {
+    local node=$1
+    shift
+    # ip netns exec gave this process a mount namespace of its own (slave to
+    # the host's): this bind mount is seen by the node's processes only.
+    mount --bind "$STATE/hosts" /etc/hosts
+    local f=$STATE/faults/$node
+    if [ -f "$f.env" ]; then
+        while IFS= read -r kv; do export "${kv?}"; done <"$f.env"
+    fi
+    if [ -f "$f.memlock" ]; then
+        # Root holds CAP_IPC_LOCK, which lifts the limit: drop it, as a user's
+        # job on a real node runs without it.
+        ulimit -l "$(cat "$f.memlock")"
+        exec setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock -- "$@"
+    fi
+    exec "$@"
+}
+
+agent() {
+    [ $# -ge 2 ] || die "agent NODE CMD...: mpirun's plm_rsh_agent"
+    local node=$1
+    shift
+    check_node "$node"
+    # rsh semantics: the remote command is one shell line (mpirun quotes for it).
+    enter "$node" sh -c "$*"
+}
+
+head_env() {
+    while IFS= read -r kv; do export "${kv?}"; done <"$STATE/mca"
+}
+
+run() {
+    need_up
+    local per_node=1
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        case $1 in
+        -N) per_node=$2; shift 2 ;;
+        *) die "run: unknown option $1 (run [-N K] -- CMD ...)" ;;
+        esac
+    done
+    [ "${1:-}" = -- ] && shift
+    [ $# -ge 1 ] || die "run [-N K] -- CMD ...: give the command to start on every node"
+    local hosts count
+    hosts=$(nodes | sed "s/\$/:$per_node/" | paste -sd,)
+    count=$(($(nodes | wc -l) * per_node))
+    head_env
+    # More ranks than cores: they must yield while they wait (see mca_env).
+    [ "$count" -le "$(nproc)" ] || export OMPI_MCA_mpi_yield_when_idle=1
+    enter head mpirun -np "$count" --host "$hosts" --map-by "ppr:$per_node:node" "$@"
+}
+
+exec_head() {
+    need_up
+    [ "${1:-}" = -- ] && shift
+    [ $# -ge 1 ] || die "exec -- CMD ...: give the command to run on the head"
+    head_env
+    enter head "$@"
+}
+
+# tbf's bucket must hold at least one timer tick of traffic (HZ 250 here) and a
+# full frame, or the configured rate is not reached.
+tbf_burst() {
+    awk -v r="$1" 'BEGIN {
+        n = r + 0; u = tolower(substr(r, length(n "") + 1))
+        m["bit"] = 1; m["kbit"] = 1e3; m["mbit"] = 1e6; m["gbit"] = 1e9
+        if (n <= 0 || !(u in m)) exit 1
+        b = n * m[u] / 8 / 250 * 2; if (b < 16384) b = 16384
+        printf "%d\n", b }'
+}
+
+fault() {
+    need_up
+    local kind=${1:-} node=${2:-} value=${3:-}
+    [ -n "$kind" ] && [ -n "$node" ] || usage
+    check_node "$node"
+    local ns sw
+    ns=$(node_ns "$node")
+    sw=$(node_ns sw)
+    case $kind in
+    slow)
+        local burst
+        burst=$(tbf_burst "$value") || die "fault slow $node '$value': give a rate as tc writes it: 200mbit, 1gbit"
+        # Both directions: the node's egress and the bridge's egress toward it.
+        tc -n "$ns" qdisc replace dev eth0 root tbf rate "$value" burst "$burst" latency 1s
+        tc -n "$sw" qdisc replace dev "$node" root tbf rate "$value" burst "$burst" latency 1s
+        echo "$value" >"$STATE/faults/$node.slow"
+        ;;
+    mtu)
+        [[ $value =~ ^[0-9]+$ ]] && [ "$value" -ge 576 ] && [ "$value" -le 65535 ] ||
+            die "fault mtu $node '$value': give an MTU from 576 to 65535"
+        ip -n "$ns" link set eth0 mtu "$value"
+        echo "$value" >"$STATE/faults/$node.mtu"
+        ;;
+    memlock)
+        [[ $value =~ ^[0-9]+$ ]] || die "fault memlock $node '$value': give the limit in KiB"
+        echo "$value" >"$STATE/faults/$node.memlock"
+        ;;
+    env)
+        [[ $value =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "fault env $node '$value': give VAR=VALUE"
+        echo "$value" >>"$STATE/faults/$node.env"
+        ;;
+    cut)
+        ip -n "$sw" link set "$node" down
+        touch "$STATE/faults/$node.cut"
+        ;;
+    *) die "fault $kind: one of slow, mtu, memlock, env, cut" ;;
+    esac
+}
+
+clear_faults() {
+    need_up
+    local sw
+    sw=$(node_ns sw)
+    for node in $(nodes); do
+        local ns
+        ns=$(node_ns "$node")
+        tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
+        tc -n "$sw" qdisc del dev "$node" root 2>/dev/null || true
+        ip -n "$ns" link set eth0 mtu 1500
+        ip -n "$sw" link set "$node" up
+    done
+    rm -f "$STATE"/faults/*
+}
+
+status() {
+    need_up
+    local sw
+    sw=$(node_ns sw)
+    for node in $(nodes); do
+        local ns addr faults
+        ns=$(node_ns "$node")
+        addr=$(awk -v n="$node" '$2 == n {print $1}' "$STATE/hosts")
+        faults=$(cd "$STATE/faults" && for f in "$node".*; do
+            if [ -e "$f" ]; then printf '%s=%s ' "${f#"$node".}" "$(paste -sd, "$f")"; fi
+        done)
+        printf '%-8s %-13s mtu %-5s link %-4s %s\n' "$node" "$addr" \
+            "$(ip -n "$ns" -o link show eth0 | sed -n 's/.* mtu \([0-9]*\).*/\1/p')" \
+            "$(ip -n "$sw" -o link show "$node" | grep -q 'state UP\|,UP' && echo up || echo down)" \
+            "${faults:-no faults}"
+    done
+}
+
+with() {
+    local n=4
+    if [ $# -gt 0 ] && [ "$1" != -- ]; then n=$1; shift; fi
+    [ "${1:-}" = -- ] && shift
+    [ $# -ge 1 ] || die "with [N] -- CMD ...: give the command to run on the head"
+    up "$n"
+    trap 'down' EXIT
+    trap 'exit 130' INT TERM
+    local status=0
+    (head_env; enter head "$@") || status=$?
+    return $status
+}
+
+cmd=${1:-}
+[ -n "$cmd" ] || usage
+shift
+case $cmd in
+up) need_root; up "$@" ;;
+down) need_root; down ;;
+run) need_root; run "$@" ;;
+exec) need_root; exec_head "$@" ;;
+agent) agent "$@" ;;
+_inside) inside "$@" ;;
+fault) need_root; fault "$@" ;;
+clear) need_root; clear_faults ;;
+status) status ;;
+with) need_root; with "$@" ;;
+-h | --help | help) usage ;;
+*) die "unknown command '$cmd' (up, run, exec, agent, fault, clear, status, down, with)" ;;
+esac

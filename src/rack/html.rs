@@ -1,0 +1,447 @@
+//! report.html: the acceptance report as one self-contained page to hand over
+//! (no script, no file it links to is needed to read it): the verdict, every
+//! node with PASS or FAIL and the fix for each finding, the checks, each
+//! all-pairs heatmap and each test's busbw against the spec's floor and the
+//! link limit, drawn as inline SVG.
+
+use super::check::{Check, CheckKind, RowMetric};
+use super::nodes::{NodeVerdict, PairsOutcome};
+use super::report::{shell_line, RunReport};
+use crate::allpairs::gbs;
+use crate::report::csv::read_rows;
+use crate::report::{Placement, Row};
+use crate::sizes::human_bytes;
+use std::fmt::Write;
+
+/// Text as HTML content or an attribute value.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}\
+h1{font-size:24px}h2{font-size:19px;margin-top:28px;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #bbb;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}\
+th{background:#eee}.pass{background:#d9f2d9;font-weight:bold}.fail{background:#f8d0d0;font-weight:bold}\
+.verdict{font-size:20px;padding:8px 12px;display:inline-block}.fix{color:#444}code{font-size:12px}";
+
+fn verdict_cell(passed: bool) -> &'static str {
+    if passed {
+        "<td class=\"pass\">PASS</td>"
+    } else {
+        "<td class=\"fail\">FAIL</td>"
+    }
+}
+
+/// The whole page.
+pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Rack acceptance: {0}</title><style>{STYLE}</style></head><body>\n<h1>Rack acceptance: {0}</h1>\n",
+        esc(&report.name)
+    );
+    let failing: Vec<&str> = report
+        .nodes
+        .iter()
+        .filter(|n| !n.passed())
+        .map(|n| n.node.as_str())
+        .collect();
+    let _ = writeln!(
+        h,
+        "<p class=\"verdict {}\">{}</p>",
+        if report.passed() { "pass" } else { "fail" },
+        esc(&report.headline())
+    );
+    let _ = writeln!(
+        h,
+        "<p>{} nodes, {}. Spec {}, started {}, fabricbench {}.</p>",
+        report.nodes.len(),
+        if failing.is_empty() {
+            "no failing node".to_string()
+        } else {
+            format!("failing: {}", esc(&failing.join(", ")))
+        },
+        esc(&report.spec_file),
+        esc(&report.started),
+        env!("CARGO_PKG_VERSION")
+    );
+    nodes_table(&mut h, &report.nodes);
+    checks_table(&mut h, report);
+    for p in pairs {
+        let _ = writeln!(h, "<h2>{}: pair heatmap</h2>", esc(&p.label));
+        heatmap(&mut h, p);
+    }
+    for t in &report.tests {
+        if t.all_pairs {
+            continue;
+        }
+        let Ok(rows) = read_rows(&t.csv) else {
+            continue;
+        };
+        let _ = writeln!(h, "<h2>{}: busbw against the limit</h2>", esc(&t.name));
+        busbw_chart(&mut h, &t.name, &rows, checks);
+    }
+    h.push_str("<h2>Steps</h2>\n<table><tr><th>step</th><th>command</th><th>status</th><th>log</th></tr>\n");
+    let steps = report
+        .doctor
+        .iter()
+        .map(|d| ("doctor", &d.outcome))
+        .chain(report.tests.iter().map(|t| (t.name.as_str(), &t.outcome)));
+    for (name, o) in steps {
+        let log = o
+            .log
+            .file_name()
+            .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+        let _ = writeln!(
+            h,
+            "<tr><td>{0}</td><td><code>{1}</code></td><td>{3}</td><td><a href=\"{2}\">{2}</a></td></tr>",
+            esc(name),
+            esc(&shell_line(&o.argv)),
+            esc(&log),
+            esc(&o.status())
+        );
+    }
+    h.push_str("</table>\n</body></html>\n");
+    h
+}
+
+fn nodes_table(h: &mut String, nodes: &[NodeVerdict]) {
+    h.push_str("<h2>Nodes</h2>\n<table><tr><th>node</th><th>result</th><th>finding</th><th>fix</th></tr>\n");
+    for n in nodes {
+        let shown: Vec<_> = n.problems.iter().collect();
+        let span = shown.len().max(1);
+        let _ = write!(
+            h,
+            "<tr><td rowspan=\"{span}\">{}</td>{}",
+            esc(&n.node),
+            verdict_cell(n.passed()).replace("<td", &format!("<td rowspan=\"{span}\""))
+        );
+        if shown.is_empty() {
+            h.push_str("<td>nothing found</td><td></td></tr>\n");
+        }
+        for (i, p) in shown.iter().enumerate() {
+            if i > 0 {
+                h.push_str("<tr>");
+            }
+            let _ = writeln!(
+                h,
+                "<td>{}{}</td><td class=\"fix\">{}</td></tr>",
+                if p.fails { "" } else { "warning: " },
+                esc(&p.what),
+                esc(&p.fix)
+            );
+        }
+    }
+    h.push_str("</table>\n");
+}
+
+fn checks_table(h: &mut String, report: &RunReport) {
+    h.push_str("<h2>Checks</h2>\n<table><tr><th>check</th><th>measured</th><th>threshold</th><th>result</th></tr>\n");
+    for r in report.verdict_rows() {
+        let details = if r.passed || r.details.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "<br><span class=\"fix\">{}</span>",
+                esc(&r.details.join("; "))
+            )
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}{details}</td><td>{}</td><td>{}</td>{}</tr>",
+            esc(&r.what),
+            esc(&r.measured),
+            esc(&r.threshold),
+            verdict_cell(r.passed)
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// Red (lowest) to green (highest).
+fn shade(t: f64) -> String {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.5
+    };
+    let (r, g) = ((215.0 - 150.0 * t) as u8, (60.0 + 130.0 * t) as u8);
+    format!("rgb({r},{g},80)")
+}
+
+/// The algbw matrix at the size bandwidth was judged at; slow pairs outlined.
+fn heatmap(h: &mut String, p: &PairsOutcome) {
+    const CELL: usize = 64;
+    const LEFT: usize = 120;
+    const TOP: usize = 60;
+    let v = &p.verdict;
+    let Some(sizes) = p.results.at(v.bw_size) else {
+        h.push_str("<p>No bandwidth size measured (64 KiB or more) to draw.</p>\n");
+        return;
+    };
+    let labels = &p.results.labels;
+    let n = labels.len();
+    let values: Vec<f64> = sizes.algbw_gbs.pairs().iter().map(|q| q.2).collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(0.0, f64::max);
+    // Wide enough for the title line, whatever the node count.
+    let (w, ht) = ((LEFT + n * CELL + 20).max(640), TOP + n * CELL + 40);
+    let _ = writeln!(
+        h,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" font-family=\"sans-serif\" font-size=\"12\">\
+<text x=\"4\" y=\"18\" font-size=\"14\">algbw (GB/s) of each pair at {}; outlined: slow (below {} x median {})</text>",
+        human_bytes(v.bw_size),
+        p.thresholds.bw_fraction,
+        gbs(v.median_gbs)
+    );
+    for (i, l) in labels.iter().enumerate() {
+        let c = LEFT + i * CELL + CELL / 2;
+        let r = TOP + i * CELL + CELL / 2;
+        let _ = write!(
+            h,
+            "<text x=\"{c}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            TOP - 8,
+            esc(l),
+            LEFT - 8,
+            r + 4,
+            esc(l)
+        );
+    }
+    for a in 0..n {
+        for b in 0..n {
+            let (x, y) = (LEFT + b * CELL, TOP + a * CELL);
+            let value = sizes.algbw_gbs.get(a, b);
+            let slow = v.slow_bw.iter().any(|s| (s.a, s.b) == (a.min(b), a.max(b)));
+            let fill = match value {
+                None => "#ddd".to_string(),
+                // On a log scale: a slowed link sits decades below the others.
+                Some(g) => shade((g / lo).ln() / (hi / lo).ln()),
+            };
+            let stroke = if slow {
+                "stroke=\"#000\" stroke-width=\"3\""
+            } else {
+                "stroke=\"#fff\" stroke-width=\"1\""
+            };
+            let _ = write!(
+                h,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{CELL}\" height=\"{CELL}\" fill=\"{fill}\" {stroke}/>"
+            );
+            if let Some(g) = value {
+                let _ = write!(
+                    h,
+                    "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#fff\" font-size=\"11\" font-weight=\"bold\">{}</text>",
+                    x + CELL / 2,
+                    y + CELL / 2 + 4,
+                    gbs(g)
+                );
+            }
+        }
+    }
+    let suspects: Vec<&str> = v.suspects.iter().map(|&s| labels[s].as_str()).collect();
+    let _ = writeln!(
+        h,
+        "<text x=\"4\" y=\"{}\">{}</text></svg>",
+        TOP + n * CELL + 26,
+        if suspects.is_empty() {
+            "no suspect node".to_string()
+        } else {
+            format!("suspect node: {}", esc(&suspects.join(", ")))
+        }
+    );
+}
+
+/// busbw against size on log-log axes (sizes and bandwidths span decades),
+/// with the spec's busbw floors and the run's link limit as dashed lines.
+fn busbw_chart(h: &mut String, test: &str, rows: &[Row], checks: &[Check]) {
+    const W: f64 = 720.0;
+    const HT: f64 = 320.0;
+    const LEFT: f64 = 70.0;
+    const RIGHT: f64 = 200.0;
+    const TOP: f64 = 20.0;
+    const BOTTOM: f64 = 40.0;
+    let series: Vec<(Placement, &str, Vec<(u64, f64)>)> = [
+        (Placement::OutOfPlace, "#1f77b4"),
+        (Placement::InPlace, "#ff7f0e"),
+    ]
+    .into_iter()
+    .map(|(placement, colour)| {
+        let mut points: Vec<(u64, f64)> = Vec::new();
+        for r in rows.iter().filter(|r| r.placement == placement.name()) {
+            if !(r.busbw_gbs > 0.0 && r.busbw_gbs.is_finite()) {
+                continue;
+            }
+            // The worst row at a size, as the checks judge it.
+            match points.iter_mut().find(|p| p.0 == r.size_bytes) {
+                Some(p) => p.1 = p.1.min(r.busbw_gbs),
+                None => points.push((r.size_bytes, r.busbw_gbs)),
+            }
+        }
+        points.sort_by_key(|p| p.0);
+        (placement, colour, points)
+    })
+    .filter(|s| !s.2.is_empty())
+    .collect();
+    let floors: Vec<(f64, String)> = checks
+        .iter()
+        .filter(|c| c.test == test)
+        .filter_map(|c| match &c.kind {
+            CheckKind::Row {
+                metric: RowMetric::Busbw,
+                min: Some(t),
+                ..
+            } => Some((t.value, format!("floor {}", t.text))),
+            _ => None,
+        })
+        .filter(|(v, _)| *v > 0.0 && v.is_finite())
+        .collect();
+    let limit = rows
+        .iter()
+        .find_map(|r| Some((r.limit_gbs?, r.limit_name.clone().unwrap_or_default())))
+        .filter(|(v, _)| *v > 0.0 && v.is_finite())
+        .map(|(v, name)| (v, format!("limit {name} {v:.1} GB/s")));
+    let all_sizes: Vec<u64> = series
+        .iter()
+        .flat_map(|s| s.2.iter().map(|p| p.0))
+        .collect();
+    let (Some(&xmin), Some(&xmax)) = (all_sizes.iter().min(), all_sizes.iter().max()) else {
+        h.push_str("<p>No busbw row to draw.</p>\n");
+        return;
+    };
+    let ys = series
+        .iter()
+        .flat_map(|s| s.2.iter().map(|p| p.1))
+        .chain(floors.iter().map(|f| f.0))
+        .chain(limit.iter().map(|l| l.0));
+    let (ylo, yhi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), y| {
+        (lo.min(y), hi.max(y))
+    });
+    let (dlo, dhi) = (
+        ylo.log10().floor(),
+        yhi.log10().ceil().max(ylo.log10().floor() + 1.0),
+    );
+    let (lx0, lx1) = (
+        (xmin as f64).log2(),
+        (xmax as f64).log2().max((xmin as f64).log2() + 1.0),
+    );
+    let px = |size: u64| LEFT + ((size as f64).log2() - lx0) / (lx1 - lx0) * (W - LEFT - RIGHT);
+    let py = |gbs: f64| TOP + (dhi - gbs.log10()) / (dhi - dlo) * (HT - TOP - BOTTOM);
+    let _ = write!(
+        h,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{HT}\" font-family=\"sans-serif\" font-size=\"11\">\
+<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
+        W - LEFT - RIGHT,
+        HT - TOP - BOTTOM
+    );
+    for d in (dlo as i32)..=(dhi as i32) {
+        let y = py(10f64.powi(d));
+        let _ = write!(
+            h,
+            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            W - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            10f64.powi(d)
+        );
+    }
+    let step = all_sizes.len().div_ceil(8).max(1);
+    let mut ticks = all_sizes.clone();
+    ticks.sort_unstable();
+    ticks.dedup();
+    for size in ticks.iter().step_by(step) {
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            px(*size),
+            HT - BOTTOM + 16.0,
+            human_bytes(*size)
+        );
+    }
+    let _ = write!(
+        h,
+        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">message size</text><text x=\"14\" y=\"{:.1}\" transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">busbw (GB/s, log)</text>",
+        (LEFT + W - RIGHT) / 2.0,
+        HT - 6.0,
+        HT / 2.0,
+        HT / 2.0
+    );
+    let mut legend = 0.0;
+    let mut key = |h: &mut String, colour: &str, dash: &str, text: &str| {
+        let y = TOP + 12.0 + legend * 18.0;
+        legend += 1.0;
+        let _ = write!(
+            h,
+            "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{colour}\" stroke-width=\"2\" {dash}/><text x=\"{}\" y=\"{}\">{}</text>",
+            W - RIGHT + 10.0,
+            W - RIGHT + 34.0,
+            W - RIGHT + 40.0,
+            y + 4.0,
+            esc(text)
+        );
+    };
+    for (placement, colour, points) in &series {
+        let path: Vec<String> = points
+            .iter()
+            .map(|&(s, g)| format!("{:.1},{:.1}", px(s), py(g)))
+            .collect();
+        let _ = write!(
+            h,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+            path.join(" ")
+        );
+        for &(s, g) in points {
+            let _ = write!(
+                h,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>",
+                px(s),
+                py(g)
+            );
+        }
+        key(h, colour, "", &format!("busbw {}", placement.name()));
+    }
+    for (value, text) in floors.iter().chain(limit.iter()) {
+        let colour = if text.starts_with("floor") {
+            "#d62728"
+        } else {
+            "#555"
+        };
+        let y = py(*value);
+        let _ = write!(
+            h,
+            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>",
+            W - RIGHT
+        );
+        key(h, colour, "stroke-dasharray=\"6 4\"", text);
+    }
+    if limit.is_none() {
+        key(h, "#fff", "", "no link limit known");
+    }
+    h.push_str("</svg>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_shades_stay_in_range() {
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+        assert_eq!(shade(0.0), "rgb(215,60,80)");
+        assert_eq!(shade(1.0), "rgb(65,190,80)");
+        // One pair only (hi == lo): the middle, not NaN.
+        assert_eq!(shade(f64::NAN), shade(0.5));
+    }
+}

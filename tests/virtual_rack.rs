@@ -1,0 +1,501 @@
+//! The multi-node path end to end on the virtual rack of scripts/virtual-rack.sh:
+//! 4 nodes (network namespaces with their own host names) of this host, mpirun
+//! starting real daemons on each through the rack's rsh agent, ranks talking TCP
+//! over veths. Faults are real: tc tbf, an MTU, a memlock limit, a variable in a
+//! node's environment, a killed rank, a link set down.
+//!
+//! Needs root, ip and tc (iproute2), and chromium and python3's PIL for the HTML
+//! report (scripts/setup.sh installs them). Each test brings the rack up and a
+//! guard takes it down when the test ends, passed or failed; a lock file keeps
+//! every test (of this and any other run on the host) on a rack of its own.
+
+mod common;
+
+use common::{assert_rows_load, log, read_rows, scratch, table_rows};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const NODES: [&str; 4] = ["node1", "node2", "node3", "node4"];
+const STATE: &str = "/run/fabricbench-rack";
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/virtual-rack.sh")
+}
+
+fn bin(name: &str) -> String {
+    Path::new(env!("CARGO_BIN_EXE_all_reduce_perf"))
+        .with_file_name(name)
+        .display()
+        .to_string()
+}
+
+/// The rack, up while this value lives: dropping it (also when an assertion
+/// panics) runs `virtual-rack.sh down`, which removes every namespace and file.
+struct Rack {
+    _lock: File,
+}
+
+impl Rack {
+    fn up() -> Rack {
+        // SAFETY: geteuid has no preconditions.
+        assert!(
+            unsafe { libc::geteuid() } == 0,
+            "the virtual rack tests need root (network namespaces): run scripts/test.sh as root"
+        );
+        let lock = File::create("/run/fabricbench-rack.lock").expect("create the rack lock");
+        // SAFETY: flock on a file descriptor this function owns.
+        assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+        assert!(
+            !Path::new(STATE).exists(),
+            "a virtual rack is already up ({STATE}): take it down with scripts/virtual-rack.sh down"
+        );
+        let rack = Rack { _lock: lock };
+        let up = rack.sh(&["up", "4"]);
+        assert!(up.status.success(), "virtual-rack.sh up: {}", log(&up));
+        rack
+    }
+
+    fn sh(&self, args: &[&str]) -> Output {
+        Command::new(script())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run scripts/virtual-rack.sh")
+    }
+
+    fn fault(&self, args: &[&str]) {
+        let mut all = vec!["fault"];
+        all.extend(args);
+        let out = self.sh(&all);
+        assert!(out.status.success(), "fault {args:?}: {}", log(&out));
+    }
+
+    fn clear(&self) {
+        let out = self.sh(&["clear"]);
+        assert!(out.status.success(), "clear: {}", log(&out));
+    }
+
+    /// `virtual-rack.sh run -- BIN ARGS`: one rank on each node.
+    fn run(&self, binary: &str, args: &[&str]) -> Output {
+        let bin = bin(binary);
+        let mut all = vec!["run", "--", bin.as_str()];
+        all.extend(args);
+        self.sh(&all)
+    }
+}
+
+impl Drop for Rack {
+    fn drop(&mut self) {
+        let down = self.sh(&["down"]);
+        if !down.status.success() {
+            eprintln!("virtual-rack.sh down: {}", log(&down));
+        }
+    }
+}
+
+/// The ranks' host names in the "Using devices" lines, in rank order.
+fn rank_hosts(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("#  Rank "))
+        .filter_map(|l| {
+            let after = l.split(" on ").nth(1)?;
+            Some(after.split_whitespace().next()?.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_collective_runs_across_four_nodes_over_tcp() {
+    let rack = Rack::up();
+    let dir = scratch("rack-collectives");
+    for collective in [
+        "all_reduce",
+        "all_gather",
+        "broadcast",
+        "reduce",
+        "reduce_scatter",
+        "alltoall",
+        "gather",
+        "scatter",
+        "sendrecv",
+    ] {
+        let csv = dir.join(format!("{collective}.csv"));
+        let csv_arg = csv.display().to_string();
+        let binary = format!("{collective}_perf");
+        let out = rack.run(
+            &binary,
+            &[
+                "-b", "8", "-e", "64K", "-f", "8", "-n", "5", "-w", "1", "--csv", &csv_arg,
+            ],
+        );
+        let text = log(&out);
+        assert!(out.status.success(), "{binary}: {text}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(rank_hosts(&stdout), NODES, "{binary}: {stdout}");
+        assert!(
+            stdout.contains(
+                "# Transport: mpi/inter-node: Open MPI TCP BTL between nodes (pml ob1; btl "
+            ),
+            "{binary}: {stdout}"
+        );
+        let rows = table_rows(&stdout);
+        assert_eq!(rows.len(), 5, "{binary}: 8 B to 64 KiB by 8: {stdout}");
+        for r in &rows {
+            // #wrong of out-of-place and in-place.
+            assert_eq!(
+                (r[8].as_str(), r[12].as_str()),
+                ("0", "0"),
+                "{binary}: {r:?}"
+            );
+        }
+        assert_rows_load(&csv, rows.len() * 2);
+        for row in read_rows(&csv) {
+            assert_eq!(row.nnodes, 4, "{binary}");
+            assert_eq!(row.hosts, NODES.join(";"), "{binary}");
+            assert_eq!(row.wrong, Some(0), "{binary}");
+            assert!(
+                row.transport.contains("TCP BTL"),
+                "{binary}: {}",
+                row.transport
+            );
+        }
+    }
+}
+
+/// The nodes an all-pairs run names as suspects.
+fn suspects(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("# suspect node "))
+        .filter_map(|l| l.split(':').next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn all_pairs_names_the_slowed_node_and_only_it() {
+    let rack = Rack::up();
+    // 5 Mbit/s is over 50x below a healthy veth on this host; thresholds as in
+    // scripts/rack-virtual.toml, which allow for ranks sharing two cores.
+    rack.fault(&["slow", "node3", "5mbit"]);
+    let args = [
+        "--all-pairs",
+        "-b",
+        "64K",
+        "-e",
+        "64K",
+        "-n",
+        "10",
+        "-w",
+        "1",
+        "--slow-fraction",
+        "0.1",
+        "--slow-latency",
+        "100",
+    ];
+    for attempt in 1..=3 {
+        let out = rack.run("sendrecv_perf", &args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(1), "run {attempt}: {}", log(&out));
+        assert_eq!(suspects(&stdout), ["node3"], "run {attempt}: {stdout}");
+        assert!(stdout.contains("slow pair node1 <-> node3"), "{stdout}");
+    }
+    rack.clear();
+    let out = rack.run("sendrecv_perf", &args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(suspects(&stdout).is_empty(), "{}", log(&out));
+    assert!(stdout.contains("node3"), "{stdout}");
+}
+
+#[test]
+fn doctor_names_each_node_by_its_fault() {
+    let rack = Rack::up();
+    rack.fault(&["mtu", "node1", "9000"]);
+    rack.fault(&["memlock", "node2", "64"]);
+    rack.fault(&["env", "node3", "NCCL_DEBUG=INFO"]);
+    let dir = scratch("rack-doctor");
+    let csv = dir.join("doctor.csv");
+    let out = rack.run("doctor", &["--csv", &csv.display().to_string()]);
+    let text = log(&out);
+    // The MTU is an error: doctor exits 1.
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("doctor: 1 error, 1 warning,")
+            && text.contains("on 4 nodes (node1, node2, node3, node4)"),
+        "{text}"
+    );
+    let findings = fabricbench::doctor::output::read_csv(&csv).unwrap();
+    let on = |check: &str| -> Vec<(String, String)> {
+        findings
+            .iter()
+            .filter(|f| f.check == check)
+            .map(|f| (f.node.clone(), f.seen.clone()))
+            .collect()
+    };
+    assert_eq!(
+        on("netdev-mtu"),
+        [("node1".to_string(), "MTU 9000".to_string())],
+        "{text}"
+    );
+    let memlock = on("memlock");
+    assert_eq!(memlock.len(), 1, "{text}");
+    assert_eq!(memlock[0].0, "node2");
+    assert!(memlock[0].1.contains("soft 64 KiB"), "{:?}", memlock[0]);
+    assert_eq!(
+        on("nccl-env"),
+        [("node3".to_string(), "NCCL_DEBUG=INFO".to_string())],
+        "{text}"
+    );
+}
+
+/// The page's text as a reader sees it: chromium's DOM with the tags taken out.
+fn page_text(html: &Path) -> String {
+    let dom = chromium(&["--dump-dom".into(), format!("file://{}", html.display())]);
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in String::from_utf8_lossy(&dom.stdout).chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                text.push(' ');
+            }
+            _ if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Headless chromium in a network namespace of its own: the page is a local
+/// file, and the browser reaches nothing else. Its profile goes under target/.
+fn chromium(args: &[String]) -> Output {
+    let profile = scratch("rack-chromium-profile");
+    let out = Command::new("unshare")
+        .args([
+            "--net",
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+        ])
+        .arg("--hide-scrollbars")
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium runs (scripts/setup.sh installs Debian's chromium)");
+    assert!(out.status.success(), "chromium {args:?}: {}", log(&out));
+    out
+}
+
+#[test]
+fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
+    let rack = Rack::up();
+    rack.fault(&["slow", "node3", "5mbit"]);
+    rack.fault(&["mtu", "node1", "9000"]);
+    let dir = scratch("rack-check");
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/rack-virtual.toml");
+    let rack_check = |out: &Path| {
+        let argv = [
+            "exec".to_string(),
+            "--".into(),
+            bin("rack_check"),
+            "--spec".into(),
+            spec.display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+        ];
+        rack.sh(&argv.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let failing = dir.join("failing");
+    let run = rack_check(&failing);
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("rack_check: node node1: FAIL: doctor netdev-mtu (eth0): MTU 9000"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rack_check: node node3: FAIL: pairs all pairs: node3 is the suspect"),
+        "{text}"
+    );
+    for healthy in ["node2", "node4"] {
+        assert!(
+            text.contains(&format!("rack_check: node {healthy}: PASS")),
+            "{text}"
+        );
+    }
+    let summary = std::fs::read_to_string(failing.join("summary.md")).unwrap();
+    assert!(summary.contains("**FAIL: "), "{summary}");
+    for (node, verdict) in [
+        ("node1", "**FAIL**"),
+        ("node2", "PASS"),
+        ("node3", "**FAIL**"),
+        ("node4", "PASS"),
+    ] {
+        assert!(
+            summary.contains(&format!("| {node} | {verdict} |")),
+            "{summary}"
+        );
+    }
+
+    // The HTML report, as a browser draws it.
+    let html = failing.join("report.html");
+    let shot = dir.join("report.png");
+    chromium(&[
+        format!("--screenshot={}", shot.display()),
+        "--window-size=1200,1800".into(),
+        format!("file://{}", html.display()),
+    ]);
+    let pixels = Command::new("python3")
+        .args([
+            "-c",
+            "import sys; from PIL import Image; im = Image.open(sys.argv[1]).convert('RGB'); \
+             px = list(im.getdata()); print(sum(p != (255, 255, 255) for p in px) / len(px), \
+             sum(p[0] > 180 and p[1] < 90 for p in px))",
+        ])
+        .arg(&shot)
+        .output()
+        .expect("python3 with PIL (scripts/setup.sh installs python3-pil)");
+    let counts = String::from_utf8_lossy(&pixels.stdout).into_owned();
+    let (inked, red) = counts.trim().split_once(' ').expect("two numbers");
+    let (inked, red): (f64, u64) = (inked.parse().unwrap(), red.parse().unwrap());
+    assert!(
+        inked > 0.05,
+        "the screenshot is blank ({inked} of its pixels drawn)"
+    );
+    assert!(
+        red > 1000,
+        "no red heatmap cell in the screenshot ({red} red pixels)"
+    );
+    let text = page_text(&html);
+    assert!(text.contains("4 nodes, failing: node1, node3."), "{text}");
+    assert!(text.contains("node3 is the suspect"), "{text}");
+    assert!(text.contains("suspect node: node3"), "{text}");
+
+    rack.clear();
+    let passing = dir.join("passing");
+    let run = rack_check(&passing);
+    assert_eq!(run.status.code(), Some(0), "{}", log(&run));
+    let summary = std::fs::read_to_string(passing.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("**PASS: 6 of 6 steps and checks passed**"),
+        "{summary}"
+    );
+    for node in NODES {
+        assert!(
+            summary.contains(&format!("| {node} | PASS | nothing found |")),
+            "{summary}"
+        );
+    }
+}
+
+/// Starts a long sweep with -T on every node, waits until it has written
+/// `rows` rows, then applies `fault` and waits for the job to end.
+fn fault_mid_run(
+    rack: &Rack,
+    name: &str,
+    fault: impl FnOnce(&Rack),
+) -> (Output, Duration, PathBuf) {
+    let dir = scratch(name);
+    let csv = dir.join("rows.csv");
+    let stdout_path = dir.join("stdout");
+    let mut child = Command::new(script())
+        .args(["run", "--", &bin("all_reduce_perf")])
+        .args([
+            "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w", "1", "-T", "10",
+        ])
+        .arg("--csv")
+        .arg(&csv)
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout_path).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) < 9 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no rows after 120 s"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the job ended before the fault"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    fault(rack);
+    let faulted = Instant::now();
+    let deadline = Duration::from_secs(10 + 15);
+    while child.try_wait().unwrap().is_none() {
+        if faulted.elapsed() > deadline + Duration::from_secs(30) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = faulted.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let out = Output {
+        stdout: std::fs::read(&stdout_path).unwrap(),
+        ..out
+    };
+    assert!(
+        took <= deadline,
+        "the job outlived -T 10 by {took:?}: {}",
+        log(&out)
+    );
+    (out, took, csv)
+}
+
+/// Every row the table printed is in the CSV.
+fn assert_finished_rows_kept(out: &Output, csv: &Path) {
+    let printed = table_rows(&String::from_utf8_lossy(&out.stdout)).len();
+    assert!(printed >= 4, "{}", log(out));
+    assert_rows_load(csv, printed * 2);
+}
+
+#[test]
+fn a_killed_rank_and_a_cut_link_end_the_job_naming_the_node() {
+    let rack = Rack::up();
+    let (out, took, csv) = fault_mid_run(&rack, "rack-kill", |_| {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", "fbrack-node3"])
+            .output()
+            .unwrap();
+        let rank = String::from_utf8_lossy(&pids.stdout)
+            .split_whitespace()
+            .find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "all_reduce_perf")
+            })
+            .expect("the rank on node3")
+            .to_string();
+        let rank: i32 = rank.parse().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(rank),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    });
+    let text = log(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("on node node3 exited on signal 9"),
+        "after {took:?}: {text}"
+    );
+    assert_finished_rows_kept(&out, &csv);
+
+    let (out, took, csv) = fault_mid_run(&rack, "rack-cut", |rack| rack.fault(&["cut", "node3"]));
+    let text = log(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("Remote daemon: ") && text.contains(" on node node3"),
+        "after {took:?}: {text}"
+    );
+    assert_finished_rows_kept(&out, &csv);
+}
