@@ -156,7 +156,8 @@ fn netdev_mtus(root: &Root, netdevs: &[String]) -> BTreeMap<String, u32> {
         .filter_map(|d| {
             Some((
                 d.clone(),
-                root.read_parsed(&format!("/sys/class/net/{d}/mtu"))?,
+                root.read_parsed(&format!("/sys/class/net/{d}/mtu"))
+                    .value()?,
             ))
         })
         .collect()
