@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{assert_rows_load, log, read_rows, scratch, table_rows};
+use common::{assert_rows_load, log, python_with, read_rows, scratch, table_rows};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -351,7 +351,7 @@ fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
         "--window-size=1200,1800".into(),
         format!("file://{}", html.display()),
     ]);
-    let pixels = Command::new("python3")
+    let pixels = Command::new(python_with("PIL"))
         .args([
             "-c",
             "import sys; from PIL import Image; im = Image.open(sys.argv[1]).convert('RGB'); \

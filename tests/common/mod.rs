@@ -77,20 +77,25 @@ pub fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// The first python3 that can import `module`, as scripts/test.sh looks for one
+/// (a pyenv shim on PATH may lack Debian's python3-pandas and python3-pil).
+pub fn python_with(module: &str) -> &'static str {
+    ["python3", "/usr/bin/python3"]
+        .into_iter()
+        .find(|p| {
+            Command::new(p)
+                .args(["-c", &format!("import {module}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .unwrap_or_else(|| panic!("no python3 with {module}: run scripts/setup.sh"))
+}
+
 /// The number of data rows `pd.read_csv(path)` loads, as a user's notebook would
 /// load the file (python3 with pandas: scripts/setup.sh installs it); panics with
 /// pandas' own error when the file does not load.
 pub fn pandas_rows(path: &Path) -> usize {
-    // As scripts/test.sh: the first python3 that has pandas (a pyenv shim may not).
-    let python = ["python3", "/usr/bin/python3"]
-        .into_iter()
-        .find(|p| {
-            Command::new(p)
-                .args(["-c", "import pandas"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("a python3 with pandas (scripts/setup.sh installs python3-pandas)");
+    let python = python_with("pandas");
     let out = Command::new(python)
         .args([
             "-c",
