@@ -1,6 +1,8 @@
 //! The compare binary on synthetic CSVs: exit statuses, the delta table,
 //! unmatched rows, bad input, and the overlay plots.
 
+mod common;
+
 use fabricbench::report::{Row, SCHEMA_VERSION};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,30 +15,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn row(placement: &str, size: u64, busbw: f64, p99: f64) -> Row {
-    Row {
-        schema_version: SCHEMA_VERSION,
-        run_id: "r".into(),
-        collective: "all_reduce".into(),
-        datatype: "float".into(),
-        redop: "sum".into(),
-        root: -1,
-        placement: placement.into(),
-        size_bytes: size,
-        nranks: 8,
-        nnodes: 2,
-        iters: 20,
-        backend: "mpi".into(),
-        busbw_gbs: busbw,
-        p50_us: p99 / 2.0,
-        p99_us: p99,
-        p999_us: p99 * 1.1,
-        min_us: p99 / 3.0,
-        max_us: p99 * 1.2,
-        limit_name: Some("ib-ndr".into()),
-        limit_gbs: Some(50.0),
-        pct_of_limit: Some(busbw / 50.0 * 100.0),
-        ..Row::default()
-    }
+    common::sweep_row(placement, size, busbw, p99)
 }
 
 fn write(path: &Path, rows: &[Row]) {

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{fixture, log, mpirun, scratch, text};
-use fabricbench::report::{Row, SCHEMA_VERSION};
+use fabricbench::report::Row;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -62,31 +62,12 @@ fn path(p: &Path) -> &str {
 /// A row of an all_reduce sweep on 2 ranks, against ib-ndr.
 fn row(placement: &str, size: u64, busbw: f64, p99: f64) -> Row {
     Row {
-        schema_version: SCHEMA_VERSION,
-        run_id: "r".into(),
-        collective: "all_reduce".into(),
-        datatype: "float".into(),
-        redop: "sum".into(),
-        root: -1,
-        placement: placement.into(),
-        size_bytes: size,
         nranks: 2,
         nnodes: 1,
         hosts: "a".into(),
-        iters: 20,
-        backend: "mpi".into(),
-        busbw_gbs: busbw,
         time_us: p99 / 2.0,
-        p50_us: p99 / 2.0,
-        p99_us: p99,
-        p999_us: p99 * 1.1,
-        min_us: p99 / 3.0,
-        max_us: p99 * 1.2,
         wrong: Some(0),
-        limit_name: Some("ib-ndr".into()),
-        limit_gbs: Some(50.0),
-        pct_of_limit: Some(busbw / 50.0 * 100.0),
-        ..Row::default()
+        ..common::sweep_row(placement, size, busbw, p99)
     }
 }
 

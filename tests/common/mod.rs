@@ -151,3 +151,32 @@ pub fn one_error(out: &Output, code: i32, expected: &str) -> String {
     );
     errors[0].to_string()
 }
+
+/// A row of an all_reduce sweep on 8 ranks of 2 nodes, against ib-ndr, for the
+/// tests that judge rows (compare, rack_check's checks).
+pub fn sweep_row(placement: &str, size: u64, busbw: f64, p99: f64) -> fabricbench::report::Row {
+    fabricbench::report::Row {
+        schema_version: fabricbench::report::SCHEMA_VERSION,
+        run_id: "r".into(),
+        collective: "all_reduce".into(),
+        datatype: "float".into(),
+        redop: "sum".into(),
+        root: -1,
+        placement: placement.into(),
+        size_bytes: size,
+        nranks: 8,
+        nnodes: 2,
+        iters: 20,
+        backend: "mpi".into(),
+        busbw_gbs: busbw,
+        p50_us: p99 / 2.0,
+        p99_us: p99,
+        p999_us: p99 * 1.1,
+        min_us: p99 / 3.0,
+        max_us: p99 * 1.2,
+        limit_name: Some("ib-ndr".into()),
+        limit_gbs: Some(50.0),
+        pct_of_limit: Some(busbw / 50.0 * 100.0),
+        ..fabricbench::report::Row::default()
+    }
+}
