@@ -15,6 +15,11 @@ use std::path::PathBuf;
 
 pub use crate::job::UsageError;
 
+pub mod env;
+pub mod reporting;
+use env::TestsEnv;
+use reporting::{ReportArgs, Reporting};
+
 /// -g: more GPUs than any node holds is a typo (and would overflow rank counts).
 const MAX_GPUS_PER_PROCESS: usize = 1024;
 
@@ -105,6 +110,10 @@ pub struct CollArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pairs: AllPairsArgs,
+    // -J, -I, -K, -S.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub report: ReportArgs,
 }
 
 /// `--backend`: a backend, or `auto` (nccl when every rank can run it).
@@ -213,6 +222,10 @@ pub struct Plan {
     pub launch: Launch,
     /// -C 1: the time column shows the CPU time to issue a call.
     pub report_cputime: bool,
+    /// -J, -I, -K, -S.
+    pub reporting: Reporting,
+    /// NCCL_TESTS_MIN_BW, NCCL_TESTS_SPLIT(_MASK).
+    pub tests_env: TestsEnv,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -329,6 +342,8 @@ impl CollArgs {
                 self.cudagraph, self.iters
             )));
         }
+        let reporting = self.report.plan(self.iters, self.cudagraph > 0)?;
+        let tests_env = TestsEnv::from_env()?;
         Ok(Plan {
             min_bytes: self.minbytes,
             max_bytes: self.maxbytes,
@@ -345,6 +360,8 @@ impl CollArgs {
             gpus_per_process: self.ngpus,
             launch,
             report_cputime,
+            reporting,
+            tests_env,
         })
     }
 }

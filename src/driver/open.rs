@@ -18,6 +18,7 @@ pub(super) fn open_backend(
     args: &CollArgs,
     plan: &Plan,
     watchdog: &Watchdog,
+    group: Option<std::os::raw::c_int>,
 ) -> Result<(Box<dyn Backend>, String), Failure> {
     let nccl_lib = args.nccl_lib.as_deref();
     let (kind, choice) = match args.backend.kind() {
@@ -55,7 +56,17 @@ pub(super) fn open_backend(
                 "{flag}: needs the nccl backend, but the mpi backend runs ({choice})"
             )));
         }
-        return Ok((Box::new(MpiBackend::new(world)?), choice));
+        return Ok((Box::new(MpiBackend::new(world, group)?), choice));
+    }
+    if group.is_some() {
+        let setting = plan
+            .tests_env
+            .split
+            .as_ref()
+            .map_or("NCCL_TESTS_SPLIT", |s| &s.setting);
+        return Err(Failure::Usage(format!(
+            "{setting}: groups run side by side on --backend mpi only in this version ({choice}); use --backend mpi"
+        )));
     }
     let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process)
         .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
