@@ -90,11 +90,11 @@ fn run(
         BackendKind::Nccl => host_memory(world.local_size),
         BackendKind::Mpi => None,
     };
-    open::allocate(world, program, &mut *backend, info.kind, plan, coll, host)?;
+    let (kind, buffers) = (info.kind, &mut *backend);
+    open::allocate(world, program, buffers, kind, plan, coll, group_size, host)?;
 
     let opened = Opened { info, choice };
     let warning = world.launcher_mismatch();
-    let kind = opened.info.kind;
     let (mut run_info, mut header) =
         header::describe_run(world, program, plan, opened, env, warning);
     groups.describe(plan, &mut header, &mut run_info);

@@ -110,7 +110,8 @@ pub(super) fn timing_bytes(iters: usize, processes: usize, root: bool) -> Option
 
 /// Allocates the backend's buffers for the plan's largest size on every rank, once
 /// each rank has checked that they, the host staging and the per-iteration times
-/// fit in the memory it may use. `host`: the host memory budget when the buffers
+/// fit in the memory it may use. `processes`: those the collective runs among
+/// (its group's under NCCL_TESTS_SPLIT). `host`: the host memory budget when the buffers
 /// are not host memory (nccl).
 pub(super) fn allocate(
     group: &dyn Group,
@@ -119,6 +120,7 @@ pub(super) fn allocate(
     kind: BackendKind,
     plan: &Plan,
     coll: &dyn Collective,
+    processes: usize,
     host: Option<MemoryBudget>,
 ) -> Result<(), Failure> {
     if kind == BackendKind::Mpi {
@@ -142,7 +144,7 @@ pub(super) fn allocate(
             "-n/--iters {iters}: the per-iteration times of so many iterations exceed any memory; use e.g. -n 20"
         )));
     };
-    let nranks = group.size() * plan.gpus_per_process;
+    let nranks = processes * plan.gpus_per_process;
     let (send_bytes, recv_bytes) = buffer_bytes(plan, coll, nranks);
     // Host staging: the input pattern is built in a host buffer, and -c reads the
     // result back into another.

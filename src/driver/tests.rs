@@ -59,6 +59,7 @@ fn run_sweep(coll: &dyn Collective, plan: &Plan, faults: Faults) -> (Summary, Lo
         BackendKind::Mpi,
         plan,
         coll,
+        1,
         None,
     )
     .unwrap();
@@ -205,6 +206,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &p,
         &collective::AllReduce,
+        1,
         None,
     );
     assert!(
@@ -219,6 +221,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Nccl,
         &p,
         &collective::AllReduce,
+        1,
         None,
     )
     .unwrap();
@@ -230,6 +233,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &huge,
         &collective::AllReduce,
+        1,
         None,
     ) {
         Err(Failure::Usage(m)) => assert!(m.contains("exceed MPI's int count limit"), "{m}"),
@@ -255,6 +259,7 @@ fn per_iteration_times_are_in_the_memory_check() {
             kind,
             &huge,
             &collective::AllReduce,
+            1,
             host,
         );
         assert!(
@@ -269,6 +274,7 @@ fn per_iteration_times_are_in_the_memory_check() {
             kind,
             &fits,
             &collective::AllReduce,
+            1,
             host,
         )
         .unwrap();
@@ -282,6 +288,7 @@ fn per_iteration_times_are_in_the_memory_check() {
         BackendKind::Mpi,
         &overflow,
         &collective::AllReduce,
+        1,
         None,
     ) {
         Err(Failure::Usage(m)) => {
