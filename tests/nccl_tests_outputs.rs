@@ -86,6 +86,13 @@ const PER_ITER: &[&str] = &[
 ];
 const OUR_KEY: &str = "fabricbench";
 
+/// One size (1 KiB), two iterations, then `extra`.
+fn one_size<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["-b", "1K", "-e", "1K", "-n", "2"];
+    args.extend_from_slice(extra);
+    args
+}
+
 fn keys(v: &Value) -> BTreeSet<String> {
     v.as_object().expect("an object").keys().cloned().collect()
 }
@@ -207,39 +214,14 @@ fn json_document_is_nccl_tests_key_for_key_and_reads_as_its_analyzer_reads_it() 
     }
     // Without -I: no per-iteration objects, as nccl-tests.
     let path = dir.join("plain.json");
-    let out = mpirun(
-        2,
-        ALL_REDUCE,
-        &[
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "-n",
-            "2",
-            "-J",
-            path.to_str().unwrap(),
-        ],
-    );
+    let plain = || mpirun(2, ALL_REDUCE, &one_size(&["-J", path.to_str().unwrap()]));
+    let out = plain();
     assert!(out.status.success(), "{}", log(&out));
     let doc = load(&path);
     assert_eq!(keys(&doc["results"][0]), set(RESULT, true));
     assert_eq!(doc["config"]["per_iter_timing"], "false");
     // An existing document is kept: the next goes to NAME.0, as nccl-tests probes.
-    let out = mpirun(
-        2,
-        ALL_REDUCE,
-        &[
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "-n",
-            "2",
-            "-J",
-            path.to_str().unwrap(),
-        ],
-    );
+    let out = plain();
     assert!(out.status.success(), "{}", log(&out));
     assert!(text(&out)
         .0
@@ -339,34 +321,10 @@ fn per_iteration_columns_in_nccl_tests_positions() {
         .unwrap()
         .split_whitespace()
         .collect();
-    assert_eq!(
-        header,
-        [
-            "#",
-            "size",
-            "count",
-            "type",
-            "redop",
-            "root",
-            "time",
-            "algbw",
-            "busbw",
-            "#wrong",
-            "i_min",
-            "i_max",
-            "i_p99",
-            "i_cv%",
-            "time",
-            "algbw",
-            "busbw",
-            "#wrong",
-            "i_min",
-            "i_max",
-            "i_p99",
-            "i_cv%",
-            "timestamp"
-        ]
-    );
+    // nccl-tests' -I header: each placement's four columns, then its i_* four.
+    let placement = "time algbw busbw #wrong i_min i_max i_p99 i_cv%";
+    let expected = format!("# size count type redop root {placement} {placement} timestamp");
+    assert_eq!(header.join(" "), expected);
     assert!(stdout
         .contains("# Per-Iteration Report: host clock timing; i_* uses max over process rows"));
     for row in table_rows(&stdout) {
@@ -425,39 +383,30 @@ fn per_iteration_flags_are_disabled_as_nccl_tests_disables_them() {
     one_error(&out, 2, "-S/--report_timestamps 3: use 0 or 1");
 }
 
-/// The run's CSV rows, table and document with element INDEX of RANK corrupted.
-fn corrupted(np: usize, rank: usize, name: &str) -> (Output, Vec<fabricbench::report::Row>, Value) {
-    let dir = scratch(name);
-    let (csv, json) = (dir.join("w.csv"), dir.join("w.json"));
-    let fault = format!("{rank}:3");
-    let out = mpirun_env(
-        np,
-        ALL_REDUCE,
-        &[
-            "-b",
-            "1K",
-            "-e",
-            "2K",
-            "-f",
-            "2",
-            "-n",
-            "2",
-            "-c",
-            "1",
-            "--csv",
-            csv.to_str().unwrap(),
-            "-J",
-            json.to_str().unwrap(),
-        ],
-        &[("FABRICBENCH_FAULT_CORRUPT", &fault)],
-    );
+/// A validated run of `binary` on `np` ranks from 1K to `max` by factor 2 with
+/// `env`: its output, CSV rows and JSON document.
+fn with_outputs(
+    np: usize,
+    binary: &str,
+    max: &str,
+    env: &[(&str, &str)],
+) -> (Output, Vec<fabricbench::report::Row>, Value) {
+    let dir = scratch("outputs");
+    let (csv, json) = (dir.join("r.csv"), dir.join("r.json"));
+    let (c, j) = (csv.to_str().unwrap(), json.to_str().unwrap());
+    let args = [
+        "-b", "1K", "-e", max, "-f", "2", "-n", "2", "-c", "1", "--csv", c, "-J", j,
+    ];
+    let out = mpirun_env(np, binary, &args, env);
     (out, read_rows(&csv), load(&json))
 }
 
 #[test]
 fn wrong_data_names_its_rank_and_host() {
     for (np, rank) in [(3, 2), (4, 1), (4, 3)] {
-        let (out, rows, doc) = corrupted(np, rank, "wrong-ranks");
+        let fault = format!("{rank}:3");
+        let corrupt = [("FABRICBENCH_FAULT_CORRUPT", fault.as_str())];
+        let (out, rows, doc) = with_outputs(np, ALL_REDUCE, "2K", &corrupt);
         let (stdout, _) = text(&out);
         assert_eq!(
             out.status.code(),
@@ -493,20 +442,7 @@ fn wrong_data_names_its_rank_and_host() {
     // A clean run: the column is empty, and pandas loads it.
     let dir = scratch("wrong-none");
     let csv = dir.join("ok.csv");
-    let out = mpirun(
-        2,
-        ALL_REDUCE,
-        &[
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "-n",
-            "2",
-            "--csv",
-            csv.to_str().unwrap(),
-        ],
-    );
+    let out = mpirun(2, ALL_REDUCE, &one_size(&["--csv", csv.to_str().unwrap()]));
     assert!(out.status.success());
     assert!(!text(&out).0.contains("Wrong data on"));
     assert_eq!(read_rows(&csv)[0].wrong_ranks, None);
@@ -547,29 +483,7 @@ fn split_runs_two_groups_side_by_side() {
         ("NCCL_TESTS_SPLIT_MASK", "0x1", "0:0,2;1:1,3"),
         ("NCCL_TESTS_SPLIT", "DIV 2", "0:0,1;1:2,3"),
     ] {
-        let dir = scratch("split");
-        let (csv, json) = (dir.join("s.csv"), dir.join("s.json"));
-        let out = mpirun_env(
-            4,
-            ALL_GATHER,
-            &[
-                "-b",
-                "1K",
-                "-e",
-                "4K",
-                "-f",
-                "2",
-                "-n",
-                "2",
-                "-c",
-                "1",
-                "--csv",
-                csv.to_str().unwrap(),
-                "-J",
-                json.to_str().unwrap(),
-            ],
-            &[(var, value)],
-        );
+        let (out, rows, doc) = with_outputs(4, ALL_GATHER, "4K", &[(var, value)]);
         let (stdout, _) = text(&out);
         // Validated against a 2-rank all_gather: a 4-rank call would be wrong.
         assert!(out.status.success(), "{}", log(&out));
@@ -596,7 +510,6 @@ fn split_runs_two_groups_side_by_side() {
             )),
             "{stdout}"
         );
-        let rows = read_rows(&csv);
         assert_eq!(rows.len(), 6);
         for row in &rows {
             assert_eq!(row.groups.as_deref(), Some(groups));
@@ -608,7 +521,6 @@ fn split_runs_two_groups_side_by_side() {
         }
         // nccl-tests' per-rank count of a 2-rank group: 1K / 4 B / 2.
         assert_eq!(rows[0].count, 128);
-        let doc = load(&json);
         let json_groups: Vec<u64> = doc["config"]["devices"]
             .as_array()
             .unwrap()

@@ -10,6 +10,7 @@
 //! over the last one: a run killed at any moment leaves a valid document of its
 //! finished sizes (without the closing keys, and with `fabricbench.complete` false).
 
+use super::run::local_time;
 use super::table::Header;
 use super::{Exporter, Measurement, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::Step;
@@ -20,11 +21,6 @@ use std::path::{Path, PathBuf};
 
 /// nccl-tests' JSON_FILE_VERSION.
 pub const JSON_FILE_VERSION: u32 = 3;
-
-/// nccl-tests' TIME_STRING_FORMAT, in local time.
-pub fn local_time() -> String {
-    chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string()
-}
 
 /// nccl-tests writes booleans as the strings "true" and "false".
 fn flag(on: bool) -> &'static str {

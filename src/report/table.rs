@@ -286,7 +286,7 @@ impl<W: Write> Exporter for Table<W> {
             }
         }
         if run.report_timestamps {
-            line += &format!("{:>21}", super::json::local_time());
+            line += &format!("{:>21}", super::run::local_time());
         }
         // nccl-tests' -I layout ends there; without -I our percentiles follow.
         if run.per_iter_timing {
