@@ -555,4 +555,12 @@ fn json_targets_refused_in_one_line() {
     );
     let out = mpirun(2, ALL_REDUCE, &["-n", "1", "-J", "/dev/null"]);
     one_error(&out, 2, "-J/--output_file /dev/null: is a character device");
+    let json = dir.join("pairs.json");
+    let pairs = ["--all-pairs", "-n", "1", "-J", json.to_str().unwrap()];
+    let out = mpirun(2, env!("CARGO_BIN_EXE_sendrecv_perf"), &pairs);
+    one_error(
+        &out,
+        2,
+        "-J/--output_file with --all-pairs: all-pairs writes its own matrix",
+    );
 }

@@ -49,6 +49,7 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
         let args = parsed?;
         let plan = args.plan()?;
         if args.pairs.all_pairs {
+            outputs::refuse_with_all_pairs(&plan)?;
             return crate::allpairs::mpi::run(world, collective, &args, &plan, program);
         }
         run(world, collective, &args, &plan, program)

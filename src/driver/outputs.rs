@@ -175,3 +175,25 @@ pub(super) fn below_minimum(program: &str, run: &RunInfo, summary: &Summary, roo
     }
     below
 }
+
+/// --all-pairs reports its own matrix: nccl-tests' per-size outputs and groups do
+/// not apply, and are refused rather than ignored.
+pub(super) fn refuse_with_all_pairs(plan: &Plan) -> Result<(), Failure> {
+    let r = &plan.reporting;
+    let split = plan.tests_env.split.as_ref().map(|s| s.setting.clone());
+    let flag = [
+        r.json.as_ref().map(|_| "-J/--output_file".to_string()),
+        r.per_iter.then(|| "-I/--per_iter_timing 1".to_string()),
+        r.timestamps.then(|| "-S/--report_timestamps 1".to_string()),
+        split,
+    ]
+    .into_iter()
+    .flatten()
+    .next();
+    match flag {
+        Some(flag) => Err(Failure::Usage(format!(
+            "{flag} with --all-pairs: all-pairs writes its own matrix and heatmap; drop one of them"
+        ))),
+        None => Ok(()),
+    }
+}

@@ -459,3 +459,22 @@ impl Exporter for JsonExport {
         self.write(run, Some(summary))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_codes_and_probed_names() {
+        assert_eq!(nccl_version("NCCL 2.27.3"), Some(22703));
+        assert_eq!(nccl_version("Open MPI v4.1.4"), None);
+        let dir = std::env::temp_dir().join(format!("fabricbench-json-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        assert_eq!(claim(&path).unwrap(), path);
+        assert_eq!(claim(&path).unwrap(), dir.join("r.json.0"));
+        assert_eq!(claim(&path).unwrap(), dir.join("r.json.1"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
