@@ -2,7 +2,7 @@
 //! NCCL_TESTS_SPLIT(_MASK), the `-J` document, the `-I`/`-S`/NCCL_TESTS_MIN_BW
 //! facts the exporters print, and the verdict on the average busbw.
 
-use crate::args::Plan;
+use crate::args::{Launch, Plan};
 use crate::backend::BackendKind;
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, World};
 use crate::report::json::{JsonExport, Settings};
@@ -140,8 +140,9 @@ pub(super) fn open_json(
     };
     let settings = Settings {
         args: std::env::args().collect(),
-        blocking: plan.launch == crate::args::Launch::Blocking,
-        agg_iters: 1,
+        // nccl-tests' blocking_collectives: any -z but 0.
+        blocking: !matches!(plan.launch, Launch::Stream | Launch::Graph(_)),
+        agg_iters: plan.agg_iters,
         per_iter_timing: plan.reporting.per_iter,
         per_iter_skip: plan.reporting.per_iter_skip,
         group_of_rank: (0..header.ranks.len())
