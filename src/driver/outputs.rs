@@ -4,6 +4,7 @@
 
 use crate::args::{Launch, Plan};
 use crate::backend::BackendKind;
+use crate::cli::in_words;
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, World};
 use crate::report::json::{JsonExport, Settings};
 use crate::report::table::Header;
@@ -155,7 +156,7 @@ pub(super) fn open_json(
             })
             .collect(),
     };
-    let json = JsonExport::create(path, header, settings).map_err(|e| format!("{e:#}"));
+    let json = JsonExport::create(path, header, settings).map_err(|e| in_words(&format!("{e:#}")));
     let json = agree_each_rank(world, program, ExitStatus::Failed, json)?;
     run.details
         .push(format!("Writing JSON output to {}", json.path().display()));

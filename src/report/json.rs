@@ -232,6 +232,10 @@ fn nccl_version(library: &str) -> Option<u64> {
 /// `path` if it does not exist, else the first of `path.0`, `path.1`, ... that
 /// does not, as nccl-tests probes; created empty so that no other run takes it.
 fn claim(path: &Path) -> anyhow::Result<PathBuf> {
+    let flag = || format!("-J/--output_file {}", path.display());
+    if let Some(folder) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).with_context(flag)?;
+    }
     let mut candidate = path.to_path_buf();
     for n in 0.. {
         match std::fs::OpenOptions::new()
@@ -243,9 +247,7 @@ fn claim(path: &Path) -> anyhow::Result<PathBuf> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 candidate = PathBuf::from(format!("{}.{n}", path.display()));
             }
-            Err(e) => {
-                return Err(e).with_context(|| format!("-J/--output_file {}", path.display()))
-            }
+            Err(e) => return Err(e).with_context(flag),
         }
     }
     unreachable!("an unbounded probe returns")
