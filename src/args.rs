@@ -15,6 +15,11 @@ use std::path::PathBuf;
 
 pub use crate::job::UsageError;
 
+pub mod env;
+pub mod reporting;
+use env::TestsEnv;
+use reporting::{ReportArgs, Reporting};
+
 /// -g: more GPUs than any node holds is a typo (and would overflow rank counts).
 const MAX_GPUS_PER_PROCESS: usize = 1024;
 
@@ -109,6 +114,10 @@ pub struct CollArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pairs: AllPairsArgs,
+    // -J, -I, -K, -S.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub report: ReportArgs,
 }
 
 /// `--backend`: a backend, or `auto` (nccl when every rank can run it).
@@ -227,6 +236,10 @@ pub struct Plan {
     pub agg_iters: usize,
     /// -C 1: the time column shows the CPU time to issue a call.
     pub report_cputime: bool,
+    /// -J, -I, -K, -S.
+    pub reporting: Reporting,
+    /// NCCL_TESTS_MIN_BW, NCCL_TESTS_SPLIT(_MASK).
+    pub tests_env: TestsEnv,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -357,6 +370,8 @@ impl CollArgs {
                 self.cudagraph, self.iters, self.agg_iters
             )));
         }
+        let reporting = self.report.plan(self.iters, self.cudagraph > 0)?;
+        let tests_env = TestsEnv::from_env()?;
         Ok(Plan {
             min_bytes: self.minbytes,
             max_bytes: self.maxbytes,
@@ -374,6 +389,8 @@ impl CollArgs {
             launch,
             agg_iters: self.agg_iters,
             report_cputime,
+            reporting,
+            tests_env,
         })
     }
 }

@@ -157,6 +157,24 @@ unsafe extern "C" fn reduce_float16<T: Float16, const OP: u8>(
     }
 }
 
+/// MPI_Comm_split of the world by `color`, keyed by world rank: the new
+/// communicator, this rank in it, and its size.
+fn split(world: &World, color: c_int) -> anyhow::Result<(ffi::MPI_Comm, usize, usize)> {
+    let (mut comm, mut rank, mut size) = (std::mem::MaybeUninit::uninit(), 0, 0);
+    // SAFETY: the world is a valid communicator; every rank calls this at open.
+    unsafe {
+        let key = world.rank as c_int;
+        check(
+            ffi::MPI_Comm_split(world.comm.as_raw(), color, key, comm.as_mut_ptr()),
+            "MPI_Comm_split",
+        )?;
+        let comm = comm.assume_init();
+        check(ffi::MPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
+        check(ffi::MPI_Comm_size(comm, &mut size), "MPI_Comm_size")?;
+        Ok((comm, rank as usize, size as usize))
+    }
+}
+
 fn create_op(f: ffi::MPI_User_function) -> anyhow::Result<ffi::MPI_Op> {
     let mut op = std::mem::MaybeUninit::<ffi::MPI_Op>::uninit();
     // SAFETY: MPI_Op_create writes the handle; the function is a valid reduction.
@@ -177,11 +195,17 @@ fn float16_ops<T: Float16>() -> anyhow::Result<[ffi::MPI_Op; 4]> {
 }
 
 impl MpiBackend {
-    pub fn new(world: &World) -> anyhow::Result<MpiBackend> {
+    /// Over the job's ranks, or (NCCL_TESTS_SPLIT) those of this rank's `group`;
+    /// the world stays for every exchange outside the collective calls.
+    pub fn new(world: &World, group: Option<c_int>) -> anyhow::Result<MpiBackend> {
+        let (comm, rank, nranks) = match group {
+            None => (world.comm.as_raw(), world.rank, world.size),
+            Some(color) => split(world, color)?,
+        };
         Ok(MpiBackend {
-            comm: world.comm.as_raw(),
-            rank: world.rank,
-            nranks: world.size,
+            comm,
+            rank,
+            nranks,
             nnodes: world.nodes().len(),
             local_rank: world.local_rank,
             local_size: world.local_size,

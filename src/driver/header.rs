@@ -70,6 +70,7 @@ pub(super) fn describe_run(
                 ordinal: d.ordinal,
                 location: d.location.clone(),
                 name: d.name.clone(),
+                group: 0,
             });
         }
     }

@@ -69,6 +69,7 @@ fn run_sweep_on<C: Comm>(
         BackendKind::Mpi,
         plan,
         coll,
+        1,
         None,
     )
     .unwrap();
@@ -215,6 +216,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &p,
         &collective::AllReduce,
+        1,
         None,
     );
     assert!(
@@ -229,6 +231,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Nccl,
         &p,
         &collective::AllReduce,
+        1,
         None,
     )
     .unwrap();
@@ -240,6 +243,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &huge,
         &collective::AllReduce,
+        1,
         None,
     ) {
         Err(Failure::Usage(m)) => assert!(m.contains("exceed MPI's int count limit"), "{m}"),
@@ -265,6 +269,7 @@ fn per_iteration_times_are_in_the_memory_check() {
             kind,
             &huge,
             &collective::AllReduce,
+            1,
             host,
         );
         assert!(
@@ -279,6 +284,7 @@ fn per_iteration_times_are_in_the_memory_check() {
             kind,
             &fits,
             &collective::AllReduce,
+            1,
             host,
         )
         .unwrap();
@@ -292,6 +298,7 @@ fn per_iteration_times_are_in_the_memory_check() {
         BackendKind::Mpi,
         &overflow,
         &collective::AllReduce,
+        1,
         None,
     ) {
         Err(Failure::Usage(m)) => {
