@@ -21,7 +21,9 @@
 # Environment:
 #   OSU_COLLECTIVE_DIR  folder with osu_allreduce, osu_bcast, ... (required)
 #   NP                  ranks (default 2; more than the cores: oversubscribed)
-#   REPEATS             alternating runs of each program; the median is kept (default 5)
+#   REPEATS             alternating runs of each program at the bandwidth sizes; the median
+#                       is kept (default 5); SMALL_REPEATS at the smallest size (default 11:
+#                       runs are short there and a run's placement moves it by 2x)
 #   SMALL_ITERS         timed iterations at the smallest size (default 100000); LARGE_ITERS
 #                       at the bandwidth sizes (default 20)
 #   SMALL_WARMUP        untimed iterations first (default 200, OSU's); LARGE_WARMUP (10, OSU's)
@@ -42,6 +44,7 @@ if [ -z "$osu" ] || [ ! -x "$osu/osu_allreduce" ]; then
 fi
 np=${NP:-2}
 repeats=${REPEATS:-5}
+small_repeats=${SMALL_REPEATS:-11}
 small_iters=${SMALL_ITERS:-100000}
 large_iters=${LARGE_ITERS:-20}
 small_warmup=${SMALL_WARMUP:-200}
@@ -112,8 +115,8 @@ short() { awk -v v="$1" 'BEGIN {printf "%.4g", v}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 within() { awk -v r="$1" -v t="$2" 'BEGIN {exit !(r <= 1 + t && r >= 1 - t)}'; }
 
-printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores, median of %s alternating runs, %s\n' \
-    "$np" "$(nproc)" "$repeats" "$(mpirun --version | head -1)"
+printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores, medians of %s (smallest size) and %s alternating runs, %s\n' \
+    "$np" "$(nproc)" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %8s %8s %8s  %s\n' collective "size(B)" ours bare ours-z3 bare-bar osu \
     harness harn-z3 method vs-osu verdict
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %8s %8s %8s\n' "" "" "(us)" "(us)" "(us)" "(us)" "(us)" \
@@ -127,9 +130,10 @@ for pair in "${pairs[@]}"; do
         small=$([ "$osu_size" = "$smallest" ] && echo 1 || echo 0)
         iters=$([ "$small" = 1 ] && echo "$small_iters" || echo "$large_iters")
         warm=$([ "$small" = 1 ] && echo "$small_warmup" || echo "$large_warmup")
+        runs=$([ "$small" = 1 ] && echo "$small_repeats" || echo "$repeats")
         our_size=$((osu_size * scale))
         o="" b="" oz="" bb="" u=""
-        for _ in $(seq "$repeats"); do
+        for _ in $(seq "$runs"); do
             o+="$(ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 0)"$'\n'
             b+="$(bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" b2b)"$'\n'
             oz+="$(ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 3)"$'\n'

@@ -1,0 +1,61 @@
+//! scripts/compare-osu.sh's pieces that run without OSU: the bare loop builds with
+//! mpicc and times every call it knows both ways, and the script refuses to start
+//! without OSU in one line.
+
+mod common;
+
+use common::{mpirun, scratch};
+use std::process::Command;
+
+#[test]
+fn the_bare_loop_times_every_call_both_ways() {
+    let dir = scratch("bare_loop");
+    let exe = dir.join("bare-loop");
+    let built = Command::new("mpicc")
+        .args(["-O2", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg("scripts/bare-loop.c")
+        .output()
+        .expect("mpicc runs (install libopenmpi-dev)");
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let exe = exe.to_str().unwrap();
+    for (call, dtype) in [
+        ("allreduce", "float"),
+        ("bcast", "char"),
+        ("reduce", "float"),
+        ("reduce_scatter", "float"),
+        ("allgather", "char"),
+        ("alltoall", "char"),
+        ("gather", "char"),
+        ("scatter", "char"),
+    ] {
+        for mode in ["b2b", "barrier"] {
+            let out = mpirun(3, exe, &[call, dtype, "48,3072", "20", "2", mode]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{call} {mode}: {stdout}");
+            let lines: Vec<Vec<&str>> = stdout.lines().map(|l| l.split(' ').collect()).collect();
+            assert_eq!(lines.len(), 2, "{call} {mode}: one line per size: {stdout}");
+            for (line, size) in lines.iter().zip(["48", "3072"]) {
+                assert_eq!(line[0], size, "{call} {mode}: {stdout}");
+                let us: f64 = line[1].parse().unwrap();
+                assert!(us.is_finite() && us > 0.0, "{call} {mode}: {stdout}");
+            }
+        }
+    }
+    let bad = mpirun(2, exe, &["allreduce", "double", "8", "10", "1", "b2b"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("usage: bare-loop"));
+}
+
+#[test]
+fn compare_osu_without_osu_is_one_line_and_exit_2() {
+    let out = Command::new("bash")
+        .arg("scripts/compare-osu.sh")
+        .env_remove("OSU_COLLECTIVE_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("set OSU_COLLECTIVE_DIR"), "{stderr}");
+}
