@@ -2,6 +2,7 @@
 //! and their validation into a `Plan`. Every problem is one line naming the flag
 //! and the fix.
 
+use crate::backend::nccl::options::{NcclFlags, NcclOptions};
 use crate::backend::BackendKind;
 use crate::cli::{
     check_csv_target, check_folder_target, parse_one_line, size_arg, whole, AllPairsArgs, CsvArgs,
@@ -17,6 +18,9 @@ pub use crate::job::UsageError;
 
 /// -g: more GPUs than any node holds is a typo (and would overflow rank counts).
 const MAX_GPUS_PER_PROCESS: usize = 1024;
+
+/// -u: the padding (8 bytes an element of misalignment) stays far below any buffer.
+const MAX_UNALIGN: usize = 1 << 20;
 
 #[derive(Parser, Debug, Clone, Serialize)]
 #[command(version, about, disable_help_flag = false)]
@@ -101,6 +105,16 @@ pub struct CollArgs {
     #[arg(long = "nccl-lib", env = "FABRICBENCH_NCCL_LIB", value_name = "PATH")]
     #[serde(skip)] // a per-node path that may differ between ranks
     pub nccl_lib: Option<PathBuf>,
+    /// Misalign the send and receive buffers by this many elements (nccl-tests' -u)
+    #[arg(short = 'u', long = "unalign", default_value_t = 0, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    pub unalign: usize,
+    /// 1: report the memory the run used (GPU memory on nccl, host memory on mpi)
+    #[arg(short = 'M', long = "memory", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    pub memory: u8,
+    // nccl-tests' GPU-only flags: -t -p -y -R -x -D -V.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub gpu: NcclFlags,
     // --all-pairs: sendrecv_perf only.
     #[command(flatten)]
     #[serde(flatten)]
@@ -213,6 +227,12 @@ pub struct Plan {
     pub launch: Launch,
     /// -C 1: the time column shows the CPU time to issue a call.
     pub report_cputime: bool,
+    /// -u: elements the buffers are misaligned by.
+    pub unalign: usize,
+    /// -M 1: report the memory the run used.
+    pub memory_report: bool,
+    /// -t -p -y -R -x -D -V.
+    pub gpu: NcclOptions,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -329,6 +349,19 @@ impl CollArgs {
                 self.cudagraph, self.iters
             )));
         }
+        let memory_report = flag01("-M/--memory", self.memory)?;
+        if self.unalign > MAX_UNALIGN {
+            return Err(usage(format!(
+                "-u/--unalign {}: misalign by at most {MAX_UNALIGN} elements; use e.g. -u 1",
+                self.unalign
+            )));
+        }
+        let gpu = self.gpu.options()?;
+        if gpu.stream_null && self.cudagraph > 0 {
+            return Err(usage(
+                "-y/--stream_null 1 and -G/--cudagraph: CUDA cannot capture the NULL stream; use one of them",
+            ));
+        }
         Ok(Plan {
             min_bytes: self.minbytes,
             max_bytes: self.maxbytes,
@@ -345,6 +378,9 @@ impl CollArgs {
             gpus_per_process: self.ngpus,
             launch,
             report_cputime,
+            unalign: self.unalign,
+            memory_report,
+            gpu,
         })
     }
 }

@@ -332,6 +332,11 @@ impl Backend for MpiBackend {
         super::host_memory(self.local_size)
     }
 
+    /// -M: the resident set; `alloc` writes its buffers, so they count from there.
+    fn memory_in_use(&self) -> Vec<u64> {
+        super::resident_bytes().into_iter().collect()
+    }
+
     fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()> {
         self.send = HostBuffer::new(send_bytes)?;
         self.recv = HostBuffer::new(recv_bytes)?;

@@ -152,7 +152,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         let at = |slot, offset| BufRef {
             device,
             slot,
-            offset,
+            offset: offset + self.plan.unalign * elt, // -u, as nccl-tests' TimeTest
         };
         let (send, recv) = match placement {
             Placement::OutOfPlace => (at(Slot::Send, 0), at(Slot::Recv, 0)),
