@@ -23,8 +23,13 @@ const MAX_GPUS_PER_PROCESS: usize = 1024;
 const MAX_UNALIGN: usize = 1 << 20;
 
 #[derive(Parser, Debug, Clone, Serialize)]
-#[command(version, about, disable_help_flag = false)]
+// -V is nccl-tests' --device_cta_count: --version keeps its long name only.
+#[command(version, about, disable_help_flag = false, disable_version_flag = true)]
 pub struct CollArgs {
+    /// Print version
+    #[arg(long = "version", action = clap::ArgAction::Version)]
+    #[serde(skip)]
+    pub version: (),
     /// Smallest message size in bytes (K, M, G suffixes: 1K = 1024)
     #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = size_arg, allow_hyphen_values = true)]
     pub minbytes: u64,

@@ -321,6 +321,7 @@ impl<'a, C: Comm> Bench<'a, C> {
                 ));
             }
         }
+        let tuning = self.backend.tuning();
         Ok(SizeResult {
             collective: self.coll.id().as_str().to_string(),
             datatype: dtype.name().to_string(),
@@ -331,6 +332,9 @@ impl<'a, C: Comm> Bench<'a, C> {
             busbw_factor: self.coll.busbw_factor(n),
             cycle,
             measurements,
+            // The timed loops' choice, where the backend's library logs it (nccl).
+            nccl_algo: tuning.as_ref().map(|t| t.0.clone()),
+            nccl_proto: tuning.map(|t| t.1),
         })
     }
 

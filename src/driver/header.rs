@@ -124,6 +124,8 @@ pub(super) fn describe_run(
         iters: plan.iters,
         check: plan.check,
         graph_launches: plan.launch.graph_launches(),
+        unalign: plan.unalign,
+        parallel_init: plan.gpu.parallel_init,
         ranks,
     };
     (run, header)

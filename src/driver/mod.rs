@@ -13,6 +13,7 @@
 mod bench;
 pub mod faults;
 mod header;
+mod memory;
 mod open;
 #[cfg(test)]
 mod tests;
@@ -73,13 +74,18 @@ fn run(
     // watched as one call: a rank stopped here ends the job within -T too.
     watchdog.begin("setup: buffers, header facts, limits and output files".into());
     watchdog.enter_call();
+    let mut memory = plan.memory_report.then(|| memory::MemorySamples::opened(&*backend));
     let info = backend.info();
+    let kind = info.kind;
     // The nccl backend's buffers are GPU memory; the host's budget is then its own.
     let host = match info.kind {
         BackendKind::Nccl => host_memory(world.local_size),
         BackendKind::Mpi => None,
     };
     open::allocate(world, program, &mut *backend, info.kind, plan, coll, host)?;
+    if let Some(m) = memory.as_mut() {
+        m.allocated(&*backend);
+    }
 
     let opened = Opened { info, choice };
     let warning = world.launcher_mismatch();
@@ -105,6 +111,10 @@ fn run(
         Faults::from_env(),
     );
     let summary = bench.sweep(&roots, &run_info, &mut exporters)?;
+    drop(bench);
+    if let Some(m) = &memory {
+        run_info.memory_usage = m.report(world, &*backend, kind);
+    }
     for e in exporters.iter_mut() {
         e.finish(&run_info, &summary)?;
     }

@@ -62,6 +62,8 @@ pub struct RunInfo {
     pub launch: String,
     /// -C 1: the table's time column shows the CPU time to issue a call.
     pub report_cputime: bool,
+    /// -M 1: nccl-tests' memory line ("GPU memory usage : Initialization ..."), rank 0.
+    pub memory_usage: Option<String>,
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's
@@ -131,6 +133,9 @@ pub struct SizeResult {
     /// Which pass of -N this is (0-based).
     pub cycle: u64,
     pub measurements: Vec<Measurement>,
+    /// NCCL's algorithm and protocol for the timed calls (from its TUNING log); None on mpi.
+    pub nccl_algo: Option<String>,
+    pub nccl_proto: Option<String>,
 }
 
 /// Closing figures of a run.

@@ -70,6 +70,10 @@ pub struct Row {
     pub stdev_us: Option<f64>,
     /// Verbs rows: the pair ("0", "1", ...) or "sum"/"all" over every pair.
     pub pair: Option<String>,
+    /// nccl backend: NCCL's algorithm (RING, TREE, NVLS, ...) and protocol (LL,
+    /// LL128, SIMPLE) for the timed calls, from its TUNING log; empty on mpi.
+    pub nccl_algo: Option<String>,
+    pub nccl_proto: Option<String>,
 }
 
 impl ToRows for SizeResult {
@@ -129,6 +133,8 @@ impl Row {
             wrong: m.wrong,
             slowest_rank: m.slowest_rank,
             cpu_us: m.cpu_us,
+            nccl_algo: result.nccl_algo.clone(),
+            nccl_proto: result.nccl_proto.clone(),
             ..Row::of_run(run)
         };
         row.set_limit(limits::binding(&run.limits));
@@ -207,6 +213,8 @@ mod tests {
             busbw_factor: 1.5,
             cycle: 2,
             measurements: vec![m.clone()],
+            nccl_algo: Some("RING".into()),
+            nccl_proto: Some("LL128".into()),
         };
         let row = Row::collective(&run(), &result, &m);
         let expected = Row {
@@ -250,6 +258,8 @@ mod tests {
             env: "NCCL_A=1;UCX_B=2".into(),
             cpu_us: Some(1.5),
             launch: Some("stream".into()),
+            nccl_algo: Some("RING".into()),
+            nccl_proto: Some("LL128".into()),
             // The verbs columns stay empty.
             ..Row::default()
         };

@@ -86,6 +86,11 @@ fn flag01(name: &str, v: u8) -> Result<bool, UsageError> {
 impl NcclFlags {
     /// Checks what does not depend on the library: values and combinations.
     pub fn options(&self) -> Result<NcclOptions, UsageError> {
+        if self.nthreads == 0 {
+            return Err(usage(
+                "-t/--nthreads 0: use a whole number >= 1 (1: one thread per process)".into(),
+            ));
+        }
         if self.nthreads > 1 {
             return Err(usage(format!(
                 "-t/--nthreads {n}: fabricbench drives a process's GPUs from one thread with grouped calls; \
