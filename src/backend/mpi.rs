@@ -435,11 +435,8 @@ impl Backend for MpiBackend {
         if args.in_place {
             // MPI leaves an in-place result at the start of the buffer; nccl-tests'
             // layout wants it at rank * count, so it moves there (part of the call).
-            let whole = self.ptr(BufRef {
-                device: 0,
-                slot: Slot::Recv,
-                offset: 0,
-            });
+            // In place the send data is the whole buffer (from -u's offset on).
+            let whole = self.ptr(args.send);
             // SAFETY: as above.
             check(
                 unsafe {

@@ -74,7 +74,9 @@ fn run(
     // watched as one call: a rank stopped here ends the job within -T too.
     watchdog.begin("setup: buffers, header facts, limits and output files".into());
     watchdog.enter_call();
-    let mut memory = plan.memory_report.then(|| memory::MemorySamples::opened(&*backend));
+    let mut memory = plan
+        .memory_report
+        .then(|| memory::MemorySamples::opened(&*backend));
     let info = backend.info();
     let kind = info.kind;
     // The nccl backend's buffers are GPU memory; the host's budget is then its own.

@@ -61,12 +61,14 @@ pub(super) fn open_backend(
         .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
     let prepared = agree_each_rank(world, program, ExitStatus::Failed, prepared)?;
     // -R, -x, -D, -V against the NCCL that loaded: a refusal is a usage error.
-    let options = plan.gpu.against(prepared.nccl_version(), &prepared.nccl_name());
+    let options = plan
+        .gpu
+        .against(prepared.nccl_version(), &prepared.nccl_name());
     let (options, notes) = agree_each_rank(world, program, ExitStatus::Usage, options)?;
     watchdog.begin("NCCL communicator initialisation".into());
     watchdog.enter_call();
-    let connected =
-        nccl::connect(prepared, world, &options, notes).map_err(|e| format!("--backend nccl: {e:#}"));
+    let connected = nccl::connect(prepared, world, &options, notes)
+        .map_err(|e| format!("--backend nccl: {e:#}"));
     watchdog.end();
     let backend = agree_each_rank(world, program, ExitStatus::Failed, connected)?;
     Ok((Box::new(backend), choice))

@@ -203,7 +203,15 @@ pub struct Choice {
 }
 
 /// NCCL_ALGO_* and NCCL_PROTO_* in index order (2.22 and 2.23 log the numbers).
-const ALGOS: [&str; 7] = ["TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"];
+const ALGOS: [&str; 7] = [
+    "TREE",
+    "RING",
+    "COLLNET_DIRECT",
+    "COLLNET_CHAIN",
+    "NVLS",
+    "NVLS_TREE",
+    "PAT",
+];
 const PROTOS: [&str; 3] = ["LL", "LL128", "SIMPLE"];
 
 fn by_index(names: &[&str], text: &str) -> String {
@@ -232,10 +240,12 @@ impl Choice {
                 algo: "SYMMETRIC".into(),
                 proto: kernel.to_string(),
             }),
-            _ if head.contains("[Copy Engine]") || head.contains("[Hierarchical CE]") => Some(Choice {
-                algo: "COPY_ENGINE".into(),
-                proto: tail.trim().to_string(),
-            }),
+            _ if head.contains("[Copy Engine]") || head.contains("[Hierarchical CE]") => {
+                Some(Choice {
+                    algo: "COPY_ENGINE".into(),
+                    proto: tail.trim().to_string(),
+                })
+            }
             _ => None,
         }
     }
@@ -259,7 +269,10 @@ pub fn most_frequent(choices: &[Choice]) -> Option<Choice> {
         }
     }
     let best = counts.iter().map(|(_, n)| *n).max()?;
-    counts.into_iter().find(|(_, n)| *n == best).map(|(c, _)| c.clone())
+    counts
+        .into_iter()
+        .find(|(_, n)| *n == best)
+        .map(|(c, _)| c.clone())
 }
 
 /// Expands NCCL_DEBUG_FILE's %h (host name) and %p (pid).
@@ -495,7 +508,10 @@ gpu01:4242:4242 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
             Choice::parse("8 Bytes -> Algo 9 proto 7 time 1.0"),
             Some(choice("9", "7"))
         );
-        assert_eq!(Choice::parse("AllReduce: x Bytes -> Algo RING proto LL"), None);
+        assert_eq!(
+            Choice::parse("AllReduce: x Bytes -> Algo RING proto LL"),
+            None
+        );
         // The transport report ignores them.
         assert_eq!(TransportReport::parse(TUNING).intra.len(), 1);
     }

@@ -137,7 +137,10 @@ impl<W: Write> Exporter for Table<W> {
         writeln!(o, "# Collective test starting: {}", run.program)?;
         writeln!(o, "# {}", self.header.settings_line())?;
         if self.header.parallel_init {
-            writeln!(o, "# Parallel Init Enabled: threads call into NcclInitRank concurrently ")?;
+            writeln!(
+                o,
+                "# Parallel Init Enabled: threads call into NcclInitRank concurrently "
+            )?;
         }
         writeln!(
             o,
@@ -172,7 +175,11 @@ impl<W: Write> Exporter for Table<W> {
         }
         writeln!(o, "#")?;
         // -C 1: nccl-tests labels the time columns "cputime".
-        let time = if run.report_cputime { "cputime" } else { "time" };
+        let time = if run.report_cputime {
+            "cputime"
+        } else {
+            "time"
+        };
         writeln!(
             o,
             "{PREAMBLE_BLANK}    out-of-place                       in-place                       out-of-place per-iteration        in-place per-iteration"
@@ -408,7 +415,11 @@ mod tests {
         let mut out = Vec::new();
         let mut table = Table::new(&mut out, header);
         table.start(&run).unwrap();
-        for (size, algo, proto) in [(8, "RING", "LL"), (16, "RING", "LL"), (32, "TREE", "SIMPLE")] {
+        for (size, algo, proto) in [
+            (8, "RING", "LL"),
+            (16, "RING", "LL"),
+            (32, "TREE", "SIMPLE"),
+        ] {
             let r = SizeResult {
                 collective: "all_reduce".into(),
                 datatype: "float".into(),
@@ -426,8 +437,14 @@ mod tests {
         }
         table.finish(&run, &Summary::default()).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(text.contains(" graph: 0 unalign: 3\n# Parallel Init Enabled: "), "{text}");
-        assert!(text.contains("  root  cputime   algbw   busbw  #wrong  cputime "), "{text}");
+        assert!(
+            text.contains(" graph: 0 unalign: 3\n# Parallel Init Enabled: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("  root  cputime   algbw   busbw  #wrong  cputime "),
+            "{text}"
+        );
         assert!(
             text.contains("\n# Out of bounds values : 0 OK (-c 0: nothing validated)\n"),
             "{text}"

@@ -12,11 +12,13 @@
 //!
 //! - `open`: the two steps of opening;
 //! - `codes`: NCCL's type and op codes, and the tolerance of its avg;
-//! - `options`: nccl-tests' GPU-only flags (-t -p -y -R -x -D -V) and their checks.
+//! - `options`: nccl-tests' GPU-only flags (-t -p -y -R -x -D -V) and their checks;
+//! - `rank`: one rank's GPU, stream, communicator, buffers and events.
 
 mod codes;
 mod open;
 pub mod options;
+mod rank;
 
 pub use open::{connect, prepare, probe, Prepared};
 
@@ -24,67 +26,15 @@ use super::{
     Backend, BackendInfo, BackendKind, BufRef, CollectiveId, MemoryBudget, OpArgs, RankDevice, Slot,
 };
 use crate::datatype::{DataType, RedOp};
-use crate::gpu::nccl_lib::{self, Call, Comm, Nccl, Registration};
+use crate::gpu::nccl_lib::{self, Call, Nccl};
 use crate::gpu::nccl_log::{most_frequent, Choice, LogCapture};
-use crate::gpu::{self, DeviceBuffer, GpuInfo};
+use crate::gpu::{self, DeviceBuffer};
 use anyhow::{bail, Context};
 use codes::{float_avg_tolerance, nccl_op, nccl_type};
-use options::{NcclOptions, Register};
-use cudarc::driver::sys::{self, CUevent_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream};
+use cudarc::driver::sys::{self, CUstreamCaptureMode};
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
-use std::sync::Arc;
-
-/// One rank: its GPU, stream, communicator, buffers and timing events.
-struct RankGpu {
-    rank: usize,
-    info: GpuInfo,
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    comm: Comm,
-    send: Option<DeviceBuffer>,
-    recv: Option<DeviceBuffer>,
-    /// -R: the buffers' registrations, undone before the communicator goes.
-    registrations: Vec<Registration>,
-    /// marks[0] before the first timed call, marks[k] after call k.
-    marks: Vec<CudaEvent>,
-    /// Events around `replay`'s launches.
-    replay: Option<(CudaEvent, CudaEvent)>,
-    graph: Option<CudaGraph>,
-}
-
-impl RankGpu {
-    fn buffer(&self, slot: Slot) -> anyhow::Result<&DeviceBuffer> {
-        match slot {
-            Slot::Send => self.send.as_ref(),
-            Slot::Recv => self.recv.as_ref(),
-        }
-        .ok_or_else(|| anyhow::anyhow!("GPU buffers used before alloc"))
-    }
-
-    fn addr(&self, at: BufRef) -> anyhow::Result<u64> {
-        Ok(self.buffer(at.slot)?.at(at.offset))
-    }
-
-    fn timing_event(&self) -> anyhow::Result<CudaEvent> {
-        Ok(self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
-    }
-
-    /// Records `event` on the stream; while capturing, as a graph node that records
-    /// each time the graph runs.
-    fn record(&self, event: &CudaEvent, capturing: bool) -> anyhow::Result<()> {
-        let flags = if capturing {
-            sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32
-        } else {
-            sys::CUevent_record_flags::CU_EVENT_RECORD_DEFAULT as u32
-        };
-        self.ctx.bind_to_thread()?;
-        // SAFETY: event and stream belong to this rank's context and are alive.
-        unsafe { sys::cuEventRecordWithFlags(event.cu_event(), self.stream.cu_stream(), flags) }
-            .result()?;
-        Ok(())
-    }
-}
+use options::{NcclOptions, Register};
+use rank::RankGpu;
 
 pub struct NcclBackend {
     nccl: &'static Nccl,
@@ -117,7 +67,8 @@ fn tuning_note(version: i32) -> String {
     let subsys = std::env::var("NCCL_DEBUG_SUBSYS").unwrap_or_default();
     if version < 2_22_00 {
         "NCCL algorithm/protocol: not logged by NCCL < 2.22 (columns empty)".into()
-    } else if !subsys.to_ascii_uppercase().contains("TUNING") && !subsys.eq_ignore_ascii_case("ALL") {
+    } else if !subsys.to_ascii_uppercase().contains("TUNING") && !subsys.eq_ignore_ascii_case("ALL")
+    {
         format!("NCCL algorithm/protocol: not logged (NCCL_DEBUG_SUBSYS={subsys} has no TUNING)")
     } else {
         "NCCL algorithm/protocol: from NCCL's TUNING log, one line per call on rank 0 (a host-side write          each call; NCCL_DEBUG_SUBSYS=INIT,NET,ENV turns it off)"
@@ -570,7 +521,10 @@ impl Backend for NcclBackend {
     }
 
     fn memory_in_use(&self) -> Vec<u64> {
-        self.gpus.iter().map(|g| gpu::used_bytes(&g.ctx).unwrap_or(0)).collect()
+        self.gpus
+            .iter()
+            .map(|g| gpu::used_bytes(&g.ctx).unwrap_or(0))
+            .collect()
     }
 
     fn memory_before_init(&self) -> Option<Vec<u64>> {

@@ -124,7 +124,9 @@ fn init_comms(
                 let (ctx, rank) = (g.ctx.clone(), g.rank);
                 std::thread::spawn(move || -> anyhow::Result<Result<SendComm, _>> {
                     ctx.bind_to_thread()?;
-                    Ok(nccl.comm_init_rank_config(nranks, id, rank, cta).map(SendComm))
+                    Ok(nccl
+                        .comm_init_rank_config(nranks, id, rank, cta)
+                        .map(SendComm))
                 })
             })
             .collect();
@@ -210,7 +212,9 @@ pub fn connect(
         let at = || format!("rank {} on {}", g.rank, g.info.describe());
         let comm = comm.map_err(nccl_error).with_context(at)?;
         // SAFETY: a communicator just created (non-blocking ones may still be working).
-        unsafe { nccl.wait_ready(comm) }.map_err(nccl_error).with_context(at)?;
+        unsafe { nccl.wait_ready(comm) }
+            .map_err(nccl_error)
+            .with_context(at)?;
         g.ctx.bind_to_thread()?;
         // -y 1: the legacy NULL stream, as nccl-tests' streamnull; else a non-blocking one.
         let stream = match options.stream_null {

@@ -9,7 +9,7 @@ use crate::job::UsageError;
 use serde::Serialize;
 
 /// `-R` as nccl-tests numbers it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Register {
     /// 0: plain buffers, no registration.
     #[default]
@@ -163,7 +163,8 @@ impl NcclOptions {
             Register::Symmetric => Some(2),
         };
         [
-            self.parallel_init.then(|| "-p/--parallel_init 1".to_string()),
+            self.parallel_init
+                .then(|| "-p/--parallel_init 1".to_string()),
             self.stream_null.then(|| "-y/--stream_null 1".to_string()),
             register.map(|r| format!("-R/--local_register {r}")),
             self.cta_policy.map(|x| format!("-x/--cta_policy {x}")),
@@ -209,25 +210,20 @@ impl NcclOptions {
                 CTA_POLICY_VERSION
             };
             if version < code {
-                return refuse(format!("-x/--cta_policy {x}"), code, "ncclConfig_t.CTAPolicy");
-            }
-        }
-        if let Some(d) = options.device_implementation {
-            if version < DEVICE_API_VERSION {
                 return refuse(
-                    format!("-D/--device_implementation {d}"),
-                    DEVICE_API_VERSION,
-                    "the device API",
+                    format!("-x/--cta_policy {x}"),
+                    code,
+                    "ncclConfig_t.CTAPolicy",
                 );
             }
         }
-        if let Some(v) = options.device_cta_count {
-            if version < DEVICE_API_VERSION {
-                return refuse(
-                    format!("-V/--device_cta_count {v}"),
-                    DEVICE_API_VERSION,
-                    "the device API",
-                );
+        let device_api = [
+            ("-D/--device_implementation", options.device_implementation),
+            ("-V/--device_cta_count", options.device_cta_count),
+        ];
+        for (flag, value) in device_api {
+            if let Some(v) = value.filter(|_| version < DEVICE_API_VERSION) {
+                return refuse(format!("{flag} {v}"), DEVICE_API_VERSION, "the device API");
             }
         }
         Ok((options, notes))
@@ -252,7 +248,8 @@ impl NcclOptions {
                  NCCL_CONFIG_UNDEF, so NCCL_COMM_BLOCKING, NCCL_CGA_CLUSTER_SIZE, ... apply)"
             )
         } else {
-            "Communicators: ncclCommInitRank (NCCL < 2.14 has no ncclCommInitRankConfig)".to_string()
+            "Communicators: ncclCommInitRank (NCCL < 2.14 has no ncclCommInitRankConfig)"
+                .to_string()
         };
         let init = match self.parallel_init {
             true => ", one thread per GPU (-p 1)",
@@ -269,7 +266,11 @@ impl NcclOptions {
             true => "Streams: the NULL stream (-y 1)",
             false => "Streams: one non-blocking stream per GPU",
         };
-        vec![format!("{config}{init}"), buffers.to_string(), stream.to_string()]
+        vec![
+            format!("{config}{init}"),
+            buffers.to_string(),
+            stream.to_string(),
+        ]
     }
 }
 
@@ -296,12 +297,18 @@ mod tests {
         let o = options(&[]).unwrap();
         assert_eq!(o, NcclOptions::default());
         assert_eq!(o.gpu_only_flag(), None);
-        let o = options(&["-p", "1", "-y", "1", "-R", "2", "-x", "1", "-D", "0", "-V", "16"]).unwrap();
+        let o = options(&[
+            "-p", "1", "-y", "1", "-R", "2", "-x", "1", "-D", "0", "-V", "16",
+        ])
+        .unwrap();
         assert!(o.parallel_init && o.stream_null);
         assert_eq!((o.register, o.cta_policy), (Register::Symmetric, Some(1)));
         assert_eq!(o.gpu_only_flag().as_deref(), Some("-p/--parallel_init 1"));
         assert_eq!(
-            options(&["--local_register", "1"]).unwrap().gpu_only_flag().as_deref(),
+            options(&["--local_register", "1"])
+                .unwrap()
+                .gpu_only_flag()
+                .as_deref(),
             Some("-R/--local_register 1")
         );
     }
@@ -336,18 +343,39 @@ mod tests {
         assert!(notes[0].starts_with("-R 2 (symmetric) is not supported before NCCL 2.27"));
         let (used, notes) = o.against(2_27_03, "NCCL 2.27.3").unwrap();
         assert_eq!((used.register, notes.len()), (Register::Symmetric, 0));
-        let e = options(&["-R", "1"]).unwrap().against(2_18_03, "NCCL 2.18.3").unwrap_err();
+        let e = options(&["-R", "1"])
+            .unwrap()
+            .against(2_18_03, "NCCL 2.18.3")
+            .unwrap_err();
         assert_eq!(
             e,
             "-R/--local_register 1: ncclMemAlloc and ncclCommRegister needs NCCL 2.19 or newer, but this is NCCL 2.18.3"
         );
-        let e = options(&["-x", "2"]).unwrap().against(2_27_03, "NCCL 2.27.3").unwrap_err();
-        assert!(e.starts_with("-x/--cta_policy 2: ncclConfig_t.CTAPolicy needs NCCL 2.28"), "{e}");
+        let e = options(&["-x", "2"])
+            .unwrap()
+            .against(2_27_03, "NCCL 2.27.3")
+            .unwrap_err();
+        assert!(
+            e.starts_with("-x/--cta_policy 2: ncclConfig_t.CTAPolicy needs NCCL 2.28"),
+            "{e}"
+        );
         assert!(options(&["-x", "1"]).unwrap().against(2_27_03, "x").is_ok());
-        let e = options(&["-V", "32"]).unwrap().against(2_27_03, "NCCL 2.27.3").unwrap_err();
-        assert!(e.starts_with("-V/--device_cta_count 32: the device API needs NCCL 2.28 or newer"), "{e}");
-        assert!(options(&["-D", "0"]).unwrap().against(2_26_02, "NCCL 2.26.2").is_err());
-        assert!(options(&["-D", "0"]).unwrap().against(2_28_03, "NCCL 2.28.3").is_ok());
+        let e = options(&["-V", "32"])
+            .unwrap()
+            .against(2_27_03, "NCCL 2.27.3")
+            .unwrap_err();
+        assert!(
+            e.starts_with("-V/--device_cta_count 32: the device API needs NCCL 2.28 or newer"),
+            "{e}"
+        );
+        assert!(options(&["-D", "0"])
+            .unwrap()
+            .against(2_26_02, "NCCL 2.26.2")
+            .is_err());
+        assert!(options(&["-D", "0"])
+            .unwrap()
+            .against(2_28_03, "NCCL 2.28.3")
+            .is_ok());
     }
 
     #[test]
@@ -355,7 +383,11 @@ mod tests {
         let o = options(&["-x", "1", "-R", "1", "-y", "1"]).unwrap();
         let lines = o.describe(2_28_03);
         assert!(lines[0].contains("ncclCommInitRankConfig"), "{}", lines[0]);
-        assert!(lines[0].contains("CTAPolicy=EFFICIENCY, nvlinkCentricSched=1"), "{}", lines[0]);
+        assert!(
+            lines[0].contains("CTAPolicy=EFFICIENCY, nvlinkCentricSched=1"),
+            "{}",
+            lines[0]
+        );
         assert!(lines[1].contains("ncclCommRegister"));
         assert!(lines[2].contains("NULL stream"));
         assert!(NcclOptions::default().describe(2_13_04)[0].contains("ncclCommInitRank ("));

@@ -175,4 +175,3 @@ impl Nccl {
         Some(self.rooted("ncclScatter", self.fns.scatter?, c))
     }
 }
-

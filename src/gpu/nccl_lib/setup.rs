@@ -72,7 +72,8 @@ pub(super) type InitConfigFn =
     unsafe extern "C" fn(*mut Comm, c_int, ncclUniqueId, c_int, *mut Config) -> Res;
 pub(super) type MemAllocFn = unsafe extern "C" fn(*mut *mut c_void, usize) -> Res;
 pub(super) type MemFreeFn = unsafe extern "C" fn(*mut c_void) -> Res;
-pub(super) type RegisterFn = unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> Res;
+pub(super) type RegisterFn =
+    unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void) -> Res;
 pub(super) type DeregisterFn = unsafe extern "C" fn(Comm, *mut c_void) -> Res;
 pub(super) type WindowRegisterFn =
     unsafe extern "C" fn(Comm, *mut c_void, usize, *mut *mut c_void, c_int) -> Res;
@@ -123,7 +124,8 @@ impl Nccl {
         let mut comm: Comm = std::ptr::null_mut();
         // SAFETY: writes the handle; NCCL reads at most config.size bytes of config.
         let code = unsafe { init(&mut comm, nranks as c_int, id, rank as c_int, &mut config) };
-        self.check("ncclCommInitRankConfig", code, None).map(|_| comm)
+        self.check("ncclCommInitRankConfig", code, None)
+            .map(|_| comm)
     }
 
     /// Waits until a communicator made non-blocking by NCCL_COMM_BLOCKING=0 is ready.
@@ -173,23 +175,39 @@ impl Nccl {
         let mut handle: *mut c_void = std::ptr::null_mut();
         let buff = ptr as *mut c_void;
         if window {
-            let f = self.fns.setup.window_register.ok_or(missing("ncclCommWindowRegister"))?;
+            let f = self
+                .fns
+                .setup
+                .window_register
+                .ok_or(missing("ncclCommWindowRegister"))?;
             let code = f(comm, buff, bytes, &mut handle, WIN_COLL_SYMMETRIC);
             self.check("ncclCommWindowRegister", code, Some(comm))?;
             Ok(Registration::Window(handle))
         } else {
             let f = self.fns.setup.register.ok_or(missing("ncclCommRegister"))?;
-            self.check("ncclCommRegister", f(comm, buff, bytes, &mut handle), Some(comm))?;
+            self.check(
+                "ncclCommRegister",
+                f(comm, buff, bytes, &mut handle),
+                Some(comm),
+            )?;
             Ok(Registration::Local(handle))
         }
     }
 
     /// # Safety
     /// `registration` came from `register` on this live `comm`, undone once.
-    pub unsafe fn deregister(&self, comm: Comm, registration: &Registration) -> Result<(), NcclError> {
+    pub unsafe fn deregister(
+        &self,
+        comm: Comm,
+        registration: &Registration,
+    ) -> Result<(), NcclError> {
         let (name, f, handle) = match *registration {
             Registration::Local(h) => ("ncclCommDeregister", self.fns.setup.deregister, h),
-            Registration::Window(h) => ("ncclCommWindowDeregister", self.fns.setup.window_deregister, h),
+            Registration::Window(h) => (
+                "ncclCommWindowDeregister",
+                self.fns.setup.window_deregister,
+                h,
+            ),
         };
         let f = f.ok_or(missing(name))?;
         self.check(name, f(comm, handle), Some(comm))
