@@ -5,7 +5,8 @@
 //! rsmpi's safe collectives do not offer.
 
 use super::{
-    Backend, BackendInfo, BackendKind, BufRef, HostClock, MemoryBudget, OpArgs, RankDevice, Slot,
+    Backend, BackendInfo, BackendKind, BufRef, HostClock, Marks, MemoryBudget, OpArgs, RankDevice,
+    Slot,
 };
 use crate::datatype::{divide_in_place, DataType, RedOp};
 use crate::job::world::World;
@@ -560,8 +561,8 @@ impl Backend for MpiBackend {
         Ok(())
     }
 
-    fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()> {
-        self.clock.start(iterations);
+    fn timer_start(&mut self, iterations: usize, marks: Marks) -> anyhow::Result<()> {
+        self.clock.start(iterations, marks);
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 
 use super::faults::Faults;
 use crate::args::{Average, Launch, Plan};
-use crate::backend::{Backend, BufRef, OpArgs, Slot};
+use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_within, fill, DataType, RedOp};
 use crate::job::{Comm, Failure};
@@ -172,14 +172,17 @@ impl<'a, C: Comm> Bench<'a, C> {
         }
     }
 
-    /// One collective over this process's ranks: grouped when it drives several.
-    fn launch(&mut self, args: &[OpArgs]) -> anyhow::Result<()> {
-        if let [one] = args {
+    /// `times` calls of the collective over this process's ranks: grouped when they
+    /// are several (`-g`, `-m`), as nccl-tests groups them.
+    fn launch(&mut self, args: &[OpArgs], times: usize) -> anyhow::Result<()> {
+        if let ([one], 1) = (args, times) {
             return self.coll.launch(self.backend, one);
         }
         self.backend.group_start()?;
-        for a in args {
-            self.coll.launch(self.backend, a)?;
+        for _ in 0..times {
+            for a in args {
+                self.coll.launch(self.backend, a)?;
+            }
         }
         self.backend.group_end()
     }
@@ -225,7 +228,7 @@ impl<'a, C: Comm> Bench<'a, C> {
                 .collect();
             for _ in 0..self.plan.warmup_iters {
                 self.watchdog.enter_call();
-                self.launch(&args)?;
+                self.launch(&args, 1)?;
             }
         }
         self.backend.synchronize()?;
@@ -234,38 +237,67 @@ impl<'a, C: Comm> Bench<'a, C> {
     }
 
     /// The timed loop of one placement: seconds per call (from the backend's clock),
-    /// CPU seconds to issue one call, and per-iteration times in `per_iteration`.
+    /// CPU seconds to issue one call, and each iteration's seconds (of `-m` calls)
+    /// in `per_iteration`. Between the clock's marks only the calls run, and what
+    /// `-z` asks for.
     fn time_loop(&mut self, args: &[OpArgs]) -> anyhow::Result<(f64, f64)> {
-        let iters = self.plan.iters;
-        let graph = self.plan.launch.graph_launches();
-        let blocking = self.plan.launch == Launch::Blocking;
+        let plan = self.plan;
+        let (iters, agg, launch) = (plan.iters, plan.agg_iters, plan.launch);
+        let graph = launch.graph_launches();
+        let marks = match launch {
+            Launch::BarrierOutside => Marks::Paired,
+            _ => Marks::Chained,
+        };
         if graph > 0 {
             self.backend.begin_capture()?;
         }
-        self.backend.timer_start(iters)?;
+        self.backend.timer_start(iters, marks)?;
         let mut issued = Instant::now();
+        // -z 3: the CPU time of the iterations alone, as nccl-tests counts it.
+        let mut issuing = 0.0;
         for _ in 0..iters {
+            if marks == Marks::Paired {
+                issued = Instant::now();
+                self.backend.mark();
+            }
             self.watchdog.enter_call();
-            self.launch(args)?;
-            self.backend.mark();
-            if blocking {
-                self.backend.synchronize()?;
-                self.comm.barrier();
+            self.launch(args, agg)?;
+            match launch {
+                Launch::Stream | Launch::Graph(_) => self.backend.mark(),
+                Launch::Blocking => {
+                    self.backend.synchronize()?;
+                    self.comm.barrier();
+                    self.backend.mark();
+                }
+                Launch::Synced => {
+                    self.backend.synchronize()?;
+                    self.backend.mark();
+                }
+                Launch::BarrierOutside => {
+                    self.backend.synchronize()?;
+                    self.backend.mark();
+                    issuing += issued.elapsed().as_secs_f64();
+                    self.comm.barrier();
+                }
             }
         }
-        let mut calls = iters;
+        let mut calls = iters * agg;
         if graph > 0 {
             self.backend.end_capture()?;
             // As nccl-tests: every rank has its graph before any replay starts.
             self.comm.barrier();
             issued = Instant::now();
             self.backend.replay(graph)?;
-            calls = iters * graph;
+            calls *= graph;
         }
-        let cpu = issued.elapsed().as_secs_f64() / calls as f64;
+        if marks == Marks::Chained {
+            issuing = issued.elapsed().as_secs_f64();
+        }
         self.backend.synchronize()?;
         let total = self.backend.timer_read(&mut self.per_iteration)?;
-        Ok((total / calls as f64, cpu))
+        // Each iteration's seconds per call, as the loop's are.
+        self.per_iteration.iter_mut().for_each(|t| *t /= agg as f64);
+        Ok((total / calls as f64, issuing / calls as f64))
     }
 
     fn measure_size(
@@ -365,7 +397,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             self.watchdog
                 .begin(self.label(&layout, placement, "(validation)"));
             self.watchdog.enter_call();
-            self.launch(args)?;
+            self.launch(args, 1)?;
             self.backend.synchronize()?;
             self.watchdog.end();
             let mut mine = 0;

@@ -23,6 +23,10 @@ pub struct Header {
     pub graph_launches: usize,
     /// -u: elements the buffers are misaligned by.
     pub unalign: usize,
+    /// -m: calls per timed iteration.
+    pub agg_iters: usize,
+    /// -z: 0 to 3, for nccl-tests' "Blocking Enabled" line.
+    pub blocking: u8,
     /// -p 1: nccl-tests' "Parallel Init Enabled" line.
     pub parallel_init: bool,
     /// Every rank, in rank order.
@@ -51,12 +55,13 @@ impl Header {
             Step::Bytes(b) => format!("{b}(bytes)"),
         };
         format!(
-            "nThread 1 nGpus {} minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: 1 validation: {} graph: {} unalign: {}",
+            "nThread 1 nGpus {} minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: {}",
             self.gpus_per_process,
             self.min_bytes,
             self.max_bytes,
             self.warmup_iters,
             self.iters,
+            self.agg_iters,
             self.check,
             self.graph_launches,
             self.unalign
@@ -136,6 +141,16 @@ impl<W: Write> Exporter for Table<W> {
         }
         writeln!(o, "# Collective test starting: {}", run.program)?;
         writeln!(o, "# {}", self.header.settings_line())?;
+        // nccl-tests' lines for -z 1, 2 and 3, word for word.
+        let blocking = match self.header.blocking {
+            1 => Some("wait and barrier after each inner iteration (-m) "),
+            2 => Some("wait after each inner iteration (-m), no barrier "),
+            3 => Some("wait and barrier after each outer iteration (-n); time excludes barrier "),
+            _ => None,
+        };
+        if let Some(what) = blocking {
+            writeln!(o, "# Blocking Enabled: {what}")?;
+        }
         if self.header.parallel_init {
             writeln!(
                 o,
@@ -354,6 +369,8 @@ mod tests {
             check: 1,
             graph_launches: 0,
             unalign: 0,
+            agg_iters: 1,
+            blocking: 0,
             parallel_init: false,
             ranks: vec![RankFacts {
                 rank: 3,
@@ -402,6 +419,8 @@ mod tests {
             check: 0,
             graph_launches: 0,
             unalign: 3,
+            agg_iters: 4,
+            blocking: 3,
             parallel_init: true,
             ranks: Vec::new(),
         };
@@ -438,7 +457,10 @@ mod tests {
         table.finish(&run, &Summary::default()).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.contains(" graph: 0 unalign: 3\n# Parallel Init Enabled: "),
+            text.contains(
+                " agg iters: 4 validation: 0 graph: 0 unalign: 3\n# Blocking Enabled: wait and barrier \
+                 after each outer iteration (-n); time excludes barrier \n# Parallel Init Enabled: "
+            ),
             "{text}"
         );
         assert!(

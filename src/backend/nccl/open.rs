@@ -4,6 +4,7 @@
 
 use super::options::NcclOptions;
 use super::{nccl_error, NcclBackend, RankGpu};
+use crate::backend::Marks;
 use crate::gpu::nccl_lib::{self, Comm, Nccl};
 use crate::gpu::nccl_log::LogCapture;
 use crate::gpu::{self, GpuInfo};
@@ -200,6 +201,7 @@ pub fn connect(
         nodes: world.nodes().len(),
         capturing: false,
         next_mark: 0,
+        pattern: Marks::Chained,
         mark_error: None,
         options: options.clone(),
         notes,

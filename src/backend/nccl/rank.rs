@@ -19,7 +19,7 @@ pub(super) struct RankGpu {
     pub(super) recv: Option<DeviceBuffer>,
     /// -R: the buffers' registrations, undone before the communicator goes.
     pub(super) registrations: Vec<Registration>,
-    /// marks[0] before the first timed call, marks[k] after call k.
+    /// Timing events, recorded as `Backend::timer_start`'s `Marks` says.
     pub(super) marks: Vec<CudaEvent>,
     /// Events around `replay`'s launches.
     pub(super) replay: Option<(CudaEvent, CudaEvent)>,
