@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-check.sh runs on a GPU machine that has no MPI and no
 # network, into gpu-bundle/ (git-ignored):
-#   gpu-bundle/bin/  the nine *_perf binaries and copy_bw (release, stripped)
+#   gpu-bundle/bin/  the *_perf binaries and copy_bw (release, stripped)
 #   gpu-bundle/usr/  Open MPI's run-time libraries and components, and the hwloc,
 #                    libevent and PMIx libraries they load, copied from this host's
 #                    Debian packages (dpkg -L: the files `dpkg -x` of the same .deb
@@ -13,6 +13,10 @@ cd "$(dirname "$0")/.."
 
 binaries=(all_reduce_perf all_gather_perf broadcast_perf reduce_perf reduce_scatter_perf
           alltoall_perf gather_perf scatter_perf sendrecv_perf copy_bw)
+# The collectives of nccl-tests 2.19 added for #12, once their binaries exist.
+for extra in alltoallv_perf hypercube_perf; do
+    [ -f "bin/$extra.rs" ] && binaries+=("$extra")
+done
 packages=(libopenmpi3 libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7 libpmix2)
 limit_mib=64
 

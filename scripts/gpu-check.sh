@@ -2,7 +2,10 @@
 # GPU check: on a machine with one or more NVIDIA GPUs, runs the nine collectives
 # on the nccl backend (every datatype, every op, a few sizes, -c 1), a sweep of
 # all_reduce_perf to 1 GiB, the -G / -z / -C modes, --backend auto, -g when there
-# are several GPUs, and copy_bw; then prints a summary table, last.
+# are several GPUs, each GPU-only flag of nccl-tests 2.19 once (-R 1/2, -y, -p, the
+# -t refusal, -x, -D/-V, -M, -u, NCCL_TESTS_DEVICE, the nccl_algo/nccl_proto columns
+# and what NCCL's tuning log costs, f8 types, mulsum, alltoallv, hypercube,
+# --all-pairs), and copy_bw; then prints a summary table, last.
 #
 # Needs nothing from the network. Every binary runs as a single rank without
 # mpirun (Open MPI's isolated singleton); NCCL is found by the binaries' own search
@@ -122,7 +125,51 @@ if [ "$ngpus" -ge 2 ]; then
         -g "$ngpus" -b 8 -e 256M -f 4 -c 1 -T 60 --csv "$out/all_reduce-g.csv"
 fi
 
-# 7. Copy bandwidth against the PCIe, NVLink and memory limits.
+# 7. nccl-tests 2.19's GPU-only flags (#12), each once. A "-refusal" step passes when
+# it exits 2 with one error line; the summary says what each proved.
+small=(-b 8 -e 16M -f 16 -n 5 -w 1 -c 1 -T 50)
+ar=$bin/all_reduce_perf
+run_step register-local 60 "$out/register-local.csv" "$ar" --backend nccl -R 1 "${small[@]}" \
+    --csv "$out/register-local.csv"
+run_step register-window 60 "$out/register-window.csv" "$ar" --backend nccl -R 2 "${small[@]}" \
+    --csv "$out/register-window.csv"
+run_step stream-null 60 "$out/stream-null.csv" "$ar" --backend nccl -y 1 "${small[@]}" \
+    --csv "$out/stream-null.csv"
+run_step parallel-init 60 "$out/parallel-init.csv" "$ar" --backend nccl -p 1 -g "$(( ngpus > 1 ? ngpus : 1 ))" \
+    "${small[@]}" --csv "$out/parallel-init.csv"
+run_step nthreads-refusal 30 - "$ar" --backend nccl -t 2 -b 8 -e 8
+run_step cta-policy 60 "$out/cta-policy.csv" "$ar" --backend nccl -x 1 "${small[@]}" --csv "$out/cta-policy.csv"
+run_step device-api 60 "$out/device-api.csv" "$ar" --backend nccl -D 0 -V 16 -R 2 "${small[@]}" \
+    --csv "$out/device-api.csv"
+run_step device-impl-refusal 30 - "$ar" --backend nccl -D 1 -R 2 -b 8 -e 8
+run_step memory-report 60 "$out/memory-report.csv" "$ar" --backend nccl -M 1 "${small[@]}" \
+    --csv "$out/memory-report.csv"
+run_step unalign 60 "$out/unalign.csv" "$ar" --backend nccl -u 1 -d all "${small[@]}" --csv "$out/unalign.csv"
+run_step tests-device 60 "$out/tests-device.csv" env NCCL_TESTS_DEVICE=0 "$ar" --backend nccl "${small[@]}" \
+    --csv "$out/tests-device.csv"
+run_step graph-register 60 "$out/graph-register.csv" "$ar" --backend nccl -G 5 -R 1 "${small[@]}" \
+    --csv "$out/graph-register.csv"
+# NCCL's algorithm and protocol per size, and what its TUNING log line costs:
+# the same small sizes with and without it.
+run_step algo-proto 90 "$out/algo-proto.csv" "$ar" --backend nccl -b 8 -e 256M -f 4 -n 20 -c 1 -T 60 \
+    --csv "$out/algo-proto.csv"
+run_step tuning-on 60 "$out/tuning-on.csv" "$ar" --backend nccl -b 8 -e 64K -f 8 -n 500 -w 50 -c 0 -T 50 \
+    --csv "$out/tuning-on.csv"
+run_step tuning-off 60 "$out/tuning-off.csv" env NCCL_DEBUG_SUBSYS=INIT,NET,ENV "$ar" --backend nccl \
+    -b 8 -e 64K -f 8 -n 500 -w 50 -c 0 -T 50 --csv "$out/tuning-off.csv"
+# What other #12 work adds on NCCL (a step fails with a usage error until it is merged).
+run_step f8-types 60 "$out/f8-types.csv" "$ar" --backend nccl -d f8e4m3 -o all "${small[@]}" \
+    --csv "$out/f8-types.csv"
+run_step f8e5m2 60 "$out/f8e5m2.csv" "$bin/reduce_scatter_perf" --backend nccl -d f8e5m2 "${small[@]}" \
+    --csv "$out/f8e5m2.csv"
+run_step mulsum 60 "$out/mulsum.csv" "$ar" --backend nccl -o mulsum -d all "${small[@]}" --csv "$out/mulsum.csv"
+for extra in alltoallv hypercube; do
+    [ -x "$bin/${extra}_perf" ] && run_step "$extra" 60 "$out/$extra.csv" "$bin/${extra}_perf" --backend nccl \
+        "${small[@]}" --csv "$out/$extra.csv"
+done
+run_step all-pairs 60 - "$bin/sendrecv_perf" --backend nccl --all-pairs -b 1M -e 1M -n 5 -T 50
+
+# 8. Copy bandwidth against the PCIe, NVLink and memory limits.
 run_step copy_bw 180 "$out/copy_bw.csv" "$bin/copy_bw" --csv "$out/copy_bw.csv"
 
 # Summary, last.
@@ -163,6 +210,23 @@ def figure(name, log, table):
             limit = f" = {pct:.0f}% of {r['limit_name']}" if pct is not None else ""
             parts.append(f"{kind} {path} {num(r['busbw_gbs']):.1f} GB/s{limit}")
         return "; ".join(parts)
+    if name.endswith("-refusal"):
+        errors = [l for l in log.splitlines() if "error:" in l]
+        return errors[0][:160] if errors else "no error line"
+    if name == "memory-report":
+        m = re.search(r"^# GPU memory usage .*$", log, re.M)
+        return m.group(0)[2:] if m else "no # GPU memory usage line"
+    if name in ("register-local", "register-window", "stream-null", "parallel-init", "cta-policy", "device-api"):
+        said = [l[2:] for l in log.splitlines() if re.match(r"# (Communicators|Buffers|Streams|WARNING|Parallel)", l)]
+        head = "; ".join(said)[:200]
+        return head if not table else head + " | " + figure("", "", table)
+    if name == "algo-proto":
+        m = re.search(r"^# NCCL algo/proto .*$", log, re.M)
+        filled = sum(1 for r in table if r.get("nccl_algo"))
+        return (m.group(0)[2:] if m else "no NCCL algo/proto footer") + f" ({filled}/{len(table)} rows with nccl_algo)"
+    if name in ("tuning-on", "tuning-off"):
+        out = [r for r in table if r["placement"] == "out-of-place"]
+        return ", ".join(f"{r['size_bytes']} B {num(r['time_us']):.2f} us" for r in out)
     if not table:
         return ""
     out = [r for r in table if r["placement"] == "out-of-place"]
@@ -185,6 +249,14 @@ for name, rc, seconds, log_path, csv_path in steps:
     failed_verdict = "FAILED" in log
     if rc == "skipped":
         verdict = "SKIP"
+    elif name.endswith("-refusal"):
+        one = sum("error:" in l for l in log.splitlines()) == 1
+        verdict = "PASS" if rc == "2" and one and "panicked" not in log else "FAIL"
+    elif name == "memory-report" and rc == "0" and "# GPU memory usage" not in log:
+        verdict = "FAIL"
+    elif name == "algo-proto" and rc == "0" and "not logged by NCCL < 2.22" not in log \
+            and not any(r.get("nccl_algo") for r in table):
+        verdict = "FAIL"
     elif rc == "0" and wrong == 0 and not failed_verdict and (name != "backend-auto" or "(nccl backend)" in log):
         verdict = "PASS"
     else:

@@ -2,6 +2,7 @@
 //! and their validation into a `Plan`. Every problem is one line naming the flag
 //! and the fix.
 
+use crate::backend::nccl::options::{NcclFlags, NcclOptions};
 use crate::backend::BackendKind;
 use crate::cli::{
     check_csv_target, check_folder_target, parse_one_line, size_arg, whole, AllPairsArgs, CsvArgs,
@@ -23,9 +24,17 @@ use reporting::{ReportArgs, Reporting};
 /// -g: more GPUs than any node holds is a typo (and would overflow rank counts).
 const MAX_GPUS_PER_PROCESS: usize = 1024;
 
+/// -u: the padding (8 bytes an element of misalignment) stays far below any buffer.
+const MAX_UNALIGN: usize = 1 << 20;
+
 #[derive(Parser, Debug, Clone, Serialize)]
-#[command(version, about, disable_help_flag = false)]
+// -V is nccl-tests' --device_cta_count: --version keeps its long name only.
+#[command(version, about, disable_help_flag = false, disable_version_flag = true)]
 pub struct CollArgs {
+    /// Print version
+    #[arg(long = "version", action = clap::ArgAction::Version)]
+    #[serde(skip)]
+    pub version: (),
     /// Smallest message size in bytes (K, M, G suffixes: 1K = 1024)
     #[arg(short = 'b', long = "minbytes", default_value = "32M", value_parser = size_arg, allow_hyphen_values = true)]
     pub minbytes: u64,
@@ -110,6 +119,16 @@ pub struct CollArgs {
     #[arg(long = "nccl-lib", env = "FABRICBENCH_NCCL_LIB", value_name = "PATH")]
     #[serde(skip)] // a per-node path that may differ between ranks
     pub nccl_lib: Option<PathBuf>,
+    /// Misalign the send and receive buffers by this many elements (nccl-tests' -u)
+    #[arg(short = 'u', long = "unalign", default_value_t = 0, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    pub unalign: usize,
+    /// 1: report the memory the run used (GPU memory on nccl, host memory on mpi)
+    #[arg(short = 'M', long = "memory", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    pub memory: u8,
+    // nccl-tests' GPU-only flags: -t -p -y -R -x -D -V.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub gpu: NcclFlags,
     // --all-pairs: sendrecv_perf only.
     #[command(flatten)]
     #[serde(flatten)]
@@ -240,6 +259,12 @@ pub struct Plan {
     pub reporting: Reporting,
     /// NCCL_TESTS_MIN_BW, NCCL_TESTS_SPLIT(_MASK).
     pub tests_env: TestsEnv,
+    /// -u: elements the buffers are misaligned by.
+    pub unalign: usize,
+    /// -M 1: report the memory the run used.
+    pub memory_report: bool,
+    /// -t -p -y -R -x -D -V.
+    pub gpu: NcclOptions,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -372,6 +397,19 @@ impl CollArgs {
         }
         let reporting = self.report.plan(self.iters, self.cudagraph > 0)?;
         let tests_env = TestsEnv::from_env()?;
+        let memory_report = flag01("-M/--memory", self.memory)?;
+        if self.unalign > MAX_UNALIGN {
+            return Err(usage(format!(
+                "-u/--unalign {}: misalign by at most {MAX_UNALIGN} elements; use e.g. -u 1",
+                self.unalign
+            )));
+        }
+        let gpu = self.gpu.options()?;
+        if gpu.stream_null && self.cudagraph > 0 {
+            return Err(usage(
+                "-y/--stream_null 1 and -G/--cudagraph: CUDA cannot capture the NULL stream; use one of them",
+            ));
+        }
         Ok(Plan {
             min_bytes: self.minbytes,
             max_bytes: self.maxbytes,
@@ -391,6 +429,9 @@ impl CollArgs {
             report_cputime,
             reporting,
             tests_env,
+            unalign: self.unalign,
+            memory_report,
+            gpu,
         })
     }
 }

@@ -149,6 +149,15 @@ pub fn host_memory(sharers: usize) -> Option<MemoryBudget> {
     })
 }
 
+/// -M on host memory: this process's resident set now (VmRSS), None when
+/// /proc/self/status cannot tell.
+pub fn resident_bytes() -> Option<u64> {
+    let status = crate::sysfs::Root::new("/").read("/proc/self/status")?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 pub trait Backend {
     fn info(&self) -> BackendInfo;
     /// Ranks this process drives (`-g`); buffer references name them 0..devices().
@@ -190,6 +199,22 @@ pub trait Backend {
     /// of floating-point types multiplies by a rounded 1/n); 0 means exact.
     fn tolerance(&self, _dtype: DataType, _op: RedOp, _nranks: usize) -> f64 {
         0.0
+    }
+
+    /// NCCL's algorithm and protocol for the timed calls since the last ask (the
+    /// most frequent), where the library logs them; None elsewhere.
+    fn tuning(&mut self) -> Option<(String, String)> {
+        None
+    }
+    /// -M: bytes in use now on each of this process's devices (GPU memory; for
+    /// host memory, the process's resident set).
+    fn memory_in_use(&self) -> Vec<u64> {
+        Vec::new()
+    }
+    /// -M: the same before the library initialised (NCCL's communicators); None
+    /// where it was initialised before the backend opened (MPI).
+    fn memory_before_init(&self) -> Option<Vec<u64>> {
+        None
     }
 
     /// Waits until every issued call has completed on this rank.

@@ -383,6 +383,11 @@ impl Backend for MpiBackend {
         super::host_memory(self.local_size)
     }
 
+    /// -M: the resident set; `alloc` writes its buffers, so they count from there.
+    fn memory_in_use(&self) -> Vec<u64> {
+        super::resident_bytes().into_iter().collect()
+    }
+
     fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()> {
         self.send = HostBuffer::new(send_bytes)?;
         self.recv = HostBuffer::new(recv_bytes)?;
@@ -481,11 +486,8 @@ impl Backend for MpiBackend {
         // OSU's osu_reduce_scatter makes (Open MPI picks other algorithms for the two).
         self.scatter_counts.fill(n);
         let recv = self.ptr(args.recv);
-        let whole = self.ptr(BufRef {
-            device: 0,
-            slot: Slot::Recv,
-            offset: 0,
-        });
+        // In place the send data is the whole buffer (from -u's offset on).
+        let whole = self.ptr(args.send);
         let (send, into) = if args.in_place {
             // SAFETY: the shim returns the MPI_IN_PLACE constant.
             (

@@ -164,7 +164,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         let at = |slot, offset| BufRef {
             device,
             slot,
-            offset,
+            offset: offset + self.plan.unalign * elt, // -u, as nccl-tests' TimeTest
         };
         let (send, recv) = match placement {
             Placement::OutOfPlace => (at(Slot::Send, 0), at(Slot::Recv, 0)),
@@ -368,6 +368,7 @@ impl<'a, C: Comm> Bench<'a, C> {
                 measurements.push(m);
             }
         }
+        let tuning = self.backend.tuning();
         Ok(SizeResult {
             collective: self.coll.id().as_str().to_string(),
             datatype: dtype.name().to_string(),
@@ -378,6 +379,9 @@ impl<'a, C: Comm> Bench<'a, C> {
             busbw_factor: self.coll.busbw_factor(n),
             cycle,
             measurements,
+            // The timed loops' choice, where the backend's library logs it (nccl).
+            nccl_algo: tuning.as_ref().map(|t| t.0.clone()),
+            nccl_proto: tuning.map(|t| t.1),
         })
     }
 

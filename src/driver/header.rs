@@ -125,6 +125,15 @@ pub(super) fn describe_run(
         iters: plan.iters,
         check: plan.check,
         graph_launches: plan.launch.graph_launches(),
+        unalign: plan.unalign,
+        agg_iters: plan.agg_iters,
+        blocking: match plan.launch {
+            Launch::Blocking => 1,
+            Launch::Synced => 2,
+            Launch::BarrierOutside => 3,
+            Launch::Stream | Launch::Graph(_) => 0,
+        },
+        parallel_init: plan.gpu.parallel_init,
         ranks,
     };
     (run, header)

@@ -13,6 +13,7 @@
 mod bench;
 pub mod faults;
 mod header;
+mod memory;
 mod open;
 mod outputs;
 #[cfg(test)]
@@ -85,14 +86,20 @@ fn run(
     // watched as one call: a rank stopped here ends the job within -T too.
     watchdog.begin("setup: buffers, header facts, limits and output files".into());
     watchdog.enter_call();
+    let mut memory = plan
+        .memory_report
+        .then(|| memory::MemorySamples::opened(&*backend));
     let info = backend.info();
     // The nccl backend's buffers are GPU memory; the host's budget is then its own.
     let host = match info.kind {
         BackendKind::Nccl => host_memory(world.local_size),
         BackendKind::Mpi => None,
     };
-    let (kind, buffers) = (info.kind, &mut *backend);
-    open::allocate(world, program, buffers, kind, plan, coll, group_size, host)?;
+    let kind = info.kind;
+    open::allocate(world, program, &mut *backend, kind, plan, coll, group_size, host)?;
+    if let Some(m) = memory.as_mut() {
+        m.allocated(&*backend);
+    }
 
     let opened = Opened { info, choice };
     let warning = world.launcher_mismatch();
@@ -124,6 +131,10 @@ fn run(
     )
     .in_group(in_group, group_size);
     let summary = bench.sweep(&roots, &run_info, &mut exporters)?;
+    drop(bench);
+    if let Some(m) = &memory {
+        run_info.memory_usage = m.report(world, &*backend, kind);
+    }
     for e in exporters.iter_mut() {
         e.finish(&run_info, &summary)?;
     }

@@ -49,7 +49,7 @@ pub(super) fn open_backend(
         let needs_nccl = match plan.launch {
             _ if plan.gpus_per_process > 1 => Some(format!("-g/--ngpus {}", plan.gpus_per_process)),
             Launch::Graph(n) => Some(format!("-G/--cudagraph {n}")),
-            _ => None,
+            _ => plan.gpu.gpu_only_flag(),
         };
         if let Some(flag) = needs_nccl {
             return Err(Failure::Usage(format!(
@@ -71,9 +71,15 @@ pub(super) fn open_backend(
     let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process)
         .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
     let prepared = agree_each_rank(world, program, ExitStatus::Failed, prepared)?;
+    // -R, -x, -D, -V against the NCCL that loaded: a refusal is a usage error.
+    let options = plan
+        .gpu
+        .against(prepared.nccl_version(), &prepared.nccl_name());
+    let (options, notes) = agree_each_rank(world, program, ExitStatus::Usage, options)?;
     watchdog.begin("NCCL communicator initialisation".into());
     watchdog.enter_call();
-    let connected = nccl::connect(prepared, world).map_err(|e| format!("--backend nccl: {e:#}"));
+    let connected = nccl::connect(prepared, world, &options, notes)
+        .map_err(|e| format!("--backend nccl: {e:#}"));
     watchdog.end();
     let backend = agree_each_rank(world, program, ExitStatus::Failed, connected)?;
     Ok((Box::new(backend), choice))
@@ -146,6 +152,8 @@ pub(super) fn allocate(
     };
     let nranks = processes * plan.gpus_per_process;
     let (send_bytes, recv_bytes) = buffer_bytes(plan, coll, nranks);
+    // -u: nccl-tests pads each buffer by 8 bytes (the widest element) per element of misalignment.
+    let (send_bytes, recv_bytes) = (send_bytes + 8 * plan.unalign, recv_bytes + 8 * plan.unalign);
     // Host staging: the input pattern is built in a host buffer, and -c reads the
     // result back into another.
     let staging = (send_bytes + if plan.check > 0 { recv_bytes } else { 0 }) as u64;

@@ -107,6 +107,12 @@ impl GpuInfo {
     }
 }
 
+/// Bytes in use on the GPU of `ctx` now (total - free), by every process on it.
+pub fn used_bytes(ctx: &CudaContext) -> anyhow::Result<u64> {
+    let (free, total) = ctx.mem_get_info()?;
+    Ok(total.saturating_sub(free) as u64)
+}
+
 /// Free bytes on the GPU of `ctx` now.
 pub fn free_bytes(ctx: &CudaContext) -> anyhow::Result<u64> {
     Ok(ctx.mem_get_info()?.0 as u64)
@@ -118,6 +124,8 @@ pub struct DeviceBuffer {
     ctx: Arc<CudaContext>,
     ptr: sys::CUdeviceptr,
     len: usize,
+    /// Some: from ncclMemAlloc (-R), freed with ncclMemFree.
+    nccl: Option<&'static nccl_lib::Nccl>,
 }
 
 impl DeviceBuffer {
@@ -135,16 +143,41 @@ impl DeviceBuffer {
                     .unwrap_or_else(|_| "unknown".into())
             )
         })?;
-        let buffer = DeviceBuffer {
+        DeviceBuffer {
             ctx: ctx.clone(),
             ptr,
             len,
-        };
-        // SAFETY: the range was just allocated.
-        unsafe { result::memset_d8_sync(ptr, 0, bytes) }?;
+            nccl: None,
+        }
+        .cleared()
+    }
+
+    /// `len` zeroed bytes from ncclMemAlloc (NCCL 2.19+: memory NCCL can register
+    /// and map into symmetric windows), as nccl-tests allocates its buffers.
+    pub fn from_nccl(
+        ctx: &Arc<CudaContext>,
+        nccl: &'static nccl_lib::Nccl,
+        len: usize,
+    ) -> anyhow::Result<DeviceBuffer> {
+        ctx.bind_to_thread()?;
+        let ptr = nccl
+            .mem_alloc(len)
+            .with_context(|| format!("cannot allocate {len} bytes on GPU {}", ctx.ordinal()))?;
+        DeviceBuffer {
+            ctx: ctx.clone(),
+            ptr,
+            len,
+            nccl: Some(nccl),
+        }
+        .cleared()
+    }
+
+    fn cleared(self) -> anyhow::Result<DeviceBuffer> {
+        // SAFETY: the range was just allocated (at least one byte).
+        unsafe { result::memset_d8_sync(self.ptr, 0, self.len.max(1)) }?;
         // A memset of device memory may return before it is done.
-        ctx.synchronize()?;
-        Ok(buffer)
+        self.ctx.synchronize()?;
+        Ok(self)
     }
 
     pub fn context(&self) -> &Arc<CudaContext> {
@@ -202,8 +235,11 @@ impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         // Errors at exit (a GPU already in an error state) are not worth a panic.
         let _ = self.ctx.bind_to_thread();
-        // SAFETY: allocated by malloc_sync and freed once.
-        let _ = unsafe { result::free_sync(self.ptr) };
+        // SAFETY: allocated by malloc_sync (or ncclMemAlloc) and freed once.
+        let _ = match self.nccl {
+            Some(nccl) => unsafe { nccl.mem_free(self.ptr) }.map_err(|e| e.to_string()),
+            None => unsafe { result::free_sync(self.ptr) }.map_err(|e| e.to_string()),
+        };
     }
 }
 

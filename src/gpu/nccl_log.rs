@@ -6,7 +6,10 @@
 //! "via SHM/direct/direct"). Nothing else tells a multi-node run that fell back to
 //! TCP sockets, or that GPUDirect RDMA is off.
 //!
-//! Capture: unless NCCL_DEBUG_FILE is set, NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET,ENV
+//! Its TUNING lines (NCCL 2.22+, rank 0, one per call) give the algorithm and
+//! protocol of each call: `Choice`.
+//!
+//! Capture: unless NCCL_DEBUG_FILE is set, NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING
 //! and NCCL_DEBUG_FILE=<tmp>/fabricbench-nccl-<host>-<pid>.log are set before NCCL
 //! initialises (it reads them once). They stay set (changing the environment once
 //! NCCL's threads run would race with their getenv); the run records the environment
@@ -190,6 +193,88 @@ impl TransportReport {
     }
 }
 
+/// NCCL's choice for one call, from its TUNING log line.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Choice {
+    /// "RING", "TREE", "NVLS", "PAT", ..., "SYMMETRIC" or "COPY_ENGINE".
+    pub algo: String,
+    /// "LL", "LL128", "SIMPLE"; a symmetric kernel's or a copy's name.
+    pub proto: String,
+}
+
+/// NCCL_ALGO_* and NCCL_PROTO_* in index order (2.22 and 2.23 log the numbers).
+const ALGOS: [&str; 7] = [
+    "TREE",
+    "RING",
+    "COLLNET_DIRECT",
+    "COLLNET_CHAIN",
+    "NVLS",
+    "NVLS_TREE",
+    "PAT",
+];
+const PROTOS: [&str; 3] = ["LL", "LL128", "SIMPLE"];
+
+fn by_index(names: &[&str], text: &str) -> String {
+    match text.parse::<usize>() {
+        Ok(i) if i < names.len() => names[i].to_string(),
+        _ => text.to_string(),
+    }
+}
+
+impl Choice {
+    /// One TUNING line's message, as rank 0 of a communicator logs it for each call:
+    /// - 2.24+: "AllReduce: 33554432 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..31}"
+    /// - 2.22, 2.23: "33554432 Bytes -> Algo 1 proto 2 time 373.440002"
+    /// - symmetric kernels: "AllReduce [Symmetric]: 4096 Bytes -> Kernel AllReduce_AGxLL_R nchannels 2 ..."
+    /// - copy engine: "AllGather [Copy Engine]: 8388608 Bytes -> cudaMemcpyBatchAsync"
+    pub fn parse(message: &str) -> Option<Choice> {
+        let (head, tail) = message.split_once(" Bytes -> ")?;
+        head.rsplit([' ', ':']).next()?.parse::<u64>().ok()?;
+        let words: Vec<&str> = tail.split_whitespace().collect();
+        match words.as_slice() {
+            ["Algo", algo, "proto", proto, ..] => Some(Choice {
+                algo: by_index(&ALGOS, algo),
+                proto: by_index(&PROTOS, proto),
+            }),
+            ["Kernel", kernel, ..] => Some(Choice {
+                algo: "SYMMETRIC".into(),
+                proto: kernel.to_string(),
+            }),
+            _ if head.contains("[Copy Engine]") || head.contains("[Hierarchical CE]") => {
+                Some(Choice {
+                    algo: "COPY_ENGINE".into(),
+                    proto: tail.trim().to_string(),
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The choices in an INFO log (or the part of it written since some point).
+pub fn choices(log: &str) -> Vec<Choice> {
+    log.lines()
+        .filter_map(info_message)
+        .filter_map(Choice::parse)
+        .collect()
+}
+
+/// The choice made most often (ties: the first in order), or None.
+pub fn most_frequent(choices: &[Choice]) -> Option<Choice> {
+    let mut counts: Vec<(&Choice, usize)> = Vec::new();
+    for c in choices {
+        match counts.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((c, 1)),
+        }
+    }
+    let best = counts.iter().map(|(_, n)| *n).max()?;
+    counts
+        .into_iter()
+        .find(|(_, n)| *n == best)
+        .map(|(c, _)| c.clone())
+}
+
 /// Expands NCCL_DEBUG_FILE's %h (host name) and %p (pid).
 fn expand(pattern: &str, host: &str, pid: u32) -> String {
     pattern.replace("%h", host).replace("%p", &pid.to_string())
@@ -225,8 +310,9 @@ impl LogCapture {
         };
         std::env::set_var("NCCL_DEBUG", level);
         std::env::set_var("NCCL_DEBUG_FILE", &path);
+        // TUNING: NCCL 2.22+ logs its algorithm and protocol for each call (rank 0 only).
         if std::env::var_os("NCCL_DEBUG_SUBSYS").is_none() {
-            std::env::set_var("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV");
+            std::env::set_var("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV,TUNING");
         }
         LogCapture {
             path,
@@ -240,6 +326,25 @@ impl LogCapture {
 
     pub fn read(&self) -> TransportReport {
         TransportReport::parse(&std::fs::read_to_string(&self.path).unwrap_or_default())
+    }
+
+    /// Bytes NCCL has written so far: where `choices_since` starts reading.
+    pub fn written(&self) -> u64 {
+        std::fs::metadata(&self.path).map_or(0, |m| m.len())
+    }
+
+    /// NCCL's choices logged since byte `from` (lines whole: NCCL's file is line buffered).
+    pub fn choices_since(&self, from: u64) -> Vec<Choice> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut text = String::new();
+        let read = std::fs::File::open(&self.path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(from))?;
+            f.read_to_string(&mut text)
+        });
+        match read {
+            Ok(_) => choices(&text),
+            Err(_) => Vec::new(),
+        }
     }
 }
 
@@ -360,6 +465,76 @@ h:1:1 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via P2P/IPC
             device_names(" [0]mlx5_0:1/IB [1]mlx5_3:1/RoCE [RO] "),
             "mlx5_0:1/IB mlx5_3:1/RoCE [RO]"
         );
+    }
+
+    /// Lines as NCCL 2.27 (enqueue.cc), 2.22 (topoGetAlgoInfo) and the symmetric
+    /// and copy-engine schedulers write them.
+    const TUNING: &str = "\
+gpu01:4242:4242 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}
+gpu01:4242:4242 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}
+gpu01:4242:4242 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo NVLS proto SIMPLE channel{Lo..Hi}={0..15}
+gpu01:4242:4242 [0] NCCL INFO 33554432 Bytes -> Algo 0 proto 2 time 373.440002
+gpu01:4242:4242 [0] NCCL INFO AllReduce [Symmetric]: 4096 Bytes -> Kernel AllReduce_AGxLL_R nchannels 2 nthreads 512 nWorks 2
+gpu01:4242:4242 [0] NCCL INFO AllGather [Copy Engine]: 8388608 Bytes -> cudaMemcpyBatchAsync
+gpu01:4242:4242 [0] NCCL INFO   Algorithm   |             Tree |            Ring |
+gpu01:4242:4242 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+";
+
+    fn choice(algo: &str, proto: &str) -> Choice {
+        Choice {
+            algo: algo.into(),
+            proto: proto.into(),
+        }
+    }
+
+    #[test]
+    fn tuning_lines_of_every_nccl_format() {
+        let all = choices(TUNING);
+        assert_eq!(
+            all,
+            vec![
+                choice("RING", "LL128"),
+                choice("RING", "LL128"),
+                choice("NVLS", "SIMPLE"),
+                choice("TREE", "SIMPLE"),
+                choice("SYMMETRIC", "AllReduce_AGxLL_R"),
+                choice("COPY_ENGINE", "cudaMemcpyBatchAsync"),
+            ]
+        );
+        assert_eq!(most_frequent(&all), Some(choice("RING", "LL128")));
+        assert_eq!(most_frequent(&[]), None);
+        // An index NCCL may add later reads as its number, never as a wrong name.
+        assert_eq!(
+            Choice::parse("8 Bytes -> Algo 9 proto 7 time 1.0"),
+            Some(choice("9", "7"))
+        );
+        assert_eq!(
+            Choice::parse("AllReduce: x Bytes -> Algo RING proto LL"),
+            None
+        );
+        // The transport report ignores them.
+        assert_eq!(TransportReport::parse(TUNING).intra.len(), 1);
+    }
+
+    #[test]
+    fn choices_are_read_from_where_the_timed_loop_began() {
+        let dir = std::env::temp_dir().join(format!("fabricbench-tuning-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("nccl.log");
+        std::fs::write(&path, TUNING.lines().next().unwrap().to_string() + "\n").unwrap();
+        let log = LogCapture {
+            path: path.clone(),
+            remove: true,
+        };
+        let from = log.written();
+        assert_eq!(log.choices_since(0).len(), 1);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text += "h:1:1 [0] NCCL INFO AllGather: 64 Bytes -> Algo PAT proto SIMPLE channel{Lo..Hi}={0..0}\n";
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(log.choices_since(from), vec![choice("PAT", "SIMPLE")]);
+        drop(log);
+        assert!(!path.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

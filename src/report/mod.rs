@@ -71,6 +71,8 @@ pub struct RunInfo {
     pub min_busbw_gbs: Option<f64>,
     /// NCCL_TESTS_SPLIT(_MASK): each group's ranks, by group number; empty: one group.
     pub groups: Vec<(usize, Vec<usize>)>,
+    /// -M 1: nccl-tests' memory line ("GPU memory usage : Initialization ..."), rank 0.
+    pub memory_usage: Option<String>,
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's
@@ -157,6 +159,9 @@ pub struct SizeResult {
     /// Which pass of -N this is (0-based).
     pub cycle: u64,
     pub measurements: Vec<Measurement>,
+    /// NCCL's algorithm and protocol for the timed calls (from its TUNING log); None on mpi.
+    pub nccl_algo: Option<String>,
+    pub nccl_proto: Option<String>,
 }
 
 /// Closing figures of a run.

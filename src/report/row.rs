@@ -76,6 +76,10 @@ pub struct Row {
     /// NCCL_TESTS_SPLIT(_MASK): the groups that ran side by side,
     /// "group:rank,rank;..."; empty for one group.
     pub groups: Option<String>,
+    /// nccl backend: NCCL's algorithm (RING, TREE, NVLS, ...) and protocol (LL,
+    /// LL128, SIMPLE) for the timed calls, from its TUNING log; empty on mpi.
+    pub nccl_algo: Option<String>,
+    pub nccl_proto: Option<String>,
 }
 
 impl ToRows for SizeResult {
@@ -144,6 +148,8 @@ impl Row {
                     .collect();
                 ranks.join(";")
             }),
+            nccl_algo: result.nccl_algo.clone(),
+            nccl_proto: result.nccl_proto.clone(),
             ..Row::of_run(run)
         };
         row.set_limit(limits::binding(&run.limits));
@@ -237,6 +243,8 @@ mod tests {
             busbw_factor: 1.5,
             cycle: 2,
             measurements: vec![m.clone()],
+            nccl_algo: Some("RING".into()),
+            nccl_proto: Some("LL128".into()),
         };
         let row = Row::collective(&run(), &result, &m);
         let expected = Row {
@@ -282,6 +290,8 @@ mod tests {
             launch: Some("stream".into()),
             wrong_ranks: Some("1:2;3:7".into()),
             groups: Some("0:0,2;1:1,3".into()),
+            nccl_algo: Some("RING".into()),
+            nccl_proto: Some("LL128".into()),
             // The verbs columns stay empty.
             ..Row::default()
         };

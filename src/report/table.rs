@@ -21,6 +21,14 @@ pub struct Header {
     pub check: usize,
     /// -G: CUDA graph launches (0: no graph).
     pub graph_launches: usize,
+    /// -u: elements the buffers are misaligned by.
+    pub unalign: usize,
+    /// -m: calls per timed iteration.
+    pub agg_iters: usize,
+    /// -z: 0 to 3, for nccl-tests' "Blocking Enabled" line.
+    pub blocking: u8,
+    /// -p 1: nccl-tests' "Parallel Init Enabled" line.
+    pub parallel_init: bool,
     /// Every rank, in rank order.
     pub ranks: Vec<RankFacts>,
 }
@@ -49,24 +57,31 @@ impl Header {
             Step::Bytes(b) => format!("{b}(bytes)"),
         };
         format!(
-            "nThread 1 nGpus {} minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: 1 validation: {} graph: {}",
+            "nThread 1 nGpus {} minBytes {} maxBytes {} step: {step} warmup iters: {} iters: {} agg iters: {} validation: {} graph: {} unalign: {}",
             self.gpus_per_process,
             self.min_bytes,
             self.max_bytes,
             self.warmup_iters,
             self.iters,
+            self.agg_iters,
             self.check,
-            self.graph_launches
+            self.graph_launches,
+            self.unalign
         )
     }
 }
 
 impl RankFacts {
-    /// "#  Rank  0 Group  0 Pid   1234 on     node-1 device  0 [0000:18:00.0] NVIDIA H200".
+    /// "#  Rank  0 Group  0 Pid   1234 on     node-1 device  0 [0000:18:00] NVIDIA H200":
+    /// the bus id as nccl-tests prints it (domain:bus:device, no function).
     fn line(&self) -> String {
+        let bus = match self.location.rsplit_once('.') {
+            Some((id, function)) if id.matches(':').count() == 2 && function.len() == 1 => id,
+            _ => self.location.as_str(),
+        };
         format!(
-            "#  Rank {:>2} Group {:>2} Pid {:>6} on {:>10} device {:>2} [{}] {}",
-            self.rank, self.group, self.pid, self.host, self.ordinal, self.location, self.name
+            "#  Rank {:>2} Group {:>2} Pid {:>6} on {:>10} device {:>2} [{bus}] {}",
+            self.rank, self.group, self.pid, self.host, self.ordinal, self.name
         )
     }
 }
@@ -100,6 +115,8 @@ pub struct Table<W: Write> {
     best: Option<(f64, u64, Placement)>,
     /// -c: wrong elements of each rank with any, over the run.
     wrong_by_rank: std::collections::BTreeMap<usize, u64>,
+    /// NCCL's algorithm/protocol per size, for the footer: (first size, last size, "RING/LL").
+    tuning: Vec<(u64, u64, String)>,
 }
 
 impl<W: Write> Table<W> {
@@ -109,6 +126,7 @@ impl<W: Write> Table<W> {
             header,
             best: None,
             wrong_by_rank: Default::default(),
+            tuning: Vec::new(),
         }
     }
 
@@ -176,6 +194,22 @@ impl<W: Write> Exporter for Table<W> {
         }
         writeln!(o, "# Collective test starting: {}", run.program)?;
         writeln!(o, "# {}", self.header.settings_line())?;
+        // nccl-tests' lines for -z 1, 2 and 3, word for word.
+        let blocking = match self.header.blocking {
+            1 => Some("wait and barrier after each inner iteration (-m) "),
+            2 => Some("wait after each inner iteration (-m), no barrier "),
+            3 => Some("wait and barrier after each outer iteration (-n); time excludes barrier "),
+            _ => None,
+        };
+        if let Some(what) = blocking {
+            writeln!(o, "# Blocking Enabled: {what}")?;
+        }
+        if self.header.parallel_init {
+            writeln!(
+                o,
+                "# Parallel Init Enabled: threads call into NcclInitRank concurrently "
+            )?;
+        }
         writeln!(
             o,
             "# Transport: {} | library: {} | run id: {}",
@@ -221,6 +255,12 @@ impl<W: Write> Exporter for Table<W> {
             _ => format!(" {t:>pad$}"),
         };
         let o = &mut self.out;
+        // -C 1: nccl-tests labels the time columns "cputime".
+        let time = if run.report_cputime {
+            "cputime"
+        } else {
+            "time"
+        };
         writeln!(
             o,
             "{PREAMBLE_BLANK}    out-of-place                       in-place                       out-of-place per-iteration        in-place per-iteration"
@@ -228,7 +268,7 @@ impl<W: Write> Exporter for Table<W> {
         writeln!(
             o,
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
-            "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", ts(label),
+            "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong", ts(label),
             "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max"
         )?;
         writeln!(
@@ -294,6 +334,13 @@ impl<W: Write> Exporter for Table<W> {
         }
         writeln!(self.out, "{line}{percentiles}")?;
         self.out.flush()?;
+        if let (Some(algo), Some(proto)) = (&r.nccl_algo, &r.nccl_proto) {
+            let choice = format!("{algo}/{proto}");
+            match self.tuning.last_mut() {
+                Some((_, last, c)) if *c == choice => *last = r.size_bytes,
+                _ => self.tuning.push((r.size_bytes, r.size_bytes, choice)),
+            }
+        }
         Ok(())
     }
 
@@ -317,19 +364,17 @@ impl<W: Write> Exporter for Table<W> {
         } else {
             "OK"
         };
-        if run.checked {
-            writeln!(
-                o,
-                "# {:<20} : {} {}",
-                "Out of bounds values", summary.wrong_total, verdict
-            )?;
+        // nccl-tests prints "0 OK" with -c 0 too; parsers read that, and the note says why.
+        let unchecked = if run.checked {
+            ""
         } else {
-            writeln!(
-                o,
-                "# {:<20} : N/A (run with -c 1 to validate)",
-                "Out of bounds values"
-            )?;
-        }
+            " (-c 0: nothing validated)"
+        };
+        writeln!(
+            o,
+            "# {:<20} : {} {verdict}{unchecked}",
+            "Out of bounds values", summary.wrong_total
+        )?;
         let bw_verdict = match run.min_busbw_gbs {
             None => "",
             Some(min) if below_min_busbw(summary.avg_busbw_gbs, min) => "FAILED",
@@ -355,8 +400,24 @@ impl<W: Write> Exporter for Table<W> {
                 placement.name()
             )?;
         }
+        if !self.tuning.is_empty() {
+            let ranges: Vec<String> = self
+                .tuning
+                .iter()
+                .map(|(first, last, choice)| match first == last {
+                    true => format!("{} {choice}", human_bytes(*first)),
+                    false => format!("{}-{} {choice}", human_bytes(*first), human_bytes(*last)),
+                })
+                .collect();
+            writeln!(o, "# {:<20} : {}", "NCCL algo/proto", ranges.join(", "))?;
+        }
         writeln!(o, "#")?;
         writeln!(o, "# Collective test concluded: {}", run.program)?;
+        // -M 1, where nccl-tests prints it: after the conclusion, then "#".
+        if let Some(memory) = &run.memory_usage {
+            writeln!(o, "{memory}")?;
+            writeln!(o, "#")?;
+        }
         o.flush()?;
         Ok(())
     }
@@ -407,6 +468,10 @@ mod tests {
             iters: 20,
             check: 1,
             graph_launches: 0,
+            unalign: 0,
+            agg_iters: 1,
+            blocking: 0,
+            parallel_init: false,
             ranks: vec![RankFacts {
                 rank: 3,
                 pid: 4242,
@@ -419,14 +484,19 @@ mod tests {
         };
         assert_eq!(
             header.settings_line(),
-            "nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0"
+            "nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0"
         );
         header.step = Step::Bytes(1 << 20);
         assert!(header.settings_line().contains(" step: 1048576(bytes) "));
         assert_eq!(
             header.ranks[0].line(),
-            "#  Rank  3 Group  0 Pid   4242 on     node-1 device  1 [0000:18:00.0] NVIDIA H200"
+            "#  Rank  3 Group  0 Pid   4242 on     node-1 device  1 [0000:18:00] NVIDIA H200"
         );
+        let host = RankFacts {
+            location: "host".into(),
+            ..header.ranks[0].clone()
+        };
+        assert!(host.line().ends_with(" device  1 [host] NVIDIA H200"));
         let mut out = Vec::new();
         let run = RunInfo::default();
         Table::new(&mut out, header).start(&run).unwrap();
@@ -436,6 +506,79 @@ mod tests {
             text.contains("\n# Using devices\n#  Rank  3 Group  0 Pid   4242 "),
             "{text}"
         );
+    }
+
+    #[test]
+    fn footer_and_labels_as_nccl_tests_parsers_read_them() {
+        let header = Header {
+            gpus_per_process: 1,
+            min_bytes: 8,
+            max_bytes: 64,
+            step: Step::Factor(2),
+            warmup_iters: 1,
+            iters: 5,
+            check: 0,
+            graph_launches: 0,
+            unalign: 3,
+            agg_iters: 4,
+            blocking: 3,
+            parallel_init: true,
+            ranks: Vec::new(),
+        };
+        let run = RunInfo {
+            program: "all_reduce_perf".into(),
+            report_cputime: true,
+            checked: false,
+            memory_usage: Some("# Host memory usage    : Initialization 1.00 MB".into()),
+            ..RunInfo::default()
+        };
+        let mut out = Vec::new();
+        let mut table = Table::new(&mut out, header);
+        table.start(&run).unwrap();
+        for (size, algo, proto) in [
+            (8, "RING", "LL"),
+            (16, "RING", "LL"),
+            (32, "TREE", "SIMPLE"),
+        ] {
+            let r = SizeResult {
+                collective: "all_reduce".into(),
+                datatype: "float".into(),
+                redop: "sum".into(),
+                root: -1,
+                size_bytes: size,
+                count: size / 4,
+                busbw_factor: 1.0,
+                cycle: 0,
+                measurements: Vec::new(),
+                nccl_algo: Some(algo.into()),
+                nccl_proto: Some(proto.into()),
+            };
+            table.record(&run, &r).unwrap();
+        }
+        table.finish(&run, &Summary::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                " agg iters: 4 validation: 0 graph: 0 unalign: 3\n# Blocking Enabled: wait and barrier \
+                 after each outer iteration (-n); time excludes barrier \n# Parallel Init Enabled: "
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  root  cputime   algbw   busbw  #wrong  cputime "),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n# Out of bounds values : 0 OK (-c 0: nothing validated)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n# NCCL algo/proto      : 8 B-16 B RING/LL, 32 B TREE/SIMPLE\n"),
+            "{text}"
+        );
+        assert!(text.ends_with(
+            "# Collective test concluded: all_reduce_perf\n# Host memory usage    : Initialization 1.00 MB\n#\n"
+        ));
     }
 
     #[test]

@@ -11,10 +11,14 @@
 //! `connect` (every rank together).
 //!
 //! - `open`: the two steps of opening;
-//! - `codes`: NCCL's type and op codes, and the tolerance of its avg.
+//! - `codes`: NCCL's type and op codes, and the tolerance of its avg;
+//! - `options`: nccl-tests' GPU-only flags (-t -p -y -R -x -D -V) and their checks;
+//! - `rank`: one rank's GPU, stream, communicator, buffers and events.
 
 mod codes;
 mod open;
+pub mod options;
+mod rank;
 
 pub use open::{connect, prepare, probe, Prepared};
 
@@ -23,64 +27,15 @@ use super::{
     RankDevice, Slot,
 };
 use crate::datatype::{DataType, RedOp};
-use crate::gpu::nccl_lib::{self, Call, Comm, Nccl};
-use crate::gpu::nccl_log::LogCapture;
-use crate::gpu::{self, DeviceBuffer, GpuInfo};
+use crate::gpu::nccl_lib::{self, Call, Nccl};
+use crate::gpu::nccl_log::{most_frequent, Choice, LogCapture};
+use crate::gpu::{self, DeviceBuffer};
 use anyhow::{bail, Context};
 use codes::{float_avg_tolerance, nccl_op, nccl_type};
-use cudarc::driver::sys::{self, CUevent_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream};
+use cudarc::driver::sys::{self, CUstreamCaptureMode};
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
-use std::sync::Arc;
-
-/// One rank: its GPU, stream, communicator, buffers and timing events.
-struct RankGpu {
-    rank: usize,
-    info: GpuInfo,
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    comm: Comm,
-    send: Option<DeviceBuffer>,
-    recv: Option<DeviceBuffer>,
-    /// Timing events, recorded as `Backend::timer_start`'s `Marks` says.
-    marks: Vec<CudaEvent>,
-    /// Events around `replay`'s launches.
-    replay: Option<(CudaEvent, CudaEvent)>,
-    graph: Option<CudaGraph>,
-}
-
-impl RankGpu {
-    fn buffer(&self, slot: Slot) -> anyhow::Result<&DeviceBuffer> {
-        match slot {
-            Slot::Send => self.send.as_ref(),
-            Slot::Recv => self.recv.as_ref(),
-        }
-        .ok_or_else(|| anyhow::anyhow!("GPU buffers used before alloc"))
-    }
-
-    fn addr(&self, at: BufRef) -> anyhow::Result<u64> {
-        Ok(self.buffer(at.slot)?.at(at.offset))
-    }
-
-    fn timing_event(&self) -> anyhow::Result<CudaEvent> {
-        Ok(self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
-    }
-
-    /// Records `event` on the stream; while capturing, as a graph node that records
-    /// each time the graph runs.
-    fn record(&self, event: &CudaEvent, capturing: bool) -> anyhow::Result<()> {
-        let flags = if capturing {
-            sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32
-        } else {
-            sys::CUevent_record_flags::CU_EVENT_RECORD_DEFAULT as u32
-        };
-        self.ctx.bind_to_thread()?;
-        // SAFETY: event and stream belong to this rank's context and are alive.
-        unsafe { sys::cuEventRecordWithFlags(event.cu_event(), self.stream.cu_stream(), flags) }
-            .result()?;
-        Ok(())
-    }
-}
+use options::{NcclOptions, Register};
+use rank::RankGpu;
 
 pub struct NcclBackend {
     nccl: &'static Nccl,
@@ -93,12 +48,35 @@ pub struct NcclBackend {
     pattern: Marks,
     /// The first error of `mark` (which cannot return one), reported by `timer_read`.
     mark_error: Option<String>,
+    /// -t -p -y -R -x -D -V as used with this library, and what opening noted.
+    options: NcclOptions,
+    notes: Vec<String>,
+    /// Where the log stood when the timed loop began, and NCCL's choices in the
+    /// timed loops since `tuning` was last asked (rank 0 of the job only).
+    tuning_from: u64,
+    tuning_seen: Vec<Choice>,
+    /// -M: GPU memory in use on each GPU before the communicators were made.
+    memory_before_init: Vec<u64>,
     /// Dropped after the communicators: it echoes NCCL's WARN lines at exit.
     log: LogCapture,
 }
 
 fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
     anyhow::anyhow!(e)
+}
+
+/// The header line on where the nccl_algo and nccl_proto columns come from.
+fn tuning_note(version: i32) -> String {
+    let subsys = std::env::var("NCCL_DEBUG_SUBSYS").unwrap_or_default();
+    if version < 2_22_00 {
+        "NCCL algorithm/protocol: not logged by NCCL < 2.22 (columns empty)".into()
+    } else if !subsys.to_ascii_uppercase().contains("TUNING") && !subsys.eq_ignore_ascii_case("ALL")
+    {
+        format!("NCCL algorithm/protocol: not logged (NCCL_DEBUG_SUBSYS={subsys} has no TUNING)")
+    } else {
+        "NCCL algorithm/protocol: from NCCL's TUNING log, one line per call on rank 0 (a host-side write          each call; NCCL_DEBUG_SUBSYS=INIT,NET,ENV turns it off)"
+            .into()
+    }
 }
 
 impl NcclBackend {
@@ -182,11 +160,16 @@ impl Backend for NcclBackend {
                     name: g.info.name.clone(),
                 })
                 .collect(),
-            notes: vec![
-                format!("NCCL library: {}", self.nccl.path()),
-                alltoall.to_string(),
-            ],
-            warnings: report.misconfigurations(self.nodes),
+            notes: [
+                vec![
+                    format!("NCCL library: {}", self.nccl.path()),
+                    alltoall.to_string(),
+                ],
+                self.options.describe(self.nccl.version()),
+                vec![tuning_note(self.nccl.version())],
+            ]
+            .concat(),
+            warnings: [report.misconfigurations(self.nodes), self.notes.clone()].concat(),
         }
     }
 
@@ -206,13 +189,44 @@ impl Backend for NcclBackend {
     }
 
     fn alloc(&mut self, send_bytes: usize, recv_bytes: usize) -> anyhow::Result<()> {
+        self.deregister();
+        let nccl = self.nccl;
+        let register = self.options.register;
         for g in &mut self.gpus {
             g.send = None;
             g.recv = None;
-            g.send = Some(DeviceBuffer::zeroed(&g.ctx, send_bytes)?);
-            g.recv = Some(DeviceBuffer::zeroed(&g.ctx, recv_bytes)?);
+            let buffer = |len| match register {
+                // As nccl-tests (2.19+): ncclMemAlloc, which registration and windows want.
+                Register::Local | Register::Symmetric => DeviceBuffer::from_nccl(&g.ctx, nccl, len),
+                Register::Off => DeviceBuffer::zeroed(&g.ctx, len),
+            };
+            g.send = Some(buffer(send_bytes)?);
+            g.recv = Some(buffer(recv_bytes)?);
         }
-        Ok(())
+        if register == Register::Off {
+            return Ok(());
+        }
+        // As nccl-tests: every GPU's registrations in one group (windows are collective).
+        let window = register == Register::Symmetric;
+        let mut made = Vec::new();
+        let grouped = self.grouped(|| {
+            for (i, g) in self.gpus.iter().enumerate() {
+                g.ctx.bind_to_thread()?;
+                for slot in [Slot::Send, Slot::Recv] {
+                    let b = g.buffer(slot)?;
+                    // SAFETY: the whole of a live allocation of this communicator's GPU.
+                    let r = unsafe { self.nccl.register(g.comm, b.at(0), b.len().max(1), window) }
+                        .map_err(nccl_error)
+                        .with_context(|| format!("rank {} on {}", g.rank, g.info.describe()))?;
+                    made.push((i, r));
+                }
+            }
+            Ok(())
+        });
+        for (i, r) in made {
+            self.gpus[i].registrations.push(r);
+        }
+        grouped
     }
 
     fn write(&mut self, at: BufRef, data: &[u8]) -> anyhow::Result<()> {
@@ -447,6 +461,9 @@ impl Backend for NcclBackend {
     }
 
     fn timer_start(&mut self, iterations: usize, marks: Marks) -> anyhow::Result<()> {
+        if self.logs_tuning() {
+            self.tuning_from = self.log.written();
+        }
         for g in &mut self.gpus {
             while g.marks.len() < marks.count(iterations) {
                 let event = g.timing_event()?;
@@ -501,12 +518,53 @@ impl Backend for NcclBackend {
             total = total.max(seconds);
             g.graph = None;
         }
+        if self.logs_tuning() {
+            let seen = self.log.choices_since(self.tuning_from);
+            self.tuning_seen.extend(seen);
+        }
         Ok(total)
+    }
+
+    fn tuning(&mut self) -> Option<(String, String)> {
+        most_frequent(&std::mem::take(&mut self.tuning_seen)).map(|c| (c.algo, c.proto))
+    }
+
+    fn memory_in_use(&self) -> Vec<u64> {
+        self.gpus
+            .iter()
+            .map(|g| gpu::used_bytes(&g.ctx).unwrap_or(0))
+            .collect()
+    }
+
+    fn memory_before_init(&self) -> Option<Vec<u64>> {
+        Some(self.memory_before_init.clone())
+    }
+}
+
+impl NcclBackend {
+    /// Undoes -R's registrations (before the buffers or communicators go).
+    fn deregister(&mut self) {
+        for g in &mut self.gpus {
+            let _ = g.ctx.bind_to_thread();
+            let _ = g.stream.synchronize();
+            for r in g.registrations.drain(..) {
+                // SAFETY: made by `register` on this live communicator, undone once.
+                if let Err(e) = unsafe { self.nccl.deregister(g.comm, &r) } {
+                    eprintln!("rank {}: {e}", g.rank);
+                }
+            }
+        }
+    }
+
+    /// Whether this process holds rank 0 of the job, the one NCCL logs its choices on.
+    fn logs_tuning(&self) -> bool {
+        self.gpus.first().is_some_and(|g| g.rank == 0)
     }
 }
 
 impl Drop for NcclBackend {
     fn drop(&mut self) {
+        self.deregister();
         for g in &self.gpus {
             let _ = g.ctx.bind_to_thread();
             let _ = g.stream.synchronize();

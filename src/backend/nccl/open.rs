@@ -2,14 +2,15 @@
 //! rank stops every rank before NCCL's collective initialisation: `prepare` (local)
 //! and `connect` (every rank together).
 
+use super::options::NcclOptions;
 use super::{nccl_error, NcclBackend, RankGpu};
 use crate::backend::Marks;
-use crate::gpu::nccl_lib::{self, Nccl};
+use crate::gpu::nccl_lib::{self, Comm, Nccl};
 use crate::gpu::nccl_log::LogCapture;
 use crate::gpu::{self, GpuInfo};
 use crate::job::world::World;
 use anyhow::{bail, Context};
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::CudaContext;
 use cudarc::nccl::sys::ncclUniqueId;
 use std::path::Path;
 use std::sync::Arc;
@@ -25,18 +26,41 @@ struct PreparedGpu {
     rank: usize,
     info: GpuInfo,
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
 }
 
-/// The local half of opening: libraries found, GPUs opened, streams created.
+/// The local half of opening: libraries found, GPUs opened.
 pub struct Prepared {
     nccl: &'static Nccl,
     gpus: Vec<PreparedGpu>,
     nranks: usize,
 }
 
+impl Prepared {
+    /// NCCL_VERSION_CODE of the library that loaded.
+    pub fn nccl_version(&self) -> i32 {
+        self.nccl.version()
+    }
+
+    /// "NCCL 2.21.5".
+    pub fn nccl_name(&self) -> String {
+        self.nccl.version_string()
+    }
+}
+
+/// NCCL_TESTS_DEVICE, as nccl-tests reads it: the first GPU of every process
+/// (GPUs first..first+g-1) instead of local_rank*g.
+fn first_device() -> anyhow::Result<Option<usize>> {
+    match std::env::var("NCCL_TESTS_DEVICE") {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) => Ok(Some(n)),
+            Err(_) => bail!("NCCL_TESTS_DEVICE={v}: use a GPU number (0, 1, ...) or unset it"),
+        },
+    }
+}
+
 /// Opens this process's GPUs: ranks rank*g .. rank*g+g-1 of world.size*g, on GPUs
-/// local_rank*g .. local_rank*g+g-1 of this node.
+/// local_rank*g .. local_rank*g+g-1 of this node (from NCCL_TESTS_DEVICE when set).
 pub fn prepare(
     world: &World,
     nccl_lib: Option<&Path>,
@@ -44,27 +68,32 @@ pub fn prepare(
 ) -> anyhow::Result<Prepared> {
     let nccl = probe(nccl_lib).map_err(anyhow::Error::msg)?;
     let visible = gpu::driver()?;
-    let needed = world.local_size * gpus_per_process;
+    let first = first_device()?;
+    let base = first.unwrap_or(world.local_rank * gpus_per_process);
+    let needed = base + gpus_per_process;
     if needed > visible {
-        bail!(
-            "{} ranks on this node x -g {gpus_per_process} need {needed} GPUs but {visible} are visible; \
-             start fewer ranks per node or lower -g/--ngpus",
-            world.local_size
-        );
+        match first {
+            Some(f) => bail!(
+                "NCCL_TESTS_DEVICE={f} with -g {gpus_per_process} needs GPUs {f}..{} but {visible} are visible; \
+                 lower NCCL_TESTS_DEVICE or -g/--ngpus",
+                needed - 1
+            ),
+            None => bail!(
+                "{} ranks on this node x -g {gpus_per_process} need {} GPUs but {visible} are visible; \
+                 start fewer ranks per node or lower -g/--ngpus",
+                world.local_size,
+                world.local_size * gpus_per_process
+            ),
+        }
     }
     let mut gpus = Vec::with_capacity(gpus_per_process);
     for j in 0..gpus_per_process {
-        let ordinal = world.local_rank * gpus_per_process + j;
-        let ctx = gpu::open(ordinal)?;
+        let ctx = gpu::open(base + j)?;
         let info = GpuInfo::of(&ctx)?;
-        let stream = ctx
-            .new_stream()
-            .with_context(|| format!("{}: cannot create a stream", info.describe()))?;
         gpus.push(PreparedGpu {
             rank: world.rank * gpus_per_process + j,
             info,
             ctx,
-            stream,
         });
     }
     Ok(Prepared {
@@ -74,10 +103,68 @@ pub fn prepare(
     })
 }
 
+/// A communicator handle crossing into an initialisation thread (-p 1).
+struct SendComm(Comm);
+// SAFETY: NCCL communicators may be created and used from any thread.
+unsafe impl Send for SendComm {}
+
+/// The communicators of `gpus`, as nccl-tests' initComms: ncclCommInitRankConfig
+/// with its config, in one group; with -p 1 each from its own thread, concurrently.
+fn init_comms(
+    nccl: &'static Nccl,
+    gpus: &[PreparedGpu],
+    nranks: usize,
+    id: ncclUniqueId,
+    options: &NcclOptions,
+) -> anyhow::Result<Vec<Result<Comm, nccl_lib::NcclError>>> {
+    let cta = options.cta_policy;
+    if options.parallel_init {
+        let threads: Vec<_> = gpus
+            .iter()
+            .map(|g| {
+                let (ctx, rank) = (g.ctx.clone(), g.rank);
+                std::thread::spawn(move || -> anyhow::Result<Result<SendComm, _>> {
+                    ctx.bind_to_thread()?;
+                    Ok(nccl
+                        .comm_init_rank_config(nranks, id, rank, cta)
+                        .map(SendComm))
+                })
+            })
+            .collect();
+        let mut comms = Vec::with_capacity(threads.len());
+        for t in threads {
+            let made = t
+                .join()
+                .map_err(|_| anyhow::anyhow!("an initialisation thread (-p 1) panicked"))??;
+            comms.push(made.map(|c| c.0));
+        }
+        return Ok(comms);
+    }
+    let grouped = gpus.len() > 1;
+    if grouped {
+        nccl.group_start().map_err(nccl_error)?;
+    }
+    let mut comms = Vec::with_capacity(gpus.len());
+    for g in gpus {
+        g.ctx.bind_to_thread()?;
+        comms.push(nccl.comm_init_rank_config(nranks, id, g.rank, cta));
+    }
+    if grouped {
+        nccl.group_end().map_err(nccl_error)?;
+    }
+    Ok(comms)
+}
+
 /// The collective half of opening, called by every rank together: NCCL's unique id
-/// from rank 0, the communicators, and one small all-reduce so that NCCL (which
-/// connects lazily since 2.22) has chosen and logged its transports.
-pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend> {
+/// from rank 0, the streams (-y), the communicators, and one small all-reduce so
+/// that NCCL (which connects lazily since 2.22) has chosen and logged its transports.
+/// `notes`: what checking the options against the library found, for the header.
+pub fn connect(
+    prepared: Prepared,
+    world: &World,
+    options: &NcclOptions,
+    notes: Vec<String>,
+) -> anyhow::Result<NcclBackend> {
     let Prepared { nccl, gpus, nranks } = prepared;
     let log = LogCapture::start();
     let mine: Vec<u8> = if world.is_root() {
@@ -102,18 +189,11 @@ pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend>
         *dst = *src as std::ffi::c_char;
     }
 
-    let grouped = gpus.len() > 1;
-    if grouped {
-        nccl.group_start().map_err(nccl_error)?;
-    }
-    let mut comms = Vec::with_capacity(gpus.len());
-    for g in &gpus {
-        g.ctx.bind_to_thread()?;
-        comms.push(nccl.comm_init_rank(nranks, id, g.rank).map_err(nccl_error));
-    }
-    if grouped {
-        nccl.group_end().map_err(nccl_error)?;
-    }
+    let memory_before_init = gpus
+        .iter()
+        .map(|g| gpu::used_bytes(&g.ctx).unwrap_or(0))
+        .collect();
+    let comms = init_comms(nccl, &gpus, nranks, id, options)?;
     let mut backend = NcclBackend {
         nccl,
         gpus: Vec::with_capacity(gpus.len()),
@@ -123,18 +203,38 @@ pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend>
         next_mark: 0,
         pattern: Marks::Chained,
         mark_error: None,
+        options: options.clone(),
+        notes,
+        tuning_from: 0,
+        tuning_seen: Vec::new(),
+        memory_before_init,
         log,
     };
     for (g, comm) in gpus.into_iter().zip(comms) {
-        let comm = comm.with_context(|| format!("rank {} on {}", g.rank, g.info.describe()))?;
+        let at = || format!("rank {} on {}", g.rank, g.info.describe());
+        let comm = comm.map_err(nccl_error).with_context(at)?;
+        // SAFETY: a communicator just created (non-blocking ones may still be working).
+        unsafe { nccl.wait_ready(comm) }
+            .map_err(nccl_error)
+            .with_context(at)?;
+        g.ctx.bind_to_thread()?;
+        // -y 1: the legacy NULL stream, as nccl-tests' streamnull; else a non-blocking one.
+        let stream = match options.stream_null {
+            true => g.ctx.default_stream(),
+            false => g
+                .ctx
+                .new_stream()
+                .with_context(|| format!("{}: cannot create a stream", g.info.describe()))?,
+        };
         backend.gpus.push(RankGpu {
             rank: g.rank,
             info: g.info,
             ctx: g.ctx,
-            stream: g.stream,
+            stream,
             comm,
             send: None,
             recv: None,
+            registrations: Vec::new(),
             marks: Vec::new(),
             replay: None,
             graph: None,
