@@ -7,7 +7,7 @@
 use super::{
     Backend, BackendInfo, BackendKind, BufRef, HostClock, MemoryBudget, OpArgs, RankDevice, Slot,
 };
-use crate::datatype::{divide_in_place, DataType, RedOp};
+use crate::datatype::{divide_in_place, premul_scalar, scale_in_place, DataType, RedOp, F8E4M3, F8E5M2};
 use crate::job::world::World;
 use anyhow::{bail, Context};
 use half::{bf16, f16};
@@ -55,8 +55,12 @@ pub struct MpiBackend {
     send: HostBuffer,
     recv: HostBuffer,
     clock: HostClock,
-    /// Reductions MPI lacks for half and bfloat16, indexed [half|bf16][sum|prod|max|min].
-    half_ops: [[ffi::MPI_Op; 4]; 2],
+    /// Reductions MPI lacks for the narrow floats, indexed
+    /// [half|bf16|f8e4m3|f8e5m2][sum|prod|max|min].
+    half_ops: [[ffi::MPI_Op; 4]; 4],
+    /// alltoallv's send counts, send displacements, receive counts and receive
+    /// displacements (elements), rank after rank: filled per call, never reallocated.
+    v_counts: Vec<c_int>,
 }
 
 fn check(code: c_int, call: &str) -> anyhow::Result<()> {
@@ -71,7 +75,8 @@ fn mpi_datatype(dtype: DataType) -> ffi::MPI_Datatype {
     unsafe {
         match dtype {
             DataType::Int8 => ffi::RSMPI_INT8_T,
-            DataType::Uint8 => ffi::RSMPI_UINT8_T,
+            // 8-bit floats travel as bytes; their reductions are user ops.
+            DataType::Uint8 | DataType::F8e4m3 | DataType::F8e5m2 => ffi::RSMPI_UINT8_T,
             DataType::Int32 => ffi::RSMPI_INT32_T,
             DataType::Uint32 => ffi::RSMPI_UINT32_T,
             DataType::Int64 => ffi::RSMPI_INT64_T,
@@ -84,7 +89,7 @@ fn mpi_datatype(dtype: DataType) -> ffi::MPI_Datatype {
     }
 }
 
-/// 16-bit floats reduced in f32, as GPUs do.
+/// 16- and 8-bit floats reduced in f32, as GPUs do.
 trait Float16: Copy {
     fn widen(self) -> f32;
     fn narrow(v: f32) -> Self;
@@ -103,6 +108,23 @@ impl Float16 for bf16 {
     }
     fn narrow(v: f32) -> Self {
         bf16::from_f32(v)
+    }
+}
+
+impl Float16 for F8E4M3 {
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(v: f32) -> Self {
+        F8E4M3::from_f32(v)
+    }
+}
+impl Float16 for F8E5M2 {
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(v: f32) -> Self {
+        F8E5M2::from_f32(v)
     }
 }
 
@@ -162,13 +184,20 @@ impl MpiBackend {
             send: HostBuffer::default(),
             recv: HostBuffer::default(),
             clock: HostClock::default(),
-            half_ops: [float16_ops::<f16>()?, float16_ops::<bf16>()?],
+            half_ops: [
+                float16_ops::<f16>()?,
+                float16_ops::<bf16>()?,
+                float16_ops::<F8E4M3>()?,
+                float16_ops::<F8E5M2>()?,
+            ],
+            v_counts: vec![0; 4 * world.size],
         })
     }
 
     fn mpi_op(&self, dtype: DataType, op: RedOp) -> ffi::MPI_Op {
         let index = match op {
-            RedOp::Sum | RedOp::Avg => OP_SUM,
+            // mulsum: `premultiply` has scaled this rank's input; the rest is a sum.
+            RedOp::Sum | RedOp::Avg | RedOp::Mulsum => OP_SUM,
             RedOp::Prod => OP_PROD,
             RedOp::Max => OP_MAX,
             RedOp::Min => OP_MIN,
@@ -176,6 +205,8 @@ impl MpiBackend {
         match dtype {
             DataType::Half => self.half_ops[0][index],
             DataType::Bfloat16 => self.half_ops[1][index],
+            DataType::F8e4m3 => self.half_ops[2][index],
+            DataType::F8e5m2 => self.half_ops[3][index],
             // SAFETY: reading rsmpi's exported handles.
             _ => unsafe {
                 [
@@ -551,6 +582,116 @@ impl Backend for MpiBackend {
             }
         };
         check(code, "MPI_Sendrecv")
+    }
+
+    fn alltoallv(
+        &mut self,
+        args: &OpArgs,
+        peer: &dyn Fn(usize, usize) -> usize,
+    ) -> anyhow::Result<()> {
+        let n = self.nranks;
+        let (mut sent, mut received) = (0usize, 0usize);
+        for p in 0..n {
+            let (s, r) = (peer(self.rank, p), peer(p, self.rank));
+            let int = |v: usize| {
+                c_int::try_from(v).map_err(|_| {
+                    anyhow::anyhow!("alltoallv: {v} elements exceed MPI's int count limit (2^31-1); lower -e/--maxbytes")
+                })
+            };
+            self.v_counts[p] = int(s)?;
+            self.v_counts[n + p] = int(sent)?;
+            self.v_counts[2 * n + p] = int(r)?;
+            self.v_counts[3 * n + p] = int(received)?;
+            sent += s;
+            received += r;
+        }
+        let dt = mpi_datatype(args.dtype);
+        let recv = self.ptr(args.recv);
+        let send = if args.in_place {
+            // MPI forbids aliased buffers: in place, the send stream is copied to the
+            // send buffer (unused in place, and sized for the largest rank's stream).
+            let staging = BufRef {
+                slot: Slot::Send,
+                offset: 0,
+                ..args.send
+            };
+            self.copy(args.send, staging, sent * args.dtype.size())?;
+            self.ptr(staging) as *const c_void
+        } else {
+            self.ptr(args.send) as *const c_void
+        };
+        let v = self.v_counts.as_ptr();
+        // SAFETY: counts and displacements describe regions inside the buffers that
+        // alloc sized for the largest rank's totals.
+        check(
+            unsafe {
+                ffi::MPI_Alltoallv(
+                    send,
+                    v,
+                    v.add(n),
+                    dt,
+                    recv,
+                    v.add(2 * n),
+                    v.add(3 * n),
+                    dt,
+                    self.comm,
+                )
+            },
+            "MPI_Alltoallv",
+        )
+    }
+
+    fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let dt = mpi_datatype(args.dtype);
+        let (send, recv) = (self.ptr(args.send), self.ptr(args.recv));
+        // SAFETY: both regions hold `n` elements inside the buffers; status ignored.
+        check(
+            unsafe {
+                ffi::MPI_Sendrecv(
+                    send,
+                    n,
+                    dt,
+                    peer as c_int,
+                    1,
+                    recv,
+                    n,
+                    dt,
+                    peer as c_int,
+                    1,
+                    self.comm,
+                    ffi::RSMPI_STATUS_IGNORE,
+                )
+            },
+            "MPI_Sendrecv",
+        )
+    }
+
+    fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
+        let (src, dst) = (self.ptr(from) as *const u8, self.ptr(to) as *mut u8);
+        // SAFETY: both regions lie inside the buffers; copy handles overlap.
+        unsafe { std::ptr::copy(src, dst, bytes) };
+        Ok(())
+    }
+
+    fn rank_of(&self, _device: usize) -> usize {
+        self.rank
+    }
+
+    fn nranks(&self) -> usize {
+        self.nranks
+    }
+
+    fn premultiply(&mut self, args: &OpArgs, elements: usize) -> anyhow::Result<()> {
+        let scalar = premul_scalar(self.rank);
+        if args.op == RedOp::Mulsum && scalar != 1.0 {
+            let start = self.ptr(args.send) as *mut u8;
+            // SAFETY: this rank's send region lies inside its buffers.
+            let data =
+                unsafe { std::slice::from_raw_parts_mut(start, elements * args.dtype.size()) };
+            scale_in_place(args.dtype, data, scalar);
+        }
+        Ok(())
     }
 
     fn synchronize(&mut self) -> anyhow::Result<()> {

@@ -66,9 +66,12 @@ fn run(
     let env = relevant_env();
     let nranks = world.size * plan.gpus_per_process;
     let roots = plan.root_list(nranks, coll.rooted())?;
+    coll.check(nranks, plan.min_bytes, plan.max_bytes)
+        .map_err(Failure::Usage)?;
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     let (mut backend, choice) = open::open_backend(world, program, args, plan, &watchdog)?;
+    let plan = &open::supported_plan(world, program, args, plan, &*backend)?;
     // The exchanges of the setup (memory, header facts, limits, output files) are
     // watched as one call: a rank stopped here ends the job within -T too.
     watchdog.begin("setup: buffers, header facts, limits and output files".into());

@@ -90,6 +90,9 @@ struct Fns {
     alltoall: Option<SymmetricFn>,
     gather: Option<RootedFn>,
     scatter: Option<RootedFn>,
+    /// ncclRedOpCreatePreMulSum (2.11+); the op comes back as a raw handle.
+    premulsum: Option<unsafe extern "C" fn(*mut u32, *mut c_void, ncclDataType_t, c_int, Comm) -> Res>,
+    red_op_destroy: Option<unsafe extern "C" fn(ncclRedOp_t, Comm) -> Res>,
 }
 
 /// A loaded NCCL library.
@@ -195,6 +198,8 @@ impl Nccl {
                 alltoall: optional(&lib, "ncclAlltoAll"),
                 gather: optional(&lib, "ncclGather"),
                 scatter: optional(&lib, "ncclScatter"),
+                premulsum: optional(&lib, "ncclRedOpCreatePreMulSum"),
+                red_op_destroy: optional(&lib, "ncclRedOpDestroy"),
             }
         };
         let mut version: c_int = 0;
@@ -481,6 +486,53 @@ impl Nccl {
             c.stream,
         );
         self.check("ncclRecv", code, Some(c.comm))
+    }
+
+    /// Whether the library has PreMulSum ops (2.11+): mulsum.
+    pub fn has_premulsum(&self) -> bool {
+        self.fns.premulsum.is_some() && self.fns.red_op_destroy.is_some()
+    }
+
+    /// A PreMulSum op of `dtype` on `comm`, multiplying by the host value whose bytes
+    /// are `scalar` (read at creation: ncclScalarHostImmediate). The communicator's
+    /// first user op is ncclNumOps, the one handle this backend keeps alive at a
+    /// time, as nccl-tests does; any other handle is refused.
+    ///
+    /// # Safety
+    /// `comm` is a live communicator with no other user op alive.
+    pub unsafe fn premulsum(
+        &self,
+        scalar: &mut [u8; 8],
+        dtype: ncclDataType_t,
+        comm: Comm,
+    ) -> Result<ncclRedOp_t, NcclError> {
+        let create = self.fns.premulsum.ok_or_else(|| NcclError {
+            call: "ncclRedOpCreatePreMulSum",
+            code: 5,
+            text: "missing before NCCL 2.11".into(),
+            detail: String::new(),
+        })?;
+        let mut op: u32 = 0;
+        let code = create(&mut op, scalar.as_mut_ptr() as *mut c_void, dtype, 1, comm);
+        self.check("ncclRedOpCreatePreMulSum", code, Some(comm))?;
+        match op == ncclRedOp_t::ncclNumOps as u32 {
+            true => Ok(ncclRedOp_t::ncclNumOps),
+            false => Err(NcclError {
+                call: "ncclRedOpCreatePreMulSum",
+                code: 5,
+                text: format!("returned op {op}, not the communicator's first user op"),
+                detail: String::new(),
+            }),
+        }
+    }
+
+    /// # Safety
+    /// `op` came from `premulsum` on the live `comm`.
+    pub unsafe fn red_op_destroy(&self, op: ncclRedOp_t, comm: Comm) -> Result<(), NcclError> {
+        match self.fns.red_op_destroy {
+            Some(f) => self.check("ncclRedOpDestroy", f(op, comm), Some(comm)),
+            None => Ok(()),
+        }
     }
 
     /// ncclAlltoAll (NCCL 2.28+); None where the library lacks it.

@@ -21,7 +21,7 @@ pub use open::{connect, prepare, probe, Prepared};
 use super::{
     Backend, BackendInfo, BackendKind, BufRef, CollectiveId, MemoryBudget, OpArgs, RankDevice, Slot,
 };
-use crate::datatype::{DataType, RedOp};
+use crate::datatype::{fill, premul_scalar, DataType, RedOp};
 use crate::gpu::nccl_lib::{self, Call, Comm, Nccl};
 use crate::gpu::nccl_log::LogCapture;
 use crate::gpu::{self, DeviceBuffer, GpuInfo};
@@ -46,6 +46,8 @@ struct RankGpu {
     /// Events around `replay`'s launches.
     replay: Option<(CudaEvent, CudaEvent)>,
     graph: Option<CudaGraph>,
+    /// The datatype of the PreMulSum op alive on `comm` (mulsum), if any.
+    premul: std::cell::Cell<Option<DataType>>,
 }
 
 impl RankGpu {
@@ -129,15 +131,36 @@ impl NcclBackend {
         &self.gpus[args.send.device]
     }
 
+    /// NCCL's op for `args`: mulsum's PreMulSum op of this rank's scalar, created
+    /// when the datatype changes (one user op alive per communicator).
+    fn op(&self, g: &RankGpu, args: &OpArgs) -> anyhow::Result<ncclRedOp_t> {
+        if args.op != RedOp::Mulsum || g.premul.get() == Some(args.dtype) {
+            return Ok(nccl_op(args.op));
+        }
+        if g.premul.take().is_some() {
+            // SAFETY: the op alive on this live communicator; its calls are enqueued.
+            unsafe { self.nccl.red_op_destroy(ncclRedOp_t::ncclNumOps, g.comm) }
+                .map_err(nccl_error)?;
+        }
+        let mut scalar = [0u8; 8];
+        fill(args.dtype, &mut scalar[..args.dtype.size()], |_| premul_scalar(g.rank));
+        // SAFETY: a live communicator with no user op alive (destroyed above).
+        let op = unsafe { self.nccl.premulsum(&mut scalar, nccl_type(args.dtype), g.comm) }
+            .map_err(nccl_error)?;
+        g.premul.set(Some(args.dtype));
+        Ok(op)
+    }
+
     fn call(&self, args: &OpArgs) -> anyhow::Result<(Call, usize)> {
         let g = self.gpu(args);
+        let op = self.op(g, args)?;
         Ok((
             Call {
                 send: g.addr(args.send)?,
                 recv: g.addr(args.recv)?,
                 count: args.count,
                 dtype: nccl_type(args.dtype),
-                op: nccl_op(args.op),
+                op,
                 root: args.root,
                 comm: g.comm,
                 stream: g.stream.cu_stream(),
@@ -330,6 +353,104 @@ impl Backend for NcclBackend {
         })
     }
 
+    fn alltoallv(
+        &mut self,
+        args: &OpArgs,
+        peer: &dyn Fn(usize, usize) -> usize,
+    ) -> anyhow::Result<()> {
+        let (c, rank) = self.call(args)?;
+        let elt = args.dtype.size() as u64;
+        let (mut send_at, mut recv_at) = (c.send, c.recv);
+        // As nccl-tests: one group, a send and a receive per peer with data.
+        self.grouped(|| {
+            for p in 0..self.nranks {
+                let (s, r) = (peer(rank, p), peer(p, rank));
+                // SAFETY: consecutive segments inside buffers sized for the largest totals.
+                unsafe {
+                    if s > 0 {
+                        let sc = Call { count: s, ..c };
+                        self.nccl.send(&sc, send_at, p).map_err(nccl_error)?;
+                    }
+                    if r > 0 {
+                        let rc = Call { count: r, ..c };
+                        self.nccl.recv(&rc, recv_at, p).map_err(nccl_error)?;
+                    }
+                }
+                send_at += s as u64 * elt;
+                recv_at += r as u64 * elt;
+            }
+            Ok(())
+        })
+    }
+
+    fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
+        let (c, _) = self.call(args)?;
+        self.grouped(|| {
+            // SAFETY: as above.
+            unsafe {
+                self.nccl.send(&c, c.send, peer).map_err(nccl_error)?;
+                self.nccl.recv(&c, c.recv, peer).map_err(nccl_error)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
+        let g = &self.gpus[from.device];
+        let (src, dst) = (g.addr(from)?, g.addr(to)?);
+        if src == dst || bytes == 0 {
+            return Ok(());
+        }
+        g.ctx.bind_to_thread()?;
+        // SAFETY: both regions lie in this GPU's buffers; ordered on its stream.
+        unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, g.stream.cu_stream()) }.result()?;
+        Ok(())
+    }
+
+    fn rank_of(&self, device: usize) -> usize {
+        self.gpus[device].rank
+    }
+
+    fn nranks(&self) -> usize {
+        self.nranks
+    }
+
+    /// fp8 needs NCCL 2.24 and sm90 on every GPU, mulsum NCCL 2.11, as nccl-tests.
+    fn supports_datatype(&self, dtype: DataType) -> Result<(), String> {
+        if !matches!(dtype, DataType::F8e4m3 | DataType::F8e5m2) {
+            return Ok(());
+        }
+        if self.nccl.version() < 22400 {
+            return Err(format!(
+                "-d/--datatype {dtype}: {} has no 8-bit floats (NCCL 2.24+); load a newer NCCL with --nccl-lib, or use -d half",
+                self.nccl.version_string()
+            ));
+        }
+        let major = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
+        for g in &self.gpus {
+            match g.ctx.attribute(major) {
+                Ok(m) if m >= 9 => {}
+                _ => {
+                    return Err(format!(
+                        "-d/--datatype {dtype}: {} is older than sm90, where NCCL has no 8-bit floats; use -d half or bfloat16",
+                        g.info.describe()
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn supports_op(&self, op: RedOp) -> Result<(), String> {
+        match op == RedOp::Mulsum && !self.nccl.has_premulsum() {
+            true => Err(format!(
+                "-o/--op mulsum: {} has no PreMulSum op (NCCL 2.11+); load a newer NCCL with --nccl-lib",
+                self.nccl.version_string()
+            )),
+            false => Ok(()),
+        }
+    }
+
     fn group_start(&mut self) -> anyhow::Result<()> {
         self.nccl.group_start().map_err(nccl_error)
     }
@@ -339,7 +460,10 @@ impl Backend for NcclBackend {
     }
 
     fn checks_in_place(&self, collective: CollectiveId) -> bool {
-        !matches!(collective, CollectiveId::AlltoAll | CollectiveId::SendRecv)
+        !matches!(
+            collective,
+            CollectiveId::AlltoAll | CollectiveId::SendRecv | CollectiveId::AlltoAllv
+        )
     }
 
     fn tolerance(&self, dtype: DataType, op: RedOp, nranks: usize) -> f64 {
@@ -501,6 +625,10 @@ impl Drop for NcclBackend {
         for g in &self.gpus {
             let _ = g.ctx.bind_to_thread();
             let _ = g.stream.synchronize();
+            if g.premul.get().is_some() {
+                // SAFETY: the op alive on this communicator, its calls completed.
+                let _ = unsafe { self.nccl.red_op_destroy(ncclRedOp_t::ncclNumOps, g.comm) };
+            }
             // SAFETY: each communicator is destroyed once, after its work completed.
             if let Err(e) = unsafe { self.nccl.comm_destroy(g.comm) } {
                 eprintln!("rank {}: {e}", g.rank);

@@ -136,6 +136,7 @@ pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend>
             marks: Vec::new(),
             replay: None,
             graph: None,
+            premul: std::cell::Cell::new(None),
         });
     }
     backend.first_connection()?;
