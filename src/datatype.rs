@@ -285,6 +285,9 @@ fn f8_encode(v: f32, mant_bits: u32, bias: i32, max_code: u8) -> u8 {
         return 0x7F;
     }
     let sign = if v.is_sign_negative() { 0x80 } else { 0 };
+    if v.is_infinite() {
+        return sign | max_code;
+    }
     let m = mant_bits as i32;
     // a's binade from the f32 exponent bits (the subnormals' below the smallest normal).
     let binade = ((v.to_bits() >> 23) & 0xFF) as i32 - 127;

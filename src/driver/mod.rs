@@ -48,10 +48,25 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
         let args = parsed?;
         let plan = args.plan()?;
         if args.pairs.all_pairs {
-            return crate::allpairs::mpi::run(world, collective, &args, &plan, program);
+            return all_pairs(world, collective, &args, &plan, program);
         }
         run(world, collective, &args, &plan, program)
     })
+}
+
+/// `--all-pairs` on the backend `--backend` picks (watched from before it opens:
+/// NCCL's initialisation is a collective that can hang).
+fn all_pairs(
+    world: &World,
+    coll: &dyn Collective,
+    args: &CollArgs,
+    plan: &Plan,
+    program: &str,
+) -> Result<ExitStatus, Failure> {
+    let setup = crate::allpairs::backend::prepare(world, coll, args, plan, program)?;
+    let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog)?;
+    crate::allpairs::backend::run(world, &mut *backend, plan, &setup, &watchdog)
 }
 
 /// One run of the sweep on every rank.
