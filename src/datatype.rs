@@ -188,7 +188,9 @@ impl FromStr for RedOp {
         RedOp::ALL
             .into_iter()
             .find(|o| o.name() == s)
-            .ok_or_else(|| format!("unknown op '{s}'; use one of: sum, prod, min, max, avg, mulsum, all"))
+            .ok_or_else(|| {
+                format!("unknown op '{s}'; use one of: sum, prod, min, max, avg, mulsum, all")
+            })
     }
 }
 
@@ -460,8 +462,14 @@ mod tests {
         // Every finite code decodes and encodes back to itself.
         for code in 0..=255u8 {
             for (back, v) in [
-                (F8E4M3::from_f32(F8E4M3(code).to_f32()).0, F8E4M3(code).to_f32()),
-                (F8E5M2::from_f32(F8E5M2(code).to_f32()).0, F8E5M2(code).to_f32()),
+                (
+                    F8E4M3::from_f32(F8E4M3(code).to_f32()).0,
+                    F8E4M3(code).to_f32(),
+                ),
+                (
+                    F8E5M2::from_f32(F8E5M2(code).to_f32()).0,
+                    F8E5M2(code).to_f32(),
+                ),
             ] {
                 if v.is_finite() && v != 0.0 {
                     assert_eq!(back, code, "{code:#x} = {v}");

@@ -137,7 +137,10 @@ impl PairMeasure for BackendPair<'_> {
                 self.backend.synchronize()?;
                 let mut got = vec![0u8; bytes];
                 self.backend.read(at(Slot::Recv), &mut got)?;
-                let wrong = got.iter().enumerate().filter(|&(i, &b)| b != pattern(peer, i));
+                let wrong = got
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, &b)| b != pattern(peer, i));
                 Some(wrong.count() as u64)
             }
         };

@@ -8,6 +8,7 @@
 #[cfg(test)]
 pub mod loopback;
 pub mod mpi;
+mod mpi_ops;
 pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
@@ -178,8 +179,11 @@ pub trait Backend {
     /// nccl-tests' alltoallv: `peer(from, to)` elements go from rank `from` to rank
     /// `to`; each rank's send and receive segments lie back to back in rank order
     /// from `args.send` and `args.recv` (`args.count` is unused).
-    fn alltoallv(&mut self, args: &OpArgs, peer: &dyn Fn(usize, usize) -> usize)
-        -> anyhow::Result<()>;
+    fn alltoallv(
+        &mut self,
+        args: &OpArgs,
+        peer: &dyn Fn(usize, usize) -> usize,
+    ) -> anyhow::Result<()>;
     /// Sends `args.count` elements at `args.send` to `peer` and receives as many from
     /// it into `args.recv`, both at once (hypercube steps, all-pairs exchanges).
     fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()>;

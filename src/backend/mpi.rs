@@ -4,12 +4,17 @@
 //! at run time, as nccl-tests passes ncclDataType_t) and needs MPI_IN_PLACE, which
 //! rsmpi's safe collectives do not offer.
 
+use super::mpi_ops::{
+    check, count, float16_ops, mpi_datatype, v_counts, OP_MAX, OP_MIN, OP_PROD, OP_SUM,
+};
 use super::{
     Backend, BackendInfo, BackendKind, BufRef, HostClock, MemoryBudget, OpArgs, RankDevice, Slot,
 };
-use crate::datatype::{divide_in_place, premul_scalar, scale_in_place, DataType, RedOp, F8E4M3, F8E5M2};
+use crate::datatype::{
+    divide_in_place, premul_scalar, scale_in_place, DataType, RedOp, F8E4M3, F8E5M2,
+};
 use crate::job::world::World;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use half::{bf16, f16};
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -61,115 +66,6 @@ pub struct MpiBackend {
     /// alltoallv's send counts, send displacements, receive counts and receive
     /// displacements (elements), rank after rank: filled per call, never reallocated.
     v_counts: Vec<c_int>,
-}
-
-fn check(code: c_int, call: &str) -> anyhow::Result<()> {
-    if code != 0 {
-        bail!("{call} failed with MPI error {code}");
-    }
-    Ok(())
-}
-
-fn mpi_datatype(dtype: DataType) -> ffi::MPI_Datatype {
-    // SAFETY: reading rsmpi's exported handles, constant after MPI_Init.
-    unsafe {
-        match dtype {
-            DataType::Int8 => ffi::RSMPI_INT8_T,
-            // 8-bit floats travel as bytes; their reductions are user ops.
-            DataType::Uint8 | DataType::F8e4m3 | DataType::F8e5m2 => ffi::RSMPI_UINT8_T,
-            DataType::Int32 => ffi::RSMPI_INT32_T,
-            DataType::Uint32 => ffi::RSMPI_UINT32_T,
-            DataType::Int64 => ffi::RSMPI_INT64_T,
-            DataType::Uint64 => ffi::RSMPI_UINT64_T,
-            // 16-bit floats travel as 16-bit words; their reductions are user ops.
-            DataType::Half | DataType::Bfloat16 => ffi::RSMPI_UINT16_T,
-            DataType::Float => ffi::RSMPI_FLOAT,
-            DataType::Double => ffi::RSMPI_DOUBLE,
-        }
-    }
-}
-
-/// 16- and 8-bit floats reduced in f32, as GPUs do.
-trait Float16: Copy {
-    fn widen(self) -> f32;
-    fn narrow(v: f32) -> Self;
-}
-impl Float16 for f16 {
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-}
-impl Float16 for bf16 {
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-}
-
-impl Float16 for F8E4M3 {
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(v: f32) -> Self {
-        F8E4M3::from_f32(v)
-    }
-}
-impl Float16 for F8E5M2 {
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(v: f32) -> Self {
-        F8E5M2::from_f32(v)
-    }
-}
-
-const OP_SUM: u8 = 0;
-const OP_PROD: u8 = 1;
-const OP_MAX: u8 = 2;
-const OP_MIN: u8 = 3;
-
-unsafe extern "C" fn reduce_float16<T: Float16, const OP: u8>(
-    invec: *mut c_void,
-    inoutvec: *mut c_void,
-    len: *mut c_int,
-    _datatype: *mut ffi::MPI_Datatype,
-) {
-    let n = *len as usize;
-    let input = std::slice::from_raw_parts(invec as *const T, n);
-    let inout = std::slice::from_raw_parts_mut(inoutvec as *mut T, n);
-    for (a, b) in input.iter().zip(inout.iter_mut()) {
-        let (x, y) = (a.widen(), b.widen());
-        *b = T::narrow(match OP {
-            OP_SUM => x + y,
-            OP_PROD => x * y,
-            OP_MAX => x.max(y),
-            _ => x.min(y),
-        });
-    }
-}
-
-fn create_op(f: ffi::MPI_User_function) -> anyhow::Result<ffi::MPI_Op> {
-    let mut op = std::mem::MaybeUninit::<ffi::MPI_Op>::uninit();
-    // SAFETY: MPI_Op_create writes the handle; the function is a valid reduction.
-    check(
-        unsafe { ffi::MPI_Op_create(f, 1, op.as_mut_ptr()) },
-        "MPI_Op_create",
-    )?;
-    Ok(unsafe { op.assume_init() })
-}
-
-fn float16_ops<T: Float16>() -> anyhow::Result<[ffi::MPI_Op; 4]> {
-    Ok([
-        create_op(Some(reduce_float16::<T, OP_SUM>))?,
-        create_op(Some(reduce_float16::<T, OP_PROD>))?,
-        create_op(Some(reduce_float16::<T, OP_MAX>))?,
-        create_op(Some(reduce_float16::<T, OP_MIN>))?,
-    ])
 }
 
 impl MpiBackend {
@@ -322,15 +218,6 @@ fn inter_node_transport(maps: &str) -> String {
     } else {
         format!("mpi/inter-node ({})", pinned.join(" "))
     }
-}
-
-fn count(args: &OpArgs) -> anyhow::Result<c_int> {
-    c_int::try_from(args.count).map_err(|_| {
-        anyhow::anyhow!(
-            "{} elements exceed MPI's int count limit (2^31-1): lower -e/--maxbytes or use a wider -d/--datatype",
-            args.count
-        )
-    })
 }
 
 impl Backend for MpiBackend {
@@ -590,21 +477,7 @@ impl Backend for MpiBackend {
         peer: &dyn Fn(usize, usize) -> usize,
     ) -> anyhow::Result<()> {
         let n = self.nranks;
-        let (mut sent, mut received) = (0usize, 0usize);
-        for p in 0..n {
-            let (s, r) = (peer(self.rank, p), peer(p, self.rank));
-            let int = |v: usize| {
-                c_int::try_from(v).map_err(|_| {
-                    anyhow::anyhow!("alltoallv: {v} elements exceed MPI's int count limit (2^31-1); lower -e/--maxbytes")
-                })
-            };
-            self.v_counts[p] = int(s)?;
-            self.v_counts[n + p] = int(sent)?;
-            self.v_counts[2 * n + p] = int(r)?;
-            self.v_counts[3 * n + p] = int(received)?;
-            sent += s;
-            received += r;
-        }
+        let sent = v_counts(&mut self.v_counts, self.rank, peer)?;
         let dt = mpi_datatype(args.dtype);
         let recv = self.ptr(args.recv);
         let send = if args.in_place {

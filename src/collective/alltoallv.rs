@@ -63,7 +63,8 @@ impl Setup {
             let spread = match get(SPREAD_ENV) {
                 None => 1.0,
                 Some(v) => {
-                    let fix = "give a value from 0.0 (uniform) to 1.0 (distance-weighted, the default)";
+                    let fix =
+                        "give a value from 0.0 (uniform) to 1.0 (distance-weighted, the default)";
                     let s = number(SPREAD_ENV, &v, fix)?;
                     if !(0.0..=1.0).contains(&s) {
                         return Err(format!("{SPREAD_ENV}={v}: outside 0..1; {fix}"));
@@ -90,8 +91,8 @@ impl Setup {
         let text = read(&file).map_err(|e| {
             format!("{MATRIX_FILE_ENV}={file}: cannot read it ({e}); give the path of a square matrix of bytes")
         })?;
-        let (dim, bytes) = parse_matrix(&text, scale)
-            .map_err(|e| format!("{MATRIX_FILE_ENV}={file}: {e}"))?;
+        let (dim, bytes) =
+            parse_matrix(&text, scale).map_err(|e| format!("{MATRIX_FILE_ENV}={file}: {e}"))?;
         Ok(Setup {
             traffic: Traffic::Matrix {
                 file,
@@ -120,7 +121,14 @@ impl Setup {
     }
 
     /// Elements `from` sends `to` of a call whose count parameter is `param`.
-    fn peer_elements(&self, from: usize, to: usize, nranks: usize, param: usize, elt: usize) -> usize {
+    fn peer_elements(
+        &self,
+        from: usize,
+        to: usize,
+        nranks: usize,
+        param: usize,
+        elt: usize,
+    ) -> usize {
         let total = (param * nranks * elt) as u64;
         (self.peer_bytes(from, to, nranks, total) / elt as u64) as usize
     }
@@ -185,11 +193,19 @@ fn parse_matrix(text: &str, scale: f64) -> Result<(usize, Vec<u64>), String> {
         for (c, v) in values.iter().enumerate() {
             let value = v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
             let Some(value) = value else {
-                return Err(format!("row {} column {}: '{v}' is not a byte count; {fix}", r + 1, c + 1));
+                return Err(format!(
+                    "row {} column {}: '{v}' is not a byte count; {fix}",
+                    r + 1,
+                    c + 1
+                ));
             };
             let scaled = value * scale;
             if scaled >= u64::MAX as f64 {
-                return Err(format!("row {} column {}: {v} x {scale} overflows; {fix}", r + 1, c + 1));
+                return Err(format!(
+                    "row {} column {}: {v} x {scale} overflows; {fix}",
+                    r + 1,
+                    c + 1
+                ));
             }
             bytes.push(scaled as u64 & !15);
         }
@@ -204,9 +220,8 @@ fn parse_matrix(text: &str, scale: f64) -> Result<(usize, Vec<u64>), String> {
 /// The run's variables, read once (every rank reads the same environment and file).
 fn setup() -> &'static Result<Setup, String> {
     static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
-    SETUP.get_or_init(|| {
-        Setup::from_vars(|v| std::env::var(v).ok(), |f| std::fs::read_to_string(f))
-    })
+    SETUP
+        .get_or_init(|| Setup::from_vars(|v| std::env::var(v).ok(), |f| std::fs::read_to_string(f)))
 }
 
 /// The setup, or the default pattern where it failed (`check` has stopped such a run).
@@ -295,17 +310,32 @@ impl Collective for AlltoAllv {
         with_segments(key, |segments| {
             let at = segments.partition_point(|s| s.start + s.len <= index);
             let s = segments.get(at).filter(|s| index >= s.start)?;
-            Some(layout.pattern.input(s.source, s.source_offset + index - s.start))
+            Some(
+                layout
+                    .pattern
+                    .input(s.source, s.source_offset + index - s.start),
+            )
         })
     }
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
         let (s, n, elt) = (traffic(), backend.nranks(), args.dtype.size());
-        backend.alltoallv(args, &|from, to| s.peer_elements(from, to, n, args.count, elt))
+        backend.alltoallv(args, &|from, to| {
+            s.peer_elements(from, to, n, args.count, elt)
+        })
     }
     fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), String> {
-        setup().as_ref().map_err(Clone::clone)?.check(nranks, min_bytes, max_bytes)
+        setup()
+            .as_ref()
+            .map_err(Clone::clone)?
+            .check(nranks, min_bytes, max_bytes)
     }
-    fn report_lines(&self, counts: &Counts, elt: usize, nranks: usize, seconds: f64) -> Vec<String> {
+    fn report_lines(
+        &self,
+        counts: &Counts,
+        elt: usize,
+        nranks: usize,
+        seconds: f64,
+    ) -> Vec<String> {
         let s = traffic();
         if !s.summary {
             return Vec::new();
@@ -322,8 +352,12 @@ impl Collective for AlltoAllv {
             ),
         }];
         for rank in 0..nranks {
-            let send: u64 = (0..nranks).map(|p| s.peer_bytes(rank, p, nranks, total)).sum();
-            let recv: u64 = (0..nranks).map(|p| s.peer_bytes(p, rank, nranks, total)).sum();
+            let send: u64 = (0..nranks)
+                .map(|p| s.peer_bytes(rank, p, nranks, total))
+                .sum();
+            let recv: u64 = (0..nranks)
+                .map(|p| s.peer_bytes(p, rank, nranks, total))
+                .sum();
             let alg = send.max(recv) as f64 / 1e9 / seconds;
             lines.push(format!(
                 "#   rank={rank} send_bytes={send} recv_bytes={recv} alg_bw={alg:.2} bus_bw={:.2}",
@@ -377,9 +411,15 @@ mod tests {
         // Rank 2 sends 592 + 288 + 400 = 1280; ranks 0 and 1 receive 880.
         assert_eq!(s.max_counts(3, 0, 1), (1280, 880));
         assert!(s.check(3, 1280, 1280).is_ok());
-        assert!(s.check(3, 1279, 1279).unwrap_err().contains("give -b 1280 -e 1280"));
+        assert!(s
+            .check(3, 1279, 1279)
+            .unwrap_err()
+            .contains("give -b 1280 -e 1280"));
         assert!(s.check(3, 8, 1280).unwrap_err().contains("-b/--minbytes 8"));
-        assert!(s.check(4, 1280, 1280).unwrap_err().contains("3x3 matrix for 4 ranks"));
+        assert!(s
+            .check(4, 1280, 1280)
+            .unwrap_err()
+            .contains("3x3 matrix for 4 ranks"));
     }
 
     #[test]
@@ -390,20 +430,36 @@ mod tests {
             e,
             "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=t.txt: row 2 has 1 values, row 1 has 2; give a square matrix of non-negative byte counts, one row per line (row i: what rank i sends each rank)"
         );
-        assert!(setup_of(&file, "1 x\n3 4\n").unwrap_err().contains("row 1 column 2: 'x'"));
+        assert!(setup_of(&file, "1 x\n3 4\n")
+            .unwrap_err()
+            .contains("row 1 column 2: 'x'"));
         assert!(setup_of(&file, "1 -2\n3 4\n").unwrap_err().contains("'-2'"));
-        assert!(setup_of(&file, "1 2 3\n4 5 6\n").unwrap_err().contains("not square"));
+        assert!(setup_of(&file, "1 2 3\n4 5 6\n")
+            .unwrap_err()
+            .contains("not square"));
         assert!(setup_of(&file, " \n").unwrap_err().contains("empty"));
         let e = setup_of(&[(SPREAD_ENV, "lots")], "").unwrap_err();
-        assert!(e.starts_with("NCCL_TESTS_ALLTOALLV_SPREAD=lots: not a number; give a value from 0.0"), "{e}");
-        assert!(setup_of(&[(SPREAD_ENV, "1.5")], "").unwrap_err().contains("outside 0..1"));
+        assert!(
+            e.starts_with("NCCL_TESTS_ALLTOALLV_SPREAD=lots: not a number; give a value from 0.0"),
+            "{e}"
+        );
+        assert!(setup_of(&[(SPREAD_ENV, "1.5")], "")
+            .unwrap_err()
+            .contains("outside 0..1"));
         let e = setup_of(&[(MATRIX_FILE_ENV, "t"), (MATRIX_SCALE_ENV, "-1")], "1").unwrap_err();
-        assert!(e.starts_with("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE=-1: negative"), "{e}");
-        assert!(setup_of(&[(SUMMARY_ENV, "yes")], "").unwrap_err().contains("not an integer"));
+        assert!(
+            e.starts_with("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE=-1: negative"),
+            "{e}"
+        );
+        assert!(setup_of(&[(SUMMARY_ENV, "yes")], "")
+            .unwrap_err()
+            .contains("not an integer"));
         let missing = Setup::from_vars(
             |k| (k == MATRIX_FILE_ENV).then(|| "/no/such".to_string()),
             |f| std::fs::read_to_string(f),
         );
-        assert!(missing.unwrap_err().starts_with("NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/no/such: cannot read it"));
+        assert!(missing
+            .unwrap_err()
+            .starts_with("NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/no/such: cannot read it"));
     }
 }

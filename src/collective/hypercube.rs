@@ -67,10 +67,16 @@ mod tests {
     fn sizes_and_bandwidth_as_nccl_tests() {
         // 1 MiB of float on 4 ranks: 65536 per rank; algbw counts the 3 received.
         let c = HyperCube.counts(262144, 4, 4);
-        assert_eq!((c.param, c.send, c.recv, c.send_inplace_offset), (65536, 65536, 262144, 65536));
+        assert_eq!(
+            (c.param, c.send, c.recv, c.send_inplace_offset),
+            (65536, 65536, 262144, 65536)
+        );
         assert_eq!(c.size_bytes(4), 1 << 20);
         assert_eq!(HyperCube.alg_bytes(&c, 4, 4), 3 * 65536 * 4);
         assert!(HyperCube.check(4, 8, 8).is_ok());
-        assert!(HyperCube.check(3, 8, 8).unwrap_err().starts_with("3 ranks: "));
+        assert!(HyperCube
+            .check(3, 8, 8)
+            .unwrap_err()
+            .starts_with("3 ranks: "));
     }
 }

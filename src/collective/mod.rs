@@ -138,8 +138,13 @@ pub trait Collective: Sync {
         counts.size_bytes(elt_size)
     }
     /// Lines rank 0 prints after a placement's time is known (alltoallv's summary).
-    fn report_lines(&self, _counts: &Counts, _elt_size: usize, _nranks: usize, _seconds: f64)
-        -> Vec<String> {
+    fn report_lines(
+        &self,
+        _counts: &Counts,
+        _elt_size: usize,
+        _nranks: usize,
+        _seconds: f64,
+    ) -> Vec<String> {
         Vec::new()
     }
 }

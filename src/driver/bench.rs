@@ -314,7 +314,10 @@ impl<'a, C: Comm> Bench<'a, C> {
             if let Some(all) = gathered {
                 let timing = Timing::combine(&all, self.plan.iters, self.plan.average);
                 let elt = dtype.size();
-                for line in self.coll.report_lines(&layout.counts, elt, n, timing.seconds) {
+                for line in self
+                    .coll
+                    .report_lines(&layout.counts, elt, n, timing.seconds)
+                {
                     println!("{line}");
                 }
                 measurements.push(timing.measurement(

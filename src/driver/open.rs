@@ -89,12 +89,16 @@ pub(super) fn supported_plan(
         .collect();
     let everywhere = |mine: &[u8]| -> Vec<bool> {
         let all = world.all_gather_bytes(mine);
-        (0..mine.len()).map(|i| all.iter().all(|r| r[i] == 1)).collect()
+        (0..mine.len())
+            .map(|i| all.iter().all(|r| r[i] == 1))
+            .collect()
     };
     let (types_ok, ops_ok) = (everywhere(&types), everywhere(&ops));
     let mut plan = plan.clone();
     let named = if args.datatype != "all" {
-        plan.datatypes.iter().try_for_each(|&t| backend.supports_datatype(t))
+        plan.datatypes
+            .iter()
+            .try_for_each(|&t| backend.supports_datatype(t))
     } else {
         Ok(())
     };
@@ -103,8 +107,10 @@ pub(super) fn supported_plan(
         _ => plan.ops.iter().try_for_each(|&o| backend.supports_op(o)),
     });
     agree_each_rank(world, program, ExitStatus::Usage, named)?;
-    plan.datatypes.retain(|t| types_ok[DataType::ALL.iter().position(|x| x == t).unwrap_or(0)]);
-    plan.ops.retain(|o| ops_ok[RedOp::ALL.iter().position(|x| x == o).unwrap_or(0)]);
+    plan.datatypes
+        .retain(|t| types_ok[DataType::ALL.iter().position(|x| x == t).unwrap_or(0)]);
+    plan.ops
+        .retain(|o| ops_ok[RedOp::ALL.iter().position(|x| x == o).unwrap_or(0)]);
     Ok(plan)
 }
 

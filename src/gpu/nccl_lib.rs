@@ -91,7 +91,8 @@ struct Fns {
     gather: Option<RootedFn>,
     scatter: Option<RootedFn>,
     /// ncclRedOpCreatePreMulSum (2.11+); the op comes back as a raw handle.
-    premulsum: Option<unsafe extern "C" fn(*mut u32, *mut c_void, ncclDataType_t, c_int, Comm) -> Res>,
+    premulsum:
+        Option<unsafe extern "C" fn(*mut u32, *mut c_void, ncclDataType_t, c_int, Comm) -> Res>,
     red_op_destroy: Option<unsafe extern "C" fn(ncclRedOp_t, Comm) -> Res>,
 }
 

@@ -11,29 +11,33 @@
 //! `connect` (every rank together).
 //!
 //! - `open`: the two steps of opening;
-//! - `codes`: NCCL's type and op codes, and the tolerance of its avg.
+//! - `codes`: NCCL's type and op codes, and the tolerance of its avg;
+//! - `p2p`: the calls made of grouped ncclSend/ncclRecv (alltoallv, a pair's
+//!   exchange) and the stream copy; `premul`: mulsum's PreMulSum op.
 
 mod codes;
 mod open;
+mod p2p;
+mod premul;
 
 pub use open::{connect, prepare, probe, Prepared};
 
 use super::{
     Backend, BackendInfo, BackendKind, BufRef, CollectiveId, MemoryBudget, OpArgs, RankDevice, Slot,
 };
-use crate::datatype::{fill, premul_scalar, DataType, RedOp};
+use crate::datatype::{DataType, RedOp};
 use crate::gpu::nccl_lib::{self, Call, Comm, Nccl};
 use crate::gpu::nccl_log::LogCapture;
 use crate::gpu::{self, DeviceBuffer, GpuInfo};
 use anyhow::{bail, Context};
-use codes::{float_avg_tolerance, nccl_op, nccl_type};
+use codes::{float_avg_tolerance, nccl_type};
 use cudarc::driver::sys::{self, CUevent_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream};
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
 use std::sync::Arc;
 
 /// One rank: its GPU, stream, communicator, buffers and timing events.
-struct RankGpu {
+pub(super) struct RankGpu {
     rank: usize,
     info: GpuInfo,
     ctx: Arc<CudaContext>,
@@ -96,7 +100,7 @@ pub struct NcclBackend {
     log: LogCapture,
 }
 
-fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
+pub(super) fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
     anyhow::anyhow!(e)
 }
 
@@ -131,27 +135,7 @@ impl NcclBackend {
         &self.gpus[args.send.device]
     }
 
-    /// NCCL's op for `args`: mulsum's PreMulSum op of this rank's scalar, created
-    /// when the datatype changes (one user op alive per communicator).
-    fn op(&self, g: &RankGpu, args: &OpArgs) -> anyhow::Result<ncclRedOp_t> {
-        if args.op != RedOp::Mulsum || g.premul.get() == Some(args.dtype) {
-            return Ok(nccl_op(args.op));
-        }
-        if g.premul.take().is_some() {
-            // SAFETY: the op alive on this live communicator; its calls are enqueued.
-            unsafe { self.nccl.red_op_destroy(ncclRedOp_t::ncclNumOps, g.comm) }
-                .map_err(nccl_error)?;
-        }
-        let mut scalar = [0u8; 8];
-        fill(args.dtype, &mut scalar[..args.dtype.size()], |_| premul_scalar(g.rank));
-        // SAFETY: a live communicator with no user op alive (destroyed above).
-        let op = unsafe { self.nccl.premulsum(&mut scalar, nccl_type(args.dtype), g.comm) }
-            .map_err(nccl_error)?;
-        g.premul.set(Some(args.dtype));
-        Ok(op)
-    }
-
-    fn call(&self, args: &OpArgs) -> anyhow::Result<(Call, usize)> {
+    pub(super) fn call(&self, args: &OpArgs) -> anyhow::Result<(Call, usize)> {
         let g = self.gpu(args);
         let op = self.op(g, args)?;
         Ok((
@@ -173,7 +157,7 @@ impl NcclBackend {
         (args.count * args.dtype.size()) as u64
     }
 
-    fn grouped(&self, issue: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    pub(super) fn grouped(&self, issue: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
         self.nccl.group_start().map_err(nccl_error)?;
         let issued = issue();
         let ended = self.nccl.group_end().map_err(nccl_error);
@@ -358,53 +342,15 @@ impl Backend for NcclBackend {
         args: &OpArgs,
         peer: &dyn Fn(usize, usize) -> usize,
     ) -> anyhow::Result<()> {
-        let (c, rank) = self.call(args)?;
-        let elt = args.dtype.size() as u64;
-        let (mut send_at, mut recv_at) = (c.send, c.recv);
-        // As nccl-tests: one group, a send and a receive per peer with data.
-        self.grouped(|| {
-            for p in 0..self.nranks {
-                let (s, r) = (peer(rank, p), peer(p, rank));
-                // SAFETY: consecutive segments inside buffers sized for the largest totals.
-                unsafe {
-                    if s > 0 {
-                        let sc = Call { count: s, ..c };
-                        self.nccl.send(&sc, send_at, p).map_err(nccl_error)?;
-                    }
-                    if r > 0 {
-                        let rc = Call { count: r, ..c };
-                        self.nccl.recv(&rc, recv_at, p).map_err(nccl_error)?;
-                    }
-                }
-                send_at += s as u64 * elt;
-                recv_at += r as u64 * elt;
-            }
-            Ok(())
-        })
+        self.grouped_alltoallv(args, peer)
     }
 
     fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
-        let (c, _) = self.call(args)?;
-        self.grouped(|| {
-            // SAFETY: as above.
-            unsafe {
-                self.nccl.send(&c, c.send, peer).map_err(nccl_error)?;
-                self.nccl.recv(&c, c.recv, peer).map_err(nccl_error)?;
-            }
-            Ok(())
-        })
+        self.grouped_exchange(args, peer)
     }
 
     fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
-        let g = &self.gpus[from.device];
-        let (src, dst) = (g.addr(from)?, g.addr(to)?);
-        if src == dst || bytes == 0 {
-            return Ok(());
-        }
-        g.ctx.bind_to_thread()?;
-        // SAFETY: both regions lie in this GPU's buffers; ordered on its stream.
-        unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, g.stream.cu_stream()) }.result()?;
-        Ok(())
+        self.stream_copy(from, to, bytes)
     }
 
     fn rank_of(&self, device: usize) -> usize {
