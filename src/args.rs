@@ -15,6 +15,11 @@ use std::path::PathBuf;
 
 pub use crate::job::UsageError;
 
+pub mod env;
+pub mod reporting;
+use env::TestsEnv;
+use reporting::{ReportArgs, Reporting};
+
 /// -g: more GPUs than any node holds is a typo (and would overflow rank counts).
 const MAX_GPUS_PER_PROCESS: usize = 1024;
 
@@ -92,6 +97,10 @@ pub struct CollArgs {
     #[arg(short = 'z', long = "blocking", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
     pub blocking: u8,
     /// Capture the timed calls in a CUDA graph and launch it this many times (0 = no graph; nccl backend)
+    /// Calls per timed iteration, issued as one group (nccl-tests' -m).
+    #[arg(short = 'm', long = "agg_iters", default_value_t = 1, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
+    pub agg_iters: usize,
+
     #[arg(short = 'G', long = "cudagraph", default_value_t = 0, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub cudagraph: usize,
     /// 1: report the CPU time to issue each call in the time column instead of its completion time
@@ -105,6 +114,10 @@ pub struct CollArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pairs: AllPairsArgs,
+    // -J, -I, -K, -S.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub report: ReportArgs,
 }
 
 /// `--backend`: a backend, or `auto` (nccl when every rank can run it).
@@ -132,18 +145,26 @@ impl BackendChoice {
 pub enum Launch {
     /// Back to back, completion awaited once per loop (nccl-tests' default).
     Stream,
-    /// `-z 1`: each call completed on every rank before the next.
+    /// `-z 1`: each call completed, then a barrier, inside the timed time.
     Blocking,
+    /// `-z 2`: each call completed before the next, no barrier.
+    Synced,
+    /// `-z 3`: each iteration completed and timed on its own, with a barrier between
+    /// iterations outside the timed time (OSU's method).
+    BarrierOutside,
     /// `-G N`: the loop captured in a CUDA graph, launched N times.
     Graph(usize),
 }
 
 impl Launch {
-    /// The CSV `launch` column: "stream", "blocking" or "graph x N".
+    /// The CSV `launch` column: "stream", "blocking", "synced", "barrier-outside"
+    /// or "graph x N".
     pub fn name(self) -> String {
         match self {
             Launch::Stream => "stream".into(),
             Launch::Blocking => "blocking".into(),
+            Launch::Synced => "synced".into(),
+            Launch::BarrierOutside => "barrier-outside".into(),
             Launch::Graph(n) => format!("graph x{n}"),
         }
     }
@@ -211,8 +232,14 @@ pub struct Plan {
     pub gpus_per_process: usize,
     /// -z, -G: how the timed calls are issued.
     pub launch: Launch,
+    /// -m: calls per timed iteration, issued as one group.
+    pub agg_iters: usize,
     /// -C 1: the time column shows the CPU time to issue a call.
     pub report_cputime: bool,
+    /// -J, -I, -K, -S.
+    pub reporting: Reporting,
+    /// NCCL_TESTS_MIN_BW, NCCL_TESTS_SPLIT(_MASK).
+    pub tests_env: TestsEnv,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -257,6 +284,11 @@ impl CollArgs {
         if self.iters == 0 {
             return Err(usage(
                 "-n/--iters 0: at least one timed iteration is needed; use e.g. -n 20",
+            ));
+        }
+        if self.agg_iters == 0 {
+            return Err(usage(
+                "-m/--agg_iters 0: each timed iteration makes at least one call; use e.g. -m 1",
             ));
         }
         let datatypes = if self.datatype == "all" {
@@ -304,15 +336,19 @@ impl CollArgs {
             0 | 1 => Ok(v == 1),
             _ => Err(usage(format!("{name} {v}: use 0 or 1"))),
         };
-        let blocking = flag01("-z/--blocking", self.blocking)?;
         let report_cputime = flag01("-C/--report_cputime", self.report_cputime)?;
-        let launch = match (blocking, self.cudagraph) {
-            (false, 0) => Launch::Stream,
-            (true, 0) => Launch::Blocking,
-            (false, n) => Launch::Graph(n),
-            (true, _) => return Err(usage(
-                "-z/--blocking 1 and -G/--cudagraph: a captured graph cannot wait between calls; use one of them",
-            )),
+        let launch = match (self.blocking, self.cudagraph) {
+            (0, 0) => Launch::Stream,
+            (0, n) => Launch::Graph(n),
+            (z @ 1..=3, n) if n > 0 => return Err(usage(format!(
+                "-z/--blocking {z} and -G/--cudagraph: a captured graph cannot wait between calls; use one of them",
+            ))),
+            (1, _) => Launch::Blocking,
+            (2, _) => Launch::Synced,
+            (3, _) => Launch::BarrierOutside,
+            (z, _) => return Err(usage(format!(
+                "-z/--blocking {z}: use 0 (back to back), 1 (sync and barrier after each call), 2 (sync after each call) or 3 (sync each iteration, barrier outside the timed time)"
+            ))),
         };
         check_csv_target(self.output.csv.as_deref(), self.output.append)?;
         check_folder_target("--plot", self.plot.as_deref())?;
@@ -323,12 +359,19 @@ impl CollArgs {
                 self.ngpus
             )));
         }
-        if self.iters.checked_mul(self.cudagraph).is_none() {
+        if self
+            .iters
+            .checked_mul(self.cudagraph.max(1))
+            .and_then(|calls| calls.checked_mul(self.agg_iters))
+            .is_none()
+        {
             return Err(usage(format!(
-                "-G/--cudagraph {} x -n/--iters {}: more timed calls than can be counted; lower -G or -n",
-                self.cudagraph, self.iters
+                "-G/--cudagraph {} x -n/--iters {} x -m/--agg_iters {}: more timed calls than can be counted; lower one of them",
+                self.cudagraph, self.iters, self.agg_iters
             )));
         }
+        let reporting = self.report.plan(self.iters, self.cudagraph > 0)?;
+        let tests_env = TestsEnv::from_env()?;
         Ok(Plan {
             min_bytes: self.minbytes,
             max_bytes: self.maxbytes,
@@ -344,7 +387,10 @@ impl CollArgs {
             timeout_s: self.timeout,
             gpus_per_process: self.ngpus,
             launch,
+            agg_iters: self.agg_iters,
             report_cputime,
+            reporting,
+            tests_env,
         })
     }
 }
@@ -441,8 +487,8 @@ mod tests {
             (p.min_bytes, p.max_bytes, p.step),
             (8, 1 << 20, Step::Factor(2))
         );
-        assert_eq!(p.datatypes.len(), 10);
-        assert_eq!(p.ops.len(), 5);
+        assert_eq!(p.datatypes.len(), 12);
+        assert_eq!(p.ops.len(), 6);
         assert_eq!(p.roots, Roots::Every);
         assert_eq!(p.average, Average::Max);
     }
@@ -466,7 +512,12 @@ mod tests {
         assert!(err(&["--plot", "Cargo.toml"])
             .starts_with("--plot Cargo.toml: exists and is not a directory"));
         assert!(err(&["-g", "0"]).starts_with("-g/--ngpus 0"));
-        assert!(err(&["-z", "2"]).starts_with("-z/--blocking 2: use 0 or 1"));
+        assert!(err(&["-z", "4"]).starts_with("-z/--blocking 4: use 0 (back to back)"));
+        assert_eq!(plan(&["-z", "2"]).unwrap().launch, Launch::Synced);
+        assert_eq!(plan(&["-z", "3"]).unwrap().launch, Launch::BarrierOutside);
+        assert!(err(&["-z", "3", "-G", "2"]).starts_with("-z/--blocking 3 and -G/--cudagraph"));
+        assert_eq!(plan(&["-m", "4"]).unwrap().agg_iters, 4);
+        assert!(err(&["-m", "0"]).starts_with("-m/--agg_iters 0"));
         assert!(err(&["-C", "7"]).starts_with("-C/--report_cputime 7"));
         assert!(err(&["-z", "1", "-G", "5"]).starts_with("-z/--blocking 1 and -G/--cudagraph"));
         assert!(!err(&["--bogus"]).contains('\n'));

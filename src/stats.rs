@@ -76,6 +76,53 @@ pub fn slowest(means: &[f64]) -> usize {
         .0
 }
 
+/// nccl-tests' -I summary of per-iteration times (its `computeIterStats`), in
+/// seconds: exact order statistics, p95/p99 by the nearest rank, population stdev.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpreadStats {
+    pub min: f64,
+    pub max: f64,
+    pub avg: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub stdev: f64,
+}
+
+impl SpreadStats {
+    /// None for no samples.
+    pub fn of(times: &[f64]) -> Option<SpreadStats> {
+        let n = times.len();
+        if n == 0 {
+            return None;
+        }
+        let mut sorted = times.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        // nccl-tests' percentileIndex: min(n - 1, ceil(n * p / 100) - 1).
+        let nearest = |p: usize| sorted[((n * p).div_ceil(100)).saturating_sub(1).min(n - 1)];
+        let avg = sorted.iter().sum::<f64>() / n as f64;
+        let var = sorted.iter().map(|t| (t - avg) * (t - avg)).sum::<f64>() / n as f64;
+        Some(SpreadStats {
+            min: sorted[0],
+            max: sorted[n - 1],
+            avg,
+            p50: sorted[n / 2],
+            p95: nearest(95),
+            p99: nearest(99),
+            stdev: var.sqrt(),
+        })
+    }
+
+    /// The coefficient of variation in percent (0 when the mean is 0), as i_cv%.
+    pub fn cv_pct(&self) -> f64 {
+        if self.avg > 0.0 {
+            self.stdev / self.avg * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +147,22 @@ mod tests {
         let means = mean_per_rank(&per_rank, 3);
         assert_eq!(means, vec![3.0, 13.0 / 3.0]);
         assert_eq!(slowest(&means), 1);
+    }
+
+    #[test]
+    fn spread_as_nccl_tests_computes_it() {
+        // 1..=10: p50 = sorted[5] = 6, p95 = p99 = sorted[9] (nearest rank).
+        let t: Vec<f64> = (1..=10).map(f64::from).collect();
+        let s = SpreadStats::of(&t).unwrap();
+        assert_eq!(
+            (s.min, s.max, s.avg, s.p50, s.p95, s.p99),
+            (1.0, 10.0, 5.5, 6.0, 10.0, 10.0)
+        );
+        assert!((s.stdev - 8.25f64.sqrt()).abs() < 1e-12);
+        assert!((s.cv_pct() - 8.25f64.sqrt() / 5.5 * 100.0).abs() < 1e-9);
+        // 200 samples: p99 is the 198th smallest (index 197).
+        let t: Vec<f64> = (0..200).map(f64::from).collect();
+        assert_eq!(SpreadStats::of(&t).unwrap().p99, 197.0);
+        assert_eq!(SpreadStats::of(&[]), None);
     }
 }

@@ -8,7 +8,7 @@
 use super::judging::Thresholds;
 use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun, PairSample};
 use crate::args::{CollArgs, Plan};
-use crate::backend::{Backend, BackendKind, BufRef, OpArgs, Slot};
+use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, CollectiveId};
 use crate::datatype::{DataType, RedOp};
 use crate::job::world::World;
@@ -113,7 +113,8 @@ impl PairMeasure for BackendPair<'_> {
         }
         watchdog.enter_call();
         self.backend.synchronize()?;
-        self.backend.timer_start(self.per_iteration.len())?;
+        self.backend
+            .timer_start(self.per_iteration.len(), Marks::Chained)?;
         for _ in 0..self.per_iteration.len() {
             watchdog.enter_call();
             self.exchange(peer, bytes)?;

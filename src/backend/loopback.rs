@@ -3,7 +3,8 @@
 //! copy of `count` elements (within the receive buffer when in place).
 
 use super::{
-    Backend, BackendInfo, BackendKind, BufRef, HostClock, MemoryBudget, OpArgs, RankDevice, Slot,
+    Backend, BackendInfo, BackendKind, BufRef, HostClock, Marks, MemoryBudget, OpArgs, RankDevice,
+    Slot,
 };
 
 #[derive(Default)]
@@ -130,8 +131,8 @@ impl Backend for Loopback {
         Ok(())
     }
 
-    fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()> {
-        self.clock.start(iterations);
+    fn timer_start(&mut self, iterations: usize, marks: Marks) -> anyhow::Result<()> {
+        self.clock.start(iterations, marks);
         Ok(())
     }
 

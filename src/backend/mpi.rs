@@ -5,16 +5,18 @@
 //! rsmpi's safe collectives do not offer.
 
 use super::mpi_ops::{
-    check, count, float16_ops, mpi_datatype, v_counts, OP_MAX, OP_MIN, OP_PROD, OP_SUM,
+    alltoallv, check, count, float16_ops, mpi_datatype, sendrecv, split, v_counts, OP_MAX, OP_MIN,
+    OP_PROD, OP_SUM,
 };
 use super::{
-    Backend, BackendInfo, BackendKind, BufRef, HostClock, MemoryBudget, OpArgs, RankDevice, Slot,
+    Backend, BackendInfo, BackendKind, BufRef, HostClock, Marks, MemoryBudget, OpArgs, RankDevice,
+    Slot,
 };
 use crate::datatype::{
     divide_in_place, premul_scalar, scale_in_place, DataType, RedOp, F8E4M3, F8E5M2,
 };
 use crate::job::world::World;
-use anyhow::Context;
+use anyhow::{bail, Context};
 use half::{bf16, f16};
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -24,29 +26,52 @@ extern "C" {
     fn fabricbench_mpi_in_place() -> *mut c_void;
 }
 
-/// Host buffers, 64-byte aligned through u64 storage padding.
-#[derive(Default)]
+/// A host buffer, page-aligned as OSU allocates its buffers (and as GPU memory
+/// is), so that the same call on the same sizes moves the same cache lines.
 struct HostBuffer {
-    words: Vec<u64>,
+    start: std::ptr::NonNull<u8>,
     len: usize,
 }
 
+const PAGE: usize = 4096;
+
 impl HostBuffer {
+    fn layout(len: usize) -> std::alloc::Layout {
+        // A page-multiple size and alignment: valid for any len that fits in memory.
+        std::alloc::Layout::from_size_align(len.max(1).next_multiple_of(PAGE), PAGE)
+            .expect("a page-aligned layout")
+    }
+
     fn new(len: usize) -> anyhow::Result<HostBuffer> {
-        let mut words = Vec::new();
-        words
-            .try_reserve_exact(len.div_ceil(8).max(1))
+        if len > isize::MAX as usize - PAGE {
+            bail!("cannot allocate {len} bytes of host memory");
+        }
+        // SAFETY: a layout of non-zero size.
+        let start = unsafe { std::alloc::alloc_zeroed(Self::layout(len)) };
+        let start = std::ptr::NonNull::new(start)
             .with_context(|| format!("cannot allocate {len} bytes of host memory"))?;
-        words.resize(len.div_ceil(8).max(1), 0);
-        Ok(HostBuffer { words, len })
+        Ok(HostBuffer { start, len })
+    }
+    fn empty() -> HostBuffer {
+        HostBuffer::new(0).expect("one page of host memory")
+    }
+    fn as_ptr(&self) -> *mut u8 {
+        self.start.as_ptr()
     }
     fn bytes(&self) -> &[u8] {
-        // SAFETY: u64 storage viewed as bytes, within its length.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+        // SAFETY: allocated for len bytes, zeroed, owned by self.
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.len) }
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as above, unique borrow.
-        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.start.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.start.as_ptr(), Self::layout(self.len)) }
     }
 }
 
@@ -60,6 +85,8 @@ pub struct MpiBackend {
     send: HostBuffer,
     recv: HostBuffer,
     clock: HostClock,
+    /// MPI_Reduce_scatter's receive counts: the same count for every rank.
+    scatter_counts: Vec<c_int>,
     /// Reductions MPI lacks for the narrow floats, indexed
     /// [half|bf16|f8e4m3|f8e5m2][sum|prod|max|min].
     half_ops: [[ffi::MPI_Op; 4]; 4],
@@ -69,24 +96,31 @@ pub struct MpiBackend {
 }
 
 impl MpiBackend {
-    pub fn new(world: &World) -> anyhow::Result<MpiBackend> {
+    /// Over the job's ranks, or (NCCL_TESTS_SPLIT) those of this rank's `group`;
+    /// the world stays for every exchange outside the collective calls.
+    pub fn new(world: &World, group: Option<c_int>) -> anyhow::Result<MpiBackend> {
+        let (comm, rank, nranks) = match group {
+            None => (world.comm.as_raw(), world.rank, world.size),
+            Some(color) => split(world, color)?,
+        };
         Ok(MpiBackend {
-            comm: world.comm.as_raw(),
-            rank: world.rank,
-            nranks: world.size,
+            comm,
+            rank,
+            nranks,
             nnodes: world.nodes().len(),
             local_rank: world.local_rank,
             local_size: world.local_size,
-            send: HostBuffer::default(),
-            recv: HostBuffer::default(),
+            send: HostBuffer::empty(),
+            recv: HostBuffer::empty(),
             clock: HostClock::default(),
+            scatter_counts: vec![0; world.size],
             half_ops: [
                 float16_ops::<f16>()?,
                 float16_ops::<bf16>()?,
                 float16_ops::<F8E4M3>()?,
                 float16_ops::<F8E5M2>()?,
             ],
-            v_counts: vec![0; 4 * world.size],
+            v_counts: vec![0; 4 * nranks],
         })
     }
 
@@ -121,7 +155,7 @@ impl MpiBackend {
             Slot::Recv => &mut self.recv,
         };
         // SAFETY: the driver keeps offsets inside the buffers it sized with alloc.
-        unsafe { (buffer.words.as_mut_ptr() as *mut u8).add(at.offset) as *mut c_void }
+        unsafe { buffer.as_ptr().add(at.offset) as *mut c_void }
     }
 
     /// The send pointer, or MPI_IN_PLACE where this rank's call is in place.
@@ -344,46 +378,41 @@ impl Backend for MpiBackend {
     fn reduce_scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
         let (dt, op) = (mpi_datatype(args.dtype), self.mpi_op(args.dtype, args.op));
+        // MPI_Reduce_scatter with equal counts, not MPI_Reduce_scatter_block: the call
+        // OSU's osu_reduce_scatter makes (Open MPI picks other algorithms for the two).
+        self.scatter_counts.fill(n);
         let recv = self.ptr(args.recv);
-        if args.in_place {
+        let whole = self.ptr(BufRef {
+            device: 0,
+            slot: Slot::Recv,
+            offset: 0,
+        });
+        let (send, into) = if args.in_place {
+            // SAFETY: the shim returns the MPI_IN_PLACE constant.
+            (
+                unsafe { fabricbench_mpi_in_place() } as *const c_void,
+                whole,
+            )
+        } else {
+            (self.ptr(args.send) as *const c_void, recv)
+        };
+        let counts = self.scatter_counts.as_ptr();
+        // SAFETY: buffers sized by alloc for this count; one count per rank.
+        check(
+            unsafe { ffi::MPI_Reduce_scatter(send, into, counts, dt, op, self.comm) },
+            "MPI_Reduce_scatter",
+        )?;
+        if args.in_place && whole != recv {
             // MPI leaves an in-place result at the start of the buffer; nccl-tests'
             // layout wants it at rank * count, so it moves there (part of the call).
-            let whole = self.ptr(BufRef {
-                device: 0,
-                slot: Slot::Recv,
-                offset: 0,
-            });
-            // SAFETY: as above.
-            check(
-                unsafe {
-                    ffi::MPI_Reduce_scatter_block(
-                        fabricbench_mpi_in_place(),
-                        whole,
-                        n,
-                        dt,
-                        op,
-                        self.comm,
-                    )
-                },
-                "MPI_Reduce_scatter_block",
-            )?;
-            if whole != recv {
-                // SAFETY: both regions lie in the receive buffer; copy handles overlap.
-                unsafe {
-                    std::ptr::copy(
-                        whole as *const u8,
-                        recv as *mut u8,
-                        args.count * args.dtype.size(),
-                    )
-                };
-            }
-        } else {
-            let send = self.ptr(args.send);
-            // SAFETY: as above.
-            check(
-                unsafe { ffi::MPI_Reduce_scatter_block(send, recv, n, dt, op, self.comm) },
-                "MPI_Reduce_scatter_block",
-            )?;
+            // SAFETY: both regions lie in the receive buffer; copy handles overlap.
+            unsafe {
+                std::ptr::copy(
+                    whole as *const u8,
+                    recv as *mut u8,
+                    args.count * args.dtype.size(),
+                )
+            };
         }
         self.finish_avg(args, args.count);
         Ok(())
@@ -476,7 +505,6 @@ impl Backend for MpiBackend {
         args: &OpArgs,
         peer: &dyn Fn(usize, usize) -> usize,
     ) -> anyhow::Result<()> {
-        let n = self.nranks;
         let sent = v_counts(&mut self.v_counts, self.rank, peer)?;
         let dt = mpi_datatype(args.dtype);
         let recv = self.ptr(args.recv);
@@ -493,51 +521,17 @@ impl Backend for MpiBackend {
         } else {
             self.ptr(args.send) as *const c_void
         };
-        let v = self.v_counts.as_ptr();
-        // SAFETY: counts and displacements describe regions inside the buffers that
-        // alloc sized for the largest rank's totals.
-        check(
-            unsafe {
-                ffi::MPI_Alltoallv(
-                    send,
-                    v,
-                    v.add(n),
-                    dt,
-                    recv,
-                    v.add(2 * n),
-                    v.add(3 * n),
-                    dt,
-                    self.comm,
-                )
-            },
-            "MPI_Alltoallv",
-        )
+        // SAFETY: the counts and displacements describe regions inside the buffers
+        // that alloc sized for the largest rank's totals.
+        unsafe { alltoallv(send, recv, &self.v_counts, dt, self.comm) }
     }
 
     fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
         let n = count(args)?;
         let dt = mpi_datatype(args.dtype);
         let (send, recv) = (self.ptr(args.send), self.ptr(args.recv));
-        // SAFETY: both regions hold `n` elements inside the buffers; status ignored.
-        check(
-            unsafe {
-                ffi::MPI_Sendrecv(
-                    send,
-                    n,
-                    dt,
-                    peer as c_int,
-                    1,
-                    recv,
-                    n,
-                    dt,
-                    peer as c_int,
-                    1,
-                    self.comm,
-                    ffi::RSMPI_STATUS_IGNORE,
-                )
-            },
-            "MPI_Sendrecv",
-        )
+        // SAFETY: both regions hold `n` elements inside the buffers.
+        unsafe { sendrecv(send, recv, n, dt, peer, self.comm) }
     }
 
     fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
@@ -572,8 +566,8 @@ impl Backend for MpiBackend {
         Ok(())
     }
 
-    fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()> {
-        self.clock.start(iterations);
+    fn timer_start(&mut self, iterations: usize, marks: Marks) -> anyhow::Result<()> {
+        self.clock.start(iterations, marks);
         Ok(())
     }
 

@@ -5,8 +5,10 @@
 
 use super::OpArgs;
 use crate::datatype::{DataType, F8E4M3, F8E5M2};
+use crate::job::world::World;
 use half::{bf16, f16};
 use mpi::ffi;
+use mpi::raw::AsRaw;
 use std::os::raw::{c_int, c_void};
 
 pub(super) fn check(code: c_int, call: &str) -> anyhow::Result<()> {
@@ -125,6 +127,68 @@ pub(super) fn float16_ops<T: Float16>() -> anyhow::Result<[ffi::MPI_Op; 4]> {
         create_op(Some(reduce_float16::<T, OP_MAX>))?,
         create_op(Some(reduce_float16::<T, OP_MIN>))?,
     ])
+}
+
+/// MPI_Comm_split of the world by `color`, keyed by world rank: the new
+/// communicator, this rank in it, and its size.
+pub(super) fn split(world: &World, color: c_int) -> anyhow::Result<(ffi::MPI_Comm, usize, usize)> {
+    let (mut comm, mut rank, mut size) = (std::mem::MaybeUninit::uninit(), 0, 0);
+    // SAFETY: the world is a valid communicator; every rank calls this at open.
+    unsafe {
+        let key = world.rank as c_int;
+        check(
+            ffi::MPI_Comm_split(world.comm.as_raw(), color, key, comm.as_mut_ptr()),
+            "MPI_Comm_split",
+        )?;
+        let comm = comm.assume_init();
+        check(ffi::MPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
+        check(ffi::MPI_Comm_size(comm, &mut size), "MPI_Comm_size")?;
+        Ok((comm, rank as usize, size as usize))
+    }
+}
+
+/// MPI_Alltoallv with the arrays `v_counts` filled.
+///
+/// # Safety
+/// `v` describes regions inside the buffers at `send` and `recv`; `comm` is valid.
+pub(super) unsafe fn alltoallv(
+    send: *const c_void,
+    recv: *mut c_void,
+    v: &[c_int],
+    dt: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+) -> anyhow::Result<()> {
+    let (p, n) = (v.as_ptr(), v.len() / 4);
+    let code = ffi::MPI_Alltoallv(
+        send,
+        p,
+        p.add(n),
+        dt,
+        recv,
+        p.add(2 * n),
+        p.add(3 * n),
+        dt,
+        comm,
+    );
+    check(code, "MPI_Alltoallv")
+}
+
+/// MPI_Sendrecv of `n` elements each way with `peer` (status ignored).
+///
+/// # Safety
+/// Both regions hold `n` elements; `comm` is valid.
+pub(super) unsafe fn sendrecv(
+    send: *mut c_void,
+    recv: *mut c_void,
+    n: c_int,
+    dt: ffi::MPI_Datatype,
+    peer: usize,
+    comm: ffi::MPI_Comm,
+) -> anyhow::Result<()> {
+    let peer = peer as c_int;
+    let status = ffi::RSMPI_STATUS_IGNORE;
+    let code = ffi::MPI_Sendrecv(send, n, dt, peer, 1, recv, n, dt, peer, 1, comm, status);
+    check(code, "MPI_Sendrecv")
 }
 
 /// Fills `v` (send counts, send displacements, receive counts, receive

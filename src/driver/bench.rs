@@ -4,15 +4,15 @@
 
 use super::faults::Faults;
 use crate::args::{Average, Launch, Plan};
-use crate::backend::{Backend, BufRef, OpArgs, Slot};
+use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::run::now_utc;
-use crate::report::{Exporter, Measurement, Placement, RunInfo, SizeResult, Summary};
+use crate::report::{Exporter, Measurement, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::{sizes, sweep_len, Step};
-use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats};
+use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats, SpreadStats};
 use crate::watchdog::Watchdog;
 use std::time::Instant;
 
@@ -37,9 +37,11 @@ pub(super) struct Bench<'a, C: Comm> {
     plan: &'a Plan,
     watchdog: &'a Watchdog,
     faults: Faults,
-    /// Ranks this process drives (-g) and ranks in the job.
+    /// Ranks this process drives (-g), and ranks in the collective (its group's).
     local_ranks: usize,
     nranks: usize,
+    /// This process's place among the processes of its group (NCCL_TESTS_SPLIT).
+    group_process: usize,
     /// Whether -c checks the in-place form on this backend.
     checks_in_place: bool,
     /// Reused for every loop: nothing is allocated around the timed calls.
@@ -61,6 +63,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             coll,
             local_ranks,
             nranks: comm.size() * local_ranks,
+            group_process: comm.rank(),
             checks_in_place: backend.checks_in_place(coll.id()),
             backend,
             plan,
@@ -68,6 +71,15 @@ impl<'a, C: Comm> Bench<'a, C> {
             faults,
             per_iteration: vec![0.0; plan.iters],
         }
+    }
+
+    /// NCCL_TESTS_SPLIT: the collective runs among the `processes` of this
+    /// process's group, where it is the `rank`th; every exchange of timings and
+    /// wrong counts stays over the whole job.
+    pub(super) fn in_group(mut self, rank: usize, processes: usize) -> Self {
+        self.group_process = rank;
+        self.nranks = processes * self.local_ranks;
+        self
     }
 
     /// Every datatype, op and root: a warm-up, then every size of every cycle,
@@ -129,7 +141,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         );
         (0..self.local_ranks)
             .map(|local| Layout {
-                rank: self.comm.rank() * self.local_ranks + local,
+                rank: self.group_process * self.local_ranks + local,
                 nranks: self.nranks,
                 root,
                 counts,
@@ -172,14 +184,17 @@ impl<'a, C: Comm> Bench<'a, C> {
         }
     }
 
-    /// One collective over this process's ranks: grouped when it drives several.
-    fn launch(&mut self, args: &[OpArgs]) -> anyhow::Result<()> {
-        if let [one] = args {
+    /// `times` calls of the collective over this process's ranks: grouped when they
+    /// are several (`-g`, `-m`), as nccl-tests groups them.
+    fn launch(&mut self, args: &[OpArgs], times: usize) -> anyhow::Result<()> {
+        if let ([one], 1) = (args, times) {
             return self.coll.launch(self.backend, one);
         }
         self.backend.group_start()?;
-        for a in args {
-            self.coll.launch(self.backend, a)?;
+        for _ in 0..times {
+            for a in args {
+                self.coll.launch(self.backend, a)?;
+            }
         }
         self.backend.group_end()
     }
@@ -225,7 +240,7 @@ impl<'a, C: Comm> Bench<'a, C> {
                 .collect();
             for _ in 0..self.plan.warmup_iters {
                 self.watchdog.enter_call();
-                self.launch(&args)?;
+                self.launch(&args, 1)?;
             }
         }
         self.backend.synchronize()?;
@@ -234,38 +249,67 @@ impl<'a, C: Comm> Bench<'a, C> {
     }
 
     /// The timed loop of one placement: seconds per call (from the backend's clock),
-    /// CPU seconds to issue one call, and per-iteration times in `per_iteration`.
+    /// CPU seconds to issue one call, and each iteration's seconds (of `-m` calls)
+    /// in `per_iteration`. Between the clock's marks only the calls run, and what
+    /// `-z` asks for.
     fn time_loop(&mut self, args: &[OpArgs]) -> anyhow::Result<(f64, f64)> {
-        let iters = self.plan.iters;
-        let graph = self.plan.launch.graph_launches();
-        let blocking = self.plan.launch == Launch::Blocking;
+        let plan = self.plan;
+        let (iters, agg, launch) = (plan.iters, plan.agg_iters, plan.launch);
+        let graph = launch.graph_launches();
+        let marks = match launch {
+            Launch::BarrierOutside => Marks::Paired,
+            _ => Marks::Chained,
+        };
         if graph > 0 {
             self.backend.begin_capture()?;
         }
-        self.backend.timer_start(iters)?;
+        self.backend.timer_start(iters, marks)?;
         let mut issued = Instant::now();
+        // -z 3: the CPU time of the iterations alone, as nccl-tests counts it.
+        let mut issuing = 0.0;
         for _ in 0..iters {
+            if marks == Marks::Paired {
+                issued = Instant::now();
+                self.backend.mark();
+            }
             self.watchdog.enter_call();
-            self.launch(args)?;
-            self.backend.mark();
-            if blocking {
-                self.backend.synchronize()?;
-                self.comm.barrier();
+            self.launch(args, agg)?;
+            match launch {
+                Launch::Stream | Launch::Graph(_) => self.backend.mark(),
+                Launch::Blocking => {
+                    self.backend.synchronize()?;
+                    self.comm.barrier();
+                    self.backend.mark();
+                }
+                Launch::Synced => {
+                    self.backend.synchronize()?;
+                    self.backend.mark();
+                }
+                Launch::BarrierOutside => {
+                    self.backend.synchronize()?;
+                    self.backend.mark();
+                    issuing += issued.elapsed().as_secs_f64();
+                    self.comm.barrier();
+                }
             }
         }
-        let mut calls = iters;
+        let mut calls = iters * agg;
         if graph > 0 {
             self.backend.end_capture()?;
             // As nccl-tests: every rank has its graph before any replay starts.
             self.comm.barrier();
             issued = Instant::now();
             self.backend.replay(graph)?;
-            calls = iters * graph;
+            calls *= graph;
         }
-        let cpu = issued.elapsed().as_secs_f64() / calls as f64;
+        if marks == Marks::Chained {
+            issuing = issued.elapsed().as_secs_f64();
+        }
         self.backend.synchronize()?;
         let total = self.backend.timer_read(&mut self.per_iteration)?;
-        Ok((total / calls as f64, cpu))
+        // Each iteration's seconds per call, as the loop's are.
+        self.per_iteration.iter_mut().for_each(|t| *t /= agg as f64);
+        Ok((total / calls as f64, issuing / calls as f64))
     }
 
     fn measure_size(
@@ -300,6 +344,7 @@ impl<'a, C: Comm> Bench<'a, C> {
                 Placement::InPlace if !self.checks_in_place => None,
                 _ => Some(self.validate(&layouts, &args, placement)?),
             };
+            let total = wrong.as_ref().map(|w| w.iter().sum());
 
             let mut mine = Vec::with_capacity(self.plan.iters + 2);
             mine.push(seconds_per_call);
@@ -320,12 +365,15 @@ impl<'a, C: Comm> Bench<'a, C> {
                 {
                     println!("{line}");
                 }
-                measurements.push(timing.measurement(
-                    placement,
-                    self.coll.alg_bytes(&layout.counts, elt, n),
-                    self.coll.busbw_factor(n),
-                    wrong,
-                ));
+                let alg_bytes = self.coll.alg_bytes(&layout.counts, elt, n);
+                let mut m =
+                    timing.measurement(placement, alg_bytes, self.coll.busbw_factor(n), total);
+                m.wrong_ranks = wrong_ranks(wrong.as_deref().unwrap_or_default());
+                let reporting = &self.plan.reporting;
+                if reporting.per_iter {
+                    m.per_iter = timing.per_iteration(reporting.per_iter_skip);
+                }
+                measurements.push(m);
             }
         }
         Ok(SizeResult {
@@ -342,20 +390,21 @@ impl<'a, C: Comm> Bench<'a, C> {
     }
 
     /// -c: fresh inputs, a poisoned result region, one call, and every element
-    /// compared with its exact value; returns wrong elements summed over ranks.
+    /// compared with its exact value; returns on rank 0 each rank's wrong
+    /// elements (job rank order), elsewhere nothing.
     fn validate(
         &mut self,
         layouts: &[Layout],
         args: &[OpArgs],
         placement: Placement,
-    ) -> Result<u64, Failure> {
+    ) -> Result<Vec<u64>, Failure> {
         let layout = layouts[0];
         let elt = layout.pattern.dtype.size();
         let Counts { recv, .. } = layout.counts;
         let tolerance =
             self.backend
                 .tolerance(layout.pattern.dtype, layout.pattern.op, self.nranks);
-        let mut wrong = 0;
+        let mut wrong: Vec<u64> = Vec::new();
         for _ in 0..self.plan.check {
             if placement == Placement::OutOfPlace {
                 // 0xFF bytes: NaN or -1 or a large unsigned value, never an expected one
@@ -368,26 +417,34 @@ impl<'a, C: Comm> Bench<'a, C> {
             self.watchdog
                 .begin(self.label(&layout, placement, "(validation)"));
             self.watchdog.enter_call();
-            self.launch(args)?;
+            self.launch(args, 1)?;
             self.backend.synchronize()?;
             self.watchdog.end();
-            let mut mine = 0;
-            for (l, a) in layouts.iter().zip(args) {
+            let mut mine = Vec::with_capacity(layouts.len());
+            for (local, (l, a)) in layouts.iter().zip(args).enumerate() {
                 let mut result = vec![0u8; recv * elt];
                 self.backend.read(a.recv, &mut result)?;
-                if let Some(index) = self.faults.corrupted_element(l.rank, recv) {
+                let job_rank = self.comm.rank() * self.local_ranks + local;
+                if let Some(index) = self.faults.corrupted_element(job_rank, recv) {
                     let bad = self.coll.expected(l, index).unwrap_or(0.0) + 1.0;
                     fill(a.dtype, &mut result[index * elt..(index + 1) * elt], |_| {
                         bad
                     });
                 }
-                mine += count_wrong_defined(self.coll, l, a.dtype, &result, tolerance);
+                // Counts travel as f64, exact below 2^53 elements.
+                mine.push(count_wrong_defined(self.coll, l, a.dtype, &result, tolerance) as f64);
             }
             self.watchdog
-                .begin(self.label(&layout, placement, "(validation sum)"));
+                .begin(self.label(&layout, placement, "(gathering wrong counts)"));
             self.watchdog.enter_call();
-            wrong += self.comm.sum_u64(mine);
+            let gathered = self.comm.gather_f64s(&mine);
             self.watchdog.end();
+            if let Some(all) = gathered {
+                wrong.resize(all.len(), 0);
+                for (w, n) in wrong.iter_mut().zip(all) {
+                    *w += n as u64;
+                }
+            }
         }
         Ok(wrong)
     }
@@ -405,6 +462,8 @@ pub(super) struct Timing {
     pub worst: Vec<f64>,
     /// The rank with the largest mean per-iteration time.
     pub slowest_rank: usize,
+    /// Each process's per-iteration times, process order.
+    pub per_process: Vec<Vec<f64>>,
 }
 
 impl Timing {
@@ -412,13 +471,26 @@ impl Timing {
         let per_process = all.chunks_exact(iters + 2);
         let per_rank_time: Vec<f64> = per_process.clone().map(|c| c[0]).collect();
         let per_rank_cpu: Vec<f64> = per_process.clone().map(|c| c[1]).collect();
-        let per_iter: Vec<f64> = per_process.flat_map(|c| c[2..].to_vec()).collect();
+        let rows: Vec<Vec<f64>> = per_process.map(|c| c[2..].to_vec()).collect();
+        let per_iter = rows.concat();
         Timing {
             seconds: average.combine(&per_rank_time),
             cpu_seconds: average.combine(&per_rank_cpu),
             worst: max_over_ranks(&per_iter, iters),
             slowest_rank: slowest(&mean_per_rank(&per_iter, iters)),
+            per_process: rows,
         }
+    }
+
+    /// -I: nccl-tests' per-iteration report, its summary without the first `skip`
+    /// iterations (-K).
+    pub(super) fn per_iteration(&self, skip: usize) -> Option<PerIteration> {
+        Some(PerIteration {
+            skipped: skip,
+            stats: SpreadStats::of(self.worst.get(skip..)?)?,
+            times: self.worst.clone(),
+            per_process: self.per_process.clone(),
+        })
     }
 
     /// `alg_bytes`: what algbw divides by the time (the size but for hypercube).
@@ -442,6 +514,8 @@ impl Timing {
             slowest_rank: self.slowest_rank,
             timestamp: now_utc(),
             cpu_us: Some(self.cpu_seconds * 1e6),
+            wrong_ranks: Vec::new(),
+            per_iter: None,
         }
     }
 }
@@ -462,4 +536,14 @@ fn count_wrong_defined(
         None => 0,
         Some(_) => count_wrong_where(dtype, result, tolerance, |i| coll.expected(layout, i)),
     }
+}
+
+/// The ranks with wrong elements and how many, from every rank's count.
+fn wrong_ranks(per_rank: &[u64]) -> Vec<(usize, u64)> {
+    per_rank
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(r, &n)| (r, n))
+        .collect()
 }

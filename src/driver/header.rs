@@ -70,6 +70,7 @@ pub(super) fn describe_run(
                 ordinal: d.ordinal,
                 location: d.location.clone(),
                 name: d.name.clone(),
+                group: 0,
             });
         }
     }
@@ -92,7 +93,7 @@ pub(super) fn describe_run(
     let mut notes: Vec<String> = warning.into_iter().collect();
     notes.extend(distinct(all.iter().flat_map(|f| f.info.warnings.clone())));
     let mut details = opened.info.notes.clone();
-    details.push(launch_detail(plan.launch));
+    details.push(launch_detail(plan.launch, plan.agg_iters));
     let run = RunInfo {
         program: program.to_string(),
         run_id: new_run_id(chrono::Utc::now()),
@@ -130,17 +131,23 @@ pub(super) fn describe_run(
 }
 
 /// The header line that says how the timed calls were issued.
-fn launch_detail(launch: Launch) -> String {
-    match launch {
-        Launch::Stream => {
-            "Launch: calls issued back to back, completion awaited once per loop".to_string()
-        }
+fn launch_detail(launch: Launch, agg_iters: usize) -> String {
+    let how = match launch {
+        Launch::Stream => "calls issued back to back, completion awaited once per loop".to_string(),
         Launch::Blocking => {
-            "Launch: -z 1, each call completed on every rank before the next".to_string()
+            "-z 1, each call completed and a barrier on every rank before the next (timed)".to_string()
+        }
+        Launch::Synced => "-z 2, each call completed before the next, no barrier".to_string(),
+        Launch::BarrierOutside => {
+            "-z 3, each iteration completed and timed alone, a barrier between iterations outside the timed time (OSU's method)".to_string()
         }
         Launch::Graph(n) => format!(
-            "Launch: -G {n}, the timed calls captured in a CUDA graph launched {n} times; validation runs uncaptured"
+            "-G {n}, the timed calls captured in a CUDA graph launched {n} times; validation runs uncaptured"
         ),
+    };
+    match agg_iters {
+        1 => format!("Launch: {how}"),
+        m => format!("Launch: {how}; -m {m}: {m} calls per iteration, grouped"),
     }
 }
 

@@ -14,6 +14,7 @@ mod bench;
 pub mod faults;
 mod header;
 mod open;
+mod outputs;
 #[cfg(test)]
 mod tests;
 
@@ -48,6 +49,7 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
         let args = parsed?;
         let plan = args.plan()?;
         if args.pairs.all_pairs {
+            outputs::refuse_with_all_pairs(&plan)?;
             return all_pairs(world, collective, &args, &plan, program);
         }
         run(world, collective, &args, &plan, program)
@@ -65,7 +67,7 @@ fn all_pairs(
 ) -> Result<ExitStatus, Failure> {
     let setup = crate::allpairs::backend::prepare(world, coll, args, plan, program)?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
-    let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog)?;
+    let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog, None)?;
     crate::allpairs::backend::run(world, &mut *backend, plan, &setup, &watchdog)
 }
 
@@ -79,13 +81,23 @@ fn run(
 ) -> Result<ExitStatus, Failure> {
     // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
     let env = relevant_env();
-    let nranks = world.size * plan.gpus_per_process;
+    // NCCL_TESTS_SPLIT: the collective runs among the ranks of each group.
+    let groups = outputs::Groups::agree(world, program, plan)?;
+    let (in_group, group_size) = groups.place(world.rank, world.size);
+    let nranks = group_size * plan.gpus_per_process;
     let roots = plan.root_list(nranks, coll.rooted())?;
     coll.check(nranks, plan.min_bytes, plan.max_bytes)
         .map_err(Failure::Usage)?;
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
-    let (mut backend, choice) = open::open_backend(world, program, args, plan, &watchdog)?;
+    let (mut backend, choice) = open::open_backend(
+        world,
+        program,
+        args,
+        plan,
+        &watchdog,
+        groups.color(world.rank),
+    )?;
     let plan = &open::supported_plan(world, program, args, plan, &*backend)?;
     // The exchanges of the setup (memory, header facts, limits, output files) are
     // watched as one call: a rank stopped here ends the job within -T too.
@@ -97,19 +109,25 @@ fn run(
         BackendKind::Nccl => host_memory(world.local_size),
         BackendKind::Mpi => None,
     };
-    open::allocate(world, program, &mut *backend, info.kind, plan, coll, host)?;
+    let (kind, buffers) = (info.kind, &mut *backend);
+    open::allocate(world, program, buffers, kind, plan, coll, group_size, host)?;
 
     let opened = Opened { info, choice };
     let warning = world.launcher_mismatch();
-    let (mut run_info, header) = header::describe_run(world, program, plan, opened, env, warning);
+    let (mut run_info, mut header) =
+        header::describe_run(world, program, plan, opened, env, warning);
+    groups.describe(plan, &mut header, &mut run_info);
+    outputs::describe(plan, kind, &mut run_info);
     header::find_limits(world, args, &mut run_info);
     run_info.planned_results = bench::planned_results(plan, coll, roots.len());
+    let json = outputs::open_json(world, program, plan, &groups, &header, &mut run_info)?;
     if world.is_root() {
         for warning in &run_info.notes {
             eprintln!("{program}: WARNING: {warning}");
         }
     }
     let mut exporters = open_exporters(world, program, args, &run_info, header)?;
+    exporters.extend(json);
     for e in exporters.iter_mut() {
         e.start(&run_info)?;
     }
@@ -121,12 +139,14 @@ fn run(
         plan,
         &watchdog,
         Faults::from_env(),
-    );
+    )
+    .in_group(in_group, group_size);
     let summary = bench.sweep(&roots, &run_info, &mut exporters)?;
     for e in exporters.iter_mut() {
         e.finish(&run_info, &summary)?;
     }
-    Ok(if summary.wrong_total > 0 {
+    let below = outputs::below_minimum(program, &run_info, &summary, world.is_root());
+    Ok(if summary.wrong_total > 0 || below {
         ExitStatus::Failed
     } else {
         ExitStatus::Ok

@@ -19,6 +19,7 @@ pub(super) fn open_backend(
     args: &CollArgs,
     plan: &Plan,
     watchdog: &Watchdog,
+    group: Option<std::os::raw::c_int>,
 ) -> Result<(Box<dyn Backend>, String), Failure> {
     let nccl_lib = args.nccl_lib.as_deref();
     let (kind, choice) = match args.backend.kind() {
@@ -56,7 +57,17 @@ pub(super) fn open_backend(
                 "{flag}: needs the nccl backend, but the mpi backend runs ({choice})"
             )));
         }
-        return Ok((Box::new(MpiBackend::new(world)?), choice));
+        return Ok((Box::new(MpiBackend::new(world, group)?), choice));
+    }
+    if group.is_some() {
+        let setting = plan
+            .tests_env
+            .split
+            .as_ref()
+            .map_or("NCCL_TESTS_SPLIT", |s| &s.setting);
+        return Err(Failure::Usage(format!(
+            "{setting}: groups run side by side on --backend mpi only in this version ({choice}); use --backend mpi"
+        )));
     }
     let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process)
         .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
@@ -145,7 +156,8 @@ pub(super) fn timing_bytes(iters: usize, processes: usize, root: bool) -> Option
 
 /// Allocates the backend's buffers for the plan's largest size on every rank, once
 /// each rank has checked that they, the host staging and the per-iteration times
-/// fit in the memory it may use. `host`: the host memory budget when the buffers
+/// fit in the memory it may use. `processes`: those the collective runs among
+/// (its group's under NCCL_TESTS_SPLIT). `host`: the host memory budget when the buffers
 /// are not host memory (nccl).
 pub(super) fn allocate(
     group: &dyn Group,
@@ -154,6 +166,7 @@ pub(super) fn allocate(
     kind: BackendKind,
     plan: &Plan,
     coll: &dyn Collective,
+    processes: usize,
     host: Option<MemoryBudget>,
 ) -> Result<(), Failure> {
     if kind == BackendKind::Mpi {
@@ -177,7 +190,7 @@ pub(super) fn allocate(
             "-n/--iters {iters}: the per-iteration times of so many iterations exceed any memory; use e.g. -n 20"
         )));
     };
-    let nranks = group.size() * plan.gpus_per_process;
+    let nranks = processes * plan.gpus_per_process;
     let (send_bytes, recv_bytes) = buffer_bytes(plan, coll, nranks);
     // Host staging: the input pattern is built in a host buffer, and -c reads the
     // result back into another.

@@ -11,6 +11,7 @@ use crate::backend::{Backend, BackendKind, MemoryBudget};
 use crate::collective::{self, Collective};
 use crate::datatype::DataType;
 use crate::job::comm::Solo;
+use crate::job::{Comm, Group};
 use crate::job::{ExitStatus, Failure};
 use crate::report::{Exporter, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::sweep;
@@ -51,22 +52,32 @@ impl Exporter for Recorder {
 /// The sweep of `plan` on the loopback backend: the summary, what the exporter got,
 /// and the calls the backend saw.
 fn run_sweep(coll: &dyn Collective, plan: &Plan, faults: Faults) -> (Summary, Log, u64) {
+    run_sweep_on(&Solo, coll, plan, faults)
+}
+
+fn run_sweep_on<C: Comm>(
+    comm: &C,
+    coll: &dyn Collective,
+    plan: &Plan,
+    faults: Faults,
+) -> (Summary, Log, u64) {
     let mut backend = Loopback::default();
     allocate(
-        &Solo,
+        comm,
         "test",
         &mut backend,
         BackendKind::Mpi,
         plan,
         coll,
+        1,
         None,
     )
     .unwrap();
-    let watchdog = Watchdog::start(&Solo, "test", 0).unwrap();
+    let watchdog = Watchdog::start(comm, "test", 0).unwrap();
     let roots = plan.root_list(1, coll.rooted()).unwrap();
     let log = Rc::new(RefCell::new(Log::default()));
     let mut exporters: Vec<Box<dyn Exporter>> = vec![Box::new(Recorder(log.clone()))];
-    let summary = Bench::new(&Solo, coll, &mut backend, plan, &watchdog, faults)
+    let summary = Bench::new(comm, coll, &mut backend, plan, &watchdog, faults)
         .sweep(&roots, &RunInfo::default(), &mut exporters)
         .unwrap();
     drop(exporters);
@@ -205,6 +216,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &p,
         &collective::AllReduce,
+        1,
         None,
     );
     assert!(
@@ -219,6 +231,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Nccl,
         &p,
         &collective::AllReduce,
+        1,
         None,
     )
     .unwrap();
@@ -230,6 +243,7 @@ fn buffers_that_do_not_fit_stop_before_allocating() {
         BackendKind::Mpi,
         &huge,
         &collective::AllReduce,
+        1,
         None,
     ) {
         Err(Failure::Usage(m)) => assert!(m.contains("exceed MPI's int count limit"), "{m}"),
@@ -255,6 +269,7 @@ fn per_iteration_times_are_in_the_memory_check() {
             kind,
             &huge,
             &collective::AllReduce,
+            1,
             host,
         );
         assert!(
@@ -269,6 +284,7 @@ fn per_iteration_times_are_in_the_memory_check() {
             kind,
             &fits,
             &collective::AllReduce,
+            1,
             host,
         )
         .unwrap();
@@ -282,6 +298,7 @@ fn per_iteration_times_are_in_the_memory_check() {
         BackendKind::Mpi,
         &overflow,
         &collective::AllReduce,
+        1,
         None,
     ) {
         Err(Failure::Usage(m)) => {
@@ -350,4 +367,67 @@ fn the_header_facts_of_a_run() {
         (rank.location.as_str(), rank.name.as_str()),
         ("host", "loopback")
     );
+}
+
+/// One rank whose barrier takes 20 ms: what -z says about barriers shows in the time.
+struct SlowBarrier;
+
+impl Group for SlowBarrier {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn host(&self, _rank: usize) -> &str {
+        "solo"
+    }
+    fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        vec![mine.to_vec()]
+    }
+}
+
+impl Comm for SlowBarrier {
+    fn local_rank(&self) -> usize {
+        0
+    }
+    fn barrier(&self) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    fn sum_u64(&self, mine: u64) -> u64 {
+        mine
+    }
+    fn gather_f64s(&self, mine: &[f64]) -> Option<Vec<f64>> {
+        Some(mine.to_vec())
+    }
+}
+
+#[test]
+fn z1_times_the_barrier_and_z3_leaves_it_out() {
+    let coll = &collective::AllReduce;
+    let time_us = |z: &str| {
+        let p = plan(&[
+            "-b", "8", "-e", "8", "-n", "3", "-w", "0", "-c", "0", "-z", z,
+        ]);
+        let (_, log, _) = run_sweep_on(&SlowBarrier, coll, &p, Faults::default());
+        log.results[0].measurements[0].time_us
+    };
+    let (blocking, outside) = (time_us("1"), time_us("3"));
+    assert!(blocking >= 20_000.0, "-z 1 timed {blocking} us per call");
+    // An 8-byte copy; 10 ms leaves room for a loaded machine's preemption.
+    assert!(outside < 10_000.0, "-z 3 timed {outside} us per call");
+    assert!(time_us("2") < 10_000.0, "-z 2 has no barrier");
+}
+
+#[test]
+fn agg_iters_makes_m_calls_per_timed_iteration() {
+    let coll = &collective::AllReduce;
+    let calls = |m: &str| {
+        let p = plan(&[
+            "-b", "8", "-e", "64", "-f", "8", "-n", "3", "-w", "1", "-m", m,
+        ]);
+        run_sweep(coll, &p, Faults::default()).2
+    };
+    // 2 sizes x 2 placements x 3 iterations, each iteration 4 calls instead of 1.
+    assert_eq!(calls("4") - calls("1"), 2 * 2 * 3 * 3);
 }

@@ -60,8 +60,11 @@ pub struct World {
 
 impl World {
     pub fn init() -> anyhow::Result<World> {
-        // Funneled: only the main thread calls MPI; the watchdog thread never does.
-        let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)
+        // Single, as MPI_Init (what nccl-tests and OSU call): only the main thread calls
+        // MPI, the watchdog's never does. Asking for Funneled made Open MPI 4.1 take
+        // its thread-safe wait path (locks on every request): about 0.1 us more per
+        // 8-byte allreduce (scripts/compare-osu.sh).
+        let (universe, _) = mpi::initialize_with_threading(Threading::Single)
             .ok_or_else(|| anyhow::anyhow!("MPI was already initialised"))?;
         let comm = universe.world();
         let rank = comm.rank() as usize;

@@ -9,6 +9,7 @@ pub mod copy;
 pub mod copy_table;
 pub mod csv;
 pub mod hist;
+pub mod json;
 pub mod perftest;
 pub mod progress;
 pub mod row;
@@ -19,7 +20,7 @@ pub mod verbs;
 pub use row::{Row, ToRows, SCHEMA_VERSION};
 
 use crate::limits::Limit;
-use crate::stats::IterStats;
+use crate::stats::{IterStats, SpreadStats};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,14 @@ pub struct RunInfo {
     pub launch: String,
     /// -C 1: the table's time column shows the CPU time to issue a call.
     pub report_cputime: bool,
+    /// -I 1: the table's per-placement i_* columns (nccl-tests' -I layout).
+    pub per_iter_timing: bool,
+    /// -S 1: the local time at the end of each table line.
+    pub report_timestamps: bool,
+    /// NCCL_TESTS_MIN_BW: the average busbw (GB/s) the run must reach.
+    pub min_busbw_gbs: Option<f64>,
+    /// NCCL_TESTS_SPLIT(_MASK): each group's ranks, by group number; empty: one group.
+    pub groups: Vec<(usize, Vec<usize>)>,
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's
@@ -113,6 +122,23 @@ pub struct Measurement {
     pub timestamp: String,
     /// CPU time to issue one call (nccl-tests' -C figure), microseconds.
     pub cpu_us: Option<f64>,
+    /// -c: the ranks whose result held wrong elements, with how many (rank order).
+    pub wrong_ranks: Vec<(usize, u64)>,
+    /// -I 1: the per-iteration figures nccl-tests reports.
+    pub per_iter: Option<PerIteration>,
+}
+
+/// One placement's per-iteration times under -I, as nccl-tests reports them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerIteration {
+    /// -K: leading iterations left out of `stats`.
+    pub skipped: usize,
+    /// Of `times` after the skipped ones, seconds.
+    pub stats: SpreadStats,
+    /// Each iteration's seconds: the max over processes.
+    pub times: Vec<f64>,
+    /// Each process's seconds per iteration (the max over its GPUs), process order.
+    pub per_process: Vec<Vec<f64>>,
 }
 
 /// One line of the table: a size of one collective, datatype, op and root.
@@ -139,6 +165,12 @@ pub struct Summary {
     pub wrong_total: u64,
     /// Mean busbw over every measurement, as nccl-tests' "Avg bus bandwidth".
     pub avg_busbw_gbs: f64,
+}
+
+/// NCCL_TESTS_MIN_BW: as nccl-tests, a run fails when its average busbw is
+/// below 90% of the minimum.
+pub fn below_min_busbw(avg_gbs: f64, min_gbs: f64) -> bool {
+    avg_gbs < min_gbs * 0.9
 }
 
 /// An output format for one family's results `R` (a collective's `SizeResult` by

@@ -70,6 +70,12 @@ pub struct Row {
     pub stdev_us: Option<f64>,
     /// Verbs rows: the pair ("0", "1", ...) or "sum"/"all" over every pair.
     pub pair: Option<String>,
+    /// -c: the ranks whose result held wrong elements, "rank:count;..."; empty
+    /// when none did or nothing was checked.
+    pub wrong_ranks: Option<String>,
+    /// NCCL_TESTS_SPLIT(_MASK): the groups that ran side by side,
+    /// "group:rank,rank;..."; empty for one group.
+    pub groups: Option<String>,
 }
 
 impl ToRows for SizeResult {
@@ -101,6 +107,7 @@ impl Row {
             avg_mode: run.average.clone(),
             env: run.env.join(";"),
             launch: Some(run.launch.clone()),
+            groups: (!run.groups.is_empty()).then(|| groups_column(&run.groups)),
             ..Row::default()
         }
     }
@@ -129,6 +136,14 @@ impl Row {
             wrong: m.wrong,
             slowest_rank: m.slowest_rank,
             cpu_us: m.cpu_us,
+            wrong_ranks: (!m.wrong_ranks.is_empty()).then(|| {
+                let ranks: Vec<String> = m
+                    .wrong_ranks
+                    .iter()
+                    .map(|(r, n)| format!("{r}:{n}"))
+                    .collect();
+                ranks.join(";")
+            }),
             ..Row::of_run(run)
         };
         row.set_limit(limits::binding(&run.limits));
@@ -142,6 +157,18 @@ impl Row {
         self.limit_gbs = limit.map(|l| l.gbs);
         self.pct_of_limit = limit.map(|l| limits::percent_of(self.busbw_gbs, l));
     }
+}
+
+/// The `groups` column: "0:0,2;1:1,3".
+fn groups_column(groups: &[(usize, Vec<usize>)]) -> String {
+    let each: Vec<String> = groups
+        .iter()
+        .map(|(g, ranks)| {
+            let ranks: Vec<String> = ranks.iter().map(usize::to_string).collect();
+            format!("{g}:{}", ranks.join(","))
+        })
+        .collect();
+    each.join(";")
 }
 
 #[cfg(test)]
@@ -166,6 +193,7 @@ mod tests {
             warmup_iters: 5,
             average: "avg".into(),
             launch: "stream".into(),
+            groups: vec![(0, vec![0, 2]), (1, vec![1, 3])],
             limits: vec![
                 Limit {
                     name: "fast".into(),
@@ -196,6 +224,8 @@ mod tests {
             slowest_rank: 3,
             timestamp: "2025-01-02T03:04:05.000Z".into(),
             cpu_us: Some(1.5),
+            wrong_ranks: vec![(1, 2), (3, 7)],
+            per_iter: None,
         };
         let result = SizeResult {
             collective: "all_reduce".into(),
@@ -250,6 +280,8 @@ mod tests {
             env: "NCCL_A=1;UCX_B=2".into(),
             cpu_us: Some(1.5),
             launch: Some("stream".into()),
+            wrong_ranks: Some("1:2;3:7".into()),
+            groups: Some("0:0,2;1:1,3".into()),
             // The verbs columns stay empty.
             ..Row::default()
         };

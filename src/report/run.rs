@@ -68,6 +68,11 @@ pub fn now_utc() -> String {
     Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// nccl-tests' TIME_STRING_FORMAT, in local time (-S, -J).
+pub fn local_time() -> String {
+    chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
 /// A UTC time as it names files and runs: "20250102T030405Z".
 pub fn compact_utc(stamp: DateTime<Utc>) -> String {
     stamp.format("%Y%m%dT%H%M%SZ").to_string()

@@ -2,7 +2,7 @@
 //! nccl-tests logs read ours; the per-iteration percentiles follow at the right.
 //! Its header is rendered from the run's facts (`Header`), given when it is made.
 
-use super::{Exporter, Placement, RunInfo, SizeResult, Summary};
+use super::{below_min_busbw, Exporter, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::limits;
 use crate::sizes::{human_bytes, Step};
 use std::io::Write;
@@ -37,6 +37,8 @@ pub struct RankFacts {
     pub location: String,
     /// "NVIDIA H200", or the MPI library for host memory.
     pub name: String,
+    /// NCCL_TESTS_SPLIT(_MASK): the rank's group (0 without a split).
+    pub group: usize,
 }
 
 impl Header {
@@ -63,8 +65,8 @@ impl RankFacts {
     /// "#  Rank  0 Group  0 Pid   1234 on     node-1 device  0 [0000:18:00.0] NVIDIA H200".
     fn line(&self) -> String {
         format!(
-            "#  Rank {:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [{}] {}",
-            self.rank, self.pid, self.host, self.ordinal, self.location, self.name
+            "#  Rank {:>2} Group {:>2} Pid {:>6} on {:>10} device {:>2} [{}] {}",
+            self.rank, self.group, self.pid, self.host, self.ordinal, self.location, self.name
         )
     }
 }
@@ -96,6 +98,8 @@ pub struct Table<W: Write> {
     header: Header,
     /// The highest busbw so far: GB/s, size, placement.
     best: Option<(f64, u64, Placement)>,
+    /// -c: wrong elements of each rank with any, over the run.
+    wrong_by_rank: std::collections::BTreeMap<usize, u64>,
 }
 
 impl<W: Write> Table<W> {
@@ -104,7 +108,56 @@ impl<W: Write> Table<W> {
             out,
             header,
             best: None,
+            wrong_by_rank: Default::default(),
         }
+    }
+
+    /// nccl-tests' -I column header (its writeResultHeader), -S column included.
+    fn per_iter_header(&mut self, run: &RunInfo) -> std::io::Result<()> {
+        let (pad, label, format) = timestamp_column(run);
+        let time = if run.report_cputime {
+            "cputime"
+        } else {
+            "time"
+        };
+        let o = &mut self.out;
+        writeln!(o, "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}              out-of-place (+ per-iteration)                                in-place (+ per-iteration)", "", "", "", "", "")?;
+        writeln!(
+            o,
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {label:>pad$}",
+            "size", "count", "type", "redop", "root",
+            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%"
+        )?;
+        writeln!(
+            o,
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {format:>pad$}",
+            "(B)", "(elements)", "", "", "",
+            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)"
+        )
+    }
+}
+
+/// -S: nccl-tests' timestamp column: its width, label and format line.
+fn timestamp_column(run: &RunInfo) -> (usize, &'static str, &'static str) {
+    match run.report_timestamps {
+        true => (19, "timestamp", "%Y-%m-%d %H:%M:%S"),
+        false => (0, "", ""),
+    }
+}
+
+/// -I: nccl-tests' i_min i_max i_p99 i_cv% of one placement (its writePerIterReport).
+fn per_iter_columns(p: Option<&PerIteration>) -> String {
+    match p {
+        Some(p) => format!(
+            "  {}  {}  {}  {}",
+            fit(p.stats.min * 1e6, 7),
+            fit(p.stats.max * 1e6, 7),
+            fit(p.stats.p99 * 1e6, 7),
+            fit(p.stats.cv_pct(), 7)
+        ),
+        None => " ".repeat(36),
     }
 }
 
@@ -132,10 +185,12 @@ impl<W: Write> Exporter for Table<W> {
             o,
             "# Units: size in bytes, time in us, algbw and busbw in GB/s (1 GB/s = 1e9 bytes/s)"
         )?;
-        writeln!(
-            o,
-            "# Per-iteration columns: p50/p99/p99.9/max of each iteration's time, taken as the max over ranks"
-        )?;
+        if !run.per_iter_timing {
+            writeln!(
+                o,
+                "# Per-iteration columns: p50/p99/p99.9/max of each iteration's time, taken as the max over ranks"
+            )?;
+        }
         for (i, line) in run.limits_lines.iter().enumerate() {
             let lead = if i == 0 { "Limits: " } else { "  detected: " };
             writeln!(o, "# {lead}{line}")?;
@@ -155,20 +210,31 @@ impl<W: Write> Exporter for Table<W> {
             writeln!(o, "{}", rank.line())?;
         }
         writeln!(o, "#")?;
+        if run.per_iter_timing {
+            self.per_iter_header(run)?;
+            self.out.flush()?;
+            return Ok(());
+        }
+        let (pad, label, format) = timestamp_column(run);
+        let ts = |t: &str| match pad {
+            0 => String::new(),
+            _ => format!(" {t:>pad$}"),
+        };
+        let o = &mut self.out;
         writeln!(
             o,
             "{PREAMBLE_BLANK}    out-of-place                       in-place                       out-of-place per-iteration        in-place per-iteration"
         )?;
         writeln!(
             o,
-            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
-            "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", ts(label),
             "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max"
         )?;
         writeln!(
             o,
-            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
-            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ts(format),
             "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"
         )?;
         o.flush()?;
@@ -199,6 +265,12 @@ impl<W: Write> Exporter for Table<W> {
                         fit(m.busbw_gbs, 6),
                         wrong
                     );
+                    if run.per_iter_timing {
+                        line += &per_iter_columns(m.per_iter.as_ref());
+                    }
+                    for &(rank, n) in &m.wrong_ranks {
+                        *self.wrong_by_rank.entry(rank).or_default() += n;
+                    }
                     let l = &m.latency;
                     for v in [l.p50_us, l.p99_us, l.p999_us, l.max_us] {
                         percentiles += &format!("  {}", fit(v, 7));
@@ -206,9 +278,19 @@ impl<W: Write> Exporter for Table<W> {
                 }
                 None => {
                     line += &" ".repeat(33);
+                    if run.per_iter_timing {
+                        line += &per_iter_columns(None);
+                    }
                     percentiles += &" ".repeat(36);
                 }
             }
+        }
+        if run.report_timestamps {
+            line += &format!("{:>21}", super::run::local_time());
+        }
+        // nccl-tests' -I layout ends there; without -I our percentiles follow.
+        if run.per_iter_timing {
+            percentiles.clear();
         }
         writeln!(self.out, "{line}{percentiles}")?;
         self.out.flush()?;
@@ -216,6 +298,19 @@ impl<W: Write> Exporter for Table<W> {
     }
 
     fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
+        if !self.wrong_by_rank.is_empty() {
+            let hosts: Vec<String> = self
+                .wrong_by_rank
+                .iter()
+                .map(|(&rank, &n)| {
+                    let host = self.header.ranks.iter().find(|r| r.rank == rank);
+                    let host = host.map_or("unknown host", |r| r.host.as_str());
+                    let s = if n == 1 { "" } else { "s" };
+                    format!("rank {rank} on {host} ({n} element{s})")
+                })
+                .collect();
+            writeln!(self.out, "# {:<20} : {}", "Wrong data on", hosts.join(", "))?;
+        }
         let o = &mut self.out;
         let verdict = if summary.wrong_total > 0 {
             "FAILED"
@@ -235,9 +330,14 @@ impl<W: Write> Exporter for Table<W> {
                 "Out of bounds values"
             )?;
         }
+        let bw_verdict = match run.min_busbw_gbs {
+            None => "",
+            Some(min) if below_min_busbw(summary.avg_busbw_gbs, min) => "FAILED",
+            Some(_) => "OK",
+        };
         writeln!(
             o,
-            "# {:<20} : {} ",
+            "# {:<20} : {} {bw_verdict}",
             "Avg bus bandwidth",
             format_g(summary.avg_busbw_gbs)
         )?;
@@ -314,6 +414,7 @@ mod tests {
                 ordinal: 1,
                 location: "0000:18:00.0".into(),
                 name: "NVIDIA H200".into(),
+                group: 0,
             }],
         };
         assert_eq!(

@@ -23,7 +23,8 @@ mod premul;
 pub use open::{connect, prepare, probe, Prepared};
 
 use super::{
-    Backend, BackendInfo, BackendKind, BufRef, CollectiveId, MemoryBudget, OpArgs, RankDevice, Slot,
+    Backend, BackendInfo, BackendKind, BufRef, CollectiveId, Marks, MemoryBudget, OpArgs,
+    RankDevice, Slot,
 };
 use crate::datatype::{DataType, RedOp};
 use crate::gpu::nccl_lib::{self, Call, Comm, Nccl};
@@ -45,7 +46,7 @@ pub(super) struct RankGpu {
     comm: Comm,
     send: Option<DeviceBuffer>,
     recv: Option<DeviceBuffer>,
-    /// marks[0] before the first timed call, marks[k] after call k.
+    /// Timing events, recorded as `Backend::timer_start`'s `Marks` says.
     marks: Vec<CudaEvent>,
     /// Events around `replay`'s launches.
     replay: Option<(CudaEvent, CudaEvent)>,
@@ -94,6 +95,8 @@ pub struct NcclBackend {
     nodes: usize,
     capturing: bool,
     next_mark: usize,
+    /// How `timer_start` asked the timed loop to be marked.
+    pattern: Marks,
     /// The first error of `mark` (which cannot return one), reported by `timer_read`.
     mark_error: Option<String>,
     /// Dropped after the communicators: it echoes NCCL's WARN lines at exit.
@@ -513,9 +516,9 @@ impl Backend for NcclBackend {
         Ok(())
     }
 
-    fn timer_start(&mut self, iterations: usize) -> anyhow::Result<()> {
+    fn timer_start(&mut self, iterations: usize, marks: Marks) -> anyhow::Result<()> {
         for g in &mut self.gpus {
-            while g.marks.len() < iterations + 1 {
+            while g.marks.len() < marks.count(iterations) {
                 let event = g.timing_event()?;
                 g.marks.push(event);
             }
@@ -523,7 +526,10 @@ impl Backend for NcclBackend {
         }
         self.next_mark = 0;
         self.mark_error = None;
-        self.mark();
+        self.pattern = marks;
+        if marks == Marks::Chained {
+            self.mark();
+        }
         Ok(())
     }
 
@@ -547,19 +553,22 @@ impl Backend for NcclBackend {
         if let Some(e) = self.mark_error.take() {
             bail!("recording a timing event failed: {e}");
         }
-        let iterations = self.next_mark.saturating_sub(1);
         per_iteration.iter_mut().for_each(|t| *t = 0.0);
+        let mut mine = vec![0.0; per_iteration.len()];
         let mut total = 0f64;
         for g in &mut self.gpus {
-            for (k, slot) in per_iteration.iter_mut().enumerate().take(iterations) {
-                let ms = g.marks[k].elapsed_ms(&g.marks[k + 1])?;
-                *slot = slot.max(ms as f64 / 1e3);
+            let marks = &g.marks;
+            let loop_s = self.pattern.read(self.next_mark, &mut mine, |i, j| {
+                Ok(marks[i].elapsed_ms(&marks[j])? as f64 / 1e3)
+            })?;
+            for (slot, s) in per_iteration.iter_mut().zip(&mine) {
+                *slot = slot.max(*s);
             }
-            let ms = match g.replay.take() {
-                Some((start, end)) => start.elapsed_ms(&end)?,
-                None => g.marks[0].elapsed_ms(&g.marks[iterations])?,
+            let seconds = match g.replay.take() {
+                Some((start, end)) => start.elapsed_ms(&end)? as f64 / 1e3,
+                None => loop_s,
             };
-            total = total.max(ms as f64 / 1e3);
+            total = total.max(seconds);
             g.graph = None;
         }
         Ok(total)

@@ -3,6 +3,7 @@
 //! and `connect` (every rank together).
 
 use super::{nccl_error, NcclBackend, RankGpu};
+use crate::backend::Marks;
 use crate::gpu::nccl_lib::{self, Nccl};
 use crate::gpu::nccl_log::LogCapture;
 use crate::gpu::{self, GpuInfo};
@@ -120,6 +121,7 @@ pub fn connect(prepared: Prepared, world: &World) -> anyhow::Result<NcclBackend>
         nodes: world.nodes().len(),
         capturing: false,
         next_mark: 0,
+        pattern: Marks::Chained,
         mark_error: None,
         log,
     };

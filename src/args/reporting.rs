@@ -1,0 +1,189 @@
+//! nccl-tests' reporting flags: `-J` (its JSON document), `-I`/`-K` (per-iteration
+//! timing) and `-S` (timestamps), validated as nccl-tests validates them: a value
+//! it turns off with a message is turned off with the same message, as a warning.
+
+use crate::cli::{check_folder_target, file_kind, whole};
+use crate::job::UsageError;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct ReportArgs {
+    /// Write nccl-tests' JSON document to FILE.json, rewritten after every size
+    /// (FILE.json.0, .1, ... when FILE.json exists, as nccl-tests does)
+    #[arg(short = 'J', long = "output_file", value_name = "FILE.json")]
+    pub output_file: Option<PathBuf>,
+    /// 1: per-iteration timing: the table's i_min i_max i_p99 i_cv% columns and,
+    /// with -J, every iteration's time of every process
+    #[arg(
+        short = 'I',
+        long = "per_iter_timing",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub per_iter_timing: i64,
+    /// With -I 1: leading iterations left out of the i_* summary
+    #[arg(
+        short = 'K',
+        long = "per_iter_skip",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub per_iter_skip: i64,
+    /// 1: the local time at the end of each table line
+    #[arg(short = 'S', long = "report_timestamps", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    pub report_timestamps: u8,
+}
+
+/// The reporting part of the plan.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reporting {
+    /// -J: where the JSON document goes.
+    pub json: Option<PathBuf>,
+    /// -I 1 (after nccl-tests' disable rules).
+    pub per_iter: bool,
+    /// -K: leading iterations left out of the -I summary.
+    pub per_iter_skip: usize,
+    /// -S 1.
+    pub timestamps: bool,
+    /// What nccl-tests would have said on stderr when it turned -I or -K off.
+    pub warnings: Vec<String>,
+}
+
+impl ReportArgs {
+    /// nccl-tests' rules (common.cu, after its option parsing), in its order and
+    /// words. `graph`: -G is on.
+    pub fn plan(&self, iters: usize, graph: bool) -> Result<Reporting, UsageError> {
+        let mut warnings = Vec::new();
+        let mut per_iter = self.per_iter_timing;
+        if per_iter != 0 && per_iter != 1 {
+            warnings
+                .push("per-iteration timing (-I) only supports 0=off or 1=on. Disabling.".into());
+            per_iter = 0;
+        }
+        if per_iter == 1 && graph {
+            warnings.push(
+                "per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."
+                    .into(),
+            );
+            per_iter = 0;
+        }
+        let mut skip = self.per_iter_skip;
+        if skip < 0 || skip >= iters as i64 {
+            warnings.push(format!(
+                "per-iteration skip (-K) must be between 0 and {}. Disabling.",
+                iters as i64 - 1
+            ));
+            skip = 0;
+        }
+        if skip != 0 && per_iter == 0 {
+            warnings.push(
+                "per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling.".into(),
+            );
+            skip = 0;
+        }
+        let timestamps = match self.report_timestamps {
+            0 | 1 => self.report_timestamps == 1,
+            v => {
+                return Err(UsageError(format!(
+                    "-S/--report_timestamps {v}: use 0 or 1"
+                )))
+            }
+        };
+        if let Some(path) = &self.output_file {
+            check_json_target(path)?;
+        }
+        Ok(Reporting {
+            json: self.output_file.clone(),
+            per_iter: per_iter == 1,
+            per_iter_skip: skip as usize,
+            timestamps,
+            warnings,
+        })
+    }
+}
+
+/// `-J PATH`: a .json name (nccl-tests writes JSON only there, and nothing
+/// otherwise) that is not a folder, FIFO or device, in a folder this process can
+/// write. An existing regular file is kept: the document goes to PATH.0, PATH.1, ...
+pub fn check_json_target(path: &Path) -> Result<(), UsageError> {
+    let flag = format!("-J/--output_file {}", path.display());
+    let is_json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    if let Ok(meta) = std::fs::metadata(path) {
+        if let Some(kind) = file_kind(&meta) {
+            return Err(UsageError(format!(
+                "{flag}: is {kind}, not a regular file; give the path of a .json file"
+            )));
+        }
+    }
+    if !is_json {
+        return Err(UsageError(format!(
+            "{flag}: nccl-tests' document is written only to a .json file; name it e.g. {}",
+            path.with_extension("json").display()
+        )));
+    }
+    let folder = path.parent().filter(|d| !d.as_os_str().is_empty());
+    check_folder_target("-J/--output_file", Some(folder.unwrap_or(Path::new("."))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(i: i64, k: i64, graph: bool) -> Reporting {
+        ReportArgs {
+            per_iter_timing: i,
+            per_iter_skip: k,
+            ..ReportArgs::default()
+        }
+        .plan(20, graph)
+        .unwrap()
+    }
+
+    #[test]
+    fn nccl_tests_disable_rules_and_words() {
+        let on = plan(1, 3, false);
+        assert_eq!(
+            (on.per_iter, on.per_iter_skip, on.warnings.len()),
+            (true, 3, 0)
+        );
+        let two = plan(2, 0, false);
+        assert!(!two.per_iter);
+        assert_eq!(
+            two.warnings,
+            ["per-iteration timing (-I) only supports 0=off or 1=on. Disabling."]
+        );
+        assert_eq!(
+            plan(1, 0, true).warnings,
+            ["per-iteration timing (-I) is incompatible with CUDA graph mode (-G). Disabling."]
+        );
+        let far = plan(1, 20, false);
+        assert_eq!((far.per_iter, far.per_iter_skip), (true, 0));
+        assert_eq!(
+            far.warnings,
+            ["per-iteration skip (-K) must be between 0 and 19. Disabling."]
+        );
+        assert_eq!(plan(1, -1, false).per_iter_skip, 0);
+        assert_eq!(
+            plan(0, 5, false).warnings,
+            ["per-iteration skip (-K) requires per-iteration timing (-I 1). Disabling."]
+        );
+    }
+
+    #[test]
+    fn json_targets() {
+        let err = |p: &str| check_json_target(Path::new(p)).unwrap_err().0;
+        assert_eq!(
+            err("/dev/null"),
+            "-J/--output_file /dev/null: is a character device, not a regular file; give the path of a .json file"
+        );
+        assert!(err("src").starts_with("-J/--output_file src: is a directory"));
+        assert_eq!(
+            err("out.txt"),
+            "-J/--output_file out.txt: nccl-tests' document is written only to a .json file; name it e.g. out.json"
+        );
+        assert!(check_json_target(Path::new("target/x.JSON")).is_ok());
+    }
+}

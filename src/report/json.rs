@@ -1,0 +1,482 @@
+//! `-J FILE.json`: nccl-tests' JSON document (its `util.cu` writer, version 3), key
+//! for key, so that its `tools/analyze_perf_json.py` reads ours: the run's
+//! arguments, environment and config with its devices, one object per size with
+//! `out_of_place`/`in_place` (and, with -I, `*_per_iter` with every iteration's time
+//! and every process's), then `out_of_bounds`, `average_bus_bandwidth`, `errors` and
+//! `end_time`. What only fabricbench measures is under the key `fabricbench`, at
+//! the top and in each result.
+//!
+//! The whole document is rewritten after every size, to a temporary file renamed
+//! over the last one: a run killed at any moment leaves a valid document of its
+//! finished sizes (without the closing keys, and with `fabricbench.complete` false).
+
+use super::run::local_time;
+use super::table::Header;
+use super::{Exporter, Measurement, PerIteration, Placement, RunInfo, SizeResult, Summary};
+use crate::sizes::Step;
+use anyhow::Context;
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// nccl-tests' JSON_FILE_VERSION.
+pub const JSON_FILE_VERSION: u32 = 3;
+
+/// nccl-tests writes booleans as the strings "true" and "false".
+fn flag(on: bool) -> &'static str {
+    if on {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+/// What the document says about how the run was made, beyond the header's facts.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// argv, as nccl-tests records it.
+    pub args: Vec<String>,
+    /// -z other than 0.
+    pub blocking: bool,
+    /// -m (1 when not given).
+    pub agg_iters: usize,
+    pub per_iter_timing: bool,
+    pub per_iter_skip: usize,
+    /// NCCL_TESTS_SPLIT(_MASK): the group of each rank, by rank.
+    pub group_of_rank: Vec<usize>,
+}
+
+#[derive(Serialize)]
+struct Device {
+    rank: usize,
+    group: usize,
+    pid: u32,
+    hostname: String,
+    device: usize,
+    device_hex: String,
+    device_info: String,
+}
+
+#[derive(Serialize)]
+struct Config {
+    nthreads: usize,
+    ngpus: usize,
+    minimum_bytes: u64,
+    maximum_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step_factor: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step_bytes: Option<u64>,
+    warmup_iters: usize,
+    iterations: usize,
+    aggregated_iterations: usize,
+    validation: usize,
+    graph: usize,
+    blocking_collectives: &'static str,
+    per_iter_timing: &'static str,
+    per_iter_skip: usize,
+    parallel_init: &'static str,
+    devices: Vec<Device>,
+}
+
+/// nccl-tests' `writeBenchmarkLineBody` object.
+#[derive(Serialize)]
+struct Body {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu_time: Option<f64>,
+    alg_bw: f64,
+    bus_bw: f64,
+    nwrong: Option<f64>,
+}
+
+/// nccl-tests' `writePerIterReport` object.
+#[derive(Serialize)]
+struct PerIter {
+    skipped_iterations: usize,
+    min_us: f64,
+    max_us: f64,
+    avg_us: f64,
+    p50_us: f64,
+    p95_us: f64,
+    p99_us: f64,
+    stdev_us: f64,
+    cv_pct: f64,
+    times_us: Vec<f64>,
+    /// Only with more than one process, as nccl-tests writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_process_max_times_us: Option<Vec<Vec<f64>>>,
+}
+
+#[derive(Serialize)]
+struct WrongRank {
+    rank: usize,
+    hostname: String,
+    count: u64,
+}
+
+/// Our figures of one placement.
+#[derive(Serialize)]
+struct Extra {
+    min_us: f64,
+    p50_us: f64,
+    p99_us: f64,
+    p999_us: f64,
+    max_us: f64,
+    slowest_rank: usize,
+    slowest_hostname: String,
+    wrong_ranks: Vec<WrongRank>,
+    timestamp: String,
+}
+
+#[derive(Serialize)]
+struct ResultExtra {
+    collective: String,
+    cycle: u64,
+    busbw_factor: f64,
+    out_of_place: Option<Extra>,
+    in_place: Option<Extra>,
+}
+
+/// One size, as nccl-tests' preamble, bodies and terminator write it.
+#[derive(Serialize)]
+struct Record {
+    size: u64,
+    count: u64,
+    #[serde(rename = "type")]
+    datatype: String,
+    redop: String,
+    /// "%6i", as nccl-tests writes it.
+    root: String,
+    out_of_place: Option<Body>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out_of_place_per_iter: Option<PerIter>,
+    in_place: Option<Body>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    in_place_per_iter: Option<PerIter>,
+    actual_iterations: usize,
+    experiment_name: &'static str,
+    fabricbench: ResultExtra,
+}
+
+#[derive(Serialize)]
+struct OutOfBounds {
+    count: u64,
+    okay: &'static str,
+}
+
+#[derive(Serialize)]
+struct AverageBusBandwidth {
+    bandwidth: f64,
+    /// "unchecked" without NCCL_TESTS_MIN_BW.
+    okay: &'static str,
+}
+
+#[derive(Serialize)]
+struct RunExtra {
+    program: String,
+    run_id: String,
+    tool_version: String,
+    backend: String,
+    transport: String,
+    library_version: String,
+    hosts: Vec<String>,
+    nranks: usize,
+    env_note: &'static str,
+    /// NCCL_TESTS_SPLIT(_MASK): each group's ranks; empty for one group.
+    groups: Vec<(usize, Vec<usize>)>,
+    min_busbw_gbs: Option<f64>,
+    /// False until the run finished: the sizes so far, without the closing keys.
+    complete: bool,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    version: u32,
+    start_time: &'a str,
+    args: &'a [String],
+    env: &'a [String],
+    nccl_version: Option<u64>,
+    config: &'a Config,
+    fabricbench: RunExtra,
+    results: &'a [Record],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out_of_bounds: Option<OutOfBounds>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    average_bus_bandwidth: Option<AverageBusBandwidth>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_time: Option<String>,
+}
+
+pub struct JsonExport {
+    path: PathBuf,
+    start_time: String,
+    args: Vec<String>,
+    config: Config,
+    /// Host of each rank, by rank.
+    hosts: Vec<String>,
+    iters: usize,
+    results: Vec<Record>,
+}
+
+/// NCCL's version code (22703) from "NCCL 2.27.3"; None for another library.
+fn nccl_version(library: &str) -> Option<u64> {
+    let mut parts = library.strip_prefix("NCCL ")?.split('.');
+    let mut next = || parts.next()?.parse::<u64>().ok();
+    Some(next()? * 10000 + next()? * 100 + next()?)
+}
+
+/// `path` if it does not exist, else the first of `path.0`, `path.1`, ... that
+/// does not, as nccl-tests probes; created empty so that no other run takes it.
+fn claim(path: &Path) -> anyhow::Result<PathBuf> {
+    let flag = || format!("-J/--output_file {}", path.display());
+    if let Some(folder) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).with_context(flag)?;
+    }
+    let mut candidate = path.to_path_buf();
+    for n in 0.. {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Ok(_) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                candidate = PathBuf::from(format!("{}.{n}", path.display()));
+            }
+            Err(e) => return Err(e).with_context(flag),
+        }
+    }
+    unreachable!("an unbounded probe returns")
+}
+
+impl JsonExport {
+    /// Claims the file (see `claim`); `path()` says which one was taken.
+    pub fn create(path: &Path, header: &Header, settings: Settings) -> anyhow::Result<JsonExport> {
+        let path = claim(path)?;
+        let devices = header
+            .ranks
+            .iter()
+            .map(|r| Device {
+                rank: r.rank,
+                group: settings.group_of_rank.get(r.rank).copied().unwrap_or(0),
+                pid: r.pid,
+                hostname: r.host.clone(),
+                device: r.ordinal,
+                device_hex: r.location.clone(),
+                device_info: r.name.clone(),
+            })
+            .collect();
+        let (step_factor, step_bytes) = match header.step {
+            Step::Factor(f) => (Some(f), None),
+            Step::Bytes(b) => (None, Some(b)),
+        };
+        let config = Config {
+            nthreads: 1,
+            ngpus: header.gpus_per_process,
+            minimum_bytes: header.min_bytes,
+            maximum_bytes: header.max_bytes,
+            step_factor,
+            step_bytes,
+            warmup_iters: header.warmup_iters,
+            iterations: header.iters,
+            aggregated_iterations: settings.agg_iters.max(1),
+            validation: header.check,
+            graph: header.graph_launches,
+            blocking_collectives: flag(settings.blocking),
+            per_iter_timing: flag(settings.per_iter_timing),
+            per_iter_skip: settings.per_iter_skip,
+            parallel_init: flag(false),
+            devices,
+        };
+        Ok(JsonExport {
+            path,
+            start_time: local_time(),
+            args: settings.args,
+            hosts: header.ranks.iter().map(|r| r.host.clone()).collect(),
+            config,
+            iters: header.iters,
+            results: Vec::new(),
+        })
+    }
+
+    /// The file the document goes to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn host(&self, rank: usize) -> String {
+        self.hosts.get(rank).cloned().unwrap_or_default()
+    }
+
+    fn body(&self, run: &RunInfo, m: &Measurement) -> Body {
+        Body {
+            time: (!run.report_cputime).then_some(m.time_us),
+            cpu_time: run.report_cputime.then(|| m.cpu_us.unwrap_or(m.time_us)),
+            alg_bw: m.algbw_gbs,
+            bus_bw: m.busbw_gbs,
+            nwrong: m.wrong.map(|w| w as f64),
+        }
+    }
+
+    fn extra(&self, m: &Measurement) -> Extra {
+        let l = &m.latency;
+        Extra {
+            min_us: l.min_us,
+            p50_us: l.p50_us,
+            p99_us: l.p99_us,
+            p999_us: l.p999_us,
+            max_us: l.max_us,
+            slowest_rank: m.slowest_rank,
+            slowest_hostname: self.host(m.slowest_rank),
+            wrong_ranks: m
+                .wrong_ranks
+                .iter()
+                .map(|&(rank, count)| WrongRank {
+                    rank,
+                    hostname: self.host(rank),
+                    count,
+                })
+                .collect(),
+            timestamp: m.timestamp.clone(),
+        }
+    }
+
+    /// Writes the document as it stands: a temporary file in the same folder,
+    /// renamed over the last version.
+    fn write(&self, run: &RunInfo, footer: Option<&Summary>) -> anyhow::Result<()> {
+        let doc = Document {
+            version: JSON_FILE_VERSION,
+            start_time: &self.start_time,
+            args: &self.args,
+            env: &run.env,
+            nccl_version: nccl_version(&run.library_version),
+            config: &self.config,
+            fabricbench: RunExtra {
+                program: run.program.clone(),
+                run_id: run.run_id.clone(),
+                tool_version: run.tool_version.clone(),
+                backend: run.backend.clone(),
+                transport: run.transport.clone(),
+                library_version: run.library_version.clone(),
+                hosts: run.hosts.clone(),
+                nranks: run.nranks,
+                env_note: "env lists only the variables that shape results (NCCL_*, UCX_*, FI_*, chosen OMPI_MCA_*)",
+                groups: run.groups.clone(),
+                min_busbw_gbs: run.min_busbw_gbs,
+                complete: footer.is_some(),
+            },
+            results: &self.results,
+            out_of_bounds: footer.map(|s| OutOfBounds {
+                count: s.wrong_total,
+                okay: flag(s.wrong_total == 0),
+            }),
+            average_bus_bandwidth: footer.map(|s| AverageBusBandwidth {
+                bandwidth: s.avg_busbw_gbs,
+                okay: match run.min_busbw_gbs {
+                    None => "unchecked",
+                    Some(min) => flag(!super::below_min_busbw(s.avg_busbw_gbs, min)),
+                },
+            }),
+            errors: footer.map(|_| Vec::new()),
+            end_time: footer.map(|_| local_time()),
+        };
+        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = self
+            .path
+            .with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        let what = || format!("-J/--output_file {}", self.path.display());
+        let written = (|| {
+            let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            serde_json::to_writer(&mut file, &doc)?;
+            file.write_all(b"\n")?;
+            file.into_inner().map_err(|e| e.into_error())?.sync_data()?;
+            std::fs::rename(&tmp, &self.path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.with_context(what)
+    }
+
+    fn per_iter(&self, p: &PerIteration) -> PerIter {
+        let us = |v: &[f64]| v.iter().map(|t| t * 1e6).collect::<Vec<f64>>();
+        PerIter {
+            skipped_iterations: p.skipped,
+            min_us: p.stats.min * 1e6,
+            max_us: p.stats.max * 1e6,
+            avg_us: p.stats.avg * 1e6,
+            p50_us: p.stats.p50 * 1e6,
+            p95_us: p.stats.p95 * 1e6,
+            p99_us: p.stats.p99 * 1e6,
+            stdev_us: p.stats.stdev * 1e6,
+            cv_pct: p.stats.cv_pct(),
+            times_us: us(&p.times),
+            per_process_max_times_us: (p.per_process.len() > 1)
+                .then(|| p.per_process.iter().map(|row| us(row)).collect()),
+        }
+    }
+}
+
+impl Exporter for JsonExport {
+    fn start(&mut self, run: &RunInfo) -> anyhow::Result<()> {
+        self.write(run, None)
+    }
+
+    fn record(&mut self, run: &RunInfo, r: &SizeResult) -> anyhow::Result<()> {
+        let find = |p: Placement| r.measurements.iter().find(|m| m.placement == p);
+        let (oop, ip) = (find(Placement::OutOfPlace), find(Placement::InPlace));
+        let per_iter = |m: Option<&Measurement>| {
+            m.and_then(|m| m.per_iter.as_ref())
+                .map(|p| self.per_iter(p))
+        };
+        let record = Record {
+            size: r.size_bytes,
+            count: r.count,
+            datatype: r.datatype.clone(),
+            redop: r.redop.clone(),
+            root: format!("{:>6}", r.root),
+            out_of_place: oop.map(|m| self.body(run, m)),
+            out_of_place_per_iter: per_iter(oop),
+            in_place: ip.map(|m| self.body(run, m)),
+            in_place_per_iter: per_iter(ip),
+            actual_iterations: self.iters,
+            experiment_name: "",
+            fabricbench: ResultExtra {
+                collective: r.collective.clone(),
+                cycle: r.cycle,
+                busbw_factor: r.busbw_factor,
+                out_of_place: oop.map(|m| self.extra(m)),
+                in_place: ip.map(|m| self.extra(m)),
+            },
+        };
+        self.results.push(record);
+        self.write(run, None)
+    }
+
+    fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
+        self.write(run, Some(summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_codes_and_probed_names() {
+        assert_eq!(nccl_version("NCCL 2.27.3"), Some(22703));
+        assert_eq!(nccl_version("Open MPI v4.1.4"), None);
+        let dir = std::env::temp_dir().join(format!("fabricbench-json-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        assert_eq!(claim(&path).unwrap(), path);
+        assert_eq!(claim(&path).unwrap(), dir.join("r.json.0"));
+        assert_eq!(claim(&path).unwrap(), dir.join("r.json.1"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
