@@ -2,7 +2,8 @@
 # Installs what fabricbench needs on a fresh Debian/Ubuntu machine (run as root):
 # Open MPI (build and run), libclang and cmake (bindings), libibverbs (verbs
 # binaries, loaded at run time), perftest (side-by-side checks), Python's
-# pandas and matplotlib (the notebook check), and for the virtual rack and its
+# pandas and matplotlib (the notebook checks), nbconvert, nbclient and ipykernel
+# (scripts/compare.ipynb executed headless), and for the virtual rack and its
 # tests (scripts/virtual-rack.sh, tests/virtual_rack.rs): iproute2 (ip, tc),
 # util-linux (nsenter, unshare, setpriv), and Debian's chromium with python3-pil
 # (report.html rendered and its screenshot checked).
@@ -11,6 +12,7 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(openmpi-bin libopenmpi-dev libclang-dev clang cmake pkg-config
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
           python3 python3-pandas python3-matplotlib
+          python3-nbconvert python3-nbclient python3-ipykernel
           iproute2 util-linux chromium python3-pil)
 missing=()
 for p in "${packages[@]}"; do

@@ -28,9 +28,30 @@ done
 nb=$(mktemp -d)
 trap 'rm -rf "$nb"' EXIT
 bin=target/debug
-mpirun -np 2 $bin/all_reduce_perf -b 1K -e 256K -f 4 -n 10 --limit 100g --csv "$nb/baseline.csv" >/dev/null
-mpirun -np 2 $bin/all_reduce_perf -b 1K -e 256K -f 4 -n 10 --csv "$nb/candidate.csv" >/dev/null
+# -J documents too where the binaries write them (nccl-tests' JSON layout).
+json_flag() { :; }
+if $bin/all_reduce_perf --help 2>&1 | grep -q -- '--output_file'; then json_flag() { echo "-J $nb/$1.json"; }; fi
+mpirun -np 2 $bin/all_reduce_perf -b 1K -e 256K -f 4 -n 10 --limit 100g --csv "$nb/baseline.csv" $(json_flag baseline) >/dev/null
+mpirun -np 2 $bin/all_reduce_perf -b 1K -e 256K -f 4 -n 10 --csv "$nb/candidate.csv" $(json_flag candidate) >/dev/null
 mpirun -np 4 $bin/all_gather_perf -b 1K -e 256K -f 4 -n 10 --csv "$nb/candidate.csv" --append >/dev/null
 "$python" scripts/compare.py "$nb/baseline.csv" "$nb/candidate.csv" "$nb/out"
 [ -s "$nb/out/busbw.png" ] || { echo "test.sh: the notebook wrote no busbw.png" >&2; exit 1; }
 echo "test.sh: notebook ran on CSVs from real runs"
+
+# scripts/compare.ipynb, executed headless by nbconvert on the same runs (inputs by
+# environment variables); its JSON part runs on the -J documents when there are.
+"$python" -c 'import nbconvert, nbclient, ipykernel' 2>/dev/null \
+    || { echo "test.sh: $python lacks nbconvert/nbclient/ipykernel: run scripts/setup.sh" >&2; exit 1; }
+nb_env=(FABRICBENCH_BASELINE_CSV="$nb/baseline.csv" FABRICBENCH_CANDIDATE_CSV="$nb/candidate.csv"
+        FABRICBENCH_COMPARE_OUT="$nb/nb-out" PYDEVD_DISABLE_FILE_VALIDATION=1)
+if [ -s "$nb/baseline.json" ] && [ -s "$nb/candidate.json" ]; then
+    nb_env+=(FABRICBENCH_BASELINE_JSON="$nb/baseline.json" FABRICBENCH_CANDIDATE_JSON="$nb/candidate.json")
+fi
+env "${nb_env[@]}" "$python" -m nbconvert --to notebook --execute scripts/compare.ipynb \
+    --output-dir "$nb/executed" >/dev/null 2>&1 \
+    || { echo "test.sh: scripts/compare.ipynb failed: $python -m nbconvert --execute it for the traceback" >&2; exit 1; }
+[ -s "$nb/nb-out/busbw.png" ] || { echo "test.sh: compare.ipynb drew no busbw.png" >&2; exit 1; }
+if [ -s "$nb/baseline.json" ]; then
+    [ -s "$nb/nb-out/json_busbw.png" ] || { echo "test.sh: compare.ipynb drew no json_busbw.png from the -J files" >&2; exit 1; }
+fi
+echo "test.sh: compare.ipynb executed headless on the same runs"

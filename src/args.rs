@@ -528,8 +528,8 @@ mod tests {
             (p.min_bytes, p.max_bytes, p.step),
             (8, 1 << 20, Step::Factor(2))
         );
-        assert_eq!(p.datatypes.len(), 10);
-        assert_eq!(p.ops.len(), 5);
+        assert_eq!(p.datatypes.len(), 12);
+        assert_eq!(p.ops.len(), 6);
         assert_eq!(p.roots, Roots::Every);
         assert_eq!(p.average, Average::Max);
     }

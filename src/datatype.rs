@@ -18,10 +18,14 @@ pub enum DataType {
     Float,
     Double,
     Bfloat16,
+    /// 8-bit floats (NCCL 2.24+ on sm90+): 4 exponent and 3 mantissa bits.
+    F8e4m3,
+    /// 8-bit floats: 5 exponent and 2 mantissa bits.
+    F8e5m2,
 }
 
 impl DataType {
-    pub const ALL: [DataType; 10] = [
+    pub const ALL: [DataType; 12] = [
         DataType::Int8,
         DataType::Uint8,
         DataType::Int32,
@@ -32,6 +36,8 @@ impl DataType {
         DataType::Float,
         DataType::Double,
         DataType::Bfloat16,
+        DataType::F8e4m3,
+        DataType::F8e5m2,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,12 +52,14 @@ impl DataType {
             DataType::Float => "float",
             DataType::Double => "double",
             DataType::Bfloat16 => "bfloat16",
+            DataType::F8e4m3 => "f8e4m3",
+            DataType::F8e5m2 => "f8e5m2",
         }
     }
 
     pub fn size(self) -> usize {
         match self {
-            DataType::Int8 | DataType::Uint8 => 1,
+            DataType::Int8 | DataType::Uint8 | DataType::F8e4m3 | DataType::F8e5m2 => 1,
             DataType::Half | DataType::Bfloat16 => 2,
             DataType::Int32 | DataType::Uint32 | DataType::Float => 4,
             DataType::Int64 | DataType::Uint64 | DataType::Double => 8,
@@ -61,7 +69,12 @@ impl DataType {
     pub fn is_float(self) -> bool {
         matches!(
             self,
-            DataType::Half | DataType::Float | DataType::Double | DataType::Bfloat16
+            DataType::Half
+                | DataType::Float
+                | DataType::Double
+                | DataType::Bfloat16
+                | DataType::F8e4m3
+                | DataType::F8e5m2
         )
     }
 
@@ -79,6 +92,8 @@ impl DataType {
             DataType::Bfloat16 => 1 << 8,
             DataType::Float => 1 << 24,
             DataType::Double => 1 << 53,
+            DataType::F8e4m3 => 1 << 4,
+            DataType::F8e5m2 => 1 << 3,
         }
     }
 }
@@ -122,10 +137,20 @@ pub enum RedOp {
     Max,
     Min,
     Avg,
+    /// NCCL's PreMulSum (`ncclRedOpCreatePreMulSum`): each rank's input times its
+    /// own scalar (`premul_scalar`), then summed.
+    Mulsum,
 }
 
 impl RedOp {
-    pub const ALL: [RedOp; 5] = [RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg];
+    pub const ALL: [RedOp; 6] = [
+        RedOp::Sum,
+        RedOp::Prod,
+        RedOp::Max,
+        RedOp::Min,
+        RedOp::Avg,
+        RedOp::Mulsum,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -134,14 +159,16 @@ impl RedOp {
             RedOp::Max => "max",
             RedOp::Min => "min",
             RedOp::Avg => "avg",
+            RedOp::Mulsum => "mulsum",
         }
     }
 
-    /// Combines two exact values as the operation does (avg combines as sum; the
-    /// division by the rank count happens once at the end).
+    /// Combines two exact values as the operation does (avg and mulsum combine as
+    /// sum; the division by the rank count, the multiplication by each rank's
+    /// scalar, happen apart).
     pub fn combine(self, a: f64, b: f64) -> f64 {
         match self {
-            RedOp::Sum | RedOp::Avg => a + b,
+            RedOp::Sum | RedOp::Avg | RedOp::Mulsum => a + b,
             RedOp::Prod => a * b,
             RedOp::Max => a.max(b),
             RedOp::Min => a.min(b),
@@ -161,7 +188,19 @@ impl FromStr for RedOp {
         RedOp::ALL
             .into_iter()
             .find(|o| o.name() == s)
-            .ok_or_else(|| format!("unknown op '{s}'; use one of: sum, prod, min, max, avg, all"))
+            .ok_or_else(|| {
+                format!("unknown op '{s}'; use one of: sum, prod, min, max, avg, mulsum, all")
+            })
+    }
+}
+
+/// The scalar `rank` multiplies its input by under mulsum, as nccl-tests'
+/// `ncclVerifiablePremulScalar`: 1 on even ranks, 2 on odd ones.
+pub fn premul_scalar(rank: usize) -> f64 {
+    if rank % 2 == 0 {
+        1.0
+    } else {
+        2.0
     }
 }
 
@@ -196,6 +235,71 @@ macro_rules! element_16bit_float {
     )*};
 }
 element_16bit_float!(f16, bf16);
+
+/// The two 8-bit float formats (OCP FP8 as CUDA's `__nv_fp8_e4m3`/`__nv_fp8_e5m2`):
+/// stored as their bit patterns, converted with round-to-nearest-even and
+/// saturation to the largest finite value, as CUDA's conversions do.
+macro_rules! float8 {
+    ($($name:ident: $mant:expr, $bias:expr, $max_code:expr, $ieee_inf:expr);*) => {$(
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        #[repr(transparent)]
+        pub struct $name(pub u8);
+        impl $name {
+            pub fn to_f32(self) -> f32 {
+                f8_decode(self.0, $mant, $bias, $ieee_inf)
+            }
+            pub fn from_f32(v: f32) -> Self {
+                $name(f8_encode(v, $mant, $bias, $max_code))
+            }
+        }
+        impl Element for $name {
+            fn from_f64(v: f64) -> Self { Self::from_f32(v as f32) }
+            fn to_f64(self) -> f64 { self.to_f32() as f64 }
+            fn div_count(self, n: usize) -> Self { Self::from_f32(self.to_f32() / n as f32) }
+        }
+    )*};
+}
+// e4m3 has no infinity (S.1111.111 is NaN, 448 the largest); e5m2 is IEEE-like.
+float8!(F8E4M3: 3, 7, 0x7E, false; F8E5M2: 2, 15, 0x7B, true);
+
+fn f8_decode(code: u8, mant_bits: u32, bias: i32, ieee_inf: bool) -> f32 {
+    let sign = if code & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = ((code & 0x7F) >> mant_bits) as i32;
+    let mant = (code & ((1 << mant_bits) - 1)) as i32;
+    let top = (1 << (7 - mant_bits)) - 1;
+    if exp == top && (ieee_inf || mant == (1 << mant_bits) - 1) {
+        return match (ieee_inf && mant == 0, sign > 0.0) {
+            (true, true) => f32::INFINITY,
+            (true, false) => f32::NEG_INFINITY,
+            _ => f32::NAN,
+        };
+    }
+    let m = mant_bits as i32;
+    let magnitude = match exp {
+        0 => mant as f32 * 2f32.powi(1 - bias - m),
+        _ => ((1 << m) + mant) as f32 * 2f32.powi(exp - bias - m),
+    };
+    sign * magnitude
+}
+
+fn f8_encode(v: f32, mant_bits: u32, bias: i32, max_code: u8) -> u8 {
+    if v.is_nan() {
+        return 0x7F;
+    }
+    let sign = if v.is_sign_negative() { 0x80 } else { 0 };
+    if v.is_infinite() {
+        return sign | max_code;
+    }
+    let m = mant_bits as i32;
+    // a's binade from the f32 exponent bits (the subnormals' below the smallest normal).
+    let binade = ((v.to_bits() >> 23) & 0xFF) as i32 - 127;
+    let e = binade.max(1 - bias);
+    let n = (v.abs() as f64 / 2f64.powi(e - m)).round_ties_even() as u32;
+    // n quanta of binade e: in the lowest binade the code is n itself (subnormal
+    // below 2^m); a carry to 2^(m+1) lands on the next binade's first code.
+    let code = (((e + bias) as u32) << m) + n - (1 << m);
+    sign | code.min(max_code as u32) as u8
+}
 
 /// Runs `$body` with `$T` bound to the Rust type of a `DataType`.
 #[macro_export]
@@ -242,6 +346,14 @@ macro_rules! with_element_type {
                 type $T = half::bf16;
                 $body
             }
+            $crate::datatype::DataType::F8e4m3 => {
+                type $T = $crate::datatype::F8E4M3;
+                $body
+            }
+            $crate::datatype::DataType::F8e5m2 => {
+                type $T = $crate::datatype::F8E5M2;
+                $body
+            }
         }
     };
 }
@@ -269,6 +381,21 @@ pub fn divide_in_place(dtype: DataType, bytes: &mut [u8], n: usize) {
     })
 }
 
+/// Multiplies every element by `factor` in place, in the type's own rounding:
+/// mulsum's pre-multiplication where the library has no PreMulSum.
+pub fn scale_in_place(dtype: DataType, bytes: &mut [u8], factor: f64) {
+    with_element_type!(dtype, T => {
+        for chunk in bytes.chunks_exact_mut(std::mem::size_of::<T>()) {
+            let p = chunk.as_mut_ptr() as *mut T;
+            // SAFETY: chunk has exactly size_of::<T>() bytes; unaligned access.
+            unsafe {
+                let v = std::ptr::read_unaligned(p).to_f64() * factor;
+                std::ptr::write_unaligned(p, T::from_f64(v))
+            };
+        }
+    })
+}
+
 /// Counts the elements of a byte buffer that differ from `expected(i)`.
 pub fn count_wrong(dtype: DataType, bytes: &[u8], expected: impl Fn(usize) -> f64) -> u64 {
     count_wrong_within(dtype, bytes, 0.0, expected)
@@ -282,12 +409,24 @@ pub fn count_wrong_within(
     relative: f64,
     expected: impl Fn(usize) -> f64,
 ) -> u64 {
+    count_wrong_where(dtype, bytes, relative, |i| Some(expected(i)))
+}
+
+/// As `count_wrong_within`, among the elements whose `expected(i)` is Some: None is
+/// an element the call leaves undefined (the tail beyond a rank's alltoallv data).
+pub fn count_wrong_where(
+    dtype: DataType,
+    bytes: &[u8],
+    relative: f64,
+    expected: impl Fn(usize) -> Option<f64>,
+) -> u64 {
     with_element_type!(dtype, T => {
         let mut wrong = 0u64;
         for (i, chunk) in bytes.chunks_exact(std::mem::size_of::<T>()).enumerate() {
+            let Some(want) = expected(i) else { continue };
             // SAFETY: chunk has exactly size_of::<T>() bytes; unaligned read.
             let got = unsafe { std::ptr::read_unaligned(chunk.as_ptr() as *const T) }.to_f64();
-            let want = T::from_f64(expected(i)).to_f64();
+            let want = T::from_f64(want).to_f64();
             // False for NaN, so NaN counts as wrong.
             let close = (got - want).abs() <= relative * want.abs();
             if !close {
@@ -316,6 +455,45 @@ mod tests {
             .unwrap_err()
             .contains("unknown datatype"));
         assert!("xor".parse::<RedOp>().is_err());
+    }
+
+    #[test]
+    fn float8_matches_cuda_conversions() {
+        // Every finite code decodes and encodes back to itself.
+        for code in 0..=255u8 {
+            for (back, v) in [
+                (
+                    F8E4M3::from_f32(F8E4M3(code).to_f32()).0,
+                    F8E4M3(code).to_f32(),
+                ),
+                (
+                    F8E5M2::from_f32(F8E5M2(code).to_f32()).0,
+                    F8E5M2(code).to_f32(),
+                ),
+            ] {
+                if v.is_finite() && v != 0.0 {
+                    assert_eq!(back, code, "{code:#x} = {v}");
+                }
+            }
+        }
+        assert_eq!(F8E4M3(0x7E).to_f32(), 448.0);
+        assert!(F8E4M3(0xFF).to_f32().is_nan());
+        assert_eq!(F8E5M2(0x7B).to_f32(), 57344.0);
+        assert_eq!(F8E5M2(0x7C).to_f32(), f32::INFINITY);
+        assert!(F8E5M2(0xFF).to_f32().is_nan());
+        assert_eq!(F8E4M3(0x01).to_f32(), 2f32.powi(-9));
+        assert_eq!(F8E5M2(0x01).to_f32(), 2f32.powi(-16));
+        // Round to nearest even, saturate to the largest finite value.
+        assert_eq!(F8E4M3::from_f32(17.0).to_f32(), 16.0);
+        assert_eq!(F8E4M3::from_f32(19.0).to_f32(), 20.0);
+        assert_eq!(F8E5M2::from_f32(9.0).to_f32(), 8.0);
+        assert_eq!(F8E4M3::from_f32(1e6).to_f32(), 448.0);
+        assert_eq!(F8E5M2::from_f32(-1e9).to_f32(), -57344.0);
+        // Every integer up to max_exact_integer is exact; the next is not.
+        let n = DataType::F8e4m3.max_exact_integer() as u8;
+        assert!((0..=n).all(|i| F8E4M3::from_f32(i as f32).to_f32() == i as f32));
+        let n = DataType::F8e5m2.max_exact_integer() as u8;
+        assert!((0..=n).all(|i| F8E5M2::from_f32(i as f32).to_f32() == i as f32));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Inputs are small non-negative integers (and, for prod, powers of two), kept
 //! small enough that any order of reduction stays inside the type's exact range.
 
-use crate::datatype::{DataType, RedOp};
+use crate::datatype::{premul_scalar, DataType, RedOp};
 
 /// Everything the input pattern depends on.
 #[derive(Clone, Copy, Debug)]
@@ -35,8 +35,10 @@ impl Pattern {
         let n = self.nranks;
         match self.op {
             RedOp::Prod => {
-                // Element i holds 2 on exactly (i mod 7) capped at n ranks: product 2^k.
-                let twos = (index % (MAX_PROD_TWOS + 1)).min(n);
+                // Element i holds 2 on exactly (i mod 7) capped at n ranks: product 2^k
+                // (fewer twos where the type's exact range is smaller: 8-bit floats).
+                let max_twos = MAX_PROD_TWOS.min(self.exact_limit().ilog2() as usize);
+                let twos = (index % (max_twos + 1)).min(n);
                 if (rank + index) % n < twos {
                     2.0
                 } else {
@@ -58,9 +60,13 @@ impl Pattern {
                     base
                 }
             }
-            RedOp::Sum | RedOp::Max | RedOp::Min => {
-                // Values 0..m-1 with (m-1) * (ranks that contribute) inside the exact range.
-                let limit = self.exact_limit();
+            RedOp::Sum | RedOp::Max | RedOp::Min | RedOp::Mulsum => {
+                // Values 0..m-1 with (m-1) * (ranks that contribute) inside the exact
+                // range (half of it for mulsum, whose scalars double odd ranks' inputs).
+                let limit = match self.op {
+                    RedOp::Mulsum => self.exact_limit() / 2,
+                    _ => self.exact_limit(),
+                };
                 let m = (limit / n as u64 + 1).clamp(2, 8);
                 let contributing = (limit / (m - 1)).min(n as u64) as usize;
                 if (rank + index) % n < contributing {
@@ -74,6 +80,11 @@ impl Pattern {
 
     /// The reduction over all ranks of input element `index`, as `op` defines it.
     pub fn reduced(&self, index: usize) -> f64 {
+        if self.op == RedOp::Mulsum {
+            return (0..self.nranks)
+                .map(|r| premul_scalar(r) * self.input(r, index))
+                .sum();
+        }
         let total = (1..self.nranks).fold(self.input(0, index), |acc, r| {
             self.op.combine(acc, self.input(r, index))
         });
@@ -126,6 +137,16 @@ mod tests {
             let sum: f64 = (0..3).map(|r| p.input(r, i)).sum();
             assert_eq!(p.reduced(i) * 3.0, sum);
         }
+    }
+
+    #[test]
+    fn mulsum_weights_odd_ranks_twice() {
+        let p = Pattern::new(DataType::Float, RedOp::Mulsum, 3);
+        for i in 0..20 {
+            let want = p.input(0, i) + 2.0 * p.input(1, i) + p.input(2, i);
+            assert_eq!(p.reduced(i), want);
+        }
+        assert!((0..20).any(|i| p.input(1, i) > 0.0));
     }
 
     #[test]

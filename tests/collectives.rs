@@ -116,7 +116,7 @@ fn run_case(c: &dyn Collective, case: &Case) {
     let ops = if !c.reduces() {
         1
     } else if case.op == "all" {
-        5
+        fabricbench::datatype::RedOp::ALL.len()
     } else {
         1
     };

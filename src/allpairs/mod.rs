@@ -3,18 +3,19 @@
 //! collective.
 //!
 //! - `runner`: the rounds on every rank and the gathering on rank 0, independent
-//!   of what a pair measurement is (`PairMeasure`): `mpi` measures MPI
-//!   point-to-point for `sendrecv_perf --all-pairs`, and the RDMA verbs pair
-//!   (ib_write_bw/ib_write_lat) plugs in from `verbs::pairs`;
+//!   of what a pair measurement is (`PairMeasure`): `backend` measures any
+//!   collective backend's `exchange` for `sendrecv_perf --all-pairs` (MPI host
+//!   memory or NCCL GPU memory), and the RDMA verbs pair (ib_write_bw/ib_write_lat)
+//!   plugs in from `verbs::pairs`;
 //! - `matrix`: the N x N results per size (time, algbw, wrong bytes when
 //!   validated) and their CSV, which rack_check reads back;
 //! - `judging`: the thresholds, the pairs that cross them and the suspect node;
 //! - `table` and `heatmap`: what rank 0 prints and draws.
 
+pub mod backend;
 pub mod heatmap;
 pub mod judging;
 pub mod matrix;
-pub mod mpi;
 pub mod runner;
 pub mod schedule;
 pub mod table;

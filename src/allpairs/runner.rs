@@ -233,6 +233,17 @@ pub(crate) fn run_pairs(
     measure: &mut dyn PairMeasure,
     run: &PairRun,
 ) -> Result<ExitStatus, Failure> {
+    let watchdog = Watchdog::start(world, run.program, run.timeout_s)?;
+    run_pairs_watched(world, measure, run, &watchdog)
+}
+
+/// As `run_pairs`, under a watchdog already started (before a backend opened).
+pub(crate) fn run_pairs_watched(
+    world: &World,
+    measure: &mut dyn PairMeasure,
+    run: &PairRun,
+    watchdog: &Watchdog,
+) -> Result<ExitStatus, Failure> {
     let program = run.program;
     // Every rank has checked that the CSV does not exist yet before rank 0 creates it.
     world.barrier();
@@ -243,7 +254,6 @@ pub(crate) fn run_pairs(
         _ => Ok(None),
     };
     let csv = agree(world, program, ExitStatus::Failed, csv)?;
-    let watchdog = Watchdog::start(world, program, run.timeout_s)?;
     let rounds = round_robin(world.size).len();
     if world.is_root() {
         let header = Header {
@@ -256,7 +266,7 @@ pub(crate) fn run_pairs(
         };
         write_header(&mut std::io::stdout(), &header).map_err(|e| Failure::Fatal(e.into()))?;
     }
-    let Some(results) = measure_all_pairs(world, measure, &run.sizes, &watchdog)? else {
+    let Some(results) = measure_all_pairs(world, measure, &run.sizes, watchdog)? else {
         return Ok(ExitStatus::Ok);
     };
     let verdict = results.judge(&run.thresholds);

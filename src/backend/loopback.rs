@@ -26,7 +26,7 @@ impl Loopback {
         }
     }
 
-    fn copy(&mut self, args: &OpArgs) -> anyhow::Result<()> {
+    fn call(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         self.calls += 1;
         let bytes = args.count * args.dtype.size();
         let (from, to) = (args.send.offset, args.recv.offset);
@@ -75,31 +75,56 @@ impl Backend for Loopback {
     }
 
     fn all_reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn all_gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn broadcast(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn reduce_scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn alltoall(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
     }
     fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        self.copy(args)
+        self.call(args)
+    }
+
+    fn alltoallv(
+        &mut self,
+        args: &OpArgs,
+        peer: &dyn Fn(usize, usize) -> usize,
+    ) -> anyhow::Result<()> {
+        self.call(&OpArgs {
+            count: peer(0, 0),
+            ..*args
+        })
+    }
+    fn exchange(&mut self, args: &OpArgs, _peer: usize) -> anyhow::Result<()> {
+        self.call(args)
+    }
+    fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
+        self.calls += 1;
+        let data = self.buffer(from.slot)[from.offset..from.offset + bytes].to_vec();
+        self.write(to, &data)
+    }
+    fn rank_of(&self, _device: usize) -> usize {
+        0
+    }
+    fn nranks(&self) -> usize {
+        1
     }
 
     fn synchronize(&mut self) -> anyhow::Result<()> {

@@ -8,6 +8,7 @@
 #[cfg(test)]
 pub mod loopback;
 pub mod mpi;
+mod mpi_ops;
 pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
@@ -35,7 +36,7 @@ impl BackendKind {
     }
 }
 
-/// The nine collective calls a backend offers (one collective binary each).
+/// The collective calls a backend offers (one collective binary each).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CollectiveId {
     AllReduce,
@@ -47,6 +48,8 @@ pub enum CollectiveId {
     Gather,
     Scatter,
     SendRecv,
+    AlltoAllv,
+    HyperCube,
 }
 
 impl CollectiveId {
@@ -62,6 +65,8 @@ impl CollectiveId {
             CollectiveId::Gather => "gather",
             CollectiveId::Scatter => "scatter",
             CollectiveId::SendRecv => "sendrecv",
+            CollectiveId::AlltoAllv => "alltoallv",
+            CollectiveId::HyperCube => "hypercube",
         }
     }
 }
@@ -180,6 +185,37 @@ pub trait Backend {
     fn gather(&mut self, args: &OpArgs) -> anyhow::Result<()>;
     fn scatter(&mut self, args: &OpArgs) -> anyhow::Result<()>;
     fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()>;
+    /// nccl-tests' alltoallv: `peer(from, to)` elements go from rank `from` to rank
+    /// `to`; each rank's send and receive segments lie back to back in rank order
+    /// from `args.send` and `args.recv` (`args.count` is unused).
+    fn alltoallv(
+        &mut self,
+        args: &OpArgs,
+        peer: &dyn Fn(usize, usize) -> usize,
+    ) -> anyhow::Result<()>;
+    /// Sends `args.count` elements at `args.send` to `peer` and receives as many from
+    /// it into `args.recv`, both at once (hypercube steps, all-pairs exchanges).
+    fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()>;
+    /// Copies `bytes` within one rank's buffers (ordered with its calls).
+    fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()>;
+    /// The job-wide rank of this process's rank `device`, and the job's rank count.
+    fn rank_of(&self, device: usize) -> usize;
+    fn nranks(&self) -> usize;
+
+    /// mulsum where the library has no PreMulSum: multiplies this rank's `elements`
+    /// send elements by its scalar before the sum (NCCL's op does it itself).
+    fn premultiply(&mut self, _args: &OpArgs, _elements: usize) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Whether this backend runs `dtype` (NCCL: by library version and GPU); Err is
+    /// the one line saying why not and what to use instead.
+    fn supports_datatype(&self, _dtype: DataType) -> Result<(), String> {
+        Ok(())
+    }
+    /// As `supports_datatype`, for `op`.
+    fn supports_op(&self, _op: RedOp) -> Result<(), String> {
+        Ok(())
+    }
 
     /// Brackets the calls of one collective over this process's ranks (`-g`).
     fn group_start(&mut self) -> anyhow::Result<()> {

@@ -4,11 +4,17 @@
 //! at run time, as nccl-tests passes ncclDataType_t) and needs MPI_IN_PLACE, which
 //! rsmpi's safe collectives do not offer.
 
+use super::mpi_ops::{
+    alltoallv, check, count, float16_ops, mpi_datatype, sendrecv, split, v_counts, OP_MAX, OP_MIN,
+    OP_PROD, OP_SUM,
+};
 use super::{
     Backend, BackendInfo, BackendKind, BufRef, HostClock, Marks, MemoryBudget, OpArgs, RankDevice,
     Slot,
 };
-use crate::datatype::{divide_in_place, DataType, RedOp};
+use crate::datatype::{
+    divide_in_place, premul_scalar, scale_in_place, DataType, RedOp, F8E4M3, F8E5M2,
+};
 use crate::job::world::World;
 use anyhow::{bail, Context};
 use half::{bf16, f16};
@@ -81,117 +87,12 @@ pub struct MpiBackend {
     clock: HostClock,
     /// MPI_Reduce_scatter's receive counts: the same count for every rank.
     scatter_counts: Vec<c_int>,
-    /// Reductions MPI lacks for half and bfloat16, indexed [half|bf16][sum|prod|max|min].
-    half_ops: [[ffi::MPI_Op; 4]; 2],
-}
-
-fn check(code: c_int, call: &str) -> anyhow::Result<()> {
-    if code != 0 {
-        bail!("{call} failed with MPI error {code}");
-    }
-    Ok(())
-}
-
-fn mpi_datatype(dtype: DataType) -> ffi::MPI_Datatype {
-    // SAFETY: reading rsmpi's exported handles, constant after MPI_Init.
-    unsafe {
-        match dtype {
-            DataType::Int8 => ffi::RSMPI_INT8_T,
-            DataType::Uint8 => ffi::RSMPI_UINT8_T,
-            DataType::Int32 => ffi::RSMPI_INT32_T,
-            DataType::Uint32 => ffi::RSMPI_UINT32_T,
-            DataType::Int64 => ffi::RSMPI_INT64_T,
-            DataType::Uint64 => ffi::RSMPI_UINT64_T,
-            // 16-bit floats travel as 16-bit words; their reductions are user ops.
-            DataType::Half | DataType::Bfloat16 => ffi::RSMPI_UINT16_T,
-            DataType::Float => ffi::RSMPI_FLOAT,
-            DataType::Double => ffi::RSMPI_DOUBLE,
-        }
-    }
-}
-
-/// 16-bit floats reduced in f32, as GPUs do.
-trait Float16: Copy {
-    fn widen(self) -> f32;
-    fn narrow(v: f32) -> Self;
-}
-impl Float16 for f16 {
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-}
-impl Float16 for bf16 {
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    fn narrow(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-}
-
-const OP_SUM: u8 = 0;
-const OP_PROD: u8 = 1;
-const OP_MAX: u8 = 2;
-const OP_MIN: u8 = 3;
-
-unsafe extern "C" fn reduce_float16<T: Float16, const OP: u8>(
-    invec: *mut c_void,
-    inoutvec: *mut c_void,
-    len: *mut c_int,
-    _datatype: *mut ffi::MPI_Datatype,
-) {
-    let n = *len as usize;
-    let input = std::slice::from_raw_parts(invec as *const T, n);
-    let inout = std::slice::from_raw_parts_mut(inoutvec as *mut T, n);
-    for (a, b) in input.iter().zip(inout.iter_mut()) {
-        let (x, y) = (a.widen(), b.widen());
-        *b = T::narrow(match OP {
-            OP_SUM => x + y,
-            OP_PROD => x * y,
-            OP_MAX => x.max(y),
-            _ => x.min(y),
-        });
-    }
-}
-
-/// MPI_Comm_split of the world by `color`, keyed by world rank: the new
-/// communicator, this rank in it, and its size.
-fn split(world: &World, color: c_int) -> anyhow::Result<(ffi::MPI_Comm, usize, usize)> {
-    let (mut comm, mut rank, mut size) = (std::mem::MaybeUninit::uninit(), 0, 0);
-    // SAFETY: the world is a valid communicator; every rank calls this at open.
-    unsafe {
-        let key = world.rank as c_int;
-        check(
-            ffi::MPI_Comm_split(world.comm.as_raw(), color, key, comm.as_mut_ptr()),
-            "MPI_Comm_split",
-        )?;
-        let comm = comm.assume_init();
-        check(ffi::MPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
-        check(ffi::MPI_Comm_size(comm, &mut size), "MPI_Comm_size")?;
-        Ok((comm, rank as usize, size as usize))
-    }
-}
-
-fn create_op(f: ffi::MPI_User_function) -> anyhow::Result<ffi::MPI_Op> {
-    let mut op = std::mem::MaybeUninit::<ffi::MPI_Op>::uninit();
-    // SAFETY: MPI_Op_create writes the handle; the function is a valid reduction.
-    check(
-        unsafe { ffi::MPI_Op_create(f, 1, op.as_mut_ptr()) },
-        "MPI_Op_create",
-    )?;
-    Ok(unsafe { op.assume_init() })
-}
-
-fn float16_ops<T: Float16>() -> anyhow::Result<[ffi::MPI_Op; 4]> {
-    Ok([
-        create_op(Some(reduce_float16::<T, OP_SUM>))?,
-        create_op(Some(reduce_float16::<T, OP_PROD>))?,
-        create_op(Some(reduce_float16::<T, OP_MAX>))?,
-        create_op(Some(reduce_float16::<T, OP_MIN>))?,
-    ])
+    /// Reductions MPI lacks for the narrow floats, indexed
+    /// [half|bf16|f8e4m3|f8e5m2][sum|prod|max|min].
+    half_ops: [[ffi::MPI_Op; 4]; 4],
+    /// alltoallv's send counts, send displacements, receive counts and receive
+    /// displacements (elements), rank after rank: filled per call, never reallocated.
+    v_counts: Vec<c_int>,
 }
 
 impl MpiBackend {
@@ -213,13 +114,20 @@ impl MpiBackend {
             recv: HostBuffer::empty(),
             clock: HostClock::default(),
             scatter_counts: vec![0; world.size],
-            half_ops: [float16_ops::<f16>()?, float16_ops::<bf16>()?],
+            half_ops: [
+                float16_ops::<f16>()?,
+                float16_ops::<bf16>()?,
+                float16_ops::<F8E4M3>()?,
+                float16_ops::<F8E5M2>()?,
+            ],
+            v_counts: vec![0; 4 * nranks],
         })
     }
 
     fn mpi_op(&self, dtype: DataType, op: RedOp) -> ffi::MPI_Op {
         let index = match op {
-            RedOp::Sum | RedOp::Avg => OP_SUM,
+            // mulsum: `premultiply` has scaled this rank's input; the rest is a sum.
+            RedOp::Sum | RedOp::Avg | RedOp::Mulsum => OP_SUM,
             RedOp::Prod => OP_PROD,
             RedOp::Max => OP_MAX,
             RedOp::Min => OP_MIN,
@@ -227,6 +135,8 @@ impl MpiBackend {
         match dtype {
             DataType::Half => self.half_ops[0][index],
             DataType::Bfloat16 => self.half_ops[1][index],
+            DataType::F8e4m3 => self.half_ops[2][index],
+            DataType::F8e5m2 => self.half_ops[3][index],
             // SAFETY: reading rsmpi's exported handles.
             _ => unsafe {
                 [
@@ -342,15 +252,6 @@ fn inter_node_transport(maps: &str) -> String {
     } else {
         format!("mpi/inter-node ({})", pinned.join(" "))
     }
-}
-
-fn count(args: &OpArgs) -> anyhow::Result<c_int> {
-    c_int::try_from(args.count).map_err(|_| {
-        anyhow::anyhow!(
-            "{} elements exceed MPI's int count limit (2^31-1): lower -e/--maxbytes or use a wider -d/--datatype",
-            args.count
-        )
-    })
 }
 
 impl Backend for MpiBackend {
@@ -599,6 +500,67 @@ impl Backend for MpiBackend {
             }
         };
         check(code, "MPI_Sendrecv")
+    }
+
+    fn alltoallv(
+        &mut self,
+        args: &OpArgs,
+        peer: &dyn Fn(usize, usize) -> usize,
+    ) -> anyhow::Result<()> {
+        let sent = v_counts(&mut self.v_counts, self.rank, peer)?;
+        let dt = mpi_datatype(args.dtype);
+        let recv = self.ptr(args.recv);
+        let send = if args.in_place {
+            // MPI forbids aliased buffers: in place, the send stream is copied to the
+            // send buffer (unused in place, and sized for the largest rank's stream).
+            let staging = BufRef {
+                slot: Slot::Send,
+                offset: 0,
+                ..args.send
+            };
+            self.copy(args.send, staging, sent * args.dtype.size())?;
+            self.ptr(staging) as *const c_void
+        } else {
+            self.ptr(args.send) as *const c_void
+        };
+        // SAFETY: the counts and displacements describe regions inside the buffers
+        // that alloc sized for the largest rank's totals.
+        unsafe { alltoallv(send, recv, &self.v_counts, dt, self.comm) }
+    }
+
+    fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
+        let n = count(args)?;
+        let dt = mpi_datatype(args.dtype);
+        let (send, recv) = (self.ptr(args.send), self.ptr(args.recv));
+        // SAFETY: both regions hold `n` elements inside the buffers.
+        unsafe { sendrecv(send, recv, n, dt, peer, self.comm) }
+    }
+
+    fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
+        let (src, dst) = (self.ptr(from) as *const u8, self.ptr(to) as *mut u8);
+        // SAFETY: both regions lie inside the buffers; copy handles overlap.
+        unsafe { std::ptr::copy(src, dst, bytes) };
+        Ok(())
+    }
+
+    fn rank_of(&self, _device: usize) -> usize {
+        self.rank
+    }
+
+    fn nranks(&self) -> usize {
+        self.nranks
+    }
+
+    fn premultiply(&mut self, args: &OpArgs, elements: usize) -> anyhow::Result<()> {
+        let scalar = premul_scalar(self.rank);
+        if args.op == RedOp::Mulsum && scalar != 1.0 {
+            let start = self.ptr(args.send) as *mut u8;
+            // SAFETY: this rank's send region lies inside its buffers.
+            let data =
+                unsafe { std::slice::from_raw_parts_mut(start, elements * args.dtype.size()) };
+            scale_in_place(args.dtype, data, scalar);
+        }
+        Ok(())
     }
 
     fn synchronize(&mut self) -> anyhow::Result<()> {

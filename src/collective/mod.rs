@@ -1,12 +1,14 @@
-//! The nine collectives. Each file says only what nccl-tests' file for it says:
+//! The collectives. Each file says only what nccl-tests' file for it says:
 //! its byte counts, its bus-bandwidth factor, the data it must leave behind, and
 //! which backend call runs it. The shared driver (`crate::driver`) does the rest.
 
 mod all_gather;
 mod all_reduce;
 mod alltoall;
+mod alltoallv;
 mod broadcast;
 mod gather;
+mod hypercube;
 mod reduce;
 mod reduce_scatter;
 mod scatter;
@@ -15,8 +17,10 @@ mod sendrecv;
 pub use all_gather::AllGather;
 pub use all_reduce::AllReduce;
 pub use alltoall::AlltoAll;
+pub use alltoallv::AlltoAllv;
 pub use broadcast::Broadcast;
 pub use gather::Gather;
+pub use hypercube::HyperCube;
 pub use reduce::Reduce;
 pub use reduce_scatter::ReduceScatter;
 pub use scatter::Scatter;
@@ -106,7 +110,7 @@ pub fn chunk_count(count: usize, elt_size: usize, nranks: usize) -> usize {
 pub trait Collective: Sync {
     /// The nccl-tests name: "AllReduce".
     fn name(&self) -> &'static str;
-    /// Which of the nine it is; `id().as_str()` is the CSV name, "all_reduce".
+    /// Which one it is; `id().as_str()` is the CSV name, "all_reduce".
     fn id(&self) -> CollectiveId;
     /// Whether `-o` applies (the table prints "none" otherwise).
     fn reduces(&self) -> bool {
@@ -124,6 +128,25 @@ pub trait Collective: Sync {
     fn expected(&self, layout: &Layout, index: usize) -> Option<f64>;
     /// Issues the call.
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()>;
+    /// What the collective needs of the run before anything opens (alltoallv's
+    /// traffic matrix, hypercube's power-of-two ranks): Err is the one usage line.
+    fn check(&self, _nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<(), String> {
+        Ok(())
+    }
+    /// The bytes algbw divides by the time: the size column for all but hypercube.
+    fn alg_bytes(&self, counts: &Counts, elt_size: usize, _nranks: usize) -> u64 {
+        counts.size_bytes(elt_size)
+    }
+    /// Lines rank 0 prints after a placement's time is known (alltoallv's summary).
+    fn report_lines(
+        &self,
+        _counts: &Counts,
+        _elt_size: usize,
+        _nranks: usize,
+        _seconds: f64,
+    ) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// (n-1)/n: the factor of the collectives where each rank sends all but its own share.
@@ -132,7 +155,7 @@ pub fn all_but_own_share(nranks: usize) -> f64 {
 }
 
 /// Every collective, by CSV name: the binaries and `compare`/`plot` look them up here.
-pub fn all() -> [&'static dyn Collective; 9] {
+pub fn all() -> [&'static dyn Collective; 11] {
     [
         &AllReduce,
         &AllGather,
@@ -143,6 +166,8 @@ pub fn all() -> [&'static dyn Collective; 9] {
         &Gather,
         &Scatter,
         &SendRecv,
+        &AlltoAllv,
+        &HyperCube,
     ]
 }
 

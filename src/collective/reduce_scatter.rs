@@ -28,6 +28,7 @@ impl Collective for ReduceScatter {
         )
     }
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
+        backend.premultiply(args, args.count * backend.nranks())?;
         backend.reduce_scatter(args)
     }
 }

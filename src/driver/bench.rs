@@ -6,7 +6,7 @@ use super::faults::Faults;
 use crate::args::{Average, Launch, Plan};
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
-use crate::datatype::{count_wrong_within, fill, DataType, RedOp};
+use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::run::now_utc;
@@ -358,8 +358,16 @@ impl<'a, C: Comm> Bench<'a, C> {
             self.watchdog.end();
             if let Some(all) = gathered {
                 let timing = Timing::combine(&all, self.plan.iters, self.plan.average);
+                let elt = dtype.size();
+                for line in self
+                    .coll
+                    .report_lines(&layout.counts, elt, n, timing.seconds)
+                {
+                    println!("{line}");
+                }
+                let alg_bytes = self.coll.alg_bytes(&layout.counts, elt, n);
                 let mut m =
-                    timing.measurement(placement, size_bytes, self.coll.busbw_factor(n), total);
+                    timing.measurement(placement, alg_bytes, self.coll.busbw_factor(n), total);
                 m.wrong_ranks = wrong_ranks(wrong.as_deref().unwrap_or_default());
                 let reporting = &self.plan.reporting;
                 if reporting.per_iter {
@@ -489,14 +497,15 @@ impl Timing {
         })
     }
 
+    /// `alg_bytes`: what algbw divides by the time (the size but for hypercube).
     pub(super) fn measurement(
         &self,
         placement: Placement,
-        size_bytes: u64,
+        alg_bytes: u64,
         busbw_factor: f64,
         wrong: Option<u64>,
     ) -> Measurement {
-        let algbw = size_bytes as f64 / 1e9 / self.seconds;
+        let algbw = alg_bytes as f64 / 1e9 / self.seconds;
         let h = histogram(&self.worst);
         Measurement {
             placement,
@@ -529,9 +538,7 @@ fn count_wrong_defined(
     }
     match coll.expected(layout, 0) {
         None => 0,
-        Some(_) => count_wrong_within(dtype, result, tolerance, |i| {
-            coll.expected(layout, i).unwrap_or(f64::NAN)
-        }),
+        Some(_) => count_wrong_where(dtype, result, tolerance, |i| coll.expected(layout, i)),
     }
 }
 

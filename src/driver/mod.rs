@@ -51,10 +51,25 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
         let plan = args.plan()?;
         if args.pairs.all_pairs {
             outputs::refuse_with_all_pairs(&plan)?;
-            return crate::allpairs::mpi::run(world, collective, &args, &plan, program);
+            return all_pairs(world, collective, &args, &plan, program);
         }
         run(world, collective, &args, &plan, program)
     })
+}
+
+/// `--all-pairs` on the backend `--backend` picks (watched from before it opens:
+/// NCCL's initialisation is a collective that can hang).
+fn all_pairs(
+    world: &World,
+    coll: &dyn Collective,
+    args: &CollArgs,
+    plan: &Plan,
+    program: &str,
+) -> Result<ExitStatus, Failure> {
+    let setup = crate::allpairs::backend::prepare(world, coll, args, plan, program)?;
+    let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog, None)?;
+    crate::allpairs::backend::run(world, &mut *backend, plan, &setup, &watchdog)
 }
 
 /// One run of the sweep on every rank.
@@ -72,6 +87,8 @@ fn run(
     let (in_group, group_size) = groups.place(world.rank, world.size);
     let nranks = group_size * plan.gpus_per_process;
     let roots = plan.root_list(nranks, coll.rooted())?;
+    coll.check(nranks, plan.min_bytes, plan.max_bytes)
+        .map_err(Failure::Usage)?;
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     let (mut backend, choice) = open::open_backend(
@@ -82,6 +99,7 @@ fn run(
         &watchdog,
         groups.color(world.rank),
     )?;
+    let plan = &open::supported_plan(world, program, args, plan, &*backend)?;
     // The exchanges of the setup (memory, header facts, limits, output files) are
     // watched as one call: a rank stopped here ends the job within -T too.
     watchdog.begin("setup: buffers, header facts, limits and output files".into());

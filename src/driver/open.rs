@@ -6,6 +6,7 @@ use crate::args::{BackendChoice, CollArgs, Launch, Plan};
 use crate::backend::mpi::MpiBackend;
 use crate::backend::{nccl, Backend, BackendKind, MemoryBudget};
 use crate::collective::Collective;
+use crate::datatype::{DataType, RedOp};
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, Group, World};
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
@@ -83,6 +84,51 @@ pub(super) fn open_backend(
     watchdog.end();
     let backend = agree_each_rank(world, program, ExitStatus::Failed, connected)?;
     Ok((Box::new(backend), choice))
+}
+
+/// The plan the backend can run: `-d all` and `-o all` keep the datatypes and ops
+/// every rank's backend supports (nccl-tests drops fp8 below NCCL 2.24 or sm90, and
+/// mulsum below NCCL 2.11); one named that some rank cannot run stops the job.
+pub(super) fn supported_plan(
+    world: &World,
+    program: &str,
+    args: &CollArgs,
+    plan: &Plan,
+    backend: &dyn Backend,
+) -> Result<Plan, Failure> {
+    let types: Vec<u8> = DataType::ALL
+        .iter()
+        .map(|&t| backend.supports_datatype(t).is_ok() as u8)
+        .collect();
+    let ops: Vec<u8> = RedOp::ALL
+        .iter()
+        .map(|&o| backend.supports_op(o).is_ok() as u8)
+        .collect();
+    let everywhere = |mine: &[u8]| -> Vec<bool> {
+        let all = world.all_gather_bytes(mine);
+        (0..mine.len())
+            .map(|i| all.iter().all(|r| r[i] == 1))
+            .collect()
+    };
+    let (types_ok, ops_ok) = (everywhere(&types), everywhere(&ops));
+    let mut plan = plan.clone();
+    let named = if args.datatype != "all" {
+        plan.datatypes
+            .iter()
+            .try_for_each(|&t| backend.supports_datatype(t))
+    } else {
+        Ok(())
+    };
+    let named = named.and_then(|()| match args.op.as_str() {
+        "all" => Ok(()),
+        _ => plan.ops.iter().try_for_each(|&o| backend.supports_op(o)),
+    });
+    agree_each_rank(world, program, ExitStatus::Usage, named)?;
+    plan.datatypes
+        .retain(|t| types_ok[DataType::ALL.iter().position(|x| x == t).unwrap_or(0)]);
+    plan.ops
+        .retain(|o| ops_ok[RedOp::ALL.iter().position(|x| x == o).unwrap_or(0)]);
+    Ok(plan)
 }
 
 /// Bytes of the send and receive buffers at the largest size, over every datatype

@@ -95,9 +95,9 @@ fn every_collective_sweeps_its_planned_rows_with_right_data() {
     for coll in collective::all() {
         let (summary, log, calls) = run_sweep(coll, &p, Faults::default());
         let what = coll.name();
-        let ops = if coll.reduces() { 5 } else { 1 };
-        assert_eq!(planned_results(&p, coll, 1), Some(10 * ops * 4), "{what}");
-        assert_eq!(log.results.len() as u64, 10 * ops * 4, "{what}");
+        let ops = if coll.reduces() { 6 } else { 1 };
+        assert_eq!(planned_results(&p, coll, 1), Some(12 * ops * 4), "{what}");
+        assert_eq!(log.results.len() as u64, 12 * ops * 4, "{what}");
         let every_size: Vec<u64> = sizes
             .iter()
             .copied()
@@ -108,7 +108,7 @@ fn every_collective_sweeps_its_planned_rows_with_right_data() {
         // Per size: -n 3 timed and -c 1 validating calls in each placement; per
         // datatype and op a warm-up of -w 2 calls at 8, 16, ..., 1K bytes.
         let warm_up = 2 * 8;
-        assert_eq!(calls, 10 * ops * (warm_up + 4 * 2 * (3 + 1)), "{what}");
+        assert_eq!(calls, 12 * ops * (warm_up + 4 * 2 * (3 + 1)), "{what}");
         for (i, r) in log.results.iter().enumerate() {
             let dtype: DataType = r.datatype.parse().unwrap();
             let counts = coll.counts(
@@ -177,11 +177,11 @@ fn planned_results_count_datatypes_ops_roots_sizes_and_cycles() {
     ]);
     assert_eq!(
         planned_results(&p, &collective::AllReduce, 1),
-        Some(10 * 5 * 4 * 2)
+        Some(12 * 6 * 4 * 2)
     );
     assert_eq!(
         planned_results(&p, &collective::Broadcast, 3),
-        Some(10 * 3 * 4 * 2)
+        Some(12 * 3 * 4 * 2)
     );
     let forever = plan(&["-N", "0"]);
     assert_eq!(planned_results(&forever, &collective::AllReduce, 1), None);

@@ -15,9 +15,12 @@ pub(super) fn nccl_type(dtype: DataType) -> ncclDataType_t {
         DataType::Float => ncclDataType_t::ncclFloat32,
         DataType::Double => ncclDataType_t::ncclFloat64,
         DataType::Bfloat16 => ncclDataType_t::ncclBfloat16,
+        DataType::F8e4m3 => ncclDataType_t::ncclFloat8e4m3,
+        DataType::F8e5m2 => ncclDataType_t::ncclFloat8e5m2,
     }
 }
 
+/// The op code; mulsum's PreMulSum op is created per communicator (`NcclBackend::op`).
 pub(super) fn nccl_op(op: RedOp) -> ncclRedOp_t {
     match op {
         RedOp::Sum => ncclRedOp_t::ncclSum,
@@ -25,6 +28,7 @@ pub(super) fn nccl_op(op: RedOp) -> ncclRedOp_t {
         RedOp::Max => ncclRedOp_t::ncclMax,
         RedOp::Min => ncclRedOp_t::ncclMin,
         RedOp::Avg => ncclRedOp_t::ncclAvg,
+        RedOp::Mulsum => ncclRedOp_t::ncclNumOps,
     }
 }
 
@@ -35,6 +39,8 @@ fn mantissa_bits(dtype: DataType) -> Option<i32> {
         DataType::Bfloat16 => Some(8),
         DataType::Float => Some(24),
         DataType::Double => Some(53),
+        DataType::F8e4m3 => Some(4),
+        DataType::F8e5m2 => Some(3),
         _ => None,
     }
 }

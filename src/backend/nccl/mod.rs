@@ -13,11 +13,15 @@
 //! - `open`: the two steps of opening;
 //! - `codes`: NCCL's type and op codes, and the tolerance of its avg;
 //! - `options`: nccl-tests' GPU-only flags (-t -p -y -R -x -D -V) and their checks;
-//! - `rank`: one rank's GPU, stream, communicator, buffers and events.
+//! - `rank`: one rank's GPU, stream, communicator, buffers and events;
+//! - `p2p`: the calls made of grouped ncclSend/ncclRecv (alltoallv, a pair's
+//!   exchange) and the stream copy; `premul`: mulsum's PreMulSum op.
 
 mod codes;
 mod open;
 pub mod options;
+mod p2p;
+mod premul;
 mod rank;
 
 pub use open::{connect, prepare, probe, Prepared};
@@ -31,7 +35,7 @@ use crate::gpu::nccl_lib::{self, Call, Nccl};
 use crate::gpu::nccl_log::{most_frequent, Choice, LogCapture};
 use crate::gpu::{self, DeviceBuffer};
 use anyhow::{bail, Context};
-use codes::{float_avg_tolerance, nccl_op, nccl_type};
+use codes::{float_avg_tolerance, nccl_type};
 use cudarc::driver::sys::{self, CUstreamCaptureMode};
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
 use options::{NcclOptions, Register};
@@ -61,7 +65,7 @@ pub struct NcclBackend {
     log: LogCapture,
 }
 
-fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
+pub(super) fn nccl_error(e: nccl_lib::NcclError) -> anyhow::Error {
     anyhow::anyhow!(e)
 }
 
@@ -110,15 +114,16 @@ impl NcclBackend {
         &self.gpus[args.send.device]
     }
 
-    fn call(&self, args: &OpArgs) -> anyhow::Result<(Call, usize)> {
+    pub(super) fn call(&self, args: &OpArgs) -> anyhow::Result<(Call, usize)> {
         let g = self.gpu(args);
+        let op = self.op(g, args)?;
         Ok((
             Call {
                 send: g.addr(args.send)?,
                 recv: g.addr(args.recv)?,
                 count: args.count,
                 dtype: nccl_type(args.dtype),
-                op: nccl_op(args.op),
+                op,
                 root: args.root,
                 comm: g.comm,
                 stream: g.stream.cu_stream(),
@@ -131,7 +136,7 @@ impl NcclBackend {
         (args.count * args.dtype.size()) as u64
     }
 
-    fn grouped(&self, issue: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    pub(super) fn grouped(&self, issue: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
         self.nccl.group_start().map_err(nccl_error)?;
         let issued = issue();
         let ended = self.nccl.group_end().map_err(nccl_error);
@@ -347,6 +352,66 @@ impl Backend for NcclBackend {
         })
     }
 
+    fn alltoallv(
+        &mut self,
+        args: &OpArgs,
+        peer: &dyn Fn(usize, usize) -> usize,
+    ) -> anyhow::Result<()> {
+        self.grouped_alltoallv(args, peer)
+    }
+
+    fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
+        self.grouped_exchange(args, peer)
+    }
+
+    fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
+        self.stream_copy(from, to, bytes)
+    }
+
+    fn rank_of(&self, device: usize) -> usize {
+        self.gpus[device].rank
+    }
+
+    fn nranks(&self) -> usize {
+        self.nranks
+    }
+
+    /// fp8 needs NCCL 2.24 and sm90 on every GPU, mulsum NCCL 2.11, as nccl-tests.
+    fn supports_datatype(&self, dtype: DataType) -> Result<(), String> {
+        if !matches!(dtype, DataType::F8e4m3 | DataType::F8e5m2) {
+            return Ok(());
+        }
+        if self.nccl.version() < 22400 {
+            return Err(format!(
+                "-d/--datatype {dtype}: {} has no 8-bit floats (NCCL 2.24+); load a newer NCCL with --nccl-lib, or use -d half",
+                self.nccl.version_string()
+            ));
+        }
+        let major = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
+        for g in &self.gpus {
+            match g.ctx.attribute(major) {
+                Ok(m) if m >= 9 => {}
+                _ => {
+                    return Err(format!(
+                        "-d/--datatype {dtype}: {} is older than sm90, where NCCL has no 8-bit floats; use -d half or bfloat16",
+                        g.info.describe()
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn supports_op(&self, op: RedOp) -> Result<(), String> {
+        match op == RedOp::Mulsum && !self.nccl.has_premulsum() {
+            true => Err(format!(
+                "-o/--op mulsum: {} has no PreMulSum op (NCCL 2.11+); load a newer NCCL with --nccl-lib",
+                self.nccl.version_string()
+            )),
+            false => Ok(()),
+        }
+    }
+
     fn group_start(&mut self) -> anyhow::Result<()> {
         self.nccl.group_start().map_err(nccl_error)
     }
@@ -356,7 +421,10 @@ impl Backend for NcclBackend {
     }
 
     fn checks_in_place(&self, collective: CollectiveId) -> bool {
-        !matches!(collective, CollectiveId::AlltoAll | CollectiveId::SendRecv)
+        !matches!(
+            collective,
+            CollectiveId::AlltoAll | CollectiveId::SendRecv | CollectiveId::AlltoAllv
+        )
     }
 
     fn tolerance(&self, dtype: DataType, op: RedOp, nranks: usize) -> f64 {
@@ -568,6 +636,10 @@ impl Drop for NcclBackend {
         for g in &self.gpus {
             let _ = g.ctx.bind_to_thread();
             let _ = g.stream.synchronize();
+            if g.premul.get().is_some() {
+                // SAFETY: the op alive on this communicator, its calls completed.
+                let _ = unsafe { self.nccl.red_op_destroy(ncclRedOp_t::ncclNumOps, g.comm) };
+            }
             // SAFETY: each communicator is destroyed once, after its work completed.
             if let Err(e) = unsafe { self.nccl.comm_destroy(g.comm) } {
                 eprintln!("rank {}: {e}", g.rank);

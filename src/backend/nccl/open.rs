@@ -238,6 +238,7 @@ pub fn connect(
             marks: Vec::new(),
             replay: None,
             graph: None,
+            premul: std::cell::Cell::new(None),
         });
     }
     backend.first_connection()?;

@@ -24,6 +24,8 @@ pub(super) struct RankGpu {
     /// Events around `replay`'s launches.
     pub(super) replay: Option<(CudaEvent, CudaEvent)>,
     pub(super) graph: Option<CudaGraph>,
+    /// The datatype of the PreMulSum op alive on `comm` (mulsum), if any.
+    pub(super) premul: std::cell::Cell<Option<crate::datatype::DataType>>,
 }
 
 impl RankGpu {

@@ -3,7 +3,7 @@
 use super::{Comm, DevIn, DevOut, Nccl, NcclError, ReducingFn, RootedFn, SymmetricFn};
 use cudarc::driver::sys::CUstream;
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 /// One collective call's operands: device addresses and NCCL's arguments.
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +33,53 @@ impl Call {
 /// The calls. Each is unsafe: addresses must lie in live device buffers of the
 /// comm's GPU, large enough for the call, and `comm` and `stream` must be live.
 impl Nccl {
+    /// Whether the library has PreMulSum ops (2.11+): mulsum.
+    pub fn has_premulsum(&self) -> bool {
+        self.fns.premulsum.is_some() && self.fns.red_op_destroy.is_some()
+    }
+
+    /// A PreMulSum op of `dtype` on `comm`, multiplying by the host value whose bytes
+    /// are `scalar` (read at creation: ncclScalarHostImmediate). The communicator's
+    /// first user op is ncclNumOps, the one handle this backend keeps alive at a
+    /// time, as nccl-tests does; any other handle is refused.
+    ///
+    /// # Safety
+    /// `comm` is a live communicator with no other user op alive.
+    pub unsafe fn premulsum(
+        &self,
+        scalar: &mut [u8; 8],
+        dtype: ncclDataType_t,
+        comm: Comm,
+    ) -> Result<ncclRedOp_t, NcclError> {
+        let create = self.fns.premulsum.ok_or_else(|| NcclError {
+            call: "ncclRedOpCreatePreMulSum",
+            code: 5,
+            text: "missing before NCCL 2.11".into(),
+            detail: String::new(),
+        })?;
+        let mut op: u32 = 0;
+        let code = create(&mut op, scalar.as_mut_ptr() as *mut c_void, dtype, 1, comm);
+        self.check("ncclRedOpCreatePreMulSum", code, Some(comm))?;
+        match op == ncclRedOp_t::ncclNumOps as u32 {
+            true => Ok(ncclRedOp_t::ncclNumOps),
+            false => Err(NcclError {
+                call: "ncclRedOpCreatePreMulSum",
+                code: 5,
+                text: format!("returned op {op}, not the communicator's first user op"),
+                detail: String::new(),
+            }),
+        }
+    }
+
+    /// # Safety
+    /// `op` came from `premulsum` on the live `comm`.
+    pub unsafe fn red_op_destroy(&self, op: ncclRedOp_t, comm: Comm) -> Result<(), NcclError> {
+        match self.fns.red_op_destroy {
+            Some(f) => self.check("ncclRedOpDestroy", f(op, comm), Some(comm)),
+            None => Ok(()),
+        }
+    }
+
     /// Calls `f`, NCCL's `name`, with `c`'s operands and op.
     ///
     /// # Safety

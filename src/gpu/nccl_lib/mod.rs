@@ -99,6 +99,10 @@ struct Fns {
     scatter: Option<RootedFn>,
     /// ncclCommInitRankConfig, ncclMemAlloc, registration: see `setup`.
     setup: SetupFns,
+    /// ncclRedOpCreatePreMulSum (2.11+); the op comes back as a raw handle.
+    premulsum:
+        Option<unsafe extern "C" fn(*mut u32, *mut c_void, ncclDataType_t, c_int, Comm) -> Res>,
+    red_op_destroy: Option<unsafe extern "C" fn(ncclRedOp_t, Comm) -> Res>,
 }
 
 /// A loaded NCCL library.
@@ -213,6 +217,8 @@ impl Nccl {
                     window_register: optional(&lib, "ncclCommWindowRegister"),
                     window_deregister: optional(&lib, "ncclCommWindowDeregister"),
                 },
+                premulsum: optional(&lib, "ncclRedOpCreatePreMulSum"),
+                red_op_destroy: optional(&lib, "ncclRedOpDestroy"),
             }
         };
         let mut version: c_int = 0;

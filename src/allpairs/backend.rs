@@ -1,0 +1,240 @@
+//! `sendrecv_perf --all-pairs` on any collective backend: each pair exchanges
+//! messages both directions at once through `Backend::exchange` (MPI_Sendrecv in
+//! host memory on the mpi backend, ncclSend/ncclRecv in one group in GPU memory on
+//! the nccl backend), timed with the backend's own clock (host clock, or CUDA
+//! events on the rank's stream), so one code path measures, validates and judges
+//! both, and the mpi backend's tests cover what the nccl backend runs.
+
+use super::judging::Thresholds;
+use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun, PairSample};
+use crate::args::{CollArgs, Plan};
+use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
+use crate::collective::{Collective, CollectiveId};
+use crate::datatype::{DataType, RedOp};
+use crate::job::world::World;
+use crate::job::{agree_each_rank, ExitStatus, Failure};
+use crate::sizes::{sweep, sweep_len};
+use crate::watchdog::Watchdog;
+use std::time::Duration;
+
+/// Environment variable that makes rank N slow in every exchange (each pair
+/// with it then measures slow), to prove that the suspect node is named.
+pub const FAULT_SLOW_ENV: &str = "FABRICBENCH_FAULT_SLOW_RANK";
+const FAULT_DELAY: Duration = Duration::from_millis(10);
+
+/// The delay `rank` adds to each exchange: FAULT_DELAY when `FAULT_SLOW_ENV` (its
+/// value `slow_rank`) names it. Read once, when the pair is set up.
+fn injected_delay(slow_rank: Option<&str>, rank: usize) -> Option<Duration> {
+    let slow: Option<usize> = slow_rank.and_then(|v| v.parse().ok());
+    (slow == Some(rank)).then_some(FAULT_DELAY)
+}
+
+/// What rank `rank` sends at byte `i`; never 0xFF, the value validation poisons with.
+fn pattern(rank: usize, i: usize) -> u8 {
+    ((rank * 131 + i * 7) % 251) as u8
+}
+
+/// One rank's side of the pairs, in the backend's buffers (its rank 0 of `-g`).
+pub struct BackendPair<'a> {
+    backend: &'a mut dyn Backend,
+    kind: BackendKind,
+    warmup_iters: usize,
+    check: bool,
+    delay: Option<Duration>,
+    /// Each timed exchange's seconds, reused for every pair: nothing is allocated in the loop.
+    per_iteration: Vec<f64>,
+}
+
+impl<'a> BackendPair<'a> {
+    /// Allocates `max_bytes` send and receive buffers and writes this rank's pattern.
+    pub fn new(
+        backend: &'a mut dyn Backend,
+        max_bytes: usize,
+        plan: &Plan,
+    ) -> anyhow::Result<BackendPair<'a>> {
+        let rank = backend.rank_of(0);
+        backend.alloc(max_bytes, max_bytes)?;
+        let mine: Vec<u8> = (0..max_bytes).map(|i| pattern(rank, i)).collect();
+        backend.write(at(Slot::Send), &mine)?;
+        let slow_rank = std::env::var(FAULT_SLOW_ENV).ok();
+        Ok(BackendPair {
+            kind: backend.info().kind,
+            backend,
+            warmup_iters: plan.warmup_iters,
+            check: plan.check > 0,
+            delay: injected_delay(slow_rank.as_deref(), rank),
+            per_iteration: vec![0.0; plan.iters],
+        })
+    }
+
+    fn exchange(&mut self, peer: usize, bytes: usize) -> anyhow::Result<()> {
+        let args = OpArgs {
+            send: at(Slot::Send),
+            recv: at(Slot::Recv),
+            count: bytes,
+            dtype: DataType::Uint8,
+            op: RedOp::Sum,
+            root: 0,
+            in_place: false,
+        };
+        self.backend.exchange(&args, peer)
+    }
+}
+
+fn at(slot: Slot) -> BufRef {
+    BufRef {
+        device: 0,
+        slot,
+        offset: 0,
+    }
+}
+
+impl PairMeasure for BackendPair<'_> {
+    fn describe(&self) -> String {
+        match self.kind {
+            BackendKind::Mpi => "MPI_Sendrecv between the two ranks, both directions at once".into(),
+            BackendKind::Nccl => {
+                "ncclSend/ncclRecv in one group between the two ranks' GPUs, both directions at once"
+                    .into()
+            }
+        }
+    }
+
+    fn measure(
+        &mut self,
+        peer: usize,
+        bytes: usize,
+        watchdog: &Watchdog,
+    ) -> anyhow::Result<PairSample> {
+        watchdog.fault_point(bytes as u64);
+        for _ in 0..self.warmup_iters {
+            watchdog.enter_call();
+            self.exchange(peer, bytes)?;
+        }
+        watchdog.enter_call();
+        self.backend.synchronize()?;
+        self.backend
+            .timer_start(self.per_iteration.len(), Marks::Chained)?;
+        for _ in 0..self.per_iteration.len() {
+            watchdog.enter_call();
+            self.exchange(peer, bytes)?;
+            if let Some(d) = self.delay {
+                std::thread::sleep(d);
+            }
+            self.backend.mark();
+        }
+        watchdog.enter_call();
+        self.backend.synchronize()?;
+        let total = self.backend.timer_read(&mut self.per_iteration)?;
+        let seconds = total / self.per_iteration.len() as f64;
+        self.per_iteration.sort_by(f64::total_cmp);
+        let p50_seconds = self.per_iteration[self.per_iteration.len() / 2];
+        let wrong = match self.check {
+            false => None,
+            true => {
+                self.backend.write(at(Slot::Recv), &vec![0xFF; bytes])?;
+                watchdog.enter_call();
+                self.exchange(peer, bytes)?;
+                self.backend.synchronize()?;
+                let mut got = vec![0u8; bytes];
+                self.backend.read(at(Slot::Recv), &mut got)?;
+                let wrong = got
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, &b)| b != pattern(peer, i));
+                Some(wrong.count() as u64)
+            }
+        };
+        Ok(PairSample {
+            seconds,
+            p50_seconds,
+            wrong,
+        })
+    }
+}
+
+/// What an all-pairs run needs before any backend opens, checked on every rank
+/// alike: only sendrecv_perf has one, on 2 or more ranks, and its host memory fits.
+pub(crate) fn prepare<'a>(
+    world: &World,
+    coll: &dyn Collective,
+    args: &'a CollArgs,
+    plan: &Plan,
+    program: &'a str,
+) -> Result<PairRun<'a>, Failure> {
+    if coll.id() != CollectiveId::SendRecv {
+        return Err(Failure::Usage(format!(
+            "--all-pairs: {program} has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)"
+        )));
+    }
+    if world.size < 2 {
+        return Err(Failure::Usage(
+            "--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node sendrecv_perf --all-pairs".into(),
+        ));
+    }
+    let thresholds = Thresholds::from_args(&args.pairs, args.output.append)?;
+    if plan.max_bytes > i32::MAX as u64 {
+        return Err(Failure::Usage(format!(
+            "-e/--maxbytes {}: MPI counts stop at 2^31-1 bytes; lower -e",
+            plan.max_bytes
+        )));
+    }
+    let sizes = sweep_len(plan.min_bytes, plan.max_bytes, plan.step);
+    let per_pair = (plan.iters as u64).saturating_mul(8);
+    // The buffers (host memory on mpi), or the host staging of GPU buffers (nccl).
+    check_memory(world, program, 2 * plan.max_bytes, per_pair, sizes)?;
+    Ok(PairRun {
+        program,
+        sizes: sweep(plan.min_bytes, plan.max_bytes, plan.step),
+        iters: plan.iters,
+        thresholds,
+        csv: args.output.csv.as_deref(),
+        timeout_s: plan.timeout_s,
+    })
+}
+
+/// The all-pairs run on an opened backend, every rank together.
+pub(crate) fn run(
+    world: &World,
+    backend: &mut dyn Backend,
+    plan: &Plan,
+    run: &PairRun,
+    watchdog: &Watchdog,
+) -> Result<ExitStatus, Failure> {
+    let pair = BackendPair::new(backend, plan.max_bytes as usize, plan)
+        .map_err(|e| format!("--all-pairs: {e:#}"));
+    let mut pair = agree_each_rank(world, run.program, ExitStatus::Failed, pair)?;
+    run_pairs_watched(world, &mut pair, run, watchdog)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::loopback::Loopback;
+
+    #[test]
+    fn only_the_named_rank_is_slowed() {
+        assert_eq!(injected_delay(Some("3"), 3), Some(FAULT_DELAY));
+        assert_eq!(injected_delay(Some("3"), 2), None);
+        assert_eq!(injected_delay(Some("three"), 3), None);
+        assert_eq!(injected_delay(None, 0), None);
+    }
+
+    #[test]
+    fn a_pair_is_timed_and_validated_through_the_backend() {
+        let mut backend = Loopback::default();
+        let plan = crate::args::parse_args(["t", "-n", "4", "-w", "2", "-c", "1"])
+            .unwrap()
+            .plan()
+            .unwrap();
+        let watchdog = Watchdog::start(&crate::job::comm::Solo, "t", 0).unwrap();
+        let mut pair = BackendPair::new(&mut backend, 64, &plan).unwrap();
+        // The loopback "peer" is rank 0 itself: its own pattern comes back intact.
+        let s = pair.measure(0, 64, &watchdog).unwrap();
+        assert_eq!(s.wrong, Some(0));
+        assert!(s.seconds > 0.0 && s.p50_seconds > 0.0);
+        drop(pair);
+        // Warm-up 2, timed 4, validation 1, each one exchange.
+        assert_eq!(backend.calls, 7);
+    }
+}

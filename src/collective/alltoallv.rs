@@ -1,0 +1,465 @@
+//! AlltoAllv, as nccl-tests' alltoallv_perf: each rank sends a different byte count
+//! to each peer, from a distance-weighted pattern (`NCCL_TESTS_ALLTOALLV_SPREAD`, 0
+//! uniform to 1 fully weighted, default 1) or a traffic matrix file
+//! (`NCCL_TESTS_ALLTOALLV_MATRIX_FILE`, scaled by `NCCL_TESTS_ALLTOALLV_MATRIX_SCALE`).
+//! Every per-peer count is rounded down to 16 bytes; the size column and algbw are
+//! the largest rank's send or receive total, busbw algbw x (n-1)/n, and
+//! `NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1` prints each rank's figures.
+
+use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
+use crate::backend::{Backend, OpArgs};
+use std::sync::{Mutex, OnceLock};
+
+pub const SPREAD_ENV: &str = "NCCL_TESTS_ALLTOALLV_SPREAD";
+pub const MATRIX_FILE_ENV: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_FILE";
+pub const MATRIX_SCALE_ENV: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE";
+pub const SUMMARY_ENV: &str = "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY";
+
+/// Where the per-peer byte counts come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Traffic {
+    /// Each rank sends its total, split between uniform and weighted by the
+    /// distance (to - from) mod n in rank space: `spread` of the latter.
+    Generated { spread: f64 },
+    /// `bytes[i * dim + j]` from rank i to rank j, already scaled and rounded.
+    Matrix {
+        file: String,
+        scale: f64,
+        dim: usize,
+        bytes: Vec<u64>,
+    },
+}
+
+/// The variables of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setup {
+    pub traffic: Traffic,
+    pub summary: bool,
+}
+
+fn number(var: &str, typed: &str, fix: &str) -> Result<f64, String> {
+    typed
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("{var}={typed}: not a number; {fix}"))
+}
+
+impl Setup {
+    /// From the variables `get` returns (the environment, or a test's map); the
+    /// matrix file is read through `read`.
+    pub fn from_vars(
+        get: impl Fn(&str) -> Option<String>,
+        read: impl Fn(&str) -> std::io::Result<String>,
+    ) -> Result<Setup, String> {
+        let summary = match get(SUMMARY_ENV) {
+            None => false,
+            Some(v) => v.trim().parse::<i64>().map(|n| n != 0).map_err(|_| {
+                format!("{SUMMARY_ENV}={v}: not an integer; give 1 to print each rank's figures, 0 not to")
+            })?,
+        };
+        let Some(file) = get(MATRIX_FILE_ENV) else {
+            let spread = match get(SPREAD_ENV) {
+                None => 1.0,
+                Some(v) => {
+                    let fix =
+                        "give a value from 0.0 (uniform) to 1.0 (distance-weighted, the default)";
+                    let s = number(SPREAD_ENV, &v, fix)?;
+                    if !(0.0..=1.0).contains(&s) {
+                        return Err(format!("{SPREAD_ENV}={v}: outside 0..1; {fix}"));
+                    }
+                    s
+                }
+            };
+            return Ok(Setup {
+                traffic: Traffic::Generated { spread },
+                summary,
+            });
+        };
+        let scale = match get(MATRIX_SCALE_ENV) {
+            None => 1.0,
+            Some(v) => {
+                let fix = "give a factor >= 0 for every matrix value, e.g. 2.0";
+                let s = number(MATRIX_SCALE_ENV, &v, fix)?;
+                if s < 0.0 {
+                    return Err(format!("{MATRIX_SCALE_ENV}={v}: negative; {fix}"));
+                }
+                s
+            }
+        };
+        let text = read(&file).map_err(|e| {
+            format!("{MATRIX_FILE_ENV}={file}: cannot read it ({e}); give the path of a square matrix of bytes")
+        })?;
+        let (dim, bytes) =
+            parse_matrix(&text, scale).map_err(|e| format!("{MATRIX_FILE_ENV}={file}: {e}"))?;
+        Ok(Setup {
+            traffic: Traffic::Matrix {
+                file,
+                scale,
+                dim,
+                bytes,
+            },
+            summary,
+        })
+    }
+
+    /// Bytes rank `from` sends rank `to` when each rank's total is `total_bytes`
+    /// (generated) or as the matrix says; a multiple of 16.
+    pub fn peer_bytes(&self, from: usize, to: usize, nranks: usize, total_bytes: u64) -> u64 {
+        match &self.traffic {
+            Traffic::Matrix { dim, bytes, .. } => bytes[from * dim + to],
+            Traffic::Generated { .. } if nranks == 1 => total_bytes & !15,
+            Traffic::Generated { spread } => {
+                let distance = ((to + nranks - from) % nranks) as f64;
+                let sum_distances = (nranks * (nranks - 1) / 2) as f64;
+                let uniform = total_bytes as f64 / nranks as f64;
+                let weighted = distance * total_bytes as f64 / sum_distances;
+                ((1.0 - spread) * uniform + spread * weighted) as u64 & !15
+            }
+        }
+    }
+
+    /// Elements `from` sends `to` of a call whose count parameter is `param`.
+    fn peer_elements(
+        &self,
+        from: usize,
+        to: usize,
+        nranks: usize,
+        param: usize,
+        elt: usize,
+    ) -> usize {
+        let total = (param * nranks * elt) as u64;
+        (self.peer_bytes(from, to, nranks, total) / elt as u64) as usize
+    }
+
+    /// The largest send and receive totals over the ranks, in elements.
+    fn max_counts(&self, nranks: usize, param: usize, elt: usize) -> (usize, usize) {
+        let ranks = match self.traffic {
+            // Generated patterns are balanced: rank 0's totals are everyone's.
+            Traffic::Generated { .. } => 0..1,
+            Traffic::Matrix { .. } => 0..nranks,
+        };
+        ranks.fold((0, 0), |(s, r), rank| {
+            let sends = (0..nranks).map(|p| self.peer_elements(rank, p, nranks, param, elt));
+            let recvs = (0..nranks).map(|p| self.peer_elements(p, rank, nranks, param, elt));
+            (s.max(sends.sum()), r.max(recvs.sum()))
+        })
+    }
+
+    fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), String> {
+        let Traffic::Matrix { file, dim, .. } = &self.traffic else {
+            return Ok(());
+        };
+        if nranks > *dim {
+            return Err(format!(
+                "{MATRIX_FILE_ENV}={file}: a {dim}x{dim} matrix for {nranks} ranks; give at least {nranks} rows and columns (the first {nranks} are used)"
+            ));
+        }
+        if min_bytes != max_bytes {
+            return Err(format!(
+                "-b/--minbytes {min_bytes} and -e/--maxbytes {max_bytes} differ, but {MATRIX_FILE_ENV} sets every size: give -b and -e equal, e.g. -b {max_bytes} -e {max_bytes}"
+            ));
+        }
+        let (send, recv) = self.max_counts(nranks, 0, 1);
+        let need = send.max(recv) as u64;
+        if max_bytes < need {
+            return Err(format!(
+                "-e/--maxbytes {max_bytes}: the matrix in {file} needs {need} bytes (the largest rank's send or receive total); give -b {need} -e {need} or more"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A whitespace-separated square matrix, one row per line, each value times
+/// `scale` rounded down to 16 bytes, as nccl-tests reads it.
+fn parse_matrix(text: &str, scale: f64) -> Result<(usize, Vec<u64>), String> {
+    let fix = "give a square matrix of non-negative byte counts, one row per line (row i: what rank i sends each rank)";
+    let mut bytes = Vec::new();
+    let mut cols = 0;
+    let rows: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    for (r, line) in rows.iter().enumerate() {
+        let values: Vec<&str> = line.split_whitespace().collect();
+        if r == 0 {
+            cols = values.len();
+        } else if values.len() != cols {
+            return Err(format!(
+                "row {} has {} values, row 1 has {cols}; {fix}",
+                r + 1,
+                values.len()
+            ));
+        }
+        for (c, v) in values.iter().enumerate() {
+            let value = v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
+            let Some(value) = value else {
+                return Err(format!(
+                    "row {} column {}: '{v}' is not a byte count; {fix}",
+                    r + 1,
+                    c + 1
+                ));
+            };
+            let scaled = value * scale;
+            if scaled >= u64::MAX as f64 {
+                return Err(format!(
+                    "row {} column {}: {v} x {scale} overflows; {fix}",
+                    r + 1,
+                    c + 1
+                ));
+            }
+            bytes.push(scaled as u64 & !15);
+        }
+    }
+    match rows.len() {
+        0 => Err(format!("the file is empty; {fix}")),
+        n if n != cols => Err(format!("{n} rows of {cols} values, not square; {fix}")),
+        n => Ok((n, bytes)),
+    }
+}
+
+/// The run's variables, read once (every rank reads the same environment and file).
+fn setup() -> &'static Result<Setup, String> {
+    static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
+    SETUP
+        .get_or_init(|| Setup::from_vars(|v| std::env::var(v).ok(), |f| std::fs::read_to_string(f)))
+}
+
+/// The setup, or the default pattern where it failed (`check` has stopped such a run).
+fn traffic() -> &'static Setup {
+    static DEFAULT: Setup = Setup {
+        traffic: Traffic::Generated { spread: 1.0 },
+        summary: false,
+    };
+    setup().as_ref().unwrap_or(&DEFAULT)
+}
+
+/// One source's segment of a rank's receive buffer: where it starts, its length,
+/// the source, and where in the source's send stream it begins (elements).
+#[derive(Clone, Copy)]
+struct Segment {
+    start: usize,
+    len: usize,
+    source: usize,
+    source_offset: usize,
+}
+
+type SegmentKey = (usize, usize, usize, usize);
+
+/// The segments of `rank`'s receive buffer, computed once per (rank, ranks, count,
+/// element size): `expected` asks for every element in turn.
+fn with_segments<R>(key: SegmentKey, f: impl FnOnce(&[Segment]) -> R) -> R {
+    static CACHE: Mutex<Option<(SegmentKey, Vec<Segment>)>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.as_ref().map(|(k, _)| *k) != Some(key) {
+        let (rank, nranks, param, elt) = key;
+        let s = traffic();
+        let mut start = 0;
+        let segments = (0..nranks)
+            .map(|source| {
+                let len = s.peer_elements(source, rank, nranks, param, elt);
+                let source_offset = (0..rank)
+                    .map(|k| s.peer_elements(source, k, nranks, param, elt))
+                    .sum();
+                let seg = Segment {
+                    start,
+                    len,
+                    source,
+                    source_offset,
+                };
+                start += len;
+                seg
+            })
+            .collect();
+        *cache = Some((key, segments));
+    }
+    f(&cache.as_ref().expect("filled above").1)
+}
+
+pub struct AlltoAllv;
+
+impl Collective for AlltoAllv {
+    fn name(&self) -> &'static str {
+        "AlltoAllv"
+    }
+    fn id(&self) -> CollectiveId {
+        CollectiveId::AlltoAllv
+    }
+    fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts {
+        let s = traffic();
+        // The count column: elements per peer of the generated pattern, 0 for a matrix.
+        let param = match s.traffic {
+            Traffic::Generated { .. } => chunk_count(count, elt_size, nranks),
+            Traffic::Matrix { .. } => 0,
+        };
+        let (send, recv) = s.max_counts(nranks, param, elt_size);
+        Counts {
+            send,
+            recv,
+            param,
+            send_inplace_offset: 0,
+            recv_inplace_offset: 0,
+        }
+    }
+    fn busbw_factor(&self, nranks: usize) -> f64 {
+        all_but_own_share(nranks)
+    }
+    /// Segment after segment in rank order; nothing is defined past this rank's total.
+    fn expected(&self, layout: &Layout, index: usize) -> Option<f64> {
+        let elt = layout.pattern.dtype.size();
+        let key = (layout.rank, layout.nranks, layout.counts.param, elt);
+        with_segments(key, |segments| {
+            let at = segments.partition_point(|s| s.start + s.len <= index);
+            let s = segments.get(at).filter(|s| index >= s.start)?;
+            Some(
+                layout
+                    .pattern
+                    .input(s.source, s.source_offset + index - s.start),
+            )
+        })
+    }
+    fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
+        let (s, n, elt) = (traffic(), backend.nranks(), args.dtype.size());
+        backend.alltoallv(args, &|from, to| {
+            s.peer_elements(from, to, n, args.count, elt)
+        })
+    }
+    fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), String> {
+        setup()
+            .as_ref()
+            .map_err(Clone::clone)?
+            .check(nranks, min_bytes, max_bytes)
+    }
+    fn report_lines(
+        &self,
+        counts: &Counts,
+        elt: usize,
+        nranks: usize,
+        seconds: f64,
+    ) -> Vec<String> {
+        let s = traffic();
+        if !s.summary {
+            return Vec::new();
+        }
+        let total = (counts.param * nranks * elt) as u64;
+        let mut lines = vec![match &s.traffic {
+            Traffic::Generated { spread } => format!(
+                "# {SUMMARY_ENV}: mode=generated nranks={nranks} total_bytes={total} spread={spread:.3} time_usec={:.2}",
+                seconds * 1e6
+            ),
+            Traffic::Matrix { dim, scale, .. } => format!(
+                "# {SUMMARY_ENV}: mode=matrix nranks={nranks} matrix_dim={dim} scale={scale:.3} time_usec={:.2}",
+                seconds * 1e6
+            ),
+        }];
+        for rank in 0..nranks {
+            let send: u64 = (0..nranks)
+                .map(|p| s.peer_bytes(rank, p, nranks, total))
+                .sum();
+            let recv: u64 = (0..nranks)
+                .map(|p| s.peer_bytes(p, rank, nranks, total))
+                .sum();
+            let alg = send.max(recv) as f64 / 1e9 / seconds;
+            lines.push(format!(
+                "#   rank={rank} send_bytes={send} recv_bytes={recv} alg_bw={alg:.2} bus_bw={:.2}",
+                alg * all_but_own_share(nranks)
+            ));
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn setup_of(vars: &[(&str, &str)], file: &str) -> Result<Setup, String> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let file = file.to_string();
+        Setup::from_vars(|k| vars.get(k).cloned(), move |_| Ok(file.clone()))
+    }
+
+    #[test]
+    fn generated_pattern_as_nccl_tests() {
+        let s = setup_of(&[], "").unwrap();
+        assert_eq!(s.traffic, Traffic::Generated { spread: 1.0 });
+        // 4 ranks, 1 KiB each: distances 0..3 of 6 in all: 0, 1/6, 2/6, 3/6 of 1024.
+        let row: Vec<u64> = (0..4).map(|j| s.peer_bytes(0, j, 4, 1024)).collect();
+        assert_eq!(row, [0, 160, 336, 512]);
+        assert_eq!(s.peer_bytes(3, 0, 4, 1024), 160);
+        let uniform = setup_of(&[(SPREAD_ENV, "0")], "").unwrap();
+        assert_eq!(uniform.peer_bytes(2, 1, 4, 1024), 256);
+        // Balanced: every rank's totals are rank 0's.
+        assert_eq!(s.max_counts(4, 64, 4), (252, 252));
+    }
+
+    #[test]
+    fn matrix_file_scaled_and_rounded() {
+        let s = setup_of(
+            &[(MATRIX_FILE_ENV, "t.txt"), (MATRIX_SCALE_ENV, "2")],
+            "100 200 150\n50 100 75\n\n300 150 200\n",
+        )
+        .unwrap();
+        let Traffic::Matrix { dim, bytes, .. } = &s.traffic else {
+            panic!()
+        };
+        assert_eq!(*dim, 3);
+        assert_eq!(bytes[..3], [192, 400, 288]);
+        // Rank 2 sends 592 + 288 + 400 = 1280; ranks 0 and 1 receive 880.
+        assert_eq!(s.max_counts(3, 0, 1), (1280, 880));
+        assert!(s.check(3, 1280, 1280).is_ok());
+        assert!(s
+            .check(3, 1279, 1279)
+            .unwrap_err()
+            .contains("give -b 1280 -e 1280"));
+        assert!(s.check(3, 8, 1280).unwrap_err().contains("-b/--minbytes 8"));
+        assert!(s
+            .check(4, 1280, 1280)
+            .unwrap_err()
+            .contains("3x3 matrix for 4 ranks"));
+    }
+
+    #[test]
+    fn malformed_variables_name_the_variable_and_the_fix() {
+        let file = [(MATRIX_FILE_ENV, "t.txt")];
+        let e = setup_of(&file, "1 2\n3\n").unwrap_err();
+        assert_eq!(
+            e,
+            "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=t.txt: row 2 has 1 values, row 1 has 2; give a square matrix of non-negative byte counts, one row per line (row i: what rank i sends each rank)"
+        );
+        assert!(setup_of(&file, "1 x\n3 4\n")
+            .unwrap_err()
+            .contains("row 1 column 2: 'x'"));
+        assert!(setup_of(&file, "1 -2\n3 4\n").unwrap_err().contains("'-2'"));
+        assert!(setup_of(&file, "1 2 3\n4 5 6\n")
+            .unwrap_err()
+            .contains("not square"));
+        assert!(setup_of(&file, " \n").unwrap_err().contains("empty"));
+        let e = setup_of(&[(SPREAD_ENV, "lots")], "").unwrap_err();
+        assert!(
+            e.starts_with("NCCL_TESTS_ALLTOALLV_SPREAD=lots: not a number; give a value from 0.0"),
+            "{e}"
+        );
+        assert!(setup_of(&[(SPREAD_ENV, "1.5")], "")
+            .unwrap_err()
+            .contains("outside 0..1"));
+        let e = setup_of(&[(MATRIX_FILE_ENV, "t"), (MATRIX_SCALE_ENV, "-1")], "1").unwrap_err();
+        assert!(
+            e.starts_with("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE=-1: negative"),
+            "{e}"
+        );
+        assert!(setup_of(&[(SUMMARY_ENV, "yes")], "")
+            .unwrap_err()
+            .contains("not an integer"));
+        let missing = Setup::from_vars(
+            |k| (k == MATRIX_FILE_ENV).then(|| "/no/such".to_string()),
+            |f| std::fs::read_to_string(f),
+        );
+        assert!(missing
+            .unwrap_err()
+            .starts_with("NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/no/such: cannot read it"));
+    }
+}
