@@ -23,6 +23,7 @@ use crate::cli::in_words;
 use crate::collective::Collective;
 use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
 use crate::plot::export::PlotExport;
+use crate::report::counters::{CounterCsv, FabricPlan, Footer};
 use crate::report::csv::CsvExport;
 use crate::report::hist::HistExport;
 use crate::report::progress::Progress;
@@ -85,6 +86,7 @@ fn run(
     let warning = world.launcher_mismatch();
     let (mut run_info, header) = header::describe_run(world, program, plan, opened, env, warning);
     header::find_limits(world, args, &mut run_info);
+    run_info.fabric = FabricPlan::collective(&args.sysfs_root, run_info.hosts.len());
     run_info.planned_results = bench::planned_results(plan, coll, roots.len());
     if world.is_root() {
         for warning in &run_info.notes {
@@ -157,6 +159,19 @@ fn open_exporters(
         ExitStatus::Failed,
         csv.map_err(|e| format!("{e:#}")),
     )?;
+    let counters = match (&args.counters.counters, world.is_root()) {
+        (Some(path), true) => CounterCsv::create(path).map(|c| exporters.push(Box::new(c))),
+        _ => Ok(()),
+    };
+    agree_each_rank(
+        world,
+        program,
+        ExitStatus::Failed,
+        counters.map_err(|e| format!("{e:#}")),
+    )?;
+    if world.is_root() {
+        exporters.push(Box::new(Footer::new(std::io::stdout(), run.fabric.clone())));
+    }
     Ok(exporters)
 }
 

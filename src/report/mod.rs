@@ -7,6 +7,7 @@
 
 pub mod copy;
 pub mod copy_table;
+pub mod counters;
 pub mod csv;
 pub mod hist;
 pub mod perftest;
@@ -62,6 +63,8 @@ pub struct RunInfo {
     pub launch: String,
     /// -C 1: the table's time column shows the CPU time to issue a call.
     pub report_cputime: bool,
+    /// Where the fabric counters are read and what they are judged against.
+    pub fabric: counters::FabricPlan,
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's
@@ -131,6 +134,8 @@ pub struct SizeResult {
     /// Which pass of -N this is (0-based).
     pub cycle: u64,
     pub measurements: Vec<Measurement>,
+    /// Every node's fabric counter deltas over this size (rank 0).
+    pub counters: Option<counters::SizeCounters>,
 }
 
 /// Closing figures of a run.

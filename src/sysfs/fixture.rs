@@ -14,10 +14,10 @@
 
 mod counters;
 
-pub use counters::{advancing, PASSES};
-use counters::{port_errors, rxe_retransmits, two_rails, wrap_reset};
 use super::rdma::port_dir;
 use super::{pci_device, Root, STEPS};
+pub use counters::{advancing, PASSES};
+use counters::{port_errors, rxe_retransmits, two_rails, wrap_reset};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

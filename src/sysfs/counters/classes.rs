@@ -42,6 +42,19 @@ impl Class {
         Class::Pauses,
     ];
 
+    /// The CSV's name: "data_bytes".
+    pub fn id(self) -> &'static str {
+        match self {
+            Class::DataBytes => "data_bytes",
+            Class::DataPackets => "data_packets",
+            Class::Errors => "errors",
+            Class::Retransmits => "retransmits",
+            Class::Congestion => "congestion",
+            Class::Pauses => "pauses",
+            Class::Other => "other",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Class::DataBytes => "data bytes",

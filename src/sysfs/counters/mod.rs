@@ -106,10 +106,7 @@ pub fn read(root: &Root) -> Snapshot {
     for device in root.list(INFINIBAND) {
         for port in root.list_parsed::<u32>(&format!("{INFINIBAND}/{device}/ports")) {
             for family in [Family::Port, Family::Hw] {
-                let dir = format!(
-                    "{INFINIBAND}/{device}/ports/{port}/{}",
-                    family.name()
-                );
+                let dir = format!("{INFINIBAND}/{device}/ports/{port}/{}", family.name());
                 files(root, &dir, &device, Some(port), family, &mut values);
             }
         }
