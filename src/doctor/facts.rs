@@ -29,6 +29,9 @@ pub struct NodeFacts {
     pub nccl: NcclFacts,
     /// Expected rate of every port in Gb/s (--port-rate), when given.
     pub port_rate_gbps: Option<f64>,
+    /// RDMA port error counters that are not zero.
+    #[serde(default)]
+    pub error_counters: Vec<super::counters::ErrorCounter>,
 }
 
 /// One RDMA device (HCA) and its ports.
