@@ -5,6 +5,7 @@
 use super::args::{Length, Plan};
 use super::bench::{Test, Verb};
 use super::clock::Clock;
+use super::counters::Fabric;
 use super::device::{device_name_for, open_port, GidKind, Port};
 use super::figures::lines_of;
 use super::header::Header;
@@ -180,11 +181,16 @@ impl Session<'_> {
         if let Some(csv) = self.csv.take() {
             exporters.push(Box::new(csv));
         }
+        let host = self.job.host(self.job.rank()).to_string();
+        let port = (&self.port.device, self.port.port);
+        let (mut fabric, views) =
+            Fabric::open(&plan.counters, port.0, port.1, &host, self.printer)?;
+        exporters.extend(views);
         for exporter in &mut exporters {
             exporter.start(&run)?;
         }
         for &size in &plan.sizes {
-            let report = self.measure(link, &peer.qps, size)?;
+            let report = fabric.around(|| self.measure(link, &peer.qps, size))?;
             let reports: Vec<Option<Report>> = link
                 .gather(&Message::Report(report), Patience::WhileMeasuring)?
                 .into_iter()
