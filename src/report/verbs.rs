@@ -64,6 +64,8 @@ pub struct VerbsResult {
     /// UTC time the size finished.
     pub timestamp: String,
     pub lines: Vec<Line>,
+    /// This node's fabric counter deltas over the size (the side that prints).
+    pub counters: Option<super::counters::SizeCounters>,
 }
 
 impl ToRows for VerbsResult {
@@ -154,6 +156,7 @@ impl Row {
         row.p99_us = us(histogram.value_at_quantile(0.99));
         row.p999_us = us(histogram.value_at_quantile(0.999));
         row.max_us = us(histogram.max());
+        row.set_counters(result.counters.as_ref());
         row
     }
 }
@@ -203,6 +206,7 @@ pub(crate) mod tests {
             bidirectional,
             timestamp: "t".into(),
             lines,
+            counters: None,
         }
     }
 

@@ -13,9 +13,7 @@ use crate::report::{Exporter, RunInfo, Summary};
 use crate::sysfs::counters::{classes, Delta, Family};
 use crate::sysfs::rdma::port_dir;
 use crate::sysfs::Root;
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 /// The verbs binaries' counter flags.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -71,28 +69,10 @@ fn parse_counter(entry: &str) -> Option<(Family, String)> {
     plain.then(|| (family, name.to_string()))
 }
 
-/// One size's counters, handed from the measurement to the exporters.
-struct Sized {
-    size: u64,
-    counters: Option<SizeCounters>,
-}
-
-impl WithCounters for Sized {
-    fn size_bytes(&self) -> u64 {
-        self.size
-    }
-    fn counters(&self) -> Option<&SizeCounters> {
-        self.counters.as_ref()
-    }
-}
-
-type Latest = Rc<RefCell<Option<SizeCounters>>>;
-
 /// This side's watch over its node's counters.
 pub struct Fabric {
     watch: Watch,
     host: String,
-    latest: Latest,
 }
 
 impl Fabric {
@@ -124,7 +104,6 @@ impl Fabric {
             expects_rdma: true,
             ..FabricPlan::default()
         };
-        let latest = Latest::default();
         let mut exporters: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
         if printer {
             if !plan.report.is_empty() {
@@ -133,65 +112,31 @@ impl Fabric {
                     device: device.to_string(),
                     port: port.into(),
                 };
-                exporters.push(adapt(view, &latest));
+                exporters.push(Box::new(view));
             }
-            exporters.push(adapt(
-                Footer::new(std::io::stdout(), fabric_plan.clone()),
-                &latest,
-            ));
+            let footer = Footer::new(std::io::stdout(), fabric_plan.clone());
+            exporters.push(Box::new(footer));
             if let Some(path) = &plan.file {
-                exporters.push(adapt(CounterCsv::create(path)?, &latest));
+                exporters.push(Box::new(CounterCsv::create(path)?));
             }
         }
         let fabric = Fabric {
             watch: Watch::new(&fabric_plan, if printer { 0 } else { 1 }),
             host: host.to_string(),
-            latest,
         };
         Ok((fabric, exporters))
     }
 
-    /// `measure` between two snapshots (never inside its timed loop).
-    pub fn around<T>(&mut self, measure: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    /// `measure` between two snapshots (never inside its timed loop), and
+    /// the deltas (on the side that prints).
+    pub fn around<T>(
+        &mut self,
+        measure: impl FnOnce() -> anyhow::Result<T>,
+    ) -> anyhow::Result<(T, Option<SizeCounters>)> {
         let before = self.watch.before();
         let measured = measure()?;
         let node = self.watch.after_here(&self.host, before);
-        *self.latest.borrow_mut() = node.map(|n| SizeCounters { nodes: vec![n] });
-        Ok(measured)
-    }
-}
-
-/// An exporter of sized counters, fed from each verbs result and the latest deltas.
-struct Adapt<E> {
-    inner: E,
-    latest: Latest,
-}
-
-fn adapt<E: Exporter<Sized> + 'static>(
-    inner: E,
-    latest: &Latest,
-) -> Box<dyn Exporter<VerbsResult>> {
-    Box::new(Adapt {
-        inner,
-        latest: latest.clone(),
-    })
-}
-
-impl<E: Exporter<Sized>> Exporter<VerbsResult> for Adapt<E> {
-    fn start(&mut self, run: &RunInfo) -> anyhow::Result<()> {
-        self.inner.start(run)
-    }
-
-    fn record(&mut self, run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
-        let sized = Sized {
-            size: result.lines.first().map_or(0, |l| l.size),
-            counters: self.latest.borrow().clone(),
-        };
-        self.inner.record(run, &sized)
-    }
-
-    fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
-        self.inner.finish(run, summary)
+        Ok((measured, node.map(|n| SizeCounters { nodes: vec![n] })))
     }
 }
 
@@ -204,15 +149,15 @@ struct ReportCounters {
     port: u32,
 }
 
-impl Exporter<Sized> for ReportCounters {
+impl Exporter<VerbsResult> for ReportCounters {
     fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
         Ok(())
     }
 
-    fn record(&mut self, _run: &RunInfo, result: &Sized) -> anyhow::Result<()> {
+    fn record(&mut self, _run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
         let changes = result
-            .counters
-            .iter()
+            .counters()
+            .into_iter()
             .flat_map(|c| &c.nodes)
             .flat_map(|n| &n.changes);
         let mut text = String::new();

@@ -190,7 +190,7 @@ impl Session<'_> {
             exporter.start(&run)?;
         }
         for &size in &plan.sizes {
-            let report = fabric.around(|| self.measure(link, &peer.qps, size))?;
+            let (report, counters) = fabric.around(|| self.measure(link, &peer.qps, size))?;
             let reports: Vec<Option<Report>> = link
                 .gather(&Message::Report(report), Patience::WhileMeasuring)?
                 .into_iter()
@@ -205,6 +205,7 @@ impl Session<'_> {
                     bidirectional: plan.bidirectional,
                     timestamp: now_utc(),
                     lines: lines_of(plan, size, &reports, &hellos, self.seat.pairs)?,
+                    counters,
                 };
                 for exporter in &mut exporters {
                     exporter.record(&run, &result)?;
@@ -432,6 +433,7 @@ mod tests {
             bidirectional,
             timestamp: "2025-01-01T00:00:00.123Z".into(),
             lines,
+            counters: None,
         };
         let results = [
             result(
