@@ -80,10 +80,10 @@ set -e
 show() { echo "== $1"; sed -n "$2" "$out/$3" 2>/dev/null || echo "(missing $out/$3)"; }
 show "clean: ib_write_bw rxe1 -> rxe2 (client)" '/#bytes/,$p' clean-client.log
 show "clean: all_reduce_perf, 2 ranks over veth0/veth1 (TCP)" '/Collective test concluded/,$p' clean-coll.log
-show "clean: rack_check" '/^|/p;/exit/p' clean-rack.log
+show "clean: rack_check" '/rack_check: test /!p' clean-rack.log
 cat "$out/impairment.txt" 2>/dev/null | head -3
 show "lossy: ib_write_bw rxe1 -> rxe2 (client)" '/#bytes/,$p' lossy-client.log
-show "lossy: rack_check" '/^|/p;/exit/p' lossy-rack.log
+show "lossy: rack_check" '/rack_check: test /!p' lossy-rack.log
 cols() { /usr/bin/python3 -c "
 import pandas as pd, sys
 d = pd.read_csv(sys.argv[1])

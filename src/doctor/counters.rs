@@ -3,23 +3,11 @@
 //! before it fails, a flapping link shows link downs, a congested or stuck
 //! path shows discards. Each is a warning with the fix for that counter.
 
-use super::facts::NodeFacts;
+use super::facts::{ErrorCounter, NodeFacts};
 use super::ports::HcaFilter;
 use super::{Finding, Severity};
 use crate::sysfs::counters::{self, Class, Family};
 use crate::sysfs::Root;
-use serde::{Deserialize, Serialize};
-
-/// One error counter that is not zero.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorCounter {
-    /// "mlx5_0:1".
-    pub port: String,
-    /// "counters/symbol_error".
-    pub counter: String,
-    pub name: String,
-    pub value: u64,
-}
 
 /// The non-zero error counters of the selected RDMA ports.
 pub fn collect(root: &Root, filter: &[HcaFilter]) -> Vec<ErrorCounter> {

@@ -156,15 +156,6 @@ impl WithCounters for SizeResult {
     }
 }
 
-impl WithCounters for super::verbs::VerbsResult {
-    fn size_bytes(&self) -> u64 {
-        self.lines.first().map_or(0, |l| l.size)
-    }
-    fn counters(&self) -> Option<&SizeCounters> {
-        self.counters.as_ref()
-    }
-}
-
 /// One counter's movement over the run.
 #[derive(Debug, Default)]
 struct Total {

@@ -2,6 +2,7 @@
 //! and for every pair together) and their CSV rows; the README's verbs section
 //! documents the mapping.
 
+use super::counters::{SizeCounters, WithCounters};
 use super::{Row, RunInfo, ToRows, SCHEMA_VERSION};
 use crate::limits::Limit;
 use hdrhistogram::Histogram;
@@ -65,7 +66,16 @@ pub struct VerbsResult {
     pub timestamp: String,
     pub lines: Vec<Line>,
     /// This node's fabric counter deltas over the size (the side that prints).
-    pub counters: Option<super::counters::SizeCounters>,
+    pub counters: Option<SizeCounters>,
+}
+
+impl WithCounters for VerbsResult {
+    fn size_bytes(&self) -> u64 {
+        self.lines.first().map_or(0, |l| l.size)
+    }
+    fn counters(&self) -> Option<&SizeCounters> {
+        self.counters.as_ref()
+    }
 }
 
 impl ToRows for VerbsResult {
