@@ -5,7 +5,8 @@
 use crate::backend::nccl::options::{NcclFlags, NcclOptions};
 use crate::backend::BackendKind;
 use crate::cli::{
-    check_csv_target, check_folder_target, parse_one_line, size_arg, whole, AllPairsArgs, CsvArgs,
+    check_csv_target, check_folder_target, parse_one_line, size_arg, whole, AllPairsArgs,
+    CountersArgs, CsvArgs,
 };
 use crate::datatype::{DataType, RedOp};
 use crate::limits::{parse_limit, Limit};
@@ -85,6 +86,9 @@ pub struct CollArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub output: CsvArgs,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub counters: CountersArgs,
     /// Link limit busbw is compared with (repeatable): a name (nvlink4, pcie5x16,
     /// ib-ndr, 400g, ...; see README) or a per-direction number, 50GB/s or 400Gb/s.
     /// Without it, limits are detected from sysfs
@@ -376,6 +380,7 @@ impl CollArgs {
             ))),
         };
         check_csv_target(self.output.csv.as_deref(), self.output.append)?;
+        self.counters.check(self.output.csv.as_deref())?;
         check_folder_target("--plot", self.plot.as_deref())?;
         check_folder_target("--hist", self.hist.as_deref())?;
         if self.ngpus > MAX_GPUS_PER_PROCESS {

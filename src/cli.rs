@@ -54,6 +54,41 @@ pub struct CsvArgs {
     pub append: bool,
 }
 
+/// `--counters FILE`: every fabric counter delta of every size, in long form.
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+pub struct CountersArgs {
+    /// Write every fabric counter delta of every size to this CSV (long form; never overwritten)
+    #[arg(long = "counters", value_name = "FILE")]
+    pub counters: Option<PathBuf>,
+}
+
+impl CountersArgs {
+    /// The file must be new (or empty) and not the --csv file.
+    pub fn check(&self, csv: Option<&Path>) -> Result<(), UsageError> {
+        let Some(path) = &self.counters else {
+            return Ok(());
+        };
+        let flag = format!("--counters {}", path.display());
+        if csv == Some(path.as_path()) {
+            return Err(UsageError(format!(
+                "{flag}: is the --csv file too; give the counters a file of their own, e.g. --counters counters.csv"
+            )));
+        }
+        match std::fs::metadata(path) {
+            Ok(meta) => match file_kind(&meta) {
+                Some(kind) => Err(UsageError(format!(
+                    "{flag}: is {kind}, not a regular file; give the path of a new .csv file"
+                ))),
+                None if meta.len() > 0 => Err(UsageError(format!(
+                    "{flag}: the file exists and runs are never overwritten; choose a new path"
+                ))),
+                None => Ok(()),
+            },
+            Err(_) => check_new_file(&flag, path),
+        }
+    }
+}
+
 /// `--all-pairs` and how a slow pair is judged.
 #[derive(clap::Args, Debug, Clone, Serialize)]
 pub struct AllPairsArgs {

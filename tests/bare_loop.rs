@@ -17,7 +17,11 @@ fn the_bare_loop_times_every_call_both_ways() {
         .arg("scripts/bare-loop.c")
         .output()
         .expect("mpicc runs (install libopenmpi-dev)");
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     let exe = exe.to_str().unwrap();
     for (call, dtype) in [
         ("allreduce", "float"),

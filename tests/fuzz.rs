@@ -143,6 +143,7 @@ proptest! {
                             prop_assert!(t.bw_fraction > 0.0 && t.bw_fraction <= 1.0);
                             prop_assert!(t.latency_factor.is_finite() && t.latency_factor >= 1.0);
                         }
+                        CheckKind::Counters { max, .. } => prop_assert!(!max.is_empty()),
                     }
                 }
             }

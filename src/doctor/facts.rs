@@ -29,6 +29,20 @@ pub struct NodeFacts {
     pub nccl: NcclFacts,
     /// Expected rate of every port in Gb/s (--port-rate), when given.
     pub port_rate_gbps: Option<f64>,
+    /// RDMA port error counters that are not zero.
+    #[serde(default)]
+    pub error_counters: Vec<ErrorCounter>,
+}
+
+/// One error counter that is not zero.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounter {
+    /// "mlx5_0:1".
+    pub port: String,
+    /// "counters/symbol_error".
+    pub counter: String,
+    pub name: String,
+    pub value: u64,
 }
 
 /// One RDMA device (HCA) and its ports.

@@ -8,12 +8,14 @@
 //!
 //! The facts are in `facts`; each area reads its own and checks them, one file
 //! per area: `ports` (RDMA port state, rate, MTU), `roce` (GIDs), `memlock`,
-//! `gpudirect` (peermem, DMA-BUF, PCIe links), `nccl_env`, and `compare` (what
+//! `gpudirect` (peermem, DMA-BUF, PCIe links), `nccl_env`, `counters` (error
+//! counters since boot), and `compare` (what
 //! must match across nodes). `output` writes the table, CSV and JSON; `cli` is
 //! the binary.
 
 pub mod cli;
 pub mod compare;
+pub mod counters;
 pub mod facts;
 pub mod gpudirect;
 pub mod memlock;
@@ -139,6 +141,7 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
         gpus: gpudirect::collect(root),
         nccl: nccl_env::collect(root, env),
         port_rate_gbps: selection.port_rate_gbps,
+        error_counters: counters::collect(root, &selection.hcas),
     }
 }
 
@@ -173,6 +176,7 @@ pub fn check(nodes: &[NodeFacts]) -> Vec<Finding> {
         memlock::check(node, &mut findings);
         gpudirect::check(node, &mut findings);
         nccl_env::check(node, &mut findings);
+        counters::check(node, &mut findings);
     }
     compare::check(nodes, &mut findings);
     findings.sort_by(|a, b| (a.severity, &a.node).cmp(&(b.severity, &b.node)));

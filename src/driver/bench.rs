@@ -9,6 +9,7 @@ use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
+use crate::report::counters::Watch;
 use crate::report::run::now_utc;
 use crate::report::{Exporter, Measurement, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::{sizes, sweep_len, Step};
@@ -94,6 +95,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         let mut summary = Summary::default();
         let mut busbw_sum = 0.0;
         let mut measured = 0usize;
+        let mut fabric = Watch::new(&run.fabric, self.comm.local_rank());
         let ops: Vec<Option<RedOp>> = if self.coll.reduces() {
             plan.ops.iter().copied().map(Some).collect()
         } else {
@@ -109,7 +111,13 @@ impl<'a, C: Comm> Bench<'a, C> {
                             for e in exporters.iter_mut() {
                                 e.begin_size(size);
                             }
-                            let result = self.measure_size(size, dtype, op, root, cycle)?;
+                            let before = fabric.before();
+                            let mut result = self.measure_size(size, dtype, op, root, cycle)?;
+                            self.watchdog
+                                .begin(format!("fabric counters after {size} B"));
+                            self.watchdog.enter_call();
+                            result.counters = fabric.after(self.comm, before);
+                            self.watchdog.end();
                             for m in &result.measurements {
                                 summary.wrong_total += m.wrong.unwrap_or(0);
                                 busbw_sum += m.busbw_gbs;
@@ -390,6 +398,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             // The timed loops' choice, where the backend's library logs it (nccl).
             nccl_algo: tuning.as_ref().map(|t| t.0.clone()),
             nccl_proto: tuning.map(|t| t.1),
+            counters: None,
         })
     }
 

@@ -25,6 +25,7 @@ use crate::cli::in_words;
 use crate::collective::Collective;
 use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
 use crate::plot::export::PlotExport;
+use crate::report::counters::{CounterCsv, FabricPlan, Footer};
 use crate::report::csv::CsvExport;
 use crate::report::hist::HistExport;
 use crate::report::progress::Progress;
@@ -114,7 +115,16 @@ fn run(
         BackendKind::Mpi => None,
     };
     let kind = info.kind;
-    open::allocate(world, program, &mut *backend, kind, plan, coll, group_size, host)?;
+    open::allocate(
+        world,
+        program,
+        &mut *backend,
+        kind,
+        plan,
+        coll,
+        group_size,
+        host,
+    )?;
     if let Some(m) = memory.as_mut() {
         m.allocated(&*backend);
     }
@@ -126,6 +136,7 @@ fn run(
     groups.describe(plan, &mut header, &mut run_info);
     outputs::describe(plan, kind, &mut run_info);
     header::find_limits(world, args, &mut run_info);
+    run_info.fabric = FabricPlan::collective(&args.sysfs_root, run_info.hosts.len());
     run_info.planned_results = bench::planned_results(plan, coll, roots.len());
     let json = outputs::open_json(world, program, plan, &groups, &header, &mut run_info)?;
     if world.is_root() {
@@ -206,6 +217,19 @@ fn open_exporters(
         ExitStatus::Failed,
         csv.map_err(|e| format!("{e:#}")),
     )?;
+    let counters = match (&args.counters.counters, world.is_root()) {
+        (Some(path), true) => CounterCsv::create(path).map(|c| exporters.push(Box::new(c))),
+        _ => Ok(()),
+    };
+    agree_each_rank(
+        world,
+        program,
+        ExitStatus::Failed,
+        counters.map_err(|e| format!("{e:#}")),
+    )?;
+    if world.is_root() {
+        exporters.push(Box::new(Footer::new(std::io::stdout(), run.fabric.clone())));
+    }
     Ok(exporters)
 }
 

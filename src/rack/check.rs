@@ -90,6 +90,12 @@ pub enum CheckKind {
     },
     /// The test's all-pairs matrices have no slow pair and no wrong data.
     AllPairs(Thresholds),
+    /// The fabric counters' deltas by class, summed over the test's sizes
+    /// (or one size), at most these (`metric = "counters"`, see `spec`).
+    Counters {
+        size: Option<u64>,
+        max: Vec<(crate::sysfs::counters::Class, u64)>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

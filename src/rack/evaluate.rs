@@ -7,6 +7,7 @@ use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
 use crate::report::csv::read_rows;
 use crate::report::{Placement, Row};
 use crate::sizes::human_bytes;
+use crate::sysfs::counters::Class;
 use std::path::Path;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -50,6 +51,14 @@ pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
             Err(e) => CheckResult::failed(
                 check,
                 describe(min, max),
+                format!("no results to check: {e:#}"),
+            ),
+        },
+        CheckKind::Counters { max, .. } => match read_rows(csv) {
+            Ok(rows) => evaluate_counters(check, &rows),
+            Err(e) => CheckResult::failed(
+                check,
+                counters_threshold(max),
                 format!("no results to check: {e:#}"),
             ),
         },
@@ -182,6 +191,106 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
                 String::new()
             }
         ),
+        threshold,
+        passed,
+        details,
+    }
+}
+
+fn counters_threshold(max: &[(Class, u64)]) -> String {
+    let parts: Vec<String> = max
+        .iter()
+        .map(|(c, v)| format!("{} <= {v}", c.name()))
+        .collect();
+    parts.join(", ")
+}
+
+/// A row's sum of `class` (None where the run read no counters).
+fn class_value(row: &Row, class: Class) -> Option<u64> {
+    match class {
+        Class::Errors => row.counter_errors,
+        Class::Retransmits => row.counter_retransmits,
+        Class::Congestion => row.counter_congestion,
+        Class::Pauses => row.counter_pauses,
+        _ => None,
+    }
+}
+
+/// What to look at when a class moved.
+fn counters_hint(class: Class) -> &'static str {
+    match class {
+        Class::Errors => "link or receive errors: doctor's port-errors, the cables (mlxlink, ibdiagnet)",
+        Class::Retransmits => "packets lost or reordered: PFC/ECN on RoCE, a lossy link, or a QP timeout (-u) too short",
+        Class::Congestion => "ECN marks and CNPs: the fabric is congested; check the switch buffers and the ECN/DCQCN settings",
+        Class::Pauses => "PFC or link pauses: a receiver or switch could not keep up; check the PFC priority and the buffers",
+        _ => "",
+    }
+}
+
+/// Counter thresholds: each class summed over the test's sizes (a size's
+/// counters are on both its placements' rows: counted once).
+pub fn evaluate_counters(check: &Check, rows: &[Row]) -> CheckResult {
+    let CheckKind::Counters { size, max } = &check.kind else {
+        unreachable!("evaluate_counters is called for counter checks")
+    };
+    let threshold = counters_threshold(max);
+    let mut seen = std::collections::BTreeSet::new();
+    let sizes: Vec<&Row> = rows
+        .iter()
+        .filter(|r| size.is_none_or(|s| r.size_bytes.abs_diff(s) <= s / 100))
+        .filter(|r| {
+            seen.insert((
+                r.collective.clone(),
+                r.datatype.clone(),
+                r.redop.clone(),
+                r.root,
+                r.size_bytes,
+                r.cycle,
+                r.pair.clone(),
+            ))
+        })
+        .collect();
+    if sizes.is_empty() {
+        return CheckResult::failed(check, threshold, "no rows at that size".into());
+    }
+    let mut details = Vec::new();
+    let mut measured = Vec::new();
+    let mut passed = true;
+    for &(class, limit) in max {
+        let values: Vec<(u64, Option<u64>)> = sizes
+            .iter()
+            .map(|r| (r.size_bytes, class_value(r, class)))
+            .collect();
+        if values.iter().any(|(_, v)| v.is_none()) {
+            passed = false;
+            measured.push(format!("{} not read", class.name()));
+            details.push(format!(
+                "{}: the CSV has no counter columns for some sizes (the run read no fabric counters);                  rerun the test with this fabricbench",
+                class.name()
+            ));
+            continue;
+        }
+        let total: u64 = values.iter().filter_map(|(_, v)| *v).sum();
+        measured.push(format!("{} {total}", class.name()));
+        if total > limit {
+            passed = false;
+            let moved: Vec<String> = values
+                .iter()
+                .filter(|(_, v)| v.is_some_and(|v| v > 0))
+                .take(8)
+                .map(|(s, v)| format!("{} (+{})", human_bytes(*s), v.unwrap_or(0)))
+                .collect();
+            details.push(format!(
+                "{} {total} is above {limit}: moved during {}; {}",
+                class.name(),
+                moved.join(", "),
+                counters_hint(class)
+            ));
+        }
+    }
+    CheckResult {
+        label: check.label.clone(),
+        measured: format!("{} over {} sizes", measured.join(", "), sizes.len()),
         threshold,
         passed,
         details,
@@ -387,6 +496,74 @@ max = 10
         assert_eq!(
             r.details[0],
             "1 pair figures are NaN or inf: not a measurement"
+        );
+    }
+
+    fn counter_row(size: u64, placement: &str, retransmits: Option<u64>) -> Row {
+        Row {
+            collective: "all_reduce".into(),
+            size_bytes: size,
+            placement: placement.into(),
+            counter_errors: retransmits.map(|_| 0),
+            counter_retransmits: retransmits,
+            counter_congestion: retransmits.map(|_| 3),
+            counter_pauses: retransmits.map(|_| 0),
+            ..Row::default()
+        }
+    }
+
+    fn counter_check(limits: &str) -> Check {
+        let text = format!(
+            "name = \"t\"\n[launch]\n[[test]]\nname = \"ar\"\nbinary = \"all_reduce_perf\"\n\
+             [[check]]\ntest = \"ar\"\nmetric = \"counters\"\n{limits}\n"
+        );
+        Spec::parse(&text).unwrap().checks.remove(0)
+    }
+
+    #[test]
+    fn counter_thresholds_sum_each_size_once() {
+        let clean = counter_check("max_retransmits = 0\nmax_errors = 0");
+        assert_eq!(
+            clean.label,
+            "ar fabric counters errors <= 0, retransmits <= 0 over every size"
+        );
+        let rows = vec![
+            counter_row(8, "out-of-place", Some(0)),
+            counter_row(8, "in-place", Some(0)),
+            counter_row(1 << 20, "out-of-place", Some(0)),
+            counter_row(1 << 20, "in-place", Some(0)),
+        ];
+        let r = evaluate_counters(&clean, &rows);
+        assert!(r.passed, "{r:?}");
+        assert_eq!(r.measured, "errors 0, retransmits 0 over 2 sizes");
+        // 12 retransmits during 1 MiB: on both its rows, counted once.
+        let lossy = vec![
+            counter_row(8, "out-of-place", Some(0)),
+            counter_row(8, "in-place", Some(0)),
+            counter_row(1 << 20, "out-of-place", Some(12)),
+            counter_row(1 << 20, "in-place", Some(12)),
+        ];
+        let r = evaluate_counters(&clean, &lossy);
+        assert!(!r.passed);
+        assert_eq!(r.measured, "errors 0, retransmits 12 over 2 sizes");
+        assert_eq!(r.details.len(), 1, "{r:?}");
+        assert!(
+            r.details[0]
+                .starts_with("retransmits 12 is above 0: moved during 1 MiB (+12); packets lost"),
+            "{}",
+            r.details[0]
+        );
+        // At one size, and a limit above what moved.
+        let at_8 = counter_check("max_retransmits = 0\nsize = \"8\"");
+        assert!(evaluate_counters(&at_8, &lossy).passed);
+        assert!(evaluate_counters(&counter_check("max_congestion = 6"), &lossy).passed);
+        assert!(!evaluate_counters(&counter_check("max_congestion = 5"), &lossy).passed);
+        // A CSV without counter columns is never a pass.
+        let old = vec![counter_row(8, "out-of-place", None)];
+        let r = evaluate_counters(&clean, &old);
+        assert!(
+            !r.passed && r.details[0].contains("the run read no fabric counters"),
+            "{r:?}"
         );
     }
 }

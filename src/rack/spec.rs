@@ -8,6 +8,7 @@ use super::launch::Launch;
 use crate::allpairs::Thresholds;
 use crate::report::Placement;
 use crate::sizes::{human_bytes, parse_size};
+use crate::sysfs::counters::Class;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -51,6 +52,25 @@ struct RawCheck {
     max: Option<Bound>,
     slow_fraction: Option<f64>,
     slow_latency: Option<f64>,
+    max_errors: Option<u64>,
+    max_retransmits: Option<u64>,
+    max_congestion: Option<u64>,
+    max_pauses: Option<u64>,
+}
+
+impl RawCheck {
+    /// The counter thresholds given, by class.
+    fn counter_limits(&self) -> Vec<(Class, u64)> {
+        [
+            (Class::Errors, self.max_errors),
+            (Class::Retransmits, self.max_retransmits),
+            (Class::Congestion, self.max_congestion),
+            (Class::Pauses, self.max_pauses),
+        ]
+        .into_iter()
+        .filter_map(|(c, v)| Some((c, v?)))
+        .collect()
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -189,6 +209,16 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
                 .join(", ")
         )
     })?;
+    if c.metric == "counters" {
+        return counters_check(c);
+    }
+    if !c.counter_limits().is_empty() {
+        return Err(
+            "max_errors, max_retransmits, max_congestion and max_pauses belong to \
+                    metric = \"counters\" checks"
+                .into(),
+        );
+    }
     if c.metric == "all-pairs" {
         if !test.all_pairs() {
             return Err(format!(
@@ -229,7 +259,7 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         .map(|(_, m)| *m)
         .ok_or_else(|| {
             format!(
-                "metric '{}': use busbw, algbw, time, p50, p99, p999, max or all-pairs",
+                "metric '{}': use busbw, algbw, time, p50, p99, p999, max, all-pairs or counters",
                 c.metric
             )
         })?;
@@ -284,6 +314,51 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
             min,
             max,
         },
+    })
+}
+
+/// `metric = "counters"`: thresholds on the fabric counters' classes,
+/// optionally at one size.
+fn counters_check(c: &RawCheck) -> Result<Check, String> {
+    let max = c.counter_limits();
+    if max.is_empty() {
+        return Err(
+            "give max_errors, max_retransmits, max_congestion or max_pauses \
+                    (e.g. max_retransmits = 0)"
+                .into(),
+        );
+    }
+    if c.min.is_some() || c.max.is_some() || c.placement.is_some() {
+        return Err(
+            "a counters check takes max_errors, max_retransmits, max_congestion, \
+                    max_pauses and size, not min/max/placement"
+                .into(),
+        );
+    }
+    if c.slow_fraction.is_some() || c.slow_latency.is_some() {
+        return Err("slow_fraction and slow_latency belong to all-pairs checks".into());
+    }
+    let size = c
+        .size
+        .as_deref()
+        .map(|s| parse_size(s).map_err(|e| format!("size {e}")))
+        .transpose()?;
+    let limits: Vec<String> = max
+        .iter()
+        .map(|(class, v)| format!("{} <= {v}", class.name()))
+        .collect();
+    Ok(Check {
+        label: format!(
+            "{} fabric counters {}{}",
+            c.test,
+            limits.join(", "),
+            size.map_or(" over every size".to_string(), |s| format!(
+                " at {}",
+                human_bytes(s)
+            ))
+        ),
+        test: c.test.clone(),
+        kind: CheckKind::Counters { size, max },
     })
 }
 
@@ -458,5 +533,36 @@ slow_fraction = 0.8
             panic!("{:?}", s.checks[0])
         };
         assert_eq!(t.value, 50.0);
+    }
+
+    #[test]
+    fn counter_checks_parse_and_refuse_what_they_do_not_take() {
+        let with = |check: &str| {
+            SPEC.replacen(
+                "[[check]]\ntest = \"ar\"\nmetric = \"time\"",
+                &format!("[[check]]\ntest = \"ar\"\nmetric = \"counters\"\n{check}\n[[check]]\ntest = \"ar\"\nmetric = \"time\""),
+                1,
+            )
+        };
+        let s = Spec::parse(&with("max_retransmits = 0\nmax_pauses = 10\nsize = \"1M\"")).unwrap();
+        assert_eq!(
+            s.checks[1].kind,
+            CheckKind::Counters {
+                size: Some(1 << 20),
+                max: vec![(Class::Retransmits, 0), (Class::Pauses, 10)]
+            }
+        );
+        assert_eq!(
+            s.checks[1].label,
+            "ar fabric counters retransmits <= 0, pauses <= 10 at 1 MiB"
+        );
+        let e = Spec::parse(&with("")).unwrap_err();
+        assert!(e.ends_with("give max_errors, max_retransmits, max_congestion or max_pauses (e.g. max_retransmits = 0)"), "{e}");
+        let e = Spec::parse(&with("max_errors = 0\nmin = 3")).unwrap_err();
+        assert!(e.contains("a counters check takes max_errors"), "{e}");
+        let e = Spec::parse(&SPEC.replacen("max = 30", "max = 30\nmax_errors = 0", 1)).unwrap_err();
+        assert!(e.contains("belong to metric = \"counters\" checks"), "{e}");
+        let e = Spec::parse(&with("max_errors = -1")).unwrap_err();
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 }

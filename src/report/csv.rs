@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Context};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The most a results file may hold: what `read_rows` and the `--append` check
 /// read from a path the user gave (rows are about 1 KB: half a million of them).
@@ -26,7 +26,8 @@ pub const MAX_CSV_BYTES: u64 = 512 << 20;
 const MAX_LINE: u64 = 1 << 20;
 
 pub struct CsvExport {
-    path: PathBuf,
+    /// "--csv PATH": what messages name.
+    flag: String,
     file: File,
     /// Where the last whole row ends: a write that fails is cut back to it.
     len: u64,
@@ -41,8 +42,13 @@ pub fn header() -> Vec<String> {
 
 /// The header as written, line break included.
 fn header_line() -> String {
+    header_line_of::<Row>()
+}
+
+/// The header of rows of type `T`: its field names.
+fn header_line_of<T: serde::Serialize + Default>() -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.serialize(Row::default())
+    w.serialize(T::default())
         .expect("serialising a row to memory cannot fail");
     let bytes = w.into_inner().expect("in-memory writer");
     let text = String::from_utf8(bytes).expect("CSV is UTF-8");
@@ -50,7 +56,7 @@ fn header_line() -> String {
 }
 
 /// One row as one complete CSV line.
-fn row_line(row: &Row) -> anyhow::Result<Vec<u8>> {
+fn row_line<T: serde::Serialize>(row: &T) -> anyhow::Result<Vec<u8>> {
     let mut w = csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(Vec::new());
@@ -181,7 +187,7 @@ impl CsvExport {
             .open(path)
             .map_err(|e| anyhow!("{flag}: cannot open for writing: {}", io_reason(&e)))?;
         let mut csv = CsvExport {
-            path: path.to_path_buf(),
+            flag: flag.clone(),
             file,
             len,
             rows: 0,
@@ -212,14 +218,43 @@ impl CsvExport {
         }
     }
 
+    /// A new file (`flag` names it) of rows of another type than `Row`
+    /// (`--counters`), its header written: never an existing file.
+    pub fn create_for<T: serde::Serialize + Default>(
+        path: &Path,
+        flag: &str,
+    ) -> anyhow::Result<CsvExport> {
+        let flag = format!("{flag} {}", path.display());
+        let file = new_file(path, &flag)?;
+        let mut csv = CsvExport {
+            flag: flag.clone(),
+            file,
+            len: 0,
+            rows: 0,
+        };
+        if let Err(e) = csv.write_line(header_line_of::<T>().as_bytes()) {
+            let _ = std::fs::remove_file(path);
+            bail!("{flag}: cannot write the header: {e}");
+        }
+        Ok(csv)
+    }
+
     /// Writes rows, each whole, so a crash or a full disk keeps every row before it.
     pub fn write_rows(&mut self, rows: impl IntoIterator<Item = Row>) -> anyhow::Result<()> {
+        self.write_records(rows)
+    }
+
+    /// Writes rows of any type, each whole (see `write_rows`).
+    pub fn write_records<T: serde::Serialize>(
+        &mut self,
+        rows: impl IntoIterator<Item = T>,
+    ) -> anyhow::Result<()> {
         for row in rows {
             let line = row_line(&row)?;
             if let Err(e) = self.write_line(&line) {
                 bail!(
-                    "--csv {}: {e}: row {} was not written; the {} rows before it are kept",
-                    self.path.display(),
+                    "{}: {e}: row {} was not written; the {} rows before it are kept",
+                    self.flag,
                     self.rows + 1,
                     self.rows
                 );
@@ -313,6 +348,7 @@ impl<R: ToRows + ?Sized> Exporter<R> for CsvExport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("fb-csv-{name}-{}", std::process::id()));

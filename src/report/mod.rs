@@ -7,6 +7,7 @@
 
 pub mod copy;
 pub mod copy_table;
+pub mod counters;
 pub mod csv;
 pub mod hist;
 pub mod json;
@@ -73,6 +74,8 @@ pub struct RunInfo {
     pub groups: Vec<(usize, Vec<usize>)>,
     /// -M 1: nccl-tests' memory line ("GPU memory usage : Initialization ..."), rank 0.
     pub memory_usage: Option<String>,
+    /// Where the fabric counters are read and what they are judged against.
+    pub fabric: counters::FabricPlan,
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's
@@ -162,6 +165,8 @@ pub struct SizeResult {
     /// NCCL's algorithm and protocol for the timed calls (from its TUNING log); None on mpi.
     pub nccl_algo: Option<String>,
     pub nccl_proto: Option<String>,
+    /// Every node's fabric counter deltas over this size (rank 0).
+    pub counters: Option<counters::SizeCounters>,
 }
 
 /// Closing figures of a run.

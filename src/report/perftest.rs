@@ -415,6 +415,7 @@ mod tests {
             bidirectional: false,
             timestamp: String::new(),
             lines: vec![bw_line(None)],
+            counters: None,
         };
         table.record(&run, &result).unwrap();
         table.finish(&run, &Summary::default()).unwrap();

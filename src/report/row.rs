@@ -2,8 +2,10 @@
 //! result becomes rows here (`Row::collective` below, `Row::copy` in `copy`), so
 //! a row is never assembled by hand elsewhere.
 
+use super::counters::SizeCounters;
 use super::{Measurement, RunInfo, SizeResult};
 use crate::limits::{self, Limit};
+use crate::sysfs::counters::Class;
 use serde::{Deserialize, Serialize};
 
 /// Version of the CSV columns below; bumped whenever a column changes meaning or
@@ -80,6 +82,16 @@ pub struct Row {
     /// LL128, SIMPLE) for the timed calls, from its TUNING log; empty on mpi.
     pub nccl_algo: Option<String>,
     pub nccl_proto: Option<String>,
+    // The fabric counters over the row's size (both placements of a size
+    // share them), summed over every node; empty where none were read.
+    /// Bytes sent + received on RDMA ports; empty where no port counts bytes (rxe).
+    pub rdma_bytes: Option<u64>,
+    /// Packets sent + received on RDMA ports.
+    pub rdma_packets: Option<u64>,
+    pub counter_errors: Option<u64>,
+    pub counter_retransmits: Option<u64>,
+    pub counter_congestion: Option<u64>,
+    pub counter_pauses: Option<u64>,
 }
 
 impl ToRows for SizeResult {
@@ -153,7 +165,19 @@ impl Row {
             ..Row::of_run(run)
         };
         row.set_limit(limits::binding(&run.limits));
+        row.set_counters(result.counters.as_ref());
         row
+    }
+
+    /// Fills the counter columns from a size's deltas (all empty without them).
+    pub fn set_counters(&mut self, counters: Option<&SizeCounters>) {
+        let Some(c) = counters else { return };
+        self.rdma_bytes = c.rdma_bytes();
+        self.rdma_packets = c.rdma_packets();
+        self.counter_errors = Some(c.sum(Class::Errors));
+        self.counter_retransmits = Some(c.sum(Class::Retransmits));
+        self.counter_congestion = Some(c.sum(Class::Congestion));
+        self.counter_pauses = Some(c.sum(Class::Pauses));
     }
 
     /// Fills limit_name, limit_gbs and pct_of_limit: busbw against `limit`, or
@@ -245,6 +269,7 @@ mod tests {
             measurements: vec![m.clone()],
             nccl_algo: Some("RING".into()),
             nccl_proto: Some("LL128".into()),
+            counters: None,
         };
         let row = Row::collective(&run(), &result, &m);
         let expected = Row {

@@ -552,6 +552,7 @@ mod tests {
                 measurements: Vec::new(),
                 nccl_algo: Some(algo.into()),
                 nccl_proto: Some(proto.into()),
+                counters: None,
             };
             table.record(&run, &r).unwrap();
         }

@@ -2,6 +2,7 @@
 //! and for every pair together) and their CSV rows; the README's verbs section
 //! documents the mapping.
 
+use super::counters::{SizeCounters, WithCounters};
 use super::{Row, RunInfo, ToRows, SCHEMA_VERSION};
 use crate::limits::Limit;
 use hdrhistogram::Histogram;
@@ -64,6 +65,17 @@ pub struct VerbsResult {
     /// UTC time the size finished.
     pub timestamp: String,
     pub lines: Vec<Line>,
+    /// This node's fabric counter deltas over the size (the side that prints).
+    pub counters: Option<SizeCounters>,
+}
+
+impl WithCounters for VerbsResult {
+    fn size_bytes(&self) -> u64 {
+        self.lines.first().map_or(0, |l| l.size)
+    }
+    fn counters(&self) -> Option<&SizeCounters> {
+        self.counters.as_ref()
+    }
 }
 
 impl ToRows for VerbsResult {
@@ -154,6 +166,7 @@ impl Row {
         row.p99_us = us(histogram.value_at_quantile(0.99));
         row.p999_us = us(histogram.value_at_quantile(0.999));
         row.max_us = us(histogram.max());
+        row.set_counters(result.counters.as_ref());
         row
     }
 }
@@ -203,6 +216,7 @@ pub(crate) mod tests {
             bidirectional,
             timestamp: "t".into(),
             lines,
+            counters: None,
         }
     }
 

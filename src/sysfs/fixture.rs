@@ -12,8 +12,12 @@
 //! never written: git does not keep them (a driver link may dangle, as readers
 //! only read its name).
 
+mod counters;
+
 use super::rdma::port_dir;
-use super::{pci_device, Root};
+use super::{pci_device, Root, STEPS};
+pub use counters::{advancing, PASSES};
+use counters::{port_errors, rxe_retransmits, two_rails, wrap_reset};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -75,6 +79,14 @@ impl Tree {
         std::os::unix::fs::symlink(target, self.at(abs)).unwrap();
     }
 
+    /// A file that reads as `values[n]` at read pass n, the last repeated (see
+    /// `sysfs::STEPS`); its plain read is the first value that is a file.
+    pub fn put_steps(&self, abs: &str, values: &[String]) {
+        let first = values.iter().find(|v| *v != "absent").unwrap();
+        self.put(abs, first);
+        self.put(&format!("{STEPS}{abs}"), &values.join("\n"));
+    }
+
     /// Removes a file, a link or a folder.
     pub fn remove(&self, abs: &str) {
         let path = self.dir.join(abs.trim_start_matches('/'));
@@ -121,6 +133,18 @@ pub const TREES: &[(&str, Build)] = &[
     ("doctor/no-gpudirect", no_gpudirect),
     // To pair with healthy: other firmware, kernel and NCCL, one HCA.
     ("doctor/skew", skew),
+    // Error counters non-zero since boot on mlx5_1.
+    ("doctor/port-errors", port_errors),
+    // Fabric counters that move during each size of a run (see `advancing`):
+    // two rails sharing the bytes, CNPs on one, PFC pauses on its netdev.
+    ("counters/two-rails", |t| two_rails(t, 250_000)),
+    // The same with mlx5_1 carrying a twenty-fifth of mlx5_0's bytes.
+    ("counters/slow-rail", |t| two_rails(t, 10_000)),
+    // Soft-RoCE: hw_counters only, retransmits and duplicate requests moving.
+    ("counters/rxe-retransmits", rxe_retransmits),
+    // A 32-bit counter that wraps, one that is reset, one that saturates,
+    // one that vanishes, one the table does not know.
+    ("counters/wrap-reset", wrap_reset),
 ];
 
 /// Writes the tree called `name` (one of [`TREES`]).
@@ -332,7 +356,7 @@ fn hca(t: &Tree, dev: &str, bdf: &str, netdev: &str, ip: &str) {
 const ZERO_GID: &str = "0000:0000:0000:0000:0000:0000:0000:0000";
 
 /// A healthy RoCE GPU node called `host`: two HCAs, a GPU, NCCL 2.21.5.
-fn doctor_node(t: &Tree, host: &str) {
+pub(super) fn doctor_node(t: &Tree, host: &str) {
     t.put("/proc/sys/kernel/hostname", host);
     t.put("/proc/sys/kernel/osrelease", "6.8.0-45-generic");
     limits(t, "unlimited", "unlimited");

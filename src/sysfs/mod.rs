@@ -6,8 +6,10 @@
 //! - this file: [`Root`], bounded reads of one file, listings and symlinks, and
 //!   [`Reading`]: a value, an absent file, or a file that holds no value
 //!   (named with its text, so that callers can say what they could not read);
-//! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer).
+//! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer);
+//! - `counters`: snapshots of every RDMA port's and netdev's counters.
 
+pub mod counters;
 pub mod rdma;
 
 #[cfg(test)]
@@ -113,20 +115,51 @@ impl std::fmt::Display for Unreadable {
 
 /// A root directory that absolute system paths are read under.
 #[derive(Clone, Debug)]
-pub struct Root(PathBuf);
+pub struct Root {
+    dir: PathBuf,
+    /// The read pass of a fixture tree with [`STEPS`] (see [`Root::at_pass`]).
+    pass: Option<usize>,
+}
+
+/// The test hook of a fixture tree whose files change between reads: the file
+/// `STEPS/<abs>` holds one line per read pass, the text of `<abs>` at that
+/// pass (the last line repeats; a line `absent` is no file). No live system
+/// has this folder, so a live root never steps.
+pub const STEPS: &str = "/fabricbench-steps";
 
 impl Root {
     pub fn new(dir: impl Into<PathBuf>) -> Root {
-        Root(dir.into())
+        Root {
+            dir: dir.into(),
+            pass: None,
+        }
     }
 
     pub fn dir(&self) -> &Path {
-        &self.0
+        &self.dir
+    }
+
+    /// This root as read at pass `n` (counter snapshots count their passes):
+    /// where the tree has [`STEPS`], files there read as at that pass.
+    pub fn at_pass(&self, n: usize) -> Root {
+        Root {
+            dir: self.dir.clone(),
+            pass: self.path(STEPS).is_dir().then_some(n),
+        }
+    }
+
+    /// What `abs` holds at this pass, where a step file says: Some(None) absent.
+    fn stepped(&self, abs: &str) -> Option<Option<String>> {
+        let pass = self.pass?;
+        let steps = std::fs::read_to_string(self.path(&format!("{STEPS}{abs}"))).ok()?;
+        let lines: Vec<&str> = steps.lines().collect();
+        let line = lines.get(pass).or(lines.last())?.trim();
+        Some((line != "absent").then(|| line.to_string()))
     }
 
     /// `/sys/class/net` under the root.
     pub fn path(&self, abs: &str) -> PathBuf {
-        self.0.join(abs.trim_start_matches('/'))
+        self.dir.join(abs.trim_start_matches('/'))
     }
 
     /// A regular file's bytes, at most [`MAX_FILE_BYTES`]; None when it is absent,
@@ -134,6 +167,9 @@ impl Root {
     /// gave: a FIFO would block the open and a device could be endless (or act on
     /// being opened), so the type is checked first and the open never blocks.
     pub fn read_bytes(&self, abs: &str) -> Option<Vec<u8>> {
+        if let Some(text) = self.stepped(abs) {
+            return text.map(String::into_bytes);
+        }
         let path = self.path(abs);
         if !std::fs::metadata(&path).ok()?.is_file() {
             return None;
@@ -165,7 +201,8 @@ impl Root {
     /// doctor reports it and limit detection skips only that link.
     pub fn read_with<T>(&self, abs: &str, parse: impl FnOnce(&str) -> Option<T>) -> Reading<T> {
         let path = self.path(abs);
-        if std::fs::symlink_metadata(&path).is_err() {
+        let stepped_absent = self.stepped(abs) == Some(None);
+        if stepped_absent || std::fs::symlink_metadata(&path).is_err() {
             return Reading::Absent;
         }
         let text = self.read(abs);
@@ -226,7 +263,7 @@ impl Root {
     /// out of the root.
     pub fn resolve(&self, abs: &str) -> Option<String> {
         let real = std::fs::canonicalize(self.path(abs)).ok()?;
-        let base = std::fs::canonicalize(&self.0).ok()?;
+        let base = std::fs::canonicalize(&self.dir).ok()?;
         let inside = real.strip_prefix(&base).ok()?;
         Some(format!("/{}", inside.to_string_lossy()))
     }

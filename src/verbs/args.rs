@@ -6,6 +6,7 @@ use crate::allpairs::Thresholds;
 use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
+use crate::verbs::counters::{CounterArgs, CounterPlan};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -119,6 +120,8 @@ pub struct VerbsArgs {
     pub use_cuda_dmabuf: bool,
     #[command(flatten)]
     pub csv: CsvArgs,
+    #[command(flatten)]
+    pub counters: CounterArgs,
     /// Longest wait, in seconds, for the peer to connect or answer and for any completion
     #[arg(long = "timeout", default_value_t = 120, value_parser = whole::<u64>(1), allow_negative_numbers = true)]
     pub timeout: u64,
@@ -176,6 +179,8 @@ pub struct Plan {
     pub gid_index: Option<u32>,
     /// --all-pairs and when a pair counts as slow.
     pub all_pairs: Option<Thresholds>,
+    /// -W and --counters.
+    pub counters: CounterPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -420,6 +425,7 @@ impl VerbsArgs {
             ib_port: self.ib_port,
             gid_index: self.gid_index,
             all_pairs,
+            counters: self.counters.plan(csv.as_deref())?,
         })
     }
 }

@@ -23,6 +23,7 @@ pub mod bench;
 pub mod bw;
 pub mod clock;
 pub mod completion;
+pub mod counters;
 pub mod device;
 pub mod figures;
 pub mod header;

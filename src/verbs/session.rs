@@ -5,6 +5,7 @@
 use super::args::{Length, Plan};
 use super::bench::{Test, Verb};
 use super::clock::Clock;
+use super::counters::Fabric;
 use super::device::{device_name_for, open_port, GidKind, Port};
 use super::figures::lines_of;
 use super::header::Header;
@@ -180,11 +181,16 @@ impl Session<'_> {
         if let Some(csv) = self.csv.take() {
             exporters.push(Box::new(csv));
         }
+        let host = self.job.host(self.job.rank()).to_string();
+        let port = (&self.port.device, self.port.port);
+        let (mut fabric, views) =
+            Fabric::open(&plan.counters, port.0, port.1, &host, self.printer)?;
+        exporters.extend(views);
         for exporter in &mut exporters {
             exporter.start(&run)?;
         }
         for &size in &plan.sizes {
-            let report = self.measure(link, &peer.qps, size)?;
+            let (report, counters) = fabric.around(|| self.measure(link, &peer.qps, size))?;
             let reports: Vec<Option<Report>> = link
                 .gather(&Message::Report(report), Patience::WhileMeasuring)?
                 .into_iter()
@@ -199,6 +205,7 @@ impl Session<'_> {
                     bidirectional: plan.bidirectional,
                     timestamp: now_utc(),
                     lines: lines_of(plan, size, &reports, &hellos, self.seat.pairs)?,
+                    counters,
                 };
                 for exporter in &mut exporters {
                     exporter.record(&run, &result)?;
@@ -375,10 +382,10 @@ mod tests {
     /// `report::verbs`: the same run and lines give the same bytes.
     // Then the collectives' wrong_ranks and groups columns, empty here.
     const ROWS_BEFORE: &str = "\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,3.93216,0.05,,0,,\n\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_send,none,none,-1,bw_bidir,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,,0.05,,sum,,\n\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,,,,NCCL_X=1;UCX_Y=2,,,8.0908582912,0.05,,1,,\n\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe0:1\",a;a,4,1,ib_read,none,none,-1,lat,2,1000,5000,128,none,0,1.7666666666666668,0.0011320754716981133,0.0011320754716981133,1.0,1.5,2.0,9.007,9.007,9.007,,0,,,,NCCL_X=1;UCX_Y=2,,,,,0.20548046676563256,all,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,3.93216,0.05,,0,,,,,,,,,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_send,none,none,-1,bw_bidir,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,,0.05,,sum,,,,,,,,,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,,,,NCCL_X=1;UCX_Y=2,,,8.0908582912,0.05,,1,,,,,,,,,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe0:1\",a;a,4,1,ib_read,none,none,-1,lat,2,1000,5000,128,none,0,1.7666666666666668,0.0011320754716981133,0.0011320754716981133,1.0,1.5,2.0,9.007,9.007,9.007,,0,,,,NCCL_X=1;UCX_Y=2,,,,,0.20548046676563256,all,,,,,,,,,,\n\
 ";
 
     #[test]
@@ -427,6 +434,7 @@ mod tests {
             bidirectional,
             timestamp: "2025-01-01T00:00:00.123Z".into(),
             lines,
+            counters: None,
         };
         let results = [
             result(
