@@ -65,6 +65,8 @@ pub struct PerftestHeader {
     pub device: String,
     pub qps: u32,
     pub transport: String,
+    /// perftest's "Connection type": RC, UC or UD.
+    pub connection: String,
     pub tx_depth: Option<u32>,
     pub rx_depth: Option<u32>,
     pub cq_mod: Option<u32>,
@@ -196,7 +198,10 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
             " Number of qps   : {}\t\tTransport type : {}",
             h.qps, h.transport
         ),
-        " Connection type : RC\t\tUsing SRQ      : OFF".to_string(),
+        format!(
+            " Connection type : {}\t\tUsing SRQ      : OFF",
+            h.connection
+        ),
         // Posted with ibv_post_send, as perftest does where it prints OFF.
         " ibv_wr* API     : OFF".to_string(),
     ];
@@ -362,6 +367,7 @@ mod tests {
             device: "rxe0".into(),
             qps: 1,
             transport: "IB".into(),
+            connection: "RC".into(),
             tx_depth: Some(128),
             rx_depth: None,
             cq_mod: Some(1),

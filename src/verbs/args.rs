@@ -2,6 +2,7 @@
 //! validation into a `Plan`. Every problem is one line naming the flag and the fix.
 
 use super::bench::{Benchmark, Test, Verb};
+use super::parity::{atomic_sizes, Options, ParityArgs};
 use crate::allpairs::Thresholds;
 use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
@@ -124,6 +125,8 @@ pub struct VerbsArgs {
     pub timeout: u64,
     #[command(flatten)]
     pub pairs: AllPairsArgs,
+    #[command(flatten)]
+    pub parity: ParityArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -176,6 +179,8 @@ pub struct Plan {
     pub gid_index: Option<u32>,
     /// --all-pairs and when a pair counts as slow.
     pub all_pairs: Option<Thresholds>,
+    /// -A, -o, -c.
+    pub options: Options,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -194,7 +199,10 @@ where
 impl VerbsArgs {
     pub fn plan(&self, bench: Benchmark) -> Result<Plan, UsageError> {
         let lat = bench.test == Test::Lat;
-        let sizes = if self.all {
+        let options = self.parity.options(bench)?;
+        let sizes = if bench.verb == Verb::Atomic {
+            atomic_sizes(self.size, self.all, bench.program())?
+        } else if self.all {
             (1..=ALL_SIZES_MAX_EXP).map(|e| 1u64 << e).collect()
         } else {
             let size = self.size.unwrap_or(if lat {
@@ -320,9 +328,14 @@ impl VerbsArgs {
                     "-I/--inline_size {i}: at most {MAX_INLINE} bytes"
                 )))
             }
-            Some(i) if i > 0 && bench.verb == Verb::Read => {
+            Some(i) if i > 0 && bench.verb.fetches() => {
                 return Err(usage(format!(
-                    "-I/--inline_size {i}: RDMA reads carry no inline data; drop -I"
+                    "-I/--inline_size {i}: RDMA {} carry no inline data; drop -I",
+                    if bench.verb == Verb::Read {
+                        "reads"
+                    } else {
+                        "atomics"
+                    }
                 )))
             }
             Some(i) => i,
@@ -420,6 +433,7 @@ impl VerbsArgs {
             ib_port: self.ib_port,
             gid_index: self.gid_index,
             all_pairs,
+            options,
         })
     }
 }
@@ -449,7 +463,7 @@ impl Plan {
             [one] => one.to_string(),
             _ => "all (-a)".to_string(),
         };
-        vec![
+        let mut settings = vec![
             ("-s/--size".into(), sizes),
             length,
             ("-q/--qp".into(), self.qps.to_string()),
@@ -458,7 +472,9 @@ impl Plan {
                 "-m/--mtu".into(),
                 self.mtu.map_or("port's".into(), |m| m.to_string()),
             ),
-        ]
+        ];
+        settings.extend(self.options.settings(self.bench));
+        settings
     }
 }
 

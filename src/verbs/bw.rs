@@ -141,7 +141,7 @@ pub fn warm_up(
     size: u32,
     plan: &Plan,
 ) -> anyhow::Result<()> {
-    let inline = op != Verb::Read && size <= plan.inline_size;
+    let inline = !op.fetches() && size <= plan.inline_size;
     let mut wcs = Vec::new();
     let mut stall = Stall::new(plan.timeout);
     for (q, r) in remote.iter().enumerate() {
@@ -202,7 +202,7 @@ pub fn run(
     clock: &Clock,
 ) -> anyhow::Result<Option<BwMeasure>> {
     let qps = ep.qps.len();
-    let inline = op != Verb::Read && size <= plan.inline_size;
+    let inline = !op.fetches() && size <= plan.inline_size;
     let (per_qp, deadline) = match plan.length {
         Length::Iters(n) => (n, None),
         Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),

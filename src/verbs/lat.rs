@@ -21,7 +21,7 @@ const DROPPED_TAIL: usize = 2;
 /// Divides round trips by 2 for write and send (one-way latency), not for read.
 pub fn rtt_factor(verb: Verb) -> u32 {
     match verb {
-        Verb::Read => 1,
+        Verb::Read | Verb::Atomic => 1,
         Verb::Write | Verb::Send => 2,
     }
 }
@@ -128,14 +128,14 @@ pub fn run(
     client: bool,
     clock: &Clock,
 ) -> anyhow::Result<Option<Vec<u64>>> {
-    if verb == Verb::Read && !client {
+    if verb.fetches() && !client {
         return Ok(None);
     }
     let (iters, deadline) = match plan.length {
         Length::Iters(n) => (n, None),
         Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),
     };
-    let inline = verb != Verb::Read && size <= plan.inline_size;
+    let inline = !verb.fetches() && size <= plan.inline_size;
     let last = size as usize - 1;
     let mut stamps = Vec::with_capacity(iters.min(1 << 20) as usize);
     let (mut sent, mut received) = (0u64, 0u64);
@@ -143,7 +143,7 @@ pub fn run(
     let mut stall = Stall::new(plan.timeout);
     loop {
         // The peer's message first, except where the client opens the exchange.
-        let answers_due = verb != Verb::Read && received < iters && !(client && sent == 0);
+        let answers_due = !verb.fetches() && received < iters && !(client && sent == 0);
         if answers_due {
             let expect = received + 1;
             let waiting = || format!("waited for the peer's message {expect} at {size} B");
@@ -177,7 +177,7 @@ pub fn run(
             match verb {
                 Verb::Write => ep.qps[0].post_stop(remote)?,
                 Verb::Send => ep.qps[0].post(verb, u64::MAX, 0, true, false, remote)?,
-                Verb::Read => break,
+                Verb::Read | Verb::Atomic => break,
             }
             let wc = one_completion(ep, false, &mut stall, &|| {
                 "waited for the completion of the run's end".into()
@@ -198,7 +198,7 @@ pub fn run(
             let wc = one_completion(ep, false, &mut stall, &waiting)?;
             check(&wc, &ep.qps[0], "a request", size, sent)?;
         }
-        let reads_done = verb == Verb::Read && sent == iters;
+        let reads_done = verb.fetches() && sent == iters;
         if reads_done || (sent == iters && received == iters) {
             break;
         }
@@ -267,5 +267,6 @@ mod tests {
         assert_eq!(rtt_factor(Verb::Write), 2);
         assert_eq!(rtt_factor(Verb::Send), 2);
         assert_eq!(rtt_factor(Verb::Read), 1);
+        assert_eq!(rtt_factor(Verb::Atomic), 1);
     }
 }

@@ -30,6 +30,7 @@ pub mod lat;
 pub mod link;
 pub mod memory;
 pub mod pairs;
+pub mod parity;
 pub mod peer;
 pub mod qp;
 pub mod seat;

@@ -11,11 +11,12 @@ use super::args::Plan;
 use super::bench::Verb;
 use super::device::{source_text, Port};
 use super::memory::{allocate, register, Buffer};
+use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
 use super::wire::{Hello, QpInfo, CONTROL_BYTES};
 use anyhow::{anyhow, bail};
 use rdma_mummy_sys::{
-    ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode,
-    rdma_t, wr_t,
+    atomic_t, ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge,
+    ibv_wr_opcode, rdma_t, wr_t,
 };
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::completion::GenericCompletionQueue;
@@ -36,7 +37,7 @@ const RETRY_COUNT: u8 = 7;
 const RNR_RETRY: u8 = 7;
 const HOP_LIMIT: u8 = 0xff;
 
-/// One RC queue pair and its buffer.
+/// One queue pair and its buffer.
 pub struct QpEnd {
     // Field order is drop order: the QP, then the region, then the memory.
     qp: BasicQueuePair,
@@ -44,6 +45,8 @@ pub struct QpEnd {
     buffer: Buffer,
     pub psn: u32,
     half: usize,
+    /// What an atomic work request does (-A).
+    atomic: AtomicOp,
 }
 
 impl QpEnd {
@@ -133,10 +136,39 @@ impl QpEnd {
         inline: bool,
         remote: &QpInfo,
     ) -> anyhow::Result<()> {
-        let opcode = match op {
-            Verb::Write => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            Verb::Read => ibv_wr_opcode::IBV_WR_RDMA_READ,
-            Verb::Send => ibv_wr_opcode::IBV_WR_SEND,
+        let rdma = wr_t {
+            rdma: rdma_t {
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+            },
+        };
+        let (opcode, wr, len) = match op {
+            Verb::Write => (ibv_wr_opcode::IBV_WR_RDMA_WRITE, rdma, len),
+            Verb::Read => (ibv_wr_opcode::IBV_WR_RDMA_READ, rdma, len),
+            Verb::Send => (ibv_wr_opcode::IBV_WR_SEND, rdma, len),
+            // The word's old value lands in the local half; the target half's
+            // first word (64-byte aligned) is the one operated on.
+            Verb::Atomic => {
+                let (opcode, compare_add, swap) = match self.atomic {
+                    AtomicOp::FetchAndAdd => (
+                        ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD,
+                        ATOMIC_ADD_VALUE,
+                        0,
+                    ),
+                    AtomicOp::CmpAndSwap => (
+                        ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP,
+                        0,
+                        ATOMIC_SWAP_VALUE,
+                    ),
+                };
+                let atomic = atomic_t {
+                    remote_addr: remote.addr,
+                    compare_add,
+                    swap,
+                    rkey: remote.rkey,
+                };
+                (opcode, wr_t { atomic }, ATOMIC_SIZE as u32)
+            }
         };
         let mut flags = 0;
         if signaled {
@@ -146,24 +178,29 @@ impl QpEnd {
             flags |= ibv_send_flags::IBV_SEND_INLINE.0;
         }
         let sge = (self.local_addr(), len);
-        self.post_send(wr_id, opcode, flags, sge, (remote.addr, remote.rkey))
-            .map_err(|e| {
-                anyhow!(
-                    "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
-                    self.qpn()
-                )
-            })
+        self.post_send(wr_id, opcode, flags, sge, wr).map_err(|e| {
+            anyhow!(
+                "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
+                self.qpn()
+            )
+        })
     }
 
     /// Writes the stop value into the peer's control word (ends a -D latency run).
     pub fn post_stop(&mut self, remote: &QpInfo) -> anyhow::Result<()> {
         let stop = self.buffer.addr() + 2 * self.half as u64 + 1;
+        let target = wr_t {
+            rdma: rdma_t {
+                remote_addr: remote.addr + remote.len,
+                rkey: remote.rkey,
+            },
+        };
         self.post_send(
             u64::MAX,
             ibv_wr_opcode::IBV_WR_RDMA_WRITE,
             ibv_send_flags::IBV_SEND_SIGNALED.0,
             (stop, 1),
-            (remote.addr + remote.len, remote.rkey),
+            target,
         )
         .map_err(|e| {
             anyhow!(
@@ -175,14 +212,14 @@ impl QpEnd {
 
     /// One `ibv_post_send` of a work request built on the stack: perftest's
     /// data path, with nothing allocated per message. `local` is (address,
-    /// length) in this QP's buffer, `remote` the peer's (address, rkey).
+    /// length) in this QP's buffer, `remote` the peer's side of the request.
     fn post_send(
         &mut self,
         wr_id: u64,
         opcode: ibv_wr_opcode::Type,
         flags: u32,
         local: (u64, u32),
-        remote: (u64, u32),
+        remote: wr_t,
     ) -> Result<(), std::io::Error> {
         let mut sge = ibv_sge {
             addr: local.0,
@@ -196,12 +233,7 @@ impl QpEnd {
         wr.num_sge = 1;
         wr.opcode = opcode;
         wr.send_flags = flags;
-        wr.wr = wr_t {
-            rdma: rdma_t {
-                remote_addr: remote.0,
-                rkey: remote.1,
-            },
-        };
+        wr.wr = remote;
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP lives as long as `self`; the SGE lies in this QP's
         // registered buffer (callers pass lengths within it) and inline data
@@ -295,11 +327,25 @@ impl Endpoint {
         let recv_cq = create_cq(port, rx_depth * plan.qps, "receive")?;
         let half = (plan.max_size() as usize).next_multiple_of(64);
         let total = plan.qps as u64 * (2 * half + CONTROL_BYTES) as u64;
+        let connection = plan.options.connection;
+        let qp_type = match connection {
+            Connection::Uc => QueuePairType::UnreliableConnection,
+            _ => QueuePairType::ReliableConnection,
+        };
+        let mut access =
+            AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead;
+        if plan.bench.verb == Verb::Atomic {
+            access |= AccessFlags::RemoteAtomic;
+        }
+        if connection == Connection::Uc {
+            // A UC responder takes no reads (and refuses the flag on some devices).
+            access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
+        }
         let mut qps = Vec::with_capacity(plan.qps as usize);
         for _ in 0..plan.qps {
             let mut builder = pd.create_qp_builder();
             builder
-                .setup_qp_type(QueuePairType::ReliableConnection)
+                .setup_qp_type(qp_type)
                 .setup_max_send_wr(plan.tx_depth)
                 .setup_max_recv_wr(rx_depth)
                 .setup_max_send_sge(1)
@@ -309,7 +355,9 @@ impl Endpoint {
                 .setup_recv_cq(recv_cq.clone());
             let qp = builder.build().map_err(|e| {
                 anyhow!(
-                    "creating an RC queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
+                    "creating a{} {} queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
+                    if connection == Connection::Uc { "" } else { "n" },
+                    connection.name(),
                     port.device,
                     source_text(&e),
                     plan.tx_depth,
@@ -317,21 +365,20 @@ impl Endpoint {
                 )
             })?;
             let buffer = allocate(plan.memory, 2 * half + CONTROL_BYTES)?;
-            let mr = register(&pd, &buffer, total)?;
+            let mr = register(&pd, &buffer, total, access)?;
             let mut end = QpEnd {
                 qp,
                 mr,
                 buffer,
                 psn: random_psn(),
                 half,
+                atomic: plan.options.atomic,
             };
             let mut attr = QueuePairAttribute::new();
             attr.setup_state(QueuePairState::Init)
                 .setup_pkey_index(0)
                 .setup_port(port.port)
-                .setup_access_flags(
-                    AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead,
-                );
+                .setup_access_flags(access);
             end.modify(&attr, "INIT", "")?;
             qps.push(end);
         }
@@ -360,6 +407,7 @@ impl Endpoint {
             _ => Mtu::Mtu4096,
         };
         let peer_gid: Ipv6Addr = peer.gid;
+        let reliable = plan.options.connection != Connection::Uc;
         for (end, remote) in self.qps.iter_mut().zip(&peer.qps) {
             let mut ah = AddressHandleAttribute::new();
             ah.setup_dest_lid(peer.lid)
@@ -373,9 +421,12 @@ impl Endpoint {
                 .setup_path_mtu(path_mtu)
                 .setup_dest_qp_num(remote.qpn)
                 .setup_rq_psn(remote.psn)
-                .setup_max_dest_read_atomic(out_reads)
-                .setup_min_rnr_timer(MIN_RNR_TIMER)
                 .setup_address_vector(&ah);
+            // UC has no responder resources, acknowledgements or retries.
+            if reliable {
+                rtr.setup_max_dest_read_atomic(out_reads)
+                    .setup_min_rnr_timer(MIN_RNR_TIMER);
+            }
             end.modify(
                 &rtr,
                 "RTR",
@@ -383,11 +434,13 @@ impl Endpoint {
             )?;
             let mut rts = QueuePairAttribute::new();
             rts.setup_state(QueuePairState::ReadyToSend)
-                .setup_sq_psn(end.psn)
-                .setup_timeout(plan.qp_timeout)
-                .setup_retry_cnt(RETRY_COUNT)
-                .setup_rnr_retry(RNR_RETRY)
-                .setup_max_read_atomic(out_reads);
+                .setup_sq_psn(end.psn);
+            if reliable {
+                rts.setup_timeout(plan.qp_timeout)
+                    .setup_retry_cnt(RETRY_COUNT)
+                    .setup_rnr_retry(RNR_RETRY)
+                    .setup_max_read_atomic(out_reads);
+            }
             end.modify(&rts, "RTS", "")?;
         }
         Ok(())

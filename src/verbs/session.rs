@@ -9,6 +9,7 @@ use super::device::{device_name_for, open_port, GidKind, Port};
 use super::figures::lines_of;
 use super::header::Header;
 use super::link::{Link, Patience};
+use super::parity::check_device;
 use super::peer::{check_peer, path_mtu};
 use super::qp::Endpoint;
 use super::seat::Seat;
@@ -39,6 +40,7 @@ pub fn open_device(plan: &Plan, local_rank: usize) -> anyhow::Result<(Plan, Port
         plan.gid_index,
     )
     .map_err(anyhow::Error::msg)?;
+    check_device(plan.bench, &plan.options, &port)?;
     let plan = plan.on_device(port.software);
     let max = plan.max_size();
     if max > port.max_msg_size {
@@ -68,9 +70,10 @@ fn cpu_governor_warning(root: &Root) -> Option<String> {
 
 /// The run's facts shared by its CSV rows.
 pub fn run_info(plan: &Plan, pairs: usize, gid: Option<GidKind>) -> RunInfo {
+    let connection = plan.options.connection.name();
     let transport = match gid {
-        Some(kind) => format!("RC over {kind}"),
-        None => "RC over IB".to_string(),
+        Some(kind) => format!("{connection} over {kind}"),
+        None => format!("{connection} over IB"),
     };
     let warms_up = plan.bench.test == Test::Bw && plan.bench.verb != Verb::Send;
     RunInfo {
@@ -150,11 +153,9 @@ impl Session<'_> {
             &peer_name,
         )?;
         // Reads in flight: what both devices allow (the responder must hold them).
-        let out_reads = self
-            .port
-            .max_rd_atomic
-            .min(peer.max_rd_atomic)
-            .min(u8::MAX as u32) as u8;
+        let out_reads = plan
+            .options
+            .out_reads(self.port.max_rd_atomic.min(peer.max_rd_atomic));
         self.endpoint
             .connect(self.port, plan, peer, mtu, out_reads)?;
         Ok((hellos, mtu, out_reads))
@@ -252,7 +253,7 @@ impl Session<'_> {
                 match verb {
                     Verb::Send => lat::post_receives(self.endpoint, len, plan)?,
                     Verb::Write => lat::clear_flags(self.endpoint, len),
-                    Verb::Read => {}
+                    Verb::Read | Verb::Atomic => {}
                 }
                 start_together(link, size)?;
                 let stamps = lat::run(
@@ -320,11 +321,14 @@ impl Session<'_> {
         } else {
             Vec::new()
         };
-        let warnings = if plan.cpu_freq_warning {
+        let mut warnings: Vec<String> = if plan.cpu_freq_warning {
             cpu_governor_warning(&Root::new("/")).into_iter().collect()
         } else {
             Vec::new()
         };
+        if plan.bench.verb.fetches() {
+            warnings.extend(plan.options.outs_warning(out_reads));
+        }
         Header {
             plan,
             mine,
