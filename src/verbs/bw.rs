@@ -300,7 +300,7 @@ pub fn run(
                 let done: u64 = received.iter().sum();
                 check(wc, ep, "a receive", size, done, total)?;
                 let (q, _) = split_wr_id(wc.wr_id);
-                if deadline.is_some() && wc.byte_len == 0 {
+                if deadline.is_some() && ep.qps[q].payload_len(wc) == 0 {
                     recv_ended[q] = true;
                     continue;
                 }

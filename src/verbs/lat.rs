@@ -161,7 +161,7 @@ pub fn run(
                 _ => {
                     let wc = one_completion(ep, true, &mut stall, &waiting)?;
                     check(&wc, &ep.qps[0], "a receive", size, expect)?;
-                    if deadline.is_some() && wc.byte_len == 0 {
+                    if deadline.is_some() && ep.qps[0].payload_len(&wc) == 0 {
                         return Ok(None);
                     }
                     if deadline.is_some() || recv_posted < iters {

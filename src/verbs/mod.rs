@@ -35,6 +35,7 @@ pub mod peer;
 pub mod qp;
 pub mod seat;
 pub mod session;
+pub mod ud;
 pub mod wire;
 
 pub use bench::{Benchmark, Test, Verb};

@@ -9,9 +9,11 @@
 
 use super::args::Plan;
 use super::bench::Verb;
+use super::completion::Wc;
 use super::device::{source_text, Port};
 use super::memory::{allocate, register, Buffer};
 use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
+use super::ud::{self, UdDest, GRH_BYTES};
 use super::wire::{Hello, QpInfo, CONTROL_BYTES};
 use anyhow::{anyhow, bail};
 use rdma_mummy_sys::{
@@ -47,6 +49,10 @@ pub struct QpEnd {
     half: usize,
     /// What an atomic work request does (-A).
     atomic: AtomicOp,
+    /// -c UD: where sends go (set when connecting).
+    ud: Option<UdDest>,
+    /// -c UD: the GRH before each received message.
+    grh: u32,
 }
 
 impl QpEnd {
@@ -60,6 +66,11 @@ impl QpEnd {
 
     fn target_addr(&self) -> u64 {
         self.buffer.addr() + self.half as u64
+    }
+
+    /// The bytes a received message carried (UD's GRH left out).
+    pub fn payload_len(&self, wc: &Wc) -> u32 {
+        wc.byte_len.saturating_sub(self.grh)
     }
 
     /// What the peer needs to reach this QP's target half.
@@ -145,7 +156,10 @@ impl QpEnd {
         let (opcode, wr, len) = match op {
             Verb::Write => (ibv_wr_opcode::IBV_WR_RDMA_WRITE, rdma, len),
             Verb::Read => (ibv_wr_opcode::IBV_WR_RDMA_READ, rdma, len),
-            Verb::Send => (ibv_wr_opcode::IBV_WR_SEND, rdma, len),
+            Verb::Send => {
+                let wr = self.ud.as_ref().map_or(rdma, UdDest::wr);
+                (ibv_wr_opcode::IBV_WR_SEND, wr, len)
+            }
             // The word's old value lands in the local half; the target half's
             // first word (64-byte aligned) is the one operated on.
             Verb::Atomic => {
@@ -244,11 +258,11 @@ impl QpEnd {
         }
     }
 
-    /// Posts receives into the target half, one per id.
+    /// Posts receives into the target half, one per id (with room for UD's GRH).
     pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> anyhow::Result<()> {
         let mut sge = ibv_sge {
             addr: self.target_addr(),
-            length: len,
+            length: len + self.grh,
             lkey: self.mr.lkey(),
         };
         for id in ids {
@@ -325,11 +339,17 @@ impl Endpoint {
         let rx_depth = if recv { plan.rx_depth } else { 1 };
         let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send")?;
         let recv_cq = create_cq(port, rx_depth * plan.qps, "receive")?;
-        let half = (plan.max_size() as usize).next_multiple_of(64);
-        let total = plan.qps as u64 * (2 * half + CONTROL_BYTES) as u64;
         let connection = plan.options.connection;
+        let grh = if connection == Connection::Ud {
+            GRH_BYTES
+        } else {
+            0
+        };
+        let half = (plan.max_size() as usize + grh as usize).next_multiple_of(64);
+        let total = plan.qps as u64 * (2 * half + CONTROL_BYTES) as u64;
         let qp_type = match connection {
             Connection::Uc => QueuePairType::UnreliableConnection,
+            Connection::Ud => QueuePairType::UnreliableDatagram,
             _ => QueuePairType::ReliableConnection,
         };
         let mut access =
@@ -356,7 +376,7 @@ impl Endpoint {
             let qp = builder.build().map_err(|e| {
                 anyhow!(
                     "creating a{} {} queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
-                    if connection == Connection::Uc { "" } else { "n" },
+                    if connection == Connection::Rc { "n" } else { "" },
                     connection.name(),
                     port.device,
                     source_text(&e),
@@ -373,7 +393,15 @@ impl Endpoint {
                 psn: random_psn(),
                 half,
                 atomic: plan.options.atomic,
+                ud: None,
+                grh,
             };
+            if connection == Connection::Ud {
+                // SAFETY: the QP is alive in `end`.
+                ud::to_init(unsafe { end.qp.qp().as_ptr() }, port.port)?;
+                qps.push(end);
+                continue;
+            }
             let mut attr = QueuePairAttribute::new();
             attr.setup_state(QueuePairState::Init)
                 .setup_pkey_index(0)
@@ -409,6 +437,13 @@ impl Endpoint {
         let peer_gid: Ipv6Addr = peer.gid;
         let reliable = plan.options.connection != Connection::Uc;
         for (end, remote) in self.qps.iter_mut().zip(&peer.qps) {
+            if plan.options.connection == Connection::Ud {
+                // SAFETY: the QP and the PD are alive in `self`.
+                let (qp, pd) = unsafe { (end.qp.qp().as_ptr(), self._pd.pd().as_ptr()) };
+                ud::to_rts(qp, end.psn)?;
+                end.ud = Some(ud::dest(pd, port, peer, remote.qpn)?);
+                continue;
+            }
             let mut ah = AddressHandleAttribute::new();
             ah.setup_dest_lid(peer.lid)
                 .setup_port(port.port)

@@ -9,7 +9,7 @@ use super::device::{device_name_for, open_port, GidKind, Port};
 use super::figures::lines_of;
 use super::header::Header;
 use super::link::{Link, Patience};
-use super::parity::check_device;
+use super::parity::{check_device, ud_sizes, Connection};
 use super::peer::{check_peer, path_mtu};
 use super::qp::Endpoint;
 use super::seat::Seat;
@@ -181,10 +181,19 @@ impl Session<'_> {
         if let Some(csv) = self.csv.take() {
             exporters.push(Box::new(csv));
         }
+        let sizes = if plan.options.connection == Connection::Ud {
+            let path = format!(
+                "{} port {} to {} {} port {}",
+                self.port.device, self.port.port, peer.host, peer.device, peer.port
+            );
+            ud_sizes(&plan.sizes, plan.sizes.len() > 1, mtu, &path)?
+        } else {
+            plan.sizes.clone()
+        };
         for exporter in &mut exporters {
             exporter.start(&run)?;
         }
-        for &size in &plan.sizes {
+        for &size in &sizes {
             let report = self.measure(link, &peer.qps, size)?;
             let reports: Vec<Option<Report>> = link
                 .gather(&Message::Report(report), Patience::WhileMeasuring)?
