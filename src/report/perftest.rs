@@ -92,6 +92,8 @@ pub struct PerftestHeader {
     pub columns: Columns,
     /// A #pair column: several pairs.
     pub labelled: bool,
+    /// --data_validation: a last column counts the messages that arrived wrong.
+    pub validation: bool,
 }
 
 /// The perftest table on `out`: the header at the start, a row per line of
@@ -114,7 +116,11 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
         lines.extend(connection_lines("local", &h.local));
         lines.extend(connection_lines("remote", &h.remote));
         lines.push(RESULT_LINE.to_string());
-        lines.push(table_header(h.columns, h.labelled));
+        let mut titles = table_header(h.columns, h.labelled);
+        if h.validation {
+            titles.push_str("   #wrong");
+        }
+        lines.push(titles);
         for line in lines {
             writeln!(self.out, "{line}")?;
         }
@@ -123,7 +129,11 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
 
     fn record(&mut self, _run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
         for line in &result.lines {
-            writeln!(self.out, "{}", table_row(line, self.header.columns.gbits()))?;
+            let mut row = table_row(line, self.header.columns.gbits());
+            if let Some(wrong) = line.wrong {
+                row.push_str(&format!("\t{wrong}"));
+            }
+            writeln!(self.out, "{row}")?;
         }
         Ok(())
     }
@@ -224,6 +234,11 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
         ReadsOrInline::MaxInline(n) => format!(" Max inline data : {n}[B]"),
     });
     out.push(" rdma_cm QPs\t : OFF".to_string());
+    if h.validation {
+        out.push(
+            " Data validation : ON (per-iteration pattern, checked by the receiver)".to_string(),
+        );
+    }
     out.push(format!(" Data ex. method : {}", h.exchange));
     out.push(format!(
         " QP timeout      : {} (ACK timeout 4.096 us * 2^{} = {})",
@@ -346,6 +361,7 @@ mod tests {
             limit: None,
             devices: "rxe0:1".into(),
             hosts: vec!["a".into()],
+            wrong: None,
         }
     }
 
@@ -404,6 +420,7 @@ mod tests {
                 }],
             },
             columns: Columns::Bandwidth { gbits: false },
+            validation: false,
             labelled: false,
         }
     }

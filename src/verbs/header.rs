@@ -91,6 +91,7 @@ impl Header<'_> {
                 Test::Lat => Columns::Latency,
             },
             labelled: self.pair_count > 1,
+            validation: p.options.validate,
         }
     }
 }

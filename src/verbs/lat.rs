@@ -9,6 +9,7 @@ use super::bench::Verb;
 use super::clock::Clock;
 use super::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
 use super::qp::{Endpoint, QpEnd};
+use super::validate::Checked;
 use super::wire::QpInfo;
 use crate::report::verbs::LatStats;
 use crate::stats::empty_histogram;
@@ -118,7 +119,7 @@ pub fn clear_flags(ep: &mut Endpoint, size: u32) {
 
 /// One side's run of one size. `client` starts the ping-pong and keeps the
 /// stamps; the server answers (and, for read, does nothing). Returns the
-/// client's post stamps (ns).
+/// client's post stamps (ns) and what this side's receiver checked.
 pub fn run(
     ep: &mut Endpoint,
     remote: &QpInfo,
@@ -127,9 +128,10 @@ pub fn run(
     plan: &Plan,
     client: bool,
     clock: &Clock,
-) -> anyhow::Result<Option<Vec<u64>>> {
+) -> anyhow::Result<(Option<Vec<u64>>, Checked)> {
+    let mut checked = Checked::default();
     if verb.fetches() && !client {
-        return Ok(None);
+        return Ok((None, checked));
     }
     let (iters, deadline) = match plan.length {
         Length::Iters(n) => (n, None),
@@ -152,7 +154,7 @@ pub fn run(
                     let flag = expect as u8;
                     while ep.qps[0].target_byte(last) != flag {
                         if ep.qps[0].control() != 0 {
-                            return Ok(None);
+                            return Ok((None, checked));
                         }
                         stall.idle(waiting)?;
                     }
@@ -162,8 +164,9 @@ pub fn run(
                     let wc = one_completion(ep, true, &mut stall, &waiting)?;
                     check(&wc, &ep.qps[0], "a receive", size, expect)?;
                     if deadline.is_some() && ep.qps[0].payload_len(&wc) == 0 {
-                        return Ok(None);
+                        return Ok((None, checked));
                     }
+                    checked.record(ep.qps[0].received_ok(&wc, expect - 1, size));
                     if deadline.is_some() || recv_posted < iters {
                         ep.qps[0].post_recvs(std::iter::once(recv_posted), size)?;
                         recv_posted += 1;
@@ -203,7 +206,7 @@ pub fn run(
             break;
         }
     }
-    Ok(client.then_some(stamps))
+    Ok((client.then_some(stamps), checked))
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub mod qp;
 pub mod seat;
 pub mod session;
 pub mod ud;
+pub mod validate;
 pub mod wire;
 
 pub use bench::{Benchmark, Test, Verb};

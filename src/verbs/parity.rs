@@ -6,6 +6,7 @@
 use super::bench::{Benchmark, Test, Verb};
 use super::device::source_text;
 use super::device::Port;
+use super::validate::fault_from_env;
 use crate::cli::whole;
 use crate::job::UsageError;
 use anyhow::{anyhow, bail};
@@ -30,6 +31,9 @@ pub struct ParityArgs {
     /// Connection type: RC, UC (write, send) or UD (send); XRC, DC and SRD need devices that have them
     #[arg(short = 'c', long = "connection", value_name = "TYPE")]
     pub connection: Option<String>,
+    /// Send tests: fill each message with a pattern of its iteration and check it at the receiver; the table counts the wrong ones
+    #[arg(long = "data_validation")]
+    pub data_validation: bool,
 }
 
 /// -A: the atomic operation.
@@ -98,6 +102,10 @@ pub struct Options {
     /// -o as given (capped by the devices when connecting).
     pub outs: Option<u32>,
     pub connection: Connection,
+    /// --data_validation.
+    pub validate: bool,
+    /// The fault hook: the message (of every size) the sender corrupts.
+    pub corrupt: Option<u64>,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -105,8 +113,20 @@ fn usage(msg: impl Into<String>) -> UsageError {
 }
 
 impl ParityArgs {
-    pub fn options(&self, bench: Benchmark) -> Result<Options, UsageError> {
+    /// The options of `bench`; `gpu`: --use_cuda was given.
+    pub fn options(&self, bench: Benchmark, gpu: bool) -> Result<Options, UsageError> {
         let program = bench.program();
+        if self.data_validation && bench.verb != Verb::Send {
+            return Err(usage(format!(
+                "--data_validation: {program}'s receiver takes no part in the transfer, so it cannot check it; \
+                 use ib_send_bw or ib_send_lat --data_validation"
+            )));
+        }
+        if self.data_validation && gpu {
+            return Err(usage(
+                "--data_validation: the receiver checks payloads from the CPU, which cannot read GPU memory; drop --use_cuda",
+            ));
+        }
         let atomic = match self.atomic_type.as_deref() {
             None => AtomicOp::default(),
             Some(t) if bench.verb != Verb::Atomic => {
@@ -158,6 +178,8 @@ impl ParityArgs {
             atomic,
             outs: self.outs,
             connection,
+            validate: self.data_validation,
+            corrupt: fault_from_env()?,
         })
     }
 }
@@ -187,6 +209,7 @@ impl Options {
         if bench.verb == Verb::Atomic {
             out.push(("-A/--atomic_type".into(), self.atomic.name().into()));
         }
+        out.push(("--data_validation".into(), self.validate.to_string()));
         out
     }
 

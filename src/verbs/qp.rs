@@ -14,6 +14,7 @@ use super::device::{source_text, Port};
 use super::memory::{allocate, register, Buffer};
 use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
 use super::ud::{self, UdDest, GRH_BYTES};
+use super::validate;
 use super::wire::{Hello, QpInfo, CONTROL_BYTES};
 use anyhow::{anyhow, bail};
 use rdma_mummy_sys::{
@@ -39,6 +40,21 @@ const RETRY_COUNT: u8 = 7;
 const RNR_RETRY: u8 = 7;
 const HOP_LIMIT: u8 = 0xff;
 
+/// Work request ids carry the message's sequence number in their low bits
+/// (the bandwidth tests put the QP above them).
+pub const SEQ_BITS: u32 = 40;
+pub const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+/// --data_validation: every message in flight has a slot of its own.
+#[derive(Clone, Copy, Debug)]
+struct Slots {
+    stride: usize,
+    send: u64,
+    recv: u64,
+    /// The fault hook's message.
+    corrupt: Option<u64>,
+}
+
 /// One queue pair and its buffer.
 pub struct QpEnd {
     // Field order is drop order: the QP, then the region, then the memory.
@@ -53,6 +69,8 @@ pub struct QpEnd {
     ud: Option<UdDest>,
     /// -c UD: the GRH before each received message.
     grh: u32,
+    /// --data_validation's slots (None: every message uses the half's start).
+    slots: Option<Slots>,
 }
 
 impl QpEnd {
@@ -66,6 +84,51 @@ impl QpEnd {
 
     fn target_addr(&self) -> u64 {
         self.buffer.addr() + self.half as u64
+    }
+
+    fn send_offset(&self, wr_id: u64) -> usize {
+        self.slots
+            .map_or(0, |s| ((wr_id & SEQ_MASK) % s.send) as usize * s.stride)
+    }
+
+    fn recv_offset(&self, wr_id: u64) -> usize {
+        self.slots
+            .map_or(0, |s| ((wr_id & SEQ_MASK) % s.recv) as usize * s.stride)
+    }
+
+    /// --data_validation: writes message `seq`'s pattern into its send slot
+    /// (and the fault hook's flipped byte).
+    fn fill_slot(&mut self, wr_id: u64, len: u32) {
+        let Some(slots) = self.slots else { return };
+        let at = self.send_offset(wr_id);
+        assert!(at + len as usize <= self.half);
+        // SAFETY: the slot lies in the local half, and no request in flight
+        // uses it: a slot is reused only after its last message completed.
+        let buf =
+            unsafe { std::slice::from_raw_parts_mut(self.buffer.as_ptr().add(at), len as usize) };
+        let seq = wr_id & SEQ_MASK;
+        validate::fill(buf, seq);
+        if slots.corrupt == Some(seq) && len > 0 {
+            buf[len as usize / 2] ^= 0x5a;
+        }
+    }
+
+    /// --data_validation: whether the receive `wc` holds message `seq` of
+    /// `size` bytes (always true without validation).
+    pub fn received_ok(&self, wc: &Wc, seq: u64, size: u32) -> bool {
+        if self.slots.is_none() {
+            return true;
+        }
+        if self.payload_len(wc) != size {
+            return false;
+        }
+        let at = self.half + self.recv_offset(wc.wr_id) + self.grh as usize;
+        assert!(at + size as usize <= 2 * self.half);
+        // SAFETY: in the target half; the NIC finished writing it (its
+        // completion arrived) and it is not reposted before this check.
+        let buf =
+            unsafe { std::slice::from_raw_parts(self.buffer.as_ptr().add(at), size as usize) };
+        validate::matches(buf, seq)
     }
 
     /// The bytes a received message carried (UD's GRH left out).
@@ -191,7 +254,10 @@ impl QpEnd {
         if inline {
             flags |= ibv_send_flags::IBV_SEND_INLINE.0;
         }
-        let sge = (self.local_addr(), len);
+        if op == Verb::Send && wr_id != u64::MAX {
+            self.fill_slot(wr_id, len);
+        }
+        let sge = (self.local_addr() + self.send_offset(wr_id) as u64, len);
         self.post_send(wr_id, opcode, flags, sge, wr).map_err(|e| {
             anyhow!(
                 "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
@@ -260,12 +326,12 @@ impl QpEnd {
 
     /// Posts receives into the target half, one per id (with room for UD's GRH).
     pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> anyhow::Result<()> {
-        let mut sge = ibv_sge {
-            addr: self.target_addr(),
-            length: len + self.grh,
-            lkey: self.mr.lkey(),
-        };
         for id in ids {
+            let mut sge = ibv_sge {
+                addr: self.target_addr() + self.recv_offset(id) as u64,
+                length: len + self.grh,
+                lkey: self.mr.lkey(),
+            };
             let mut wr = ibv_recv_wr {
                 wr_id: id,
                 next: std::ptr::null_mut(),
@@ -345,7 +411,14 @@ impl Endpoint {
         } else {
             0
         };
-        let half = (plan.max_size() as usize + grh as usize).next_multiple_of(64);
+        let stride = (plan.max_size() as usize + grh as usize).next_multiple_of(64);
+        let slots = plan.options.validate.then_some(Slots {
+            stride,
+            send: plan.tx_depth as u64,
+            recv: rx_depth as u64,
+            corrupt: plan.options.corrupt,
+        });
+        let half = stride * slots.map_or(1, |s| s.send.max(s.recv) as usize);
         let total = plan.qps as u64 * (2 * half + CONTROL_BYTES) as u64;
         let qp_type = match connection {
             Connection::Uc => QueuePairType::UnreliableConnection,
@@ -395,6 +468,7 @@ impl Endpoint {
                 atomic: plan.options.atomic,
                 ud: None,
                 grh,
+                slots,
             };
             if connection == Connection::Ud {
                 // SAFETY: the QP is alive in `end`.

@@ -13,6 +13,7 @@ use super::parity::{check_device, ud_sizes, Connection};
 use super::peer::{check_peer, path_mtu};
 use super::qp::Endpoint;
 use super::seat::Seat;
+use super::validate::{wrong_summary, Checked};
 use super::wire::{histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL};
 use super::{bw, lat};
 use crate::job::{Group, Job};
@@ -193,6 +194,7 @@ impl Session<'_> {
         for exporter in &mut exporters {
             exporter.start(&run)?;
         }
+        let mut checked = Checked::default();
         for &size in &sizes {
             let report = self.measure(link, &peer.qps, size)?;
             let reports: Vec<Option<Report>> = link
@@ -203,6 +205,9 @@ impl Session<'_> {
                     other => Err(out_of_step(&other, &format!("the measurement of {size} B"))),
                 })
                 .collect::<Result<_, _>>()?;
+            for c in reports.iter().flatten().filter_map(|r| r.validation) {
+                checked = checked.add(c);
+            }
             if self.printer {
                 let result = VerbsResult {
                     collective: plan.bench.collective().into(),
@@ -217,6 +222,13 @@ impl Session<'_> {
         }
         for exporter in &mut exporters {
             exporter.finish(&run, &Summary::default())?;
+        }
+        if checked.wrong > 0 {
+            bail!(wrong_summary(
+                plan.bench.program(),
+                checked.wrong,
+                checked.messages
+            ));
         }
         Ok(())
     }
@@ -233,7 +245,7 @@ impl Session<'_> {
         let verb = plan.bench.verb;
         let client = self.seat.client();
         let len = size as u32;
-        match plan.bench.test {
+        let (bw, lat, checked) = match plan.bench.test {
             Test::Bw => {
                 let roles = bw::Roles {
                     sending: client || plan.bidirectional,
@@ -246,17 +258,15 @@ impl Session<'_> {
                 if roles.sending && verb != Verb::Send {
                     bw::warm_up(self.endpoint, remote, verb, len, plan)?;
                 }
-                let measured = bw::run(self.endpoint, remote, verb, len, plan, roles, &self.clock)?;
-                Ok(measured.map(|m| Report {
-                    size,
-                    bw: Some(BwReport {
-                        messages: m.messages,
-                        elapsed_ns: m.elapsed_ns,
-                        peak_msgs_per_s: m.peak_msgs_per_s,
-                        histogram: histogram_bytes(&m.histogram),
-                    }),
-                    lat: None,
-                }))
+                let (measured, checked) =
+                    bw::run(self.endpoint, remote, verb, len, plan, roles, &self.clock)?;
+                let bw = measured.map(|m| BwReport {
+                    messages: m.messages,
+                    elapsed_ns: m.elapsed_ns,
+                    peak_msgs_per_s: m.peak_msgs_per_s,
+                    histogram: histogram_bytes(&m.histogram),
+                });
+                (bw, None, checked)
             }
             Test::Lat => {
                 match verb {
@@ -265,7 +275,7 @@ impl Session<'_> {
                     Verb::Read | Verb::Atomic => {}
                 }
                 start_together(link, size)?;
-                let stamps = lat::run(
+                let (stamps, checked) = lat::run(
                     self.endpoint,
                     &remote[0],
                     verb,
@@ -274,27 +284,35 @@ impl Session<'_> {
                     client,
                     &self.clock,
                 )?;
-                let Some(stamps) = stamps else {
-                    return Ok(None);
+                let lat = match stamps {
+                    None => None,
+                    Some(stamps) => {
+                        let samples = lat::samples(&stamps, lat::rtt_factor(verb));
+                        let stats = lat::perftest_stats(&samples).ok_or_else(|| {
+                            anyhow!(
+                                "{size} B: {} round trips are too few for statistics; raise -n or -D",
+                                samples.len()
+                            )
+                        })?;
+                        Some(LatReport {
+                            iterations: stamps.len() as u64,
+                            stats,
+                            histogram: histogram_bytes(&lat::histogram_of(&samples)),
+                        })
+                    }
                 };
-                let samples = lat::samples(&stamps, lat::rtt_factor(verb));
-                let stats = lat::perftest_stats(&samples).ok_or_else(|| {
-                    anyhow!(
-                        "{size} B: {} round trips are too few for statistics; raise -n or -D",
-                        samples.len()
-                    )
-                })?;
-                Ok(Some(Report {
-                    size,
-                    bw: None,
-                    lat: Some(LatReport {
-                        iterations: stamps.len() as u64,
-                        stats,
-                        histogram: histogram_bytes(&lat::histogram_of(&samples)),
-                    }),
-                }))
+                (None, lat, checked)
             }
-        }
+        };
+        // --data_validation: a side that only received still reports what it checked.
+        let validation = plan.options.validate.then_some(checked);
+        let made = bw.is_some() || lat.is_some() || validation.is_some();
+        Ok(made.then_some(Report {
+            size,
+            bw,
+            lat,
+            validation,
+        }))
     }
 }
 
@@ -420,6 +438,7 @@ mod tests {
             limit,
             devices: "rxe0:1,rxe1:1".into(),
             hosts: vec!["a".into(), "b".into()],
+            wrong: None,
         };
         let samples = [1500.0, 2000.0, 2250.0, 9000.0, 1800.0];
         let lat = Line {
@@ -433,6 +452,7 @@ mod tests {
             limit: limit.clone(),
             devices: "rxe0:1,rxe0:1".into(),
             hosts: vec!["a".into(), "a".into()],
+            wrong: None,
         };
         let result = |collective: &str, bidirectional, lines| VerbsResult {
             collective: collective.into(),
