@@ -34,3 +34,4 @@ mpirun -np 4 $bin/all_gather_perf -b 1K -e 256K -f 4 -n 10 --csv "$nb/candidate.
 "$python" scripts/compare.py "$nb/baseline.csv" "$nb/candidate.csv" "$nb/out"
 [ -s "$nb/out/busbw.png" ] || { echo "test.sh: the notebook wrote no busbw.png" >&2; exit 1; }
 echo "test.sh: notebook ran on CSVs from real runs"
+scripts/softroce-ci.sh    # the verbs data path in the Soft-RoCE VM (skipped with a message where the VM tool is absent)
