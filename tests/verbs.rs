@@ -164,6 +164,21 @@ fn perftest_parity_flags_are_checked_before_the_device() {
             &["-o", "8"],
             "-o/--outs 8: only read and atomic tests",
         ),
+        (
+            BINARIES[3],
+            &["-w", "10"],
+            "-w/--limit_bw: latency tests have no",
+        ),
+        (
+            WRITE_BW,
+            &["-y", "-1"],
+            "-y/--limit_msgrate -1: give the least MsgRate",
+        ),
+        (
+            BINARIES[1],
+            &["--data_validation"],
+            "--data_validation: ib_read_bw's receiver",
+        ),
     ] {
         one_error(&plain(binary, args), 2, expected);
     }
@@ -224,6 +239,9 @@ fn help_lists_perftests_flags() {
         "--atomic_type",
         "--outs",
         "--connection",
+        "--data_validation",
+        "--limit_bw",
+        "--limit_msgrate",
     ] {
         assert!(stdout.contains(flag), "--help lacks {flag}:\n{stdout}");
     }

@@ -199,7 +199,9 @@ where
 impl VerbsArgs {
     pub fn plan(&self, bench: Benchmark) -> Result<Plan, UsageError> {
         let lat = bench.test == Test::Lat;
-        let options = self.parity.options(bench, self.use_cuda.is_some())?;
+        let options = self
+            .parity
+            .options(bench, self.use_cuda.is_some(), self.report_gbits)?;
         let sizes = if bench.verb == Verb::Atomic {
             atomic_sizes(self.size, self.all, bench.program())?
         } else if self.all {

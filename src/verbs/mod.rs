@@ -37,6 +37,7 @@ pub mod seat;
 pub mod session;
 pub mod ud;
 pub mod validate;
+pub mod verdict;
 pub mod wire;
 
 pub use bench::{Benchmark, Test, Verb};

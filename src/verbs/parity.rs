@@ -7,6 +7,7 @@ use super::bench::{Benchmark, Test, Verb};
 use super::device::source_text;
 use super::device::Port;
 use super::validate::fault_from_env;
+use super::verdict::Limits;
 use crate::cli::whole;
 use crate::job::UsageError;
 use anyhow::{anyhow, bail};
@@ -34,6 +35,15 @@ pub struct ParityArgs {
     /// Send tests: fill each message with a pattern of its iteration and check it at the receiver; the table counts the wrong ones
     #[arg(long = "data_validation")]
     pub data_validation: bool,
+    /// Write, read and atomic bandwidth tests: run -t signalled requests per QP before the timed run (perftest's default since 6.x is none)
+    #[arg(long = "perform_warm_up")]
+    pub perform_warm_up: bool,
+    /// Bandwidth tests: the least BW average every line must reach, in the table's unit (MiB/s, Gb/s with --report_gbits); below it the run exits 1
+    #[arg(short = 'w', long = "limit_bw", allow_negative_numbers = true)]
+    pub limit_bw: Option<f64>,
+    /// Bandwidth tests: the least MsgRate (Mpps) every line must reach; below it the run exits 1
+    #[arg(short = 'y', long = "limit_msgrate", allow_negative_numbers = true)]
+    pub limit_msgrate: Option<f64>,
 }
 
 /// -A: the atomic operation.
@@ -96,7 +106,7 @@ impl Connection {
 }
 
 /// The validated flags of this group.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Options {
     pub atomic: AtomicOp,
     /// -o as given (capped by the devices when connecting).
@@ -106,6 +116,10 @@ pub struct Options {
     pub validate: bool,
     /// The fault hook: the message (of every size) the sender corrupts.
     pub corrupt: Option<u64>,
+    /// -w, -y.
+    pub limits: Limits,
+    /// --perform_warm_up.
+    pub warm_up: bool,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -113,13 +127,18 @@ fn usage(msg: impl Into<String>) -> UsageError {
 }
 
 impl ParityArgs {
-    /// The options of `bench`; `gpu`: --use_cuda was given.
-    pub fn options(&self, bench: Benchmark, gpu: bool) -> Result<Options, UsageError> {
+    /// The options of `bench`; `gpu`: --use_cuda was given; `gbits`: --report_gbits.
+    pub fn options(&self, bench: Benchmark, gpu: bool, gbits: bool) -> Result<Options, UsageError> {
         let program = bench.program();
         if self.data_validation && bench.verb != Verb::Send {
             return Err(usage(format!(
                 "--data_validation: {program}'s receiver takes no part in the transfer, so it cannot check it; \
                  use ib_send_bw or ib_send_lat --data_validation"
+            )));
+        }
+        if self.perform_warm_up && (bench.test != Test::Bw || bench.verb == Verb::Send) {
+            return Err(usage(format!(
+                "--perform_warm_up: only write, read and atomic bandwidth tests warm up (as perftest); drop it from {program}"
             )));
         }
         if self.data_validation && gpu {
@@ -180,6 +199,13 @@ impl ParityArgs {
             connection,
             validate: self.data_validation,
             corrupt: fault_from_env()?,
+            warm_up: self.perform_warm_up,
+            limits: Limits::new(
+                self.limit_bw,
+                self.limit_msgrate,
+                gbits,
+                bench.test == Test::Bw,
+            )?,
         })
     }
 }
@@ -383,6 +409,18 @@ mod tests {
                 Test::Bw,
                 vec!["-c", "rc"],
                 "-c/--connection 'rc': use RC, UC or UD",
+            ),
+            (
+                Verb::Send,
+                Test::Bw,
+                vec!["--perform_warm_up"],
+                "--perform_warm_up: only write, read and atomic bandwidth tests",
+            ),
+            (
+                Verb::Write,
+                Test::Lat,
+                vec!["--perform_warm_up"],
+                "--perform_warm_up: only write, read and atomic bandwidth tests",
             ),
         ] {
             let e = err(verb, test, &args);
