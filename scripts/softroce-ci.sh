@@ -17,5 +17,7 @@ fi
 [ -x target/debug/ib_atomic_bw ] || { echo "softroce-ci: build the binaries first: cargo build --bins" >&2; exit 1; }
 out=${OUT:-target/softroce-ci/$(date -u +%Y%m%dT%H%M%SZ)}
 export BIN_DIR=target/debug OUT="$out" REPEAT=1 FEATURES=ci BW_BYTES=4M N_LAT=300 N_ATOMIC=2000 RUN_TIMEOUT=120
-export CASES=$'ib_write_bw 65536\nib_send_lat 2\nib_atomic_bw 8\nib_atomic_lat 8\nib_send_bw 1024 -c UD\n'
+# No UD comparison here: on a loaded host rxe drops UD messages, and a receiver
+# waiting for a lost one stops only at --timeout (the UD option runs stay).
+export CASES=$'ib_write_bw 65536\nib_send_lat 2\nib_atomic_bw 8\nib_atomic_lat 8\n'
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"
