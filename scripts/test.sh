@@ -55,3 +55,4 @@ if [ -s "$nb/baseline.json" ]; then
     [ -s "$nb/nb-out/json_busbw.png" ] || { echo "test.sh: compare.ipynb drew no json_busbw.png from the -J files" >&2; exit 1; }
 fi
 echo "test.sh: compare.ipynb executed headless on the same runs"
+scripts/softroce-ci.sh    # the verbs data path in the Soft-RoCE VM (skipped with a message where the VM tool is absent)

@@ -1,4 +1,4 @@
-//! The six verbs binaries on a host without RDMA (this one, CI's): each says so
+//! The eight verbs binaries on a host without RDMA (this one, CI's): each says so
 //! in one line and exits 1; bad flags and launches are one line naming the flag,
 //! exit 2. Real runs need an RDMA device: scripts/softroce-test.sh.
 
@@ -7,13 +7,15 @@ mod common;
 use common::{mpirun, scratch, text};
 use std::process::{Command, Output};
 
-const BINARIES: [&str; 6] = [
+const BINARIES: [&str; 8] = [
     env!("CARGO_BIN_EXE_ib_write_bw"),
     env!("CARGO_BIN_EXE_ib_read_bw"),
     env!("CARGO_BIN_EXE_ib_send_bw"),
     env!("CARGO_BIN_EXE_ib_write_lat"),
     env!("CARGO_BIN_EXE_ib_read_lat"),
     env!("CARGO_BIN_EXE_ib_send_lat"),
+    env!("CARGO_BIN_EXE_ib_atomic_bw"),
+    env!("CARGO_BIN_EXE_ib_atomic_lat"),
 ];
 const WRITE_BW: &str = BINARIES[0];
 
@@ -130,6 +132,59 @@ fn bad_flags_name_the_flag() {
 }
 
 #[test]
+fn perftest_parity_flags_are_checked_before_the_device() {
+    for (binary, args, expected) in [
+        (
+            BINARIES[6],
+            &["-s", "64"][..],
+            "-s/--size 64: ib_atomic_bw moves one 8-byte word",
+        ),
+        (
+            BINARIES[7],
+            &["-A", "SWAP"],
+            "-A/--atomic_type 'SWAP': use CMP_AND_SWAP or FETCH_AND_ADD",
+        ),
+        (
+            WRITE_BW,
+            &["-A", "CMP_AND_SWAP"],
+            "ib_write_bw runs no atomics",
+        ),
+        (
+            BINARIES[1],
+            &["-c", "UC"],
+            "-c/--connection UC: ib_read_bw needs RC",
+        ),
+        (
+            BINARIES[3],
+            &["-c", "UD"],
+            "-c/--connection UD: ib_write_lat needs a connection",
+        ),
+        (
+            WRITE_BW,
+            &["-o", "8"],
+            "-o/--outs 8: only read and atomic tests",
+        ),
+        (
+            BINARIES[3],
+            &["-w", "10"],
+            "-w/--limit_bw: latency tests have no",
+        ),
+        (
+            WRITE_BW,
+            &["-y", "-1"],
+            "-y/--limit_msgrate -1: give the least MsgRate",
+        ),
+        (
+            BINARIES[1],
+            &["--data_validation"],
+            "--data_validation: ib_read_bw's receiver",
+        ),
+    ] {
+        one_error(&plain(binary, args), 2, expected);
+    }
+}
+
+#[test]
 fn an_existing_csv_is_never_overwritten() {
     let dir = scratch("verbs_csv");
     let path = dir.join("runs.csv");
@@ -181,6 +236,12 @@ fn help_lists_perftests_flags() {
         "--port",
         "--use_cuda",
         "--use_cuda_dmabuf",
+        "--atomic_type",
+        "--outs",
+        "--connection",
+        "--data_validation",
+        "--limit_bw",
+        "--limit_msgrate",
     ] {
         assert!(stdout.contains(flag), "--help lacks {flag}:\n{stdout}");
     }

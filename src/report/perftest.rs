@@ -65,6 +65,8 @@ pub struct PerftestHeader {
     pub device: String,
     pub qps: u32,
     pub transport: String,
+    /// perftest's "Connection type": RC, UC or UD.
+    pub connection: String,
     pub tx_depth: Option<u32>,
     pub rx_depth: Option<u32>,
     pub cq_mod: Option<u32>,
@@ -90,6 +92,8 @@ pub struct PerftestHeader {
     pub columns: Columns,
     /// A #pair column: several pairs.
     pub labelled: bool,
+    /// --data_validation: a last column counts the messages that arrived wrong.
+    pub validation: bool,
 }
 
 /// The perftest table on `out`: the header at the start, a row per line of
@@ -112,7 +116,11 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
         lines.extend(connection_lines("local", &h.local));
         lines.extend(connection_lines("remote", &h.remote));
         lines.push(RESULT_LINE.to_string());
-        lines.push(table_header(h.columns, h.labelled));
+        let mut titles = table_header(h.columns, h.labelled);
+        if h.validation {
+            titles.push_str("   #wrong");
+        }
+        lines.push(titles);
         for line in lines {
             writeln!(self.out, "{line}")?;
         }
@@ -121,7 +129,11 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
 
     fn record(&mut self, _run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
         for line in &result.lines {
-            writeln!(self.out, "{}", table_row(line, self.header.columns.gbits()))?;
+            let mut row = table_row(line, self.header.columns.gbits());
+            if let Some(wrong) = line.wrong {
+                row.push_str(&format!("\t{wrong}"));
+            }
+            writeln!(self.out, "{row}")?;
         }
         Ok(())
     }
@@ -196,7 +208,10 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
             " Number of qps   : {}\t\tTransport type : {}",
             h.qps, h.transport
         ),
-        " Connection type : RC\t\tUsing SRQ      : OFF".to_string(),
+        format!(
+            " Connection type : {}\t\tUsing SRQ      : OFF",
+            h.connection
+        ),
         // Posted with ibv_post_send, as perftest does where it prints OFF.
         " ibv_wr* API     : OFF".to_string(),
     ];
@@ -219,6 +234,11 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
         ReadsOrInline::MaxInline(n) => format!(" Max inline data : {n}[B]"),
     });
     out.push(" rdma_cm QPs\t : OFF".to_string());
+    if h.validation {
+        out.push(
+            " Data validation : ON (per-iteration pattern, checked by the receiver)".to_string(),
+        );
+    }
     out.push(format!(" Data ex. method : {}", h.exchange));
     out.push(format!(
         " QP timeout      : {} (ACK timeout 4.096 us * 2^{} = {})",
@@ -341,6 +361,7 @@ mod tests {
             limit: None,
             devices: "rxe0:1".into(),
             hosts: vec!["a".into()],
+            wrong: None,
         }
     }
 
@@ -362,6 +383,7 @@ mod tests {
             device: "rxe0".into(),
             qps: 1,
             transport: "IB".into(),
+            connection: "RC".into(),
             tx_depth: Some(128),
             rx_depth: None,
             cq_mod: Some(1),
@@ -398,6 +420,7 @@ mod tests {
                 }],
             },
             columns: Columns::Bandwidth { gbits: false },
+            validation: false,
             labelled: false,
         }
     }

@@ -52,6 +52,8 @@ pub struct Line {
     /// "rxe1:1,rxe2:1": the devices and ports of the line.
     pub devices: String,
     pub hosts: Vec<String>,
+    /// --data_validation: messages that arrived wrong (None: not checked).
+    pub wrong: Option<u64>,
 }
 
 /// One size of a verbs run: its lines, one per pair and with several pairs
@@ -119,6 +121,7 @@ impl Row {
             busbw_factor: 1.0,
             env: run.env.join(";"),
             pair: Some(line.label.clone().unwrap_or_else(|| "0".into())),
+            wrong: line.wrong,
             ..Row::default()
         };
         let histogram = match &line.figures {
@@ -207,6 +210,7 @@ pub(crate) mod tests {
             limit,
             devices: "rxe0:1,rxe0:1".into(),
             hosts: vec!["a".into(), "a".into()],
+            wrong: None,
         }
     }
 
@@ -275,6 +279,7 @@ pub(crate) mod tests {
                 histogram: empty_histogram(),
             },
             hosts: vec!["a".into(), "b".into()],
+            wrong: None,
             ..bw_line(
                 None,
                 Some(Limit {

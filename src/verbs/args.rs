@@ -2,6 +2,7 @@
 //! validation into a `Plan`. Every problem is one line naming the flag and the fix.
 
 use super::bench::{Benchmark, Test, Verb};
+use super::parity::{atomic_sizes, Options, ParityArgs};
 use crate::allpairs::Thresholds;
 use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
@@ -127,6 +128,8 @@ pub struct VerbsArgs {
     pub timeout: u64,
     #[command(flatten)]
     pub pairs: AllPairsArgs,
+    #[command(flatten)]
+    pub parity: ParityArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -181,6 +184,8 @@ pub struct Plan {
     pub all_pairs: Option<Thresholds>,
     /// -W and --counters.
     pub counters: CounterPlan,
+    /// -A, -o, -c.
+    pub options: Options,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -199,7 +204,12 @@ where
 impl VerbsArgs {
     pub fn plan(&self, bench: Benchmark) -> Result<Plan, UsageError> {
         let lat = bench.test == Test::Lat;
-        let sizes = if self.all {
+        let options = self
+            .parity
+            .options(bench, self.use_cuda.is_some(), self.report_gbits)?;
+        let sizes = if bench.verb == Verb::Atomic {
+            atomic_sizes(self.size, self.all, bench.program())?
+        } else if self.all {
             (1..=ALL_SIZES_MAX_EXP).map(|e| 1u64 << e).collect()
         } else {
             let size = self.size.unwrap_or(if lat {
@@ -325,9 +335,14 @@ impl VerbsArgs {
                     "-I/--inline_size {i}: at most {MAX_INLINE} bytes"
                 )))
             }
-            Some(i) if i > 0 && bench.verb == Verb::Read => {
+            Some(i) if i > 0 && bench.verb.fetches() => {
                 return Err(usage(format!(
-                    "-I/--inline_size {i}: RDMA reads carry no inline data; drop -I"
+                    "-I/--inline_size {i}: RDMA {} carry no inline data; drop -I",
+                    if bench.verb == Verb::Read {
+                        "reads"
+                    } else {
+                        "atomics"
+                    }
                 )))
             }
             Some(i) => i,
@@ -426,6 +441,7 @@ impl VerbsArgs {
             gid_index: self.gid_index,
             all_pairs,
             counters: self.counters.plan(csv.as_deref())?,
+            options,
         })
     }
 }
@@ -455,7 +471,7 @@ impl Plan {
             [one] => one.to_string(),
             _ => "all (-a)".to_string(),
         };
-        vec![
+        let mut settings = vec![
             ("-s/--size".into(), sizes),
             length,
             ("-q/--qp".into(), self.qps.to_string()),
@@ -464,7 +480,9 @@ impl Plan {
                 "-m/--mtu".into(),
                 self.mtu.map_or("port's".into(), |m| m.to_string()),
             ),
-        ]
+        ];
+        settings.extend(self.options.settings(self.bench));
+        settings
     }
 }
 

@@ -1,10 +1,20 @@
-//! Which of the six binaries runs: the verb and the test.
+//! Which of the eight binaries runs: the verb and the test.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verb {
     Write,
     Read,
     Send,
+    /// 8-byte RDMA atomics (-A: fetch-and-add or compare-and-swap).
+    Atomic,
+}
+
+impl Verb {
+    /// The client fetches from the peer's memory (read, atomic): the peer's CPU
+    /// takes no part, a latency sample is a whole round trip, no inline data.
+    pub fn fetches(self) -> bool {
+        matches!(self, Verb::Read | Verb::Atomic)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,7 +23,7 @@ pub enum Test {
     Lat,
 }
 
-/// One of the six binaries.
+/// One of the eight binaries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Benchmark {
     pub verb: Verb,
@@ -33,6 +43,8 @@ impl Benchmark {
             (Verb::Write, Test::Lat) => "ib_write_lat",
             (Verb::Read, Test::Lat) => "ib_read_lat",
             (Verb::Send, Test::Lat) => "ib_send_lat",
+            (Verb::Atomic, Test::Bw) => "ib_atomic_bw",
+            (Verb::Atomic, Test::Lat) => "ib_atomic_lat",
         }
     }
 
@@ -42,6 +54,7 @@ impl Benchmark {
             Verb::Write => "ib_write",
             Verb::Read => "ib_read",
             Verb::Send => "ib_send",
+            Verb::Atomic => "ib_atomic",
         }
     }
 }

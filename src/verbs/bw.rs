@@ -12,15 +12,15 @@ use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::clock::Clock;
 use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
-use super::qp::Endpoint;
+use super::qp::{Endpoint, SEQ_BITS, SEQ_MASK};
+use super::validate::Checked;
 use super::wire::QpInfo;
 use crate::stats::empty_histogram;
 use hdrhistogram::Histogram;
 use std::time::Instant;
 
 /// Work request ids: QP index above this shift, sequence number below.
-const QP_SHIFT: u32 = 40;
-const SEQ_MASK: u64 = (1 << QP_SHIFT) - 1;
+const QP_SHIFT: u32 = SEQ_BITS;
 /// Marks warm-up requests.
 const WARM_UP: u64 = 1 << 63;
 
@@ -141,7 +141,7 @@ pub fn warm_up(
     size: u32,
     plan: &Plan,
 ) -> anyhow::Result<()> {
-    let inline = op != Verb::Read && size <= plan.inline_size;
+    let inline = !op.fetches() && size <= plan.inline_size;
     let mut wcs = Vec::new();
     let mut stall = Stall::new(plan.timeout);
     for (q, r) in remote.iter().enumerate() {
@@ -191,7 +191,8 @@ pub struct Roles {
     pub receiving: bool,
 }
 
-/// The timed run of one size. Returns the measurement of the sending side.
+/// The timed run of one size. Returns the measurement of the sending side
+/// and what the receiving side checked (--data_validation).
 pub fn run(
     ep: &mut Endpoint,
     remote: &[QpInfo],
@@ -200,9 +201,9 @@ pub fn run(
     plan: &Plan,
     roles: Roles,
     clock: &Clock,
-) -> anyhow::Result<Option<BwMeasure>> {
+) -> anyhow::Result<(Option<BwMeasure>, Checked)> {
     let qps = ep.qps.len();
-    let inline = op != Verb::Read && size <= plan.inline_size;
+    let inline = !op.fetches() && size <= plan.inline_size;
     let (per_qp, deadline) = match plan.length {
         Length::Iters(n) => (n, None),
         Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),
@@ -226,6 +227,7 @@ pub fn run(
     let mut recv_posted = vec![plan.rx_depth as u64; qps];
     let mut received = vec![0u64; qps];
     let mut recv_ended = vec![!roles.receiving; qps];
+    let mut checked = Checked::default();
 
     let mut stopping = false;
     let mut stall = Stall::new(plan.timeout);
@@ -300,10 +302,11 @@ pub fn run(
                 let done: u64 = received.iter().sum();
                 check(wc, ep, "a receive", size, done, total)?;
                 let (q, _) = split_wr_id(wc.wr_id);
-                if deadline.is_some() && wc.byte_len == 0 {
+                if deadline.is_some() && ep.qps[q].payload_len(wc) == 0 {
                     recv_ended[q] = true;
                     continue;
                 }
+                checked.record(ep.qps[q].received_ok(wc, received[q], size));
                 received[q] += 1;
                 if deadline.is_some() || recv_posted[q] < per_qp {
                     ep.qps[q].post_recvs(std::iter::once(wr_id(q, recv_posted[q])), size)?;
@@ -340,10 +343,10 @@ pub fn run(
     }
 
     if !roles.sending {
-        return Ok(None);
+        return Ok((None, checked));
     }
     let first = first_post.unwrap_or(last_completion);
-    Ok(Some(BwMeasure {
+    let measure = Some(BwMeasure {
         messages: completed_total,
         elapsed_ns: last_completion.saturating_sub(first).max(1),
         peak_msgs_per_s: if plan.peak {
@@ -352,7 +355,8 @@ pub fn run(
             None
         },
         histogram,
-    }))
+    });
+    Ok((measure, checked))
 }
 
 #[cfg(test)]

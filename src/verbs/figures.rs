@@ -119,6 +119,7 @@ pub fn lines_of(
                 .collect::<Vec<_>>()
                 .join(","),
             hosts: ends.iter().map(|&e| hellos[e].host.clone()).collect(),
+            wrong: wrong_of(ends.iter().map(|&e| reports[e].as_ref())),
         });
     }
     if pairs > 1 {
@@ -140,9 +141,19 @@ pub fn lines_of(
                 .collect::<Vec<_>>()
                 .join(","),
             hosts: lines.iter().flat_map(|l| l.hosts.clone()).collect(),
+            wrong: lines.iter().filter_map(|l| l.wrong).reduce(|a, b| a + b),
         });
     }
     Ok(lines)
+}
+
+/// --data_validation: the wrong messages both ends' receivers counted
+/// (None when neither checked).
+pub fn wrong_of<'a>(ends: impl Iterator<Item = Option<&'a Report>>) -> Option<u64> {
+    ends.flatten()
+        .filter_map(|r| r.validation)
+        .map(|c| c.wrong)
+        .reduce(|a, b| a + b)
 }
 
 /// A pair's figures: the client's measurement, plus the server's with -b
@@ -376,6 +387,7 @@ mod tests {
 
     fn bw_report(size: u64, messages: u64, elapsed_ns: u64) -> Option<Report> {
         Some(Report {
+            validation: None,
             size,
             bw: Some(BwReport {
                 messages,
@@ -467,6 +479,7 @@ mod tests {
         let p = plan(Benchmark::new(Verb::Write, Test::Lat), &[]);
         let report = |samples: &[f64]| {
             Some(Report {
+                validation: None,
                 size: 2,
                 bw: None,
                 lat: Some(LatReport {

@@ -5,15 +5,18 @@
 use super::args::Plan;
 use super::bench::{Benchmark, Test, Verb};
 use super::device::show_gid;
+use super::parity::AtomicOp;
 use super::wire::Hello;
 use crate::report::perftest::{Columns, Connection, PerftestHeader, QpAddress, ReadsOrInline};
 
-/// perftest's title: "RDMA_Write BW Test", "Send Bidirectional BW Test", ...
-pub fn title(bench: Benchmark, bidirectional: bool) -> String {
+/// perftest's title: "RDMA_Write BW Test", "Send Bidirectional BW Test",
+/// "Atomic FETCH_AND_ADD Latency Test", ...
+pub fn title(bench: Benchmark, bidirectional: bool, atomic: AtomicOp) -> String {
     let verb = match bench.verb {
-        Verb::Write => "RDMA_Write",
-        Verb::Read => "RDMA_Read",
-        Verb::Send => "Send",
+        Verb::Write => "RDMA_Write".to_string(),
+        Verb::Read => "RDMA_Read".to_string(),
+        Verb::Send => "Send".to_string(),
+        Verb::Atomic => format!("Atomic {}", atomic.name()),
     };
     match bench.test {
         Test::Bw if bidirectional => format!("{verb} Bidirectional BW Test"),
@@ -49,10 +52,11 @@ impl Header<'_> {
         let p = self.plan;
         let (verb, test) = (p.bench.verb, p.bench.test);
         PerftestHeader {
-            title: title(p.bench, p.bidirectional),
+            title: title(p.bench, p.bidirectional, p.options.atomic),
             device: self.mine.device.clone(),
             qps: p.qps,
             transport: self.transport.to_string(),
+            connection: p.options.connection.name().to_string(),
             tx_depth: (self.sending || p.bidirectional).then_some(p.tx_depth),
             rx_depth: (verb == Verb::Send
                 && (!self.sending || p.bidirectional || test == Test::Lat))
@@ -61,7 +65,7 @@ impl Header<'_> {
             mtu: self.mtu,
             link_type: self.mine.link.name().to_string(),
             gid: self.gid,
-            reads_or_inline: if verb == Verb::Read {
+            reads_or_inline: if verb.fetches() {
                 ReadsOrInline::OutstandReads(self.out_reads)
             } else {
                 ReadsOrInline::MaxInline(p.inline_size)
@@ -72,6 +76,7 @@ impl Header<'_> {
             timing: match test {
                 Test::Bw => "BW from first post to last completion, peak over any window",
                 Test::Lat if verb == Verb::Read => "latency = round trip of one read",
+                Test::Lat if verb == Verb::Atomic => "latency = round trip of one atomic",
                 Test::Lat => "latency = half the round trip",
             }
             .to_string(),
@@ -86,6 +91,7 @@ impl Header<'_> {
                 Test::Lat => Columns::Latency,
             },
             labelled: self.pair_count > 1,
+            validation: p.options.validate,
         }
     }
 }

@@ -9,6 +9,7 @@ use super::bench::Verb;
 use super::clock::Clock;
 use super::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
 use super::qp::{Endpoint, QpEnd};
+use super::validate::Checked;
 use super::wire::QpInfo;
 use crate::report::verbs::LatStats;
 use crate::stats::empty_histogram;
@@ -21,7 +22,7 @@ const DROPPED_TAIL: usize = 2;
 /// Divides round trips by 2 for write and send (one-way latency), not for read.
 pub fn rtt_factor(verb: Verb) -> u32 {
     match verb {
-        Verb::Read => 1,
+        Verb::Read | Verb::Atomic => 1,
         Verb::Write | Verb::Send => 2,
     }
 }
@@ -118,7 +119,7 @@ pub fn clear_flags(ep: &mut Endpoint, size: u32) {
 
 /// One side's run of one size. `client` starts the ping-pong and keeps the
 /// stamps; the server answers (and, for read, does nothing). Returns the
-/// client's post stamps (ns).
+/// client's post stamps (ns) and what this side's receiver checked.
 pub fn run(
     ep: &mut Endpoint,
     remote: &QpInfo,
@@ -127,15 +128,16 @@ pub fn run(
     plan: &Plan,
     client: bool,
     clock: &Clock,
-) -> anyhow::Result<Option<Vec<u64>>> {
-    if verb == Verb::Read && !client {
-        return Ok(None);
+) -> anyhow::Result<(Option<Vec<u64>>, Checked)> {
+    let mut checked = Checked::default();
+    if verb.fetches() && !client {
+        return Ok((None, checked));
     }
     let (iters, deadline) = match plan.length {
         Length::Iters(n) => (n, None),
         Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),
     };
-    let inline = verb != Verb::Read && size <= plan.inline_size;
+    let inline = !verb.fetches() && size <= plan.inline_size;
     let last = size as usize - 1;
     let mut stamps = Vec::with_capacity(iters.min(1 << 20) as usize);
     let (mut sent, mut received) = (0u64, 0u64);
@@ -143,7 +145,7 @@ pub fn run(
     let mut stall = Stall::new(plan.timeout);
     loop {
         // The peer's message first, except where the client opens the exchange.
-        let answers_due = verb != Verb::Read && received < iters && !(client && sent == 0);
+        let answers_due = !verb.fetches() && received < iters && !(client && sent == 0);
         if answers_due {
             let expect = received + 1;
             let waiting = || format!("waited for the peer's message {expect} at {size} B");
@@ -152,7 +154,7 @@ pub fn run(
                     let flag = expect as u8;
                     while ep.qps[0].target_byte(last) != flag {
                         if ep.qps[0].control() != 0 {
-                            return Ok(None);
+                            return Ok((None, checked));
                         }
                         stall.idle(waiting)?;
                     }
@@ -161,9 +163,10 @@ pub fn run(
                 _ => {
                     let wc = one_completion(ep, true, &mut stall, &waiting)?;
                     check(&wc, &ep.qps[0], "a receive", size, expect)?;
-                    if deadline.is_some() && wc.byte_len == 0 {
-                        return Ok(None);
+                    if deadline.is_some() && ep.qps[0].payload_len(&wc) == 0 {
+                        return Ok((None, checked));
                     }
+                    checked.record(ep.qps[0].received_ok(&wc, expect - 1, size));
                     if deadline.is_some() || recv_posted < iters {
                         ep.qps[0].post_recvs(std::iter::once(recv_posted), size)?;
                         recv_posted += 1;
@@ -177,7 +180,7 @@ pub fn run(
             match verb {
                 Verb::Write => ep.qps[0].post_stop(remote)?,
                 Verb::Send => ep.qps[0].post(verb, u64::MAX, 0, true, false, remote)?,
-                Verb::Read => break,
+                Verb::Read | Verb::Atomic => break,
             }
             let wc = one_completion(ep, false, &mut stall, &|| {
                 "waited for the completion of the run's end".into()
@@ -198,12 +201,12 @@ pub fn run(
             let wc = one_completion(ep, false, &mut stall, &waiting)?;
             check(&wc, &ep.qps[0], "a request", size, sent)?;
         }
-        let reads_done = verb == Verb::Read && sent == iters;
+        let reads_done = verb.fetches() && sent == iters;
         if reads_done || (sent == iters && received == iters) {
             break;
         }
     }
-    Ok(client.then_some(stamps))
+    Ok((client.then_some(stamps), checked))
 }
 
 #[cfg(test)]
@@ -267,5 +270,6 @@ mod tests {
         assert_eq!(rtt_factor(Verb::Write), 2);
         assert_eq!(rtt_factor(Verb::Send), 2);
         assert_eq!(rtt_factor(Verb::Read), 1);
+        assert_eq!(rtt_factor(Verb::Atomic), 1);
     }
 }

@@ -161,14 +161,14 @@ pub fn registration_failure(total: u64, os: &std::io::Error, limit: Option<u64>)
     }
 }
 
-/// Registers `buf` for local and remote access. `total` is every byte this side
+/// Registers `buf` with `access`. `total` is every byte this side
 /// registers (for the memlock message).
 pub fn register(
     pd: &Arc<ProtectionDomain>,
     buf: &Buffer,
     total: u64,
+    access: AccessFlags,
 ) -> anyhow::Result<Arc<MemoryRegion>> {
-    let access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead;
     let registered = match buf {
         Buffer::Gpu(gpu) if gpu.path() == GpuDirect::DmaBuf => {
             let fd = gpu.dmabuf_fd()?;

@@ -31,10 +31,14 @@ pub mod lat;
 pub mod link;
 pub mod memory;
 pub mod pairs;
+pub mod parity;
 pub mod peer;
 pub mod qp;
 pub mod seat;
 pub mod session;
+pub mod ud;
+pub mod validate;
+pub mod verdict;
 pub mod wire;
 
 pub use bench::{Benchmark, Test, Verb};

@@ -245,6 +245,7 @@ mod tests {
     #[test]
     fn bandwidth_sample_is_the_time_of_one_message() {
         let s = sample_of(Some(Report {
+            validation: None,
             size: 65536,
             bw: Some(BwReport {
                 messages: 4000,
@@ -271,6 +272,7 @@ mod tests {
             p999_us: 9.0,
         };
         let s = sample_of(Some(Report {
+            validation: None,
             size: 2,
             bw: None,
             lat: Some(LatReport {

@@ -9,13 +9,17 @@
 
 use super::args::Plan;
 use super::bench::Verb;
+use super::completion::Wc;
 use super::device::{source_text, Port};
 use super::memory::{allocate, register, Buffer};
+use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
+use super::ud::{self, UdDest, GRH_BYTES};
+use super::validate;
 use super::wire::{Hello, QpInfo, CONTROL_BYTES};
 use anyhow::{anyhow, bail};
 use rdma_mummy_sys::{
-    ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode,
-    rdma_t, wr_t,
+    atomic_t, ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge,
+    ibv_wr_opcode, rdma_t, wr_t,
 };
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::completion::GenericCompletionQueue;
@@ -36,7 +40,22 @@ const RETRY_COUNT: u8 = 7;
 const RNR_RETRY: u8 = 7;
 const HOP_LIMIT: u8 = 0xff;
 
-/// One RC queue pair and its buffer.
+/// Work request ids carry the message's sequence number in their low bits
+/// (the bandwidth tests put the QP above them).
+pub const SEQ_BITS: u32 = 40;
+pub const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+/// --data_validation: every message in flight has a slot of its own.
+#[derive(Clone, Copy, Debug)]
+struct Slots {
+    stride: usize,
+    send: u64,
+    recv: u64,
+    /// The fault hook's message.
+    corrupt: Option<u64>,
+}
+
+/// One queue pair and its buffer.
 pub struct QpEnd {
     // Field order is drop order: the QP, then the region, then the memory.
     qp: BasicQueuePair,
@@ -44,6 +63,14 @@ pub struct QpEnd {
     buffer: Buffer,
     pub psn: u32,
     half: usize,
+    /// What an atomic work request does (-A).
+    atomic: AtomicOp,
+    /// -c UD: where sends go (set when connecting).
+    ud: Option<UdDest>,
+    /// -c UD: the GRH before each received message.
+    grh: u32,
+    /// --data_validation's slots (None: every message uses the half's start).
+    slots: Option<Slots>,
 }
 
 impl QpEnd {
@@ -57,6 +84,56 @@ impl QpEnd {
 
     fn target_addr(&self) -> u64 {
         self.buffer.addr() + self.half as u64
+    }
+
+    fn send_offset(&self, wr_id: u64) -> usize {
+        self.slots
+            .map_or(0, |s| ((wr_id & SEQ_MASK) % s.send) as usize * s.stride)
+    }
+
+    fn recv_offset(&self, wr_id: u64) -> usize {
+        self.slots
+            .map_or(0, |s| ((wr_id & SEQ_MASK) % s.recv) as usize * s.stride)
+    }
+
+    /// --data_validation: writes message `seq`'s pattern into its send slot
+    /// (and the fault hook's flipped byte).
+    fn fill_slot(&mut self, wr_id: u64, len: u32) {
+        let Some(slots) = self.slots else { return };
+        let at = self.send_offset(wr_id);
+        assert!(at + len as usize <= self.half);
+        // SAFETY: the slot lies in the local half, and no request in flight
+        // uses it: a slot is reused only after its last message completed.
+        let buf =
+            unsafe { std::slice::from_raw_parts_mut(self.buffer.as_ptr().add(at), len as usize) };
+        let seq = wr_id & SEQ_MASK;
+        validate::fill(buf, seq);
+        if slots.corrupt == Some(seq) && len > 0 {
+            buf[len as usize / 2] ^= 0x5a;
+        }
+    }
+
+    /// --data_validation: whether the receive `wc` holds message `seq` of
+    /// `size` bytes (always true without validation).
+    pub fn received_ok(&self, wc: &Wc, seq: u64, size: u32) -> bool {
+        if self.slots.is_none() {
+            return true;
+        }
+        if self.payload_len(wc) != size {
+            return false;
+        }
+        let at = self.half + self.recv_offset(wc.wr_id) + self.grh as usize;
+        assert!(at + size as usize <= 2 * self.half);
+        // SAFETY: in the target half; the NIC finished writing it (its
+        // completion arrived) and it is not reposted before this check.
+        let buf =
+            unsafe { std::slice::from_raw_parts(self.buffer.as_ptr().add(at), size as usize) };
+        validate::matches(buf, seq)
+    }
+
+    /// The bytes a received message carried (UD's GRH left out).
+    pub fn payload_len(&self, wc: &Wc) -> u32 {
+        wc.byte_len.saturating_sub(self.grh)
     }
 
     /// What the peer needs to reach this QP's target half.
@@ -133,10 +210,42 @@ impl QpEnd {
         inline: bool,
         remote: &QpInfo,
     ) -> anyhow::Result<()> {
-        let opcode = match op {
-            Verb::Write => ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            Verb::Read => ibv_wr_opcode::IBV_WR_RDMA_READ,
-            Verb::Send => ibv_wr_opcode::IBV_WR_SEND,
+        let rdma = wr_t {
+            rdma: rdma_t {
+                remote_addr: remote.addr,
+                rkey: remote.rkey,
+            },
+        };
+        let (opcode, wr, len) = match op {
+            Verb::Write => (ibv_wr_opcode::IBV_WR_RDMA_WRITE, rdma, len),
+            Verb::Read => (ibv_wr_opcode::IBV_WR_RDMA_READ, rdma, len),
+            Verb::Send => {
+                let wr = self.ud.as_ref().map_or(rdma, UdDest::wr);
+                (ibv_wr_opcode::IBV_WR_SEND, wr, len)
+            }
+            // The word's old value lands in the local half; the target half's
+            // first word (64-byte aligned) is the one operated on.
+            Verb::Atomic => {
+                let (opcode, compare_add, swap) = match self.atomic {
+                    AtomicOp::FetchAndAdd => (
+                        ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD,
+                        ATOMIC_ADD_VALUE,
+                        0,
+                    ),
+                    AtomicOp::CmpAndSwap => (
+                        ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP,
+                        0,
+                        ATOMIC_SWAP_VALUE,
+                    ),
+                };
+                let atomic = atomic_t {
+                    remote_addr: remote.addr,
+                    compare_add,
+                    swap,
+                    rkey: remote.rkey,
+                };
+                (opcode, wr_t { atomic }, ATOMIC_SIZE as u32)
+            }
         };
         let mut flags = 0;
         if signaled {
@@ -145,25 +254,33 @@ impl QpEnd {
         if inline {
             flags |= ibv_send_flags::IBV_SEND_INLINE.0;
         }
-        let sge = (self.local_addr(), len);
-        self.post_send(wr_id, opcode, flags, sge, (remote.addr, remote.rkey))
-            .map_err(|e| {
-                anyhow!(
-                    "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
-                    self.qpn()
-                )
-            })
+        if op == Verb::Send && wr_id != u64::MAX {
+            self.fill_slot(wr_id, len);
+        }
+        let sge = (self.local_addr() + self.send_offset(wr_id) as u64, len);
+        self.post_send(wr_id, opcode, flags, sge, wr).map_err(|e| {
+            anyhow!(
+                "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
+                self.qpn()
+            )
+        })
     }
 
     /// Writes the stop value into the peer's control word (ends a -D latency run).
     pub fn post_stop(&mut self, remote: &QpInfo) -> anyhow::Result<()> {
         let stop = self.buffer.addr() + 2 * self.half as u64 + 1;
+        let target = wr_t {
+            rdma: rdma_t {
+                remote_addr: remote.addr + remote.len,
+                rkey: remote.rkey,
+            },
+        };
         self.post_send(
             u64::MAX,
             ibv_wr_opcode::IBV_WR_RDMA_WRITE,
             ibv_send_flags::IBV_SEND_SIGNALED.0,
             (stop, 1),
-            (remote.addr + remote.len, remote.rkey),
+            target,
         )
         .map_err(|e| {
             anyhow!(
@@ -175,14 +292,14 @@ impl QpEnd {
 
     /// One `ibv_post_send` of a work request built on the stack: perftest's
     /// data path, with nothing allocated per message. `local` is (address,
-    /// length) in this QP's buffer, `remote` the peer's (address, rkey).
+    /// length) in this QP's buffer, `remote` the peer's side of the request.
     fn post_send(
         &mut self,
         wr_id: u64,
         opcode: ibv_wr_opcode::Type,
         flags: u32,
         local: (u64, u32),
-        remote: (u64, u32),
+        remote: wr_t,
     ) -> Result<(), std::io::Error> {
         let mut sge = ibv_sge {
             addr: local.0,
@@ -196,12 +313,7 @@ impl QpEnd {
         wr.num_sge = 1;
         wr.opcode = opcode;
         wr.send_flags = flags;
-        wr.wr = wr_t {
-            rdma: rdma_t {
-                remote_addr: remote.0,
-                rkey: remote.1,
-            },
-        };
+        wr.wr = remote;
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP lives as long as `self`; the SGE lies in this QP's
         // registered buffer (callers pass lengths within it) and inline data
@@ -212,14 +324,14 @@ impl QpEnd {
         }
     }
 
-    /// Posts receives into the target half, one per id.
+    /// Posts receives into the target half, one per id (with room for UD's GRH).
     pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> anyhow::Result<()> {
-        let mut sge = ibv_sge {
-            addr: self.target_addr(),
-            length: len,
-            lkey: self.mr.lkey(),
-        };
         for id in ids {
+            let mut sge = ibv_sge {
+                addr: self.target_addr() + self.recv_offset(id) as u64,
+                length: len + self.grh,
+                lkey: self.mr.lkey(),
+            };
             let mut wr = ibv_recv_wr {
                 wr_id: id,
                 next: std::ptr::null_mut(),
@@ -293,13 +405,40 @@ impl Endpoint {
         let rx_depth = if recv { plan.rx_depth } else { 1 };
         let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send")?;
         let recv_cq = create_cq(port, rx_depth * plan.qps, "receive")?;
-        let half = (plan.max_size() as usize).next_multiple_of(64);
+        let connection = plan.options.connection;
+        let grh = if connection == Connection::Ud {
+            GRH_BYTES
+        } else {
+            0
+        };
+        let stride = (plan.max_size() as usize + grh as usize).next_multiple_of(64);
+        let slots = plan.options.validate.then_some(Slots {
+            stride,
+            send: plan.tx_depth as u64,
+            recv: rx_depth as u64,
+            corrupt: plan.options.corrupt,
+        });
+        let half = stride * slots.map_or(1, |s| s.send.max(s.recv) as usize);
         let total = plan.qps as u64 * (2 * half + CONTROL_BYTES) as u64;
+        let qp_type = match connection {
+            Connection::Uc => QueuePairType::UnreliableConnection,
+            Connection::Ud => QueuePairType::UnreliableDatagram,
+            _ => QueuePairType::ReliableConnection,
+        };
+        let mut access =
+            AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead;
+        if plan.bench.verb == Verb::Atomic {
+            access |= AccessFlags::RemoteAtomic;
+        }
+        if connection == Connection::Uc {
+            // A UC responder takes no reads (and refuses the flag on some devices).
+            access = AccessFlags::LocalWrite | AccessFlags::RemoteWrite;
+        }
         let mut qps = Vec::with_capacity(plan.qps as usize);
         for _ in 0..plan.qps {
             let mut builder = pd.create_qp_builder();
             builder
-                .setup_qp_type(QueuePairType::ReliableConnection)
+                .setup_qp_type(qp_type)
                 .setup_max_send_wr(plan.tx_depth)
                 .setup_max_recv_wr(rx_depth)
                 .setup_max_send_sge(1)
@@ -309,7 +448,9 @@ impl Endpoint {
                 .setup_recv_cq(recv_cq.clone());
             let qp = builder.build().map_err(|e| {
                 anyhow!(
-                    "creating an RC queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
+                    "creating a{} {} queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
+                    if connection == Connection::Rc { "n" } else { "" },
+                    connection.name(),
                     port.device,
                     source_text(&e),
                     plan.tx_depth,
@@ -317,21 +458,29 @@ impl Endpoint {
                 )
             })?;
             let buffer = allocate(plan.memory, 2 * half + CONTROL_BYTES)?;
-            let mr = register(&pd, &buffer, total)?;
+            let mr = register(&pd, &buffer, total, access)?;
             let mut end = QpEnd {
                 qp,
                 mr,
                 buffer,
                 psn: random_psn(),
                 half,
+                atomic: plan.options.atomic,
+                ud: None,
+                grh,
+                slots,
             };
+            if connection == Connection::Ud {
+                // SAFETY: the QP is alive in `end`.
+                ud::to_init(unsafe { end.qp.qp().as_ptr() }, port.port)?;
+                qps.push(end);
+                continue;
+            }
             let mut attr = QueuePairAttribute::new();
             attr.setup_state(QueuePairState::Init)
                 .setup_pkey_index(0)
                 .setup_port(port.port)
-                .setup_access_flags(
-                    AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead,
-                );
+                .setup_access_flags(access);
             end.modify(&attr, "INIT", "")?;
             qps.push(end);
         }
@@ -360,7 +509,15 @@ impl Endpoint {
             _ => Mtu::Mtu4096,
         };
         let peer_gid: Ipv6Addr = peer.gid;
+        let reliable = plan.options.connection != Connection::Uc;
         for (end, remote) in self.qps.iter_mut().zip(&peer.qps) {
+            if plan.options.connection == Connection::Ud {
+                // SAFETY: the QP and the PD are alive in `self`.
+                let (qp, pd) = unsafe { (end.qp.qp().as_ptr(), self._pd.pd().as_ptr()) };
+                ud::to_rts(qp, end.psn)?;
+                end.ud = Some(ud::dest(pd, port, peer, remote.qpn)?);
+                continue;
+            }
             let mut ah = AddressHandleAttribute::new();
             ah.setup_dest_lid(peer.lid)
                 .setup_port(port.port)
@@ -373,9 +530,12 @@ impl Endpoint {
                 .setup_path_mtu(path_mtu)
                 .setup_dest_qp_num(remote.qpn)
                 .setup_rq_psn(remote.psn)
-                .setup_max_dest_read_atomic(out_reads)
-                .setup_min_rnr_timer(MIN_RNR_TIMER)
                 .setup_address_vector(&ah);
+            // UC has no responder resources, acknowledgements or retries.
+            if reliable {
+                rtr.setup_max_dest_read_atomic(out_reads)
+                    .setup_min_rnr_timer(MIN_RNR_TIMER);
+            }
             end.modify(
                 &rtr,
                 "RTR",
@@ -383,11 +543,13 @@ impl Endpoint {
             )?;
             let mut rts = QueuePairAttribute::new();
             rts.setup_state(QueuePairState::ReadyToSend)
-                .setup_sq_psn(end.psn)
-                .setup_timeout(plan.qp_timeout)
-                .setup_retry_cnt(RETRY_COUNT)
-                .setup_rnr_retry(RNR_RETRY)
-                .setup_max_read_atomic(out_reads);
+                .setup_sq_psn(end.psn);
+            if reliable {
+                rts.setup_timeout(plan.qp_timeout)
+                    .setup_retry_cnt(RETRY_COUNT)
+                    .setup_rnr_retry(RNR_RETRY)
+                    .setup_max_read_atomic(out_reads);
+            }
             end.modify(&rts, "RTS", "")?;
         }
         Ok(())

@@ -10,9 +10,11 @@ use super::device::{device_name_for, open_port, GidKind, Port};
 use super::figures::lines_of;
 use super::header::Header;
 use super::link::{Link, Patience};
+use super::parity::{check_device, ud_sizes, Connection};
 use super::peer::{check_peer, path_mtu};
 use super::qp::Endpoint;
 use super::seat::Seat;
+use super::validate::{wrong_summary, Checked};
 use super::wire::{histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL};
 use super::{bw, lat};
 use crate::job::{Group, Job};
@@ -40,6 +42,7 @@ pub fn open_device(plan: &Plan, local_rank: usize) -> anyhow::Result<(Plan, Port
         plan.gid_index,
     )
     .map_err(anyhow::Error::msg)?;
+    check_device(plan.bench, &plan.options, &port)?;
     let plan = plan.on_device(port.software);
     let max = plan.max_size();
     if max > port.max_msg_size {
@@ -69,11 +72,12 @@ fn cpu_governor_warning(root: &Root) -> Option<String> {
 
 /// The run's facts shared by its CSV rows.
 pub fn run_info(plan: &Plan, pairs: usize, gid: Option<GidKind>) -> RunInfo {
+    let connection = plan.options.connection.name();
     let transport = match gid {
-        Some(kind) => format!("RC over {kind}"),
-        None => "RC over IB".to_string(),
+        Some(kind) => format!("{connection} over {kind}"),
+        None => format!("{connection} over IB"),
     };
-    let warms_up = plan.bench.test == Test::Bw && plan.bench.verb != Verb::Send;
+    let warms_up = plan.options.warm_up;
     RunInfo {
         program: plan.bench.program().into(),
         run_id: new_run_id(chrono::Utc::now()),
@@ -151,11 +155,9 @@ impl Session<'_> {
             &peer_name,
         )?;
         // Reads in flight: what both devices allow (the responder must hold them).
-        let out_reads = self
-            .port
-            .max_rd_atomic
-            .min(peer.max_rd_atomic)
-            .min(u8::MAX as u32) as u8;
+        let out_reads = plan
+            .options
+            .out_reads(self.port.max_rd_atomic.min(peer.max_rd_atomic));
         self.endpoint
             .connect(self.port, plan, peer, mtu, out_reads)?;
         Ok((hellos, mtu, out_reads))
@@ -181,6 +183,15 @@ impl Session<'_> {
         if let Some(csv) = self.csv.take() {
             exporters.push(Box::new(csv));
         }
+        let sizes = if plan.options.connection == Connection::Ud {
+            let path = format!(
+                "{} port {} to {} {} port {}",
+                self.port.device, self.port.port, peer.host, peer.device, peer.port
+            );
+            ud_sizes(&plan.sizes, plan.sizes.len() > 1, mtu, &path)?
+        } else {
+            plan.sizes.clone()
+        };
         let host = self.job.host(self.job.rank()).to_string();
         let port = (&self.port.device, self.port.port);
         let (mut fabric, views) =
@@ -189,7 +200,9 @@ impl Session<'_> {
         for exporter in &mut exporters {
             exporter.start(&run)?;
         }
-        for &size in &plan.sizes {
+        let mut checked = Checked::default();
+        let mut below_limit = None;
+        for &size in &sizes {
             let (report, counters) = fabric.around(|| self.measure(link, &peer.qps, size))?;
             let reports: Vec<Option<Report>> = link
                 .gather(&Message::Report(report), Patience::WhileMeasuring)?
@@ -199,6 +212,9 @@ impl Session<'_> {
                     other => Err(out_of_step(&other, &format!("the measurement of {size} B"))),
                 })
                 .collect::<Result<_, _>>()?;
+            for c in reports.iter().flatten().filter_map(|r| r.validation) {
+                checked = checked.add(c);
+            }
             if self.printer {
                 let result = VerbsResult {
                     collective: plan.bench.collective().into(),
@@ -207,6 +223,9 @@ impl Session<'_> {
                     lines: lines_of(plan, size, &reports, &hellos, self.seat.pairs)?,
                     counters,
                 };
+                if below_limit.is_none() {
+                    below_limit = plan.options.limits.judge(&result.lines);
+                }
                 for exporter in &mut exporters {
                     exporter.record(&run, &result)?;
                 }
@@ -214,6 +233,17 @@ impl Session<'_> {
         }
         for exporter in &mut exporters {
             exporter.finish(&run, &Summary::default())?;
+        }
+        // The side that prints says it (once per job under mpirun).
+        if self.printer && checked.wrong > 0 {
+            bail!(wrong_summary(
+                plan.bench.program(),
+                checked.wrong,
+                checked.messages
+            ));
+        }
+        if let Some(below) = below_limit {
+            bail!(below);
         }
         Ok(())
     }
@@ -230,7 +260,7 @@ impl Session<'_> {
         let verb = plan.bench.verb;
         let client = self.seat.client();
         let len = size as u32;
-        match plan.bench.test {
+        let (bw, lat, checked) = match plan.bench.test {
             Test::Bw => {
                 let roles = bw::Roles {
                     sending: client || plan.bidirectional,
@@ -240,29 +270,27 @@ impl Session<'_> {
                     bw::post_receives(self.endpoint, len, plan)?;
                 }
                 start_together(link, size)?;
-                if roles.sending && verb != Verb::Send {
+                if roles.sending && plan.options.warm_up {
                     bw::warm_up(self.endpoint, remote, verb, len, plan)?;
                 }
-                let measured = bw::run(self.endpoint, remote, verb, len, plan, roles, &self.clock)?;
-                Ok(measured.map(|m| Report {
-                    size,
-                    bw: Some(BwReport {
-                        messages: m.messages,
-                        elapsed_ns: m.elapsed_ns,
-                        peak_msgs_per_s: m.peak_msgs_per_s,
-                        histogram: histogram_bytes(&m.histogram),
-                    }),
-                    lat: None,
-                }))
+                let (measured, checked) =
+                    bw::run(self.endpoint, remote, verb, len, plan, roles, &self.clock)?;
+                let bw = measured.map(|m| BwReport {
+                    messages: m.messages,
+                    elapsed_ns: m.elapsed_ns,
+                    peak_msgs_per_s: m.peak_msgs_per_s,
+                    histogram: histogram_bytes(&m.histogram),
+                });
+                (bw, None, checked)
             }
             Test::Lat => {
                 match verb {
                     Verb::Send => lat::post_receives(self.endpoint, len, plan)?,
                     Verb::Write => lat::clear_flags(self.endpoint, len),
-                    Verb::Read => {}
+                    Verb::Read | Verb::Atomic => {}
                 }
                 start_together(link, size)?;
-                let stamps = lat::run(
+                let (stamps, checked) = lat::run(
                     self.endpoint,
                     &remote[0],
                     verb,
@@ -271,27 +299,35 @@ impl Session<'_> {
                     client,
                     &self.clock,
                 )?;
-                let Some(stamps) = stamps else {
-                    return Ok(None);
+                let lat = match stamps {
+                    None => None,
+                    Some(stamps) => {
+                        let samples = lat::samples(&stamps, lat::rtt_factor(verb));
+                        let stats = lat::perftest_stats(&samples).ok_or_else(|| {
+                            anyhow!(
+                                "{size} B: {} round trips are too few for statistics; raise -n or -D",
+                                samples.len()
+                            )
+                        })?;
+                        Some(LatReport {
+                            iterations: stamps.len() as u64,
+                            stats,
+                            histogram: histogram_bytes(&lat::histogram_of(&samples)),
+                        })
+                    }
                 };
-                let samples = lat::samples(&stamps, lat::rtt_factor(verb));
-                let stats = lat::perftest_stats(&samples).ok_or_else(|| {
-                    anyhow!(
-                        "{size} B: {} round trips are too few for statistics; raise -n or -D",
-                        samples.len()
-                    )
-                })?;
-                Ok(Some(Report {
-                    size,
-                    bw: None,
-                    lat: Some(LatReport {
-                        iterations: stamps.len() as u64,
-                        stats,
-                        histogram: histogram_bytes(&lat::histogram_of(&samples)),
-                    }),
-                }))
+                (None, lat, checked)
             }
-        }
+        };
+        // --data_validation: a side that only received still reports what it checked.
+        let validation = plan.options.validate.then_some(checked);
+        let made = bw.is_some() || lat.is_some() || validation.is_some();
+        Ok(made.then_some(Report {
+            size,
+            bw,
+            lat,
+            validation,
+        }))
     }
 }
 
@@ -327,11 +363,14 @@ impl Session<'_> {
         } else {
             Vec::new()
         };
-        let warnings = if plan.cpu_freq_warning {
+        let mut warnings: Vec<String> = if plan.cpu_freq_warning {
             cpu_governor_warning(&Root::new("/")).into_iter().collect()
         } else {
             Vec::new()
         };
+        if plan.bench.verb.fetches() {
+            warnings.extend(plan.options.outs_warning(out_reads));
+        }
         Header {
             plan,
             mine,
@@ -391,7 +430,7 @@ mod tests {
     #[test]
     fn csv_rows_are_byte_for_byte_those_of_before() {
         let write_bw = Benchmark::new(Verb::Write, Test::Bw);
-        let plan = parse(write_bw, ["ib_write_bw"]).unwrap();
+        let plan = parse(write_bw, ["ib_write_bw", "--perform_warm_up"]).unwrap();
         let run = RunInfo {
             run_id: "20250101T000000Z-00042".into(),
             tool_version: "0.1.0".into(),
@@ -415,6 +454,7 @@ mod tests {
             limit,
             devices: "rxe0:1,rxe1:1".into(),
             hosts: vec!["a".into(), "b".into()],
+            wrong: None,
         };
         let samples = [1500.0, 2000.0, 2250.0, 9000.0, 1800.0];
         let lat = Line {
@@ -428,6 +468,7 @@ mod tests {
             limit: limit.clone(),
             devices: "rxe0:1,rxe0:1".into(),
             hosts: vec!["a".into(), "a".into()],
+            wrong: None,
         };
         let result = |collective: &str, bidirectional, lines| VerbsResult {
             collective: collective.into(),
@@ -475,10 +516,13 @@ mod tests {
             ("verbs", "none")
         );
         let read_bw = Benchmark::new(Verb::Read, Test::Bw);
-        let plan = parse(read_bw, ["ib_read_bw", "-n", "50"]).unwrap();
+        let plan = parse(read_bw, ["ib_read_bw", "-n", "50", "--perform_warm_up"]).unwrap();
         let run = run_info(&plan, 3, Some(GidKind::RoceV1));
         assert_eq!((run.transport.as_str(), run.nranks), ("RC over RoCE v1", 6));
         assert_eq!((run.iters, run.warmup_iters), (50, 50));
+        // perftest's default now: no warm-up unless asked for.
+        let plan = parse(read_bw, ["ib_read_bw", "-n", "50"]).unwrap();
+        assert_eq!(run_info(&plan, 1, None).warmup_iters, 0);
     }
 
     #[test]

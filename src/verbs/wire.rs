@@ -4,13 +4,14 @@
 //! from another process.
 
 use super::device::{mtu_bytes, LinkLayer, PortRate};
+use super::validate::Checked;
 use crate::report::verbs::LatStats;
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;
 
 /// Bumped whenever a message changes: both sides must speak the same one.
-pub const PROTOCOL: &str = "fabricbench-verbs/1";
+pub const PROTOCOL: &str = "fabricbench-verbs/2";
 /// Largest frame accepted (a Hello of 16384 QPs is about 1.5 MiB).
 pub const MAX_FRAME: usize = 16 << 20;
 const MAX_PSN: u32 = 0xff_ffff;
@@ -59,6 +60,8 @@ pub struct Report {
     pub size: u64,
     pub bw: Option<BwReport>,
     pub lat: Option<LatReport>,
+    /// --data_validation: what this side's receiver checked.
+    pub validation: Option<Checked>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -303,6 +306,7 @@ pub(crate) mod tests {
         let mut hist = crate::stats::histogram(&[1e-6, 2e-6]);
         hist.record(3000).unwrap();
         let r = Message::Report(Some(Report {
+            validation: None,
             size: 8,
             bw: Some(BwReport {
                 messages: 100,
