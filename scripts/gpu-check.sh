@@ -115,6 +115,15 @@ run_step all_reduce-graph 60 "$out/all_reduce-graph.csv" "$bin/all_reduce_perf" 
 run_step all_reduce-blocking 60 "$out/all_reduce-blocking.csv" "$bin/all_reduce_perf" --backend nccl \
     -b 8 -e 64M -f 8 -n 20 -z 1 -C 1 -c 1 -T 50 --csv "$out/all_reduce-blocking.csv"
 
+# NCCL_TESTS_SPLIT on NCCL: two groups of one rank, one communicator each (needs two
+# GPUs: one rank per GPU).
+if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+    run_step nccl-split 90 "$out/nccl-split.csv" mpirun --allow-run-as-root -np 2 -x NCCL_TESTS_SPLIT="MOD 2" \
+        "$bin/all_reduce_perf" --backend nccl -b 8 -e 1M -f 32 -n 5 -c 1 -T 60 --csv "$out/nccl-split.csv"
+else
+    echo "# nccl-split: skipped (one GPU: a split needs a GPU per rank)"
+fi
+
 # 5. --backend auto picks nccl here.
 run_step backend-auto 60 "$out/backend-auto.csv" "$bin/broadcast_perf" -b 8 -e 1K -f 4 -c 1 -T 50 \
     --csv "$out/backend-auto.csv"

@@ -59,16 +59,6 @@ pub(super) fn open_backend(
         }
         return Ok((Box::new(MpiBackend::new(world, group)?), choice));
     }
-    if group.is_some() {
-        let setting = plan
-            .tests_env
-            .split
-            .as_ref()
-            .map_or("NCCL_TESTS_SPLIT", |s| &s.setting);
-        return Err(Failure::Usage(format!(
-            "{setting}: groups run side by side on --backend mpi only in this version ({choice}); use --backend mpi"
-        )));
-    }
     let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process)
         .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
     let prepared = agree_each_rank(world, program, ExitStatus::Failed, prepared)?;
@@ -79,7 +69,7 @@ pub(super) fn open_backend(
     let (options, notes) = agree_each_rank(world, program, ExitStatus::Usage, options)?;
     watchdog.begin("NCCL communicator initialisation".into());
     watchdog.enter_call();
-    let connected = nccl::connect(prepared, world, &options, notes)
+    let connected = nccl::connect(prepared, world, &options, notes, group)
         .map_err(|e| format!("--backend nccl: {e:#}"));
     watchdog.end();
     let backend = agree_each_rank(world, program, ExitStatus::Failed, connected)?;

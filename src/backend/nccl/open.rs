@@ -32,7 +32,6 @@ struct PreparedGpu {
 pub struct Prepared {
     nccl: &'static Nccl,
     gpus: Vec<PreparedGpu>,
-    nranks: usize,
 }
 
 impl Prepared {
@@ -96,11 +95,17 @@ pub fn prepare(
             ctx,
         });
     }
-    Ok(Prepared {
-        nccl,
-        gpus,
-        nranks: world.size * gpus_per_process,
-    })
+    Ok(Prepared { nccl, gpus })
+}
+
+/// The world ranks whose colour (each rank's 4 little-endian bytes) is `rank`'s, in
+/// world-rank order; a malformed entry belongs to no group.
+fn same_group(colors: &[Vec<u8>], rank: usize) -> Vec<usize> {
+    let color = |b: &Vec<u8>| <[u8; 4]>::try_from(b.as_slice()).ok();
+    let mine = colors.get(rank).and_then(color);
+    (0..colors.len())
+        .filter(|&r| mine.is_some() && colors.get(r).and_then(color) == mine)
+        .collect()
 }
 
 /// A communicator handle crossing into an initialisation thread (-p 1).
@@ -164,10 +169,27 @@ pub fn connect(
     world: &World,
     options: &NcclOptions,
     notes: Vec<String>,
+    group: Option<std::os::raw::c_int>,
 ) -> anyhow::Result<NcclBackend> {
-    let Prepared { nccl, gpus, nranks } = prepared;
+    let Prepared { nccl, mut gpus, .. } = prepared;
     let log = LogCapture::start();
-    let mine: Vec<u8> = if world.is_root() {
+    // NCCL_TESTS_SPLIT: one communicator per group, over its ranks in world-rank order
+    // (as MPI_Comm_split keys them), each from its first rank's unique id.
+    let members = match group {
+        None => (0..world.size).collect(),
+        Some(color) => {
+            let colors: Vec<Vec<u8>> = world.all_gather_bytes(&color.to_le_bytes());
+            same_group(&colors, world.rank)
+        }
+    };
+    let in_group = members.iter().position(|&r| r == world.rank).unwrap_or(0);
+    let group_root = members.first().copied().unwrap_or(0);
+    let nranks = members.len() * gpus.len();
+    let per_process = gpus.len();
+    for (j, g) in gpus.iter_mut().enumerate() {
+        g.rank = in_group * per_process + j;
+    }
+    let mine: Vec<u8> = if world.rank == group_root {
         match nccl.unique_id() {
             // SAFETY: ncclUniqueId is 128 plain bytes.
             Ok(id) => unsafe { std::slice::from_raw_parts(id.internal.as_ptr() as *const u8, 128) }
@@ -180,9 +202,9 @@ pub fn connect(
     } else {
         Vec::new()
     };
-    let from_root = world.all_gather_bytes(&mine).swap_remove(0);
+    let from_root = world.all_gather_bytes(&mine).swap_remove(group_root);
     if from_root.len() != 128 {
-        bail!("rank 0 could not create NCCL's unique id (ncclGetUniqueId failed there)");
+        bail!("rank {group_root} could not create NCCL's unique id (ncclGetUniqueId failed there)");
     }
     let mut id = ncclUniqueId { internal: [0; 128] };
     for (dst, src) in id.internal.iter_mut().zip(&from_root) {
@@ -244,4 +266,21 @@ pub fn connect(
     backend.first_connection()?;
     backend.gpus[0].ctx.bind_to_thread()?;
     Ok(backend)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_group_is_its_colours_ranks_in_world_order() {
+        let colors: Vec<Vec<u8>> = [0i32, 1, 0, 1, 7]
+            .iter()
+            .map(|c| c.to_le_bytes().to_vec())
+            .collect();
+        assert_eq!(super::same_group(&colors, 2), vec![0, 2]);
+        assert_eq!(super::same_group(&colors, 3), vec![1, 3]);
+        assert_eq!(super::same_group(&colors, 4), vec![4]);
+        let mut broken = colors.clone();
+        broken[1] = vec![1];
+        assert_eq!(super::same_group(&broken, 3), vec![3]);
+    }
 }
