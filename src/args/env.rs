@@ -49,16 +49,34 @@ pub struct TestsEnv {
     /// NCCL_TESTS_MIN_BW, GB/s.
     pub min_busbw_gbs: Option<f64>,
     pub split: Option<Split>,
+    /// NCCL_TESTS_DEVICE: the first GPU of every process (nccl backend).
+    pub first_device: Option<usize>,
+}
+
+/// NCCL_TESTS_DEVICE, as nccl-tests reads it: GPUs first..first+g-1 of every process
+/// instead of local_rank*g.
+fn first_device(text: Option<&str>) -> Result<Option<usize>, UsageError> {
+    match text {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(UsageError(format!(
+                "NCCL_TESTS_DEVICE={v}: not a GPU number; use 0, 1, ... or unset it"
+            ))),
+        },
+    }
 }
 
 impl TestsEnv {
     pub fn from_env() -> Result<TestsEnv, UsageError> {
         let var = |name| std::env::var(name).ok();
-        TestsEnv::parse(
+        let mut env = TestsEnv::parse(
             var(MIN_BW_ENV).as_deref(),
             var(SPLIT_MASK_ENV).as_deref(),
             var(SPLIT_ENV).as_deref(),
-        )
+        )?;
+        env.first_device = first_device(var("NCCL_TESTS_DEVICE").as_deref())?;
+        Ok(env)
     }
 
     /// As nccl-tests: the mask wins when both split variables are set.
@@ -87,6 +105,7 @@ impl TestsEnv {
         Ok(TestsEnv {
             min_busbw_gbs,
             split,
+            first_device: None,
         })
     }
 }
@@ -163,6 +182,16 @@ fn parse_int(text: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nccl_tests_device_is_a_gpu_number() {
+        assert_eq!(super::first_device(Some("3")).unwrap(), Some(3));
+        assert_eq!(super::first_device(None).unwrap(), None);
+        let e = super::first_device(Some("gpu1")).unwrap_err().0;
+        assert!(
+            e.starts_with("NCCL_TESTS_DEVICE=gpu1: not a GPU number"),
+            "{e}"
+        );
+    }
     use super::*;
 
     fn split(mask: Option<&str>, split: Option<&str>) -> Result<Split, String> {

@@ -59,7 +59,8 @@ pub(super) fn open_backend(
         }
         return Ok((Box::new(MpiBackend::new(world, group)?), choice));
     }
-    let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process)
+    let first_device = plan.tests_env.first_device;
+    let prepared = nccl::prepare(world, nccl_lib, plan.gpus_per_process, first_device)
         .map_err(|e| format!("--backend nccl: {e:#}; use --backend mpi for host memory"));
     let prepared = agree_each_rank(world, program, ExitStatus::Failed, prepared)?;
     // -R, -x, -D, -V against the NCCL that loaded: a refusal is a usage error.

@@ -46,28 +46,17 @@ impl Prepared {
     }
 }
 
-/// NCCL_TESTS_DEVICE, as nccl-tests reads it: the first GPU of every process
-/// (GPUs first..first+g-1) instead of local_rank*g.
-fn first_device() -> anyhow::Result<Option<usize>> {
-    match std::env::var("NCCL_TESTS_DEVICE") {
-        Err(_) => Ok(None),
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) => Ok(Some(n)),
-            Err(_) => bail!("NCCL_TESTS_DEVICE={v}: use a GPU number (0, 1, ...) or unset it"),
-        },
-    }
-}
-
 /// Opens this process's GPUs: ranks rank*g .. rank*g+g-1 of world.size*g, on GPUs
 /// local_rank*g .. local_rank*g+g-1 of this node (from NCCL_TESTS_DEVICE when set).
+/// `first`: NCCL_TESTS_DEVICE, GPUs first..first+g-1 instead.
 pub fn prepare(
     world: &World,
     nccl_lib: Option<&Path>,
     gpus_per_process: usize,
+    first: Option<usize>,
 ) -> anyhow::Result<Prepared> {
     let nccl = probe(nccl_lib).map_err(anyhow::Error::msg)?;
     let visible = gpu::driver()?;
-    let first = first_device()?;
     let base = first.unwrap_or(world.local_rank * gpus_per_process);
     let needed = base + gpus_per_process;
     if needed > visible {
