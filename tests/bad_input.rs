@@ -65,7 +65,7 @@ fn types_ops_roots() {
     );
     usage_error(
         &["-o", "xor"],
-        "-o/--op: unknown op 'xor'; use one of: sum, prod, min, max, avg, all",
+        "-o/--op: unknown op 'xor'; use one of: sum, prod, min, max, avg, mulsum, all",
     );
     let (code, errors) = {
         let out = mpirun(2, env!("CARGO_BIN_EXE_broadcast_perf"), &["-r", "5"]);
