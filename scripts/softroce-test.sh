@@ -155,15 +155,16 @@ run_one() { # kind bin test size n [flags...]
 }
 
 # CMD must exit with CODE and print EXPECTED (a fixed string) on stderr.
-expect_error() { # name code expected cmd...
-    local name=$1 code=$2 expected=$3 log rc
+expect_error() { # name code expected cmd... (expected: a fixed string, or re:ERE)
+    local name=$1 code=$2 expected=$3 log rc match=-F
     shift 3
+    case $expected in re:*) match=-E expected=${expected#re:} ;; esac
     port=$((port + 1))
     log="$OUT/fault-${name// /_}.log"
     timeout "$RUN_TIMEOUT" "$@" >"$log" 2>&1
     rc=$?
-    if [ "$rc" = "$code" ] && grep -qF -- "$expected" "$log" && ! grep -q panicked "$log"; then
-        echo "fault check ok: $name: $(grep -F -- "$expected" "$log" | head -1)"
+    if [ "$rc" = "$code" ] && grep -q "$match" -- "$expected" "$log" && ! grep -q panicked "$log"; then
+        echo "fault check ok: $name: $(grep "$match" -- "$expected" "$log" | head -1)"
     else
         echo "fault check FAILED: $name (exit $rc, wanted $code and \"$expected\"); log $log"
         sed 's/^/    /' "$log" | tail -5
@@ -245,10 +246,11 @@ if [ "${FAULTS:-1}" = 1 ]; then
     victim=$!
     for _ in $(seq 300); do ss -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.1; done
     (sleep 4; kill -KILL "$victim" 2>/dev/null) &
-    # Named either way: a completion error (IBV_WC_RETRY_EXC_ERR ... peer process gone)
-    # or, when rxe retries past --timeout, the stall (the peer stopped responding:
-    # process gone, ...).
-    expect_error "peer killed" 1 "process gone" \
+    # Named any of three ways: a completion error (IBV_WC_RETRY_EXC_ERR ... peer process
+    # gone; or IBV_WC_REM_ACCESS_ERR ... its process exited, when rxe answers for the dead
+    # peer's unregistered memory) or, when rxe retries past --timeout, the stall (the peer
+    # stopped responding: process gone, ...).
+    expect_error "peer killed" 1 "re:process (gone|exited)" \
         "$W" -d "$CLIENT_DEV" -D 60 -u "$QP_TIMEOUT" -F -p "$port" --timeout 60 "$ADDR"
     { wait; } 2>/dev/null
 fi
