@@ -51,6 +51,22 @@ small_warmup=${SMALL_WARMUP:-200}
 large_warmup=${LARGE_WARMUP:-10}
 large_sizes=${LARGE_SIZES:-"16777216 67108864"}
 only=${COLLECTIVES:-}
+for setting in NP="$np" REPEATS="$repeats" SMALL_REPEATS="$small_repeats" SMALL_ITERS="$small_iters" \
+    LARGE_ITERS="$large_iters" SMALL_WARMUP="$small_warmup" LARGE_WARMUP="$large_warmup"; do
+    least=1
+    case $setting in *WARMUP=*) least=0 ;; esac
+    case ${setting#*=} in
+        '' | *[!0-9]*) ;;
+        *) [ "${setting#*=}" -ge "$least" ] 2>/dev/null && continue ;;
+    esac
+    echo "compare-osu.sh: ${setting}: use a whole number >= $least, e.g. ${setting%%=*}=5" >&2
+    exit 2
+done
+for size in $large_sizes; do
+    case $size in
+        '' | *[!0-9]* | 0) echo "compare-osu.sh: LARGE_SIZES has '$size': give sizes in bytes, e.g. LARGE_SIZES=\"16777216 67108864\"" >&2; exit 2 ;;
+    esac
+done
 bin=${FABRICBENCH_BIN:-target/release}
 if [ ! -x "$bin/all_reduce_perf" ]; then
     echo "# building release binaries into target/release" >&2

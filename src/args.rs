@@ -395,9 +395,14 @@ impl CollArgs {
             .and_then(|calls| calls.checked_mul(self.agg_iters))
             .is_none()
         {
+            // Name only the factors the user set: -G counts when it is on.
+            let graph = match self.cudagraph {
+                0 => String::new(),
+                g => format!("-G/--cudagraph {g} x "),
+            };
             return Err(usage(format!(
-                "-G/--cudagraph {} x -n/--iters {} x -m/--agg_iters {}: more timed calls than can be counted; lower one of them",
-                self.cudagraph, self.iters, self.agg_iters
+                "{graph}-n/--iters {} x -m/--agg_iters {}: more timed calls than can be counted; lower one of them",
+                self.iters, self.agg_iters
             )));
         }
         let reporting = self.report.plan(self.iters, self.cudagraph > 0)?;
