@@ -5,6 +5,7 @@
 //! ranks on N GPUs, whose calls the driver brackets with `group_start`/`group_end`.
 //! The `loopback` backend (unit tests only) is one rank in host memory.
 
+mod host_clock;
 #[cfg(test)]
 pub mod loopback;
 pub mod mpi;
@@ -13,7 +14,8 @@ pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
 use serde::{Deserialize, Serialize};
-use std::time::Instant;
+
+pub use host_clock::{HostClock, TickSource};
 
 /// Which backend runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -274,6 +276,11 @@ pub trait Backend {
     fn timer_start(&mut self, iterations: usize, marks: Marks) -> anyhow::Result<()>;
     /// Takes a timestamp after the work just issued.
     fn mark(&mut self);
+    /// Whether `mark` reads the host's clock after calls that have completed (so the
+    /// timed time is CPU time too), not a device's.
+    fn marks_host_time(&self) -> bool {
+        false
+    }
     /// After `synchronize`: seconds of each timed iteration into `per_iteration`, and
     /// the timed seconds of the whole loop as the return value (with `-G`: of all
     /// replays, and per-iteration times from the last replay).
@@ -322,43 +329,5 @@ impl Marks {
             Marks::Chained => Ok(0.0),
             Marks::Paired => Ok(sum),
         }
-    }
-}
-
-/// The host clock of the backends whose calls have completed when they return.
-#[derive(Default)]
-pub struct HostClock {
-    marks: Vec<Instant>,
-    pattern: Option<Marks>,
-}
-
-impl HostClock {
-    /// `Backend::timer_start`: room for every mark, so that `mark` never allocates.
-    pub fn start(&mut self, iterations: usize, marks: Marks) {
-        // Written once here, so that the timed loop's marks never fault a fresh page
-        // in (a fault every 256 marks cost an 8-byte allreduce about 4%).
-        let now = Instant::now();
-        self.marks.clear();
-        self.marks.resize(marks.count(iterations), now);
-        self.marks.clear();
-        self.pattern = Some(marks);
-        if marks == Marks::Chained {
-            self.marks.push(Instant::now());
-        }
-    }
-
-    #[inline]
-    pub fn mark(&mut self) {
-        self.marks.push(Instant::now());
-    }
-
-    /// `Backend::timer_read`: each iteration's seconds, and the whole loop's.
-    pub fn read(&self, per_iteration: &mut [f64]) -> f64 {
-        let marks = &self.marks;
-        let pattern = self.pattern.unwrap_or(Marks::Chained);
-        let seconds = pattern.read(marks.len(), per_iteration, |i, j| {
-            Ok((marks[j] - marks[i]).as_secs_f64())
-        });
-        seconds.unwrap_or(0.0)
     }
 }

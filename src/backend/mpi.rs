@@ -577,6 +577,10 @@ impl Backend for MpiBackend {
         self.clock.mark();
     }
 
+    fn marks_host_time(&self) -> bool {
+        true
+    }
+
     fn timer_read(&mut self, per_iteration: &mut [f64]) -> anyhow::Result<f64> {
         Ok(self.clock.read(per_iteration))
     }

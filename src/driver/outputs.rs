@@ -112,8 +112,11 @@ pub(super) fn describe(plan: &Plan, kind: BackendKind, run: &mut RunInfo) {
     run.notes.extend(r.warnings.iter().cloned());
     if r.per_iter {
         let clock = match kind {
-            BackendKind::Nccl => "CUDA event timing",
-            BackendKind::Mpi => "host clock timing",
+            BackendKind::Nccl => "CUDA event timing".to_string(),
+            BackendKind::Mpi => {
+                let ticks = crate::backend::TickSource::detect(&crate::sysfs::Root::new("/"));
+                format!("host clock timing ({})", ticks.name())
+            }
         };
         let skip = match r.per_iter_skip {
             0 => String::new(),
