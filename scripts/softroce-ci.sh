@@ -16,6 +16,8 @@ if [ ! -x "$vm" ]; then
 fi
 [ -x target/debug/ib_atomic_bw ] || { echo "softroce-ci: build the binaries first: cargo build --bins" >&2; exit 1; }
 out=${OUT:-target/softroce-ci/$(date -u +%Y%m%dT%H%M%SZ)}
+# The path flags' short check: GRH fields on the wire, GID, Path and NUMA lines.
+export PATHS=ci
 export BIN_DIR=target/debug OUT="$out" REPEAT=1 FEATURES=ci BW_BYTES=4M N_LAT=300 N_ATOMIC=2000 RUN_TIMEOUT=120
 # No UD comparison here: on a loaded host rxe drops UD messages, and a receiver
 # waiting for a lost one stops only at --timeout (the UD option runs stay).

@@ -32,6 +32,9 @@
 #   OUT         log folder (default softroce-results/<UTC time>)
 #   FAULTS=0    skip the fault checks; FEATURES=0 skip the option runs (default: both
 #               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh)
+#   PATHS=0     skip the path, QoS and NUMA checks; PATHS=ci their short subset;
+#               PERFTEST_UPSTREAM a folder with a local build of perftest's release
+#               for the flags the distribution's perftest lacks
 #   STRICT=1    exit 2 when a ratio misses its target (default: report only)
 # Before the comparison it checks the errors real devices produce (unknown device,
 # GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
@@ -312,6 +315,147 @@ if [ "${FEATURES:-1}" = 1 ]; then
         SERVER_DEV=rxe2 CLIENT_DEV=rxe1 ADDR=10.99.0.2 \
             expect_rows "veth tcp send_lat" 1 tcp ib_send_lat -n 300
     fi
+fi
+
+# The path, QoS and NUMA flags (issue #13) on the veth pair (rxe2 server, rxe1
+# client -> 10.99.0.2) and on rxe0 for IPv6 (::1): each run exits 0 and shows its
+# effect where it can be seen: the RoCE v2 packets' IP DS field and TTL (IPv6:
+# traffic class, flow label, hop limit) and the BTH's P_Key, counted by
+# scripts/roce-sniff.py on the wire; the GID, Path and NUMA lines of the header;
+# the CPUs and memory nodes a process may use (/proc/PID/status). perftest runs
+# beside ours with the same flags: the distribution's (4.5), and where it lacks a
+# flag PERFTEST_UPSTREAM, a folder with a local build of perftest's current
+# release (never committed). PATHS=ci runs the short subset.
+path_sniff() { # name iface expected-ERE bin server-dev client-dev addr flags... (@IP@: each side's own IPv4)
+    local name=$1 iface=$2 expected=$3 bin=$4 sdev=$5 cdev=$6 addr=$7 log spid ok=1 f
+    shift 7
+    local sflags=() cflags=()
+    for f in "$@"; do
+        sflags+=("${f/@IP@/$addr}")
+        cflags+=("${f/@IP@/$(ip -4 -o addr show dev "$(cat "/sys/class/infiniband/$cdev/ports/1/gid_attrs/ndevs/1" 2>/dev/null || echo lo)" 2>/dev/null | awk '{ sub("/.*", "", $4); print $4; exit }')}")
+    done
+    port=$((port + 1))
+    log="$OUT/path-${name// /_}.log"
+    /usr/bin/python3 scripts/roce-sniff.py "$iface" "$RUN_TIMEOUT" >"$log.sniff" 2>&1 &
+    spid=$!
+    for _ in $(seq 50); do grep -q listening "$log.sniff" 2>/dev/null && break; sleep 0.1; done
+    pair "$log" "$bin" -d "$sdev" -p "$port" -u "$QP_TIMEOUT" -F "${sflags[@]}" -- \
+        "$bin" -d "$cdev" -p "$port" -u "$QP_TIMEOUT" -F "${cflags[@]}" "$addr" || ok=0
+    kill -TERM "$spid" 2>/dev/null
+    wait "$spid"
+    if [ "$ok" = 1 ] && grep -qE -- "$expected" "$log.sniff"; then
+        echo "path check ok: $name: $(grep -E -- "$expected" "$log.sniff" | head -1)"
+    else
+        echo "path check FAILED: $name (exit status ok=$ok, wanted a packet line matching \"$expected\"); log $log"
+        sed 's/^/    /' "$log.sniff"
+        tail -n 3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+}
+
+# LOG (the client's, as path_sniff left it) must hold a line matching ERE.
+path_header() { # name log ERE
+    if grep -qE -- "$3" "$2"; then
+        echo "path check ok: $1: $(grep -E -- "$3" "$2" | head -1 | sed 's/^ *//')"
+    else
+        echo "path check FAILED: $1 (no line matching \"$3\" in $2)"
+        grep -E "GID index|NUMA|Path" "$2" | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+}
+
+# A server of BIN with FLAGS, waiting for a client, must be allowed exactly the
+# CPUs CPUS (and memory nodes MEMS, when given): binding happens before the wait.
+path_affinity() { # name cpus mems bin flags...
+    local name=$1 cpus=$2 mems=$3 bin=$4 pid got gotm
+    shift 4
+    port=$((port + 1))
+    "$bin" -d rxe2 -p "$port" -u "$QP_TIMEOUT" -F "$@" >"$OUT/path-affinity-${name// /_}.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.1; done
+    got=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+    gotm=$(awk '/^Mems_allowed_list/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+    kill -KILL "$pid" 2>/dev/null
+    { wait "$pid"; } 2>/dev/null
+    if [ "$got" = "$cpus" ] && { [ -z "$mems" ] || [ "$gotm" = "$mems" ]; }; then
+        echo "path check ok: $name: Cpus_allowed_list $got, Mems_allowed_list $gotm"
+    else
+        echo "path check FAILED: $name: Cpus_allowed_list '$got' (wanted $cpus), Mems_allowed_list '$gotm' (wanted ${mems:-any})"
+        failures=$((failures + 1))
+    fi
+}
+
+path_checks() { # ci|full
+    local W=$BIN_DIR/ib_write_bw up=${PERFTEST_UPSTREAM:-} online
+    if ! [ -d /sys/class/infiniband/rxe1 ] || ! [ -d /sys/class/infiniband/rxe2 ]; then
+        echo "path checks skipped: no veth pair (rxe1, rxe2)"
+        return
+    fi
+    local veth=(rxe2 rxe1 10.99.0.2)
+    # rxe sets the IPv4 TTL from the route (64), not from the GRH's hop limit:
+    # -L shows in the Path line only.
+    path_sniff "ours --tclass 96 -L 7 -S 3 --bind_source_ip" veth0 \
+        "10.99.0.1 > 10.99.0.2 tos 0x60 ttl [0-9]+ pkey 0xffff" "$W" "${veth[@]}" \
+        -s 4096 -n 200 --tclass 96 -L 7 -S 3 --bind_source_ip @IP@
+    log="$OUT/path-ours_--tclass_96_-L_7_-S_3_--bind_source_ip.log"
+    path_header "GID by --bind_source_ip" "$log" \
+        "GID index +: 1 \(RoCE v2 ::ffff:10.99.0.1 on veth0, chosen by --bind_source_ip"
+    path_header "Path line" "$log" "Path +: SL 3, P_Key index 0 \(0xffff\), traffic class 96 \(--tclass; DSCP 24, ECN 0\), flow label 0, hop limit 7"
+    path_header "NUMA line (rxe has no node)" "$log" \
+        "NUMA node +: [0-9]+ \(not bound: rxe1 has no numa_node \(no parent device, as Soft-RoCE\)\)"
+    expect_error "numa_node absent" 2 "--numa_node 9: NUMA node 9 does not exist (available: 0" "$W" -d rxe1 --numa_node 9
+    [ "$1" = ci ] && return
+    path_sniff "perftest --tclass 96 -S 3" veth0 "10.99.0.1 > 10.99.0.2 tos 0x60 ttl [0-9]+ pkey 0xffff" \
+        ib_write_bw "${veth[@]}" -s 4096 -n 200 --tclass 96 -S 3
+    path_sniff "perftest --source_ip" veth0 "10.99.0.1 > 10.99.0.2 tos 0x00" \
+        ib_write_bw "${veth[@]}" -s 4096 -n 100 --source_ip @IP@
+    path_sniff "ours -T 106" veth0 "10.99.0.2 > 10.99.0.1 tos 0x6a" "$W" "${veth[@]}" -s 4096 -n 200 -T 106
+    expect_error "perftest -T without -R" 1 "TOS only valid for rdma_cm based QP" ib_write_bw -d rxe1 -T 106
+    path_sniff "ours --pkey_index 0" veth0 "pkey 0xffff" "$W" "${veth[@]}" -s 4096 -n 100 --pkey_index 0
+    expect_error "pkey index past the table" 1 "--pkey_index 1: rxe1 port 1 has 1 P_Key entry (0: 0xffff); use 0" \
+        "$W" -d rxe1 --pkey_index 1
+    expect_error "source IP of no GID" 1 "--bind_source_ip 10.99.0.77: no RoCE v2 GID of rxe1 port 1 carries this address" \
+        "$W" -d rxe1 --bind_source_ip 10.99.0.77
+    expect_error "sl range" 2 "-S/--sl 16: there are only 16 service levels" "$W" -S 16
+    expect_error "flow label range" 2 "--flow_label '0x100000': '0x100000' is not a flow label" "$W" --flow_label 0x100000
+    # IPv6 on the veth pair: its link-local GIDs (the VM routes only IPv4 over the
+    # wire, so this may not connect: then both tools fail alike).
+    path_sniff "ours --ipv6 veth --tclass 40 --flow_label 0x12345" veth0 "ipv6 .* tclass 0x28 flow 0x12345" \
+        "$W" "${veth[@]}" -s 4096 -n 50 --timeout 20 --ipv6 --tclass 40 --flow_label 0x12345
+    # IPv6 on rxe0 (lo, GID ::1): rxe delivers to itself without the netdev, so
+    # no packet shows; the GID chosen does, beside perftest's.
+    path_sniff "ours --ipv6 --tclass 40 --flow_label 0x12345" lo "" \
+        "$W" rxe0 rxe0 127.0.0.1 -s 4096 -n 100 --ipv6 --tclass 40 --flow_label 0x12345
+    path_header "GID by --ipv6" "$OUT/path-ours_--ipv6_--tclass_40_--flow_label_0x12345.log" \
+        "GID index +: 2 \(RoCE v2 ::1 on lo, chosen by --ipv6"
+    path_sniff "perftest --ipv6 --tclass 40" lo "" ib_write_bw rxe0 rxe0 127.0.0.1 -s 4096 -n 100 --ipv6 --tclass 40
+    if [ -n "$up" ]; then
+        path_sniff "perftest upstream --ipv6 --tclass 40 --flow_label 0x12345" lo "" \
+            "$up/ib_write_bw" rxe0 rxe0 127.0.0.1 -s 4096 -n 100 --ipv6 --tclass 40 --flow_label 0x12345
+        path_header "perftest upstream's GID by --ipv6" "$OUT/path-perftest_upstream_--ipv6_--tclass_40_--flow_label_0x12345.log" \
+            "GID index +: 2$"
+    fi
+    # NUMA: where a waiting server may run, ours and upstream perftest's.
+    online=$(cat /sys/devices/system/cpu/online)
+    path_affinity "ours --pin_cores 1" 1 "" "$W" --pin_cores 1
+    path_affinity "ours --numa_node 0" "$online" 0 "$W" --numa_node 0
+    path_affinity "ours default (rxe: no node)" "$online" "" "$W"
+    path_affinity "ours --disable_numa" "$online" "" "$W" --disable_numa
+    if [ -n "$up" ]; then
+        path_affinity "perftest upstream --pin_cores 1" 1 "" "$up/ib_write_bw" --pin_cores 1
+        path_affinity "perftest upstream --numa_node 0" "$online" 0 "$up/ib_write_bw" --numa_node 0
+        expect_error "perftest upstream --numa_node 9" 1 "NUMA node 9 does not exist" "$up/ib_write_bw" -d rxe1 --numa_node 9
+    fi
+    expect_error "pin_cores past the CPUs" 2 "--pin_cores '64': CPU 64 out of range; this system has" "$W" --pin_cores 64
+    expect_error "two ranks on one core" 2 "--pin_cores '0': 2 ranks run on this node and would share CPUs" \
+        mpirun -np 2 "$W" -d rxe1,rxe2 -n 20 -u "$QP_TIMEOUT" --pin_cores 0
+    expect_rows "mpirun --pin_cores split" 1 2 ib_write_bw -d rxe1,rxe2 -s 4096 -n 100 --pin_cores 0-1
+    path_header "NUMA line of a rank's share" "$OUT/feature-mpirun_--pin_cores_split.log" \
+        "NUMA node +: [0-9]+ \(--pin_cores 0-1: CPUs 0, this rank's share of the 2 ranks on the node\)"
+}
+
+if [ "${PATHS:-1}" != 0 ]; then
+    path_checks "$([ "${PATHS:-1}" = ci ] && echo ci || echo full)"
 fi
 
 if [ -z "${CASES:-}" ]; then

@@ -94,6 +94,11 @@ pub struct PerftestHeader {
     pub labelled: bool,
     /// --data_validation: a last column counts the messages that arrived wrong.
     pub validation: bool,
+    /// perftest's "NUMA node" line: the node this runs on and what was
+    /// bound (None: not known, no line).
+    pub numa_node: Option<String>,
+    /// fabricbench's "Path" line: SL, P_Key index and the GRH's fields.
+    pub path: String,
 }
 
 /// The perftest table on `out`: the header at the start, a row per line of
@@ -212,8 +217,11 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
             " Connection type : {}\t\tUsing SRQ      : OFF",
             h.connection
         ),
+        // perftest 26.04 built with relaxed ordering and thread domains
+        // prints both; neither is used here.
+        " PCIe relax order: OFF\t\tLock-free      : OFF".to_string(),
         // Posted with ibv_post_send, as perftest does where it prints OFF.
-        " ibv_wr* API     : OFF".to_string(),
+        " ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF".to_string(),
     ];
     if let Some(tx) = h.tx_depth {
         out.push(format!(" TX depth        : {tx}"));
@@ -234,12 +242,16 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
         ReadsOrInline::MaxInline(n) => format!(" Max inline data : {n}[B]"),
     });
     out.push(" rdma_cm QPs\t : OFF".to_string());
+    out.push(format!(" Data ex. method : {}", h.exchange));
+    if let Some(numa) = &h.numa_node {
+        out.push(format!(" NUMA node       : {numa}"));
+    }
+    // fabricbench's lines, after perftest's.
     if h.validation {
         out.push(
             " Data validation : ON (per-iteration pattern, checked by the receiver)".to_string(),
         );
     }
-    out.push(format!(" Data ex. method : {}", h.exchange));
     out.push(format!(
         " QP timeout      : {} (ACK timeout 4.096 us * 2^{} = {})",
         h.qp_timeout,
@@ -250,6 +262,7 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
         " Port rate       : {}",
         h.port_rate.as_deref().unwrap_or("unknown (no sysfs rate)")
     ));
+    out.push(format!(" Path            : {}", h.path));
     out.push(format!(" Timing          : CLOCK_MONOTONIC; {}", h.timing));
     out.push(format!(
         " Tool            : fabricbench {tool_version} (perftest-compatible output)"
@@ -422,6 +435,8 @@ mod tests {
             columns: Columns::Bandwidth { gbits: false },
             validation: false,
             labelled: false,
+            numa_node: Some("0 (not bound: rxe0 has no numa_node)".into()),
+            path: "SL 0, P_Key index 0".into(),
         }
     }
 
@@ -462,6 +477,48 @@ mod tests {
                 RESULT_LINE,
             ]
         );
+    }
+
+    #[test]
+    fn perftest_26_04s_lines_in_its_order_then_ours() {
+        let lines = header_block(&header(), "9.9");
+        let at = |prefix: &str| {
+            lines
+                .iter()
+                .position(|l| l.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no {prefix:?} in {lines:#?}"))
+        };
+        assert_eq!(lines[4], " Connection type : RC\t\tUsing SRQ      : OFF");
+        assert_eq!(lines[5], " PCIe relax order: OFF\t\tLock-free      : OFF");
+        assert_eq!(
+            lines[6],
+            " ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF"
+        );
+        let order = [
+            " TX depth",
+            " CQ Moderation",
+            " Mtu",
+            " Link type",
+            " GID index",
+            " Max inline data",
+            " rdma_cm QPs",
+            " Data ex. method",
+            " NUMA node       : 0 (not bound: rxe0 has no numa_node)",
+            " QP timeout",
+            " Port rate",
+            " Path            : SL 0, P_Key index 0",
+            " Timing",
+            " Tool",
+        ];
+        let positions: Vec<usize> = order.iter().map(|p| at(p)).collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{lines:#?}");
+        let no_numa = PerftestHeader {
+            numa_node: None,
+            ..header()
+        };
+        assert!(!header_block(&no_numa, "9.9")
+            .iter()
+            .any(|l| l.starts_with(" NUMA node")));
     }
 
     #[test]

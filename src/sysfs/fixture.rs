@@ -13,11 +13,13 @@
 //! only read its name).
 
 mod counters;
+mod numa;
 
 use super::rdma::port_dir;
 use super::{pci_device, Root, STEPS};
 pub use counters::{advancing, PASSES};
 use counters::{port_errors, rxe_retransmits, two_rails, wrap_reset};
+pub use numa::numa_host;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

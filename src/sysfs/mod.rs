@@ -7,9 +7,11 @@
 //!   [`Reading`]: a value, an absent file, or a file that holds no value
 //!   (named with its text, so that callers can say what they could not read);
 //! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer);
-//! - `counters`: snapshots of every RDMA port's and netdev's counters.
+//! - `counters`: snapshots of every RDMA port's and netdev's counters;
+//! - `numa`: an RDMA device's NUMA node, the nodes' CPUs, CPU lists.
 
 pub mod counters;
+pub mod numa;
 pub mod rdma;
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use super::bench::{Benchmark, Test, Verb};
 use super::parity::{atomic_sizes, Options, ParityArgs};
+use super::path_args::{PathArgs, PathPlan};
 use crate::allpairs::Thresholds;
 use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
@@ -130,6 +131,8 @@ pub struct VerbsArgs {
     pub pairs: AllPairsArgs,
     #[command(flatten)]
     pub parity: ParityArgs,
+    #[command(flatten)]
+    pub path: PathArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -186,6 +189,8 @@ pub struct Plan {
     pub counters: CounterPlan,
     /// -A, -o, -c.
     pub options: Options,
+    /// -S -T --tclass --flow_label -L --pkey_index --ipv6 --bind_source_ip, NUMA.
+    pub path: PathPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -442,6 +447,7 @@ impl VerbsArgs {
             all_pairs,
             counters: self.counters.plan(csv.as_deref())?,
             options,
+            path: self.path.plan()?,
         })
     }
 }

@@ -4,6 +4,7 @@
 
 pub use crate::sysfs::rdma::PortRate;
 
+use super::path_args::GidPreference;
 use crate::sysfs::rdma::{self, KernelState, PhysState, PortState};
 use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,8 @@ pub struct GidChoice {
     pub entry: GidEntry,
     /// None: given with -x. Some: chosen automatically; the other candidates.
     pub automatic: Option<Vec<u32>>,
+    /// The flag that chose it (--ipv6, --bind_source_ip); None: the default rule or -x.
+    pub by_flag: Option<&'static str>,
 }
 
 impl GidChoice {
@@ -92,13 +95,16 @@ impl GidChoice {
         if let Some(dev) = &e.netdev {
             text.push_str(&format!(" on {dev}"));
         }
+        let how = self
+            .by_flag
+            .map_or("chosen automatically".to_string(), |f| {
+                format!("chosen by {f}")
+            });
         match &self.automatic {
             None => text.push_str(", from -x)"),
-            Some(others) if others.is_empty() => {
-                text.push_str(", chosen automatically; -x overrides)")
-            }
+            Some(others) if others.is_empty() => text.push_str(&format!(", {how}; -x overrides)")),
             Some(others) => text.push_str(&format!(
-                ", chosen automatically; -x overrides; other candidates: {})",
+                ", {how}; -x overrides; other candidates: {})",
                 others
                     .iter()
                     .map(u32::to_string)
@@ -155,6 +161,7 @@ pub fn choose_gid(
         return Ok(Some(GidChoice {
             entry: entry.clone(),
             automatic: None,
+            by_flag: None,
         }));
     }
     if link == LinkLayer::InfiniBand {
@@ -181,6 +188,7 @@ pub fn choose_gid(
         Some((first, rest)) => Ok(Some(GidChoice {
             entry: (*first).clone(),
             automatic: Some(rest.iter().map(|e| e.index).collect()),
+            by_flag: None,
         })),
         None => Err(format!(
             "{device} port {port} has no RoCE v2 GID with an IPv4 or global IPv6 address (GIDs: {}): give the port's network interface an IP address, or pass -x",
@@ -192,6 +200,59 @@ pub fn choose_gid(
 /// fe80::/10 (`Ipv6Addr::is_unicast_link_local` needs Rust 1.84).
 fn is_link_local(gid: &Ipv6Addr) -> bool {
     gid.segments()[0] & 0xffc0 == 0xfe80
+}
+
+/// `choose_gid` as --ipv6 and --bind_source_ip ask: a RoCE v2 GID of an
+/// IPv6 address (global before link-local, as perftest scores them), or the
+/// GID whose address is the given one. -x still wins (clap refuses both).
+pub fn choose_gid_for(
+    prefer: &GidPreference,
+    device: &str,
+    port: u8,
+    link: LinkLayer,
+    table: &[GidEntry],
+    table_len: u32,
+    requested: Option<u32>,
+) -> Result<Option<GidChoice>, String> {
+    let flag = match prefer {
+        GidPreference::Ipv4 => "",
+        GidPreference::Ipv6 => "--ipv6",
+        GidPreference::Source(_) => "--bind_source_ip",
+    };
+    if flag.is_empty() || requested.is_some() {
+        return choose_gid(device, port, link, table, table_len, requested);
+    }
+    if link == LinkLayer::InfiniBand {
+        return Err(format!(
+            "{flag}: {device} port {port} is InfiniBand, whose GIDs carry no IP address; drop {flag} (or pass -x)"
+        ));
+    }
+    let mut found: Vec<&GidEntry> = table
+        .iter()
+        .filter(|e| e.kind == GidKind::RoceV2)
+        .filter(|e| match prefer {
+            GidPreference::Source(ip) => e.gid.to_canonical() == *ip,
+            _ => e.gid.to_ipv4_mapped().is_none() && !e.gid.is_unspecified(),
+        })
+        .collect();
+    found.sort_by_key(|e| (is_link_local(&e.gid), e.index));
+    let Some((first, rest)) = found.split_first() else {
+        let what = match prefer {
+            GidPreference::Source(ip) => {
+                format!("{flag} {ip}: no RoCE v2 GID of {device} port {port} carries this address")
+            }
+            _ => format!("{flag}: {device} port {port} has no RoCE v2 GID with an IPv6 address"),
+        };
+        return Err(format!(
+            "{what} (GIDs: {}); give the port's interface that address, or choose another with -x",
+            list_gids(table)
+        ));
+    };
+    Ok(Some(GidChoice {
+        entry: (*first).clone(),
+        automatic: Some(rest.iter().map(|e| e.index).collect()),
+        by_flag: Some(flag),
+    }))
 }
 
 /// The port's rate for the limit column; None where sysfs has none to compare with.
@@ -240,7 +301,12 @@ pub fn device_name_for(devices: &[String], local_rank: usize) -> Option<&str> {
 }
 
 /// Opens `wanted` (or the first device) and checks `port`.
-pub fn open_port(wanted: Option<&str>, port: u8, gid_index: Option<u32>) -> Result<Port, String> {
+pub fn open_port(
+    wanted: Option<&str>,
+    port: u8,
+    gid_index: Option<u32>,
+    prefer: &GidPreference,
+) -> Result<Port, String> {
     let list = DeviceList::new().map_err(|e| {
         let GetDeviceListErrorKind::Ibverbs(io) = &e.0 else {
             return format!("cannot list RDMA devices: {e}");
@@ -307,7 +373,8 @@ pub fn open_port(wanted: Option<&str>, port: u8, gid_index: Option<u32>) -> Resu
         LinkLayer::InfiniBand
     };
     let table = gid_table(&ctx, port);
-    let gid = choose_gid(
+    let gid = choose_gid_for(
+        prefer,
         &name,
         port,
         link,

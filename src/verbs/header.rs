@@ -7,7 +7,9 @@ use super::bench::{Benchmark, Test, Verb};
 use super::device::show_gid;
 use super::parity::AtomicOp;
 use super::wire::Hello;
+use super::{numa, path};
 use crate::report::perftest::{Columns, Connection, PerftestHeader, QpAddress, ReadsOrInline};
+use crate::sysfs::Root;
 
 /// perftest's title: "RDMA_Write BW Test", "Send Bidirectional BW Test",
 /// "Atomic FETCH_AND_ADD Latency Test", ...
@@ -51,6 +53,7 @@ impl Header<'_> {
     pub fn facts(self) -> PerftestHeader {
         let p = self.plan;
         let (verb, test) = (p.bench.verb, p.bench.test);
+        let routed = self.gid.is_some();
         PerftestHeader {
             title: title(p.bench, p.bidirectional, p.options.atomic),
             device: self.mine.device.clone(),
@@ -92,6 +95,12 @@ impl Header<'_> {
             },
             labelled: self.pair_count > 1,
             validation: p.options.validate,
+            numa_node: p
+                .path
+                .placement
+                .as_ref()
+                .map(|placed| numa::header_value(placed, numa::current_node(&Root::new("/")))),
+            path: path::describe(&p.path, routed, p.path.pkey),
         }
     }
 }

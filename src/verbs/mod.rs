@@ -16,7 +16,9 @@
 //! - `session`: one side of a connected pair, measuring and printing;
 //! - `figures`: the result arithmetic; `header`: the perftest header's facts
 //!   (the table and CSV rows are written by `report::perftest` and `report::csv`);
-//! - `pairs`: `--all-pairs` on the all-pairs runner.
+//! - `pairs`: `--all-pairs` on the all-pairs runner;
+//! - `path_args`, `path`, `numa`: the path, QoS and NUMA flags, applied to the
+//!   address vectors and to where the process runs.
 
 pub mod args;
 pub mod bench;
@@ -30,8 +32,11 @@ pub mod header;
 pub mod lat;
 pub mod link;
 pub mod memory;
+pub mod numa;
 pub mod pairs;
 pub mod parity;
+pub mod path;
+pub mod path_args;
 pub mod peer;
 pub mod qp;
 pub mod seat;
@@ -70,6 +75,13 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         .and_then(World::launcher_mismatch)
         .map_or(Ok(()), Err);
     agree(job, program, ExitStatus::Usage, launcher)?;
+    let local = job.world().map_or((0, 1), |w| (w.local_rank, w.local_size));
+    let placed = numa::resolve(&crate::sysfs::Root::new("/"), &plan.path.numa, local);
+    let numa = agree(job, program, ExitStatus::Usage, placed.map_err(|e| e.0))?;
+    let plan = args::Plan {
+        path: path_args::PathPlan { numa, ..plan.path },
+        ..plan
+    };
     let memory = memory::check_memory(plan.memory)
         .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)))
         .map_err(|e| format!("{e:#}"));

@@ -13,6 +13,7 @@ use super::completion::Wc;
 use super::device::{source_text, Port};
 use super::memory::{allocate, register, Buffer};
 use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
+use super::path::route;
 use super::ud::{self, UdDest, GRH_BYTES};
 use super::validate;
 use super::wire::{Hello, QpInfo, CONTROL_BYTES};
@@ -38,7 +39,6 @@ use std::sync::Arc;
 const MIN_RNR_TIMER: u8 = 12;
 const RETRY_COUNT: u8 = 7;
 const RNR_RETRY: u8 = 7;
-const HOP_LIMIT: u8 = 0xff;
 
 /// Work request ids carry the message's sequence number in their low bits
 /// (the bandwidth tests put the QP above them).
@@ -472,13 +472,17 @@ impl Endpoint {
             };
             if connection == Connection::Ud {
                 // SAFETY: the QP is alive in `end`.
-                ud::to_init(unsafe { end.qp.qp().as_ptr() }, port.port)?;
+                ud::to_init(
+                    unsafe { end.qp.qp().as_ptr() },
+                    port.port,
+                    plan.path.pkey_index,
+                )?;
                 qps.push(end);
                 continue;
             }
             let mut attr = QueuePairAttribute::new();
             attr.setup_state(QueuePairState::Init)
-                .setup_pkey_index(0)
+                .setup_pkey_index(plan.path.pkey_index)
                 .setup_port(port.port)
                 .setup_access_flags(access);
             end.modify(&attr, "INIT", "")?;
@@ -510,20 +514,35 @@ impl Endpoint {
         };
         let peer_gid: Ipv6Addr = peer.gid;
         let reliable = plan.options.connection != Connection::Uc;
-        for (end, remote) in self.qps.iter_mut().zip(&peer.qps) {
+        for (qp_index, (end, remote)) in self.qps.iter_mut().zip(&peer.qps).enumerate() {
             if plan.options.connection == Connection::Ud {
                 // SAFETY: the QP and the PD are alive in `self`.
                 let (qp, pd) = unsafe { (end.qp.qp().as_ptr(), self._pd.pd().as_ptr()) };
                 ud::to_rts(qp, end.psn)?;
-                end.ud = Some(ud::dest(pd, port, peer, remote.qpn)?);
+                end.ud = Some(ud::dest(
+                    pd,
+                    port,
+                    peer,
+                    remote.qpn,
+                    route(&plan.path, qp_index),
+                )?);
                 continue;
             }
+            // -S, --tclass/-T, --flow_label, -L: as perftest's RTR address vector.
+            let r = route(&plan.path, qp_index);
             let mut ah = AddressHandleAttribute::new();
             ah.setup_dest_lid(peer.lid)
                 .setup_port(port.port)
-                .setup_service_level(0);
+                .setup_service_level(r.sl);
             if let Some(gid) = &port.gid {
-                ah.setup_grh(&Gid::from(peer_gid), 0, gid.entry.index as u8, HOP_LIMIT, 0);
+                let sgid = gid.entry.index as u8;
+                ah.setup_grh(
+                    &Gid::from(peer_gid),
+                    r.flow_label,
+                    sgid,
+                    r.hop_limit,
+                    r.traffic_class,
+                );
             }
             let mut rtr = QueuePairAttribute::new();
             rtr.setup_state(QueuePairState::ReadyToReceive)

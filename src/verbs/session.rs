@@ -40,10 +40,14 @@ pub fn open_device(plan: &Plan, local_rank: usize) -> anyhow::Result<(Plan, Port
         device_name_for(&plan.devices, local_rank),
         plan.ib_port,
         plan.gid_index,
+        &plan.path.gid,
     )
     .map_err(anyhow::Error::msg)?;
     check_device(plan.bench, &plan.options, &port)?;
-    let plan = plan.on_device(port.software);
+    let mut plan = plan.on_device(port.software);
+    // The P_Key index checked, and NUMA binding before any buffer is allocated.
+    plan.path
+        .on_device(&Root::new("/"), &port.device, port.port)?;
     let max = plan.max_size();
     if max > port.max_msg_size {
         let flag = if plan.sizes.len() > 1 {

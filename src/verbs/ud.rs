@@ -4,6 +4,7 @@
 //! starts with the 40-byte GRH the receive buffer must have room for.
 
 use super::device::Port;
+use super::path::Route;
 use super::wire::Hello;
 use anyhow::bail;
 use rdma_mummy_sys::{
@@ -17,7 +18,6 @@ use std::ptr::NonNull;
 pub const GRH_BYTES: u32 = 40;
 /// perftest's Q_Key (DEF_QKEY).
 const QKEY: u32 = 0x1111_1111;
-const HOP_LIMIT: u8 = 0xff;
 
 /// Where this side's UD sends go: the peer's QP and an address handle to it.
 pub struct UdDest {
@@ -72,10 +72,10 @@ fn empty_attr() -> ibv_qp_attr {
 }
 
 /// RESET -> INIT with perftest's Q_Key.
-pub fn to_init(qp: *mut ibv_qp, port: u8) -> anyhow::Result<()> {
+pub fn to_init(qp: *mut ibv_qp, port: u8, pkey_index: u16) -> anyhow::Result<()> {
     let mut attr = empty_attr();
     attr.qp_state = ibv_qp_state::IBV_QPS_INIT;
-    attr.pkey_index = 0;
+    attr.pkey_index = pkey_index;
     attr.port_num = port;
     attr.qkey = QKEY;
     let mask = ibv_qp_attr_mask::IBV_QP_STATE
@@ -98,21 +98,28 @@ pub fn to_rts(qp: *mut ibv_qp, psn: u32) -> anyhow::Result<()> {
 }
 
 /// An address handle to the peer's port (its GID when this side routes by
-/// GID, else its LID) for sends to its QP `qpn`.
-pub fn dest(pd: *mut ibv_pd, port: &Port, peer: &Hello, qpn: u32) -> anyhow::Result<UdDest> {
+/// GID, else its LID) for sends to its QP `qpn`, with the path flags' `route`.
+pub fn dest(
+    pd: *mut ibv_pd,
+    port: &Port,
+    peer: &Hello,
+    qpn: u32,
+    route: Route,
+) -> anyhow::Result<UdDest> {
     // SAFETY: plain data; all-zero is its empty value.
     let mut attr: ibv_ah_attr = unsafe { std::mem::zeroed() };
     attr.dlid = peer.lid;
+    attr.sl = route.sl;
     attr.port_num = port.port;
     if let Some(gid) = &port.gid {
         let dgid: Ipv6Addr = peer.gid;
         attr.is_global = 1;
         attr.grh = ibv_global_route {
             dgid: rdma_mummy_sys::ibv_gid { raw: dgid.octets() },
-            flow_label: 0,
+            flow_label: route.flow_label,
             sgid_index: gid.entry.index as u8,
-            hop_limit: HOP_LIMIT,
-            traffic_class: 0,
+            hop_limit: route.hop_limit,
+            traffic_class: route.traffic_class,
         };
     }
     // SAFETY: `pd` is the endpoint's live protection domain.
