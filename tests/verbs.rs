@@ -175,9 +175,24 @@ fn perftest_parity_flags_are_checked_before_the_device() {
             "-y/--limit_msgrate -1: give the least MsgRate",
         ),
         (
-            BINARIES[1],
+            BINARIES[4],
             &["--data_validation"],
-            "--data_validation: ib_read_bw's receiver",
+            "--data_validation: ib_read_lat checks nothing",
+        ),
+        (
+            WRITE_BW,
+            &["-f", "2"],
+            "-f/--margin 2: margins belong to timed runs",
+        ),
+        (
+            WRITE_BW,
+            &["-D", "4", "-f", "2"],
+            "-f/--margin 2: -D 4 must be longer than both margins",
+        ),
+        (
+            WRITE_BW,
+            &["--run_infinitely"],
+            "--run_infinitely: give the reporting period with -D SECS",
         ),
     ] {
         one_error(&plain(binary, args), 2, expected);
@@ -242,6 +257,9 @@ fn help_lists_perftests_flags() {
         "--data_validation",
         "--limit_bw",
         "--limit_msgrate",
+        "--margin",
+        "--run_infinitely",
+        "--write_with_imm",
     ] {
         assert!(stdout.contains(flag), "--help lacks {flag}:\n{stdout}");
     }

@@ -8,6 +8,7 @@ use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
 use crate::verbs::counters::{CounterArgs, CounterPlan};
+use crate::verbs::duration_args::{Context, DurationArgs, Timing};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -130,6 +131,8 @@ pub struct VerbsArgs {
     pub pairs: AllPairsArgs,
     #[command(flatten)]
     pub parity: ParityArgs,
+    #[command(flatten)]
+    pub timed: DurationArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -186,6 +189,8 @@ pub struct Plan {
     pub counters: CounterPlan,
     /// -A, -o, -c.
     pub options: Options,
+    /// -f, --run_infinitely, --write_with_imm.
+    pub timing: Timing,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -282,7 +287,7 @@ impl VerbsArgs {
         };
         let tx_depth = (tx_depth as u64).min(messages) as u32;
         let rx_depth = match self.rx_depth {
-            Some(r) if bench.verb != Verb::Send => {
+            Some(r) if bench.verb != Verb::Send && !self.timed.write_with_imm => {
                 return Err(usage(format!(
                     "-r/--rx-depth {r}: only send tests post receives; drop -r"
                 )))
@@ -385,13 +390,6 @@ impl VerbsArgs {
         };
         let (csv, append) = (&self.csv.csv, self.csv.append);
         check_csv_target(csv.as_deref(), append)?;
-        if let (Some(gpu), Test::Lat) = (self.use_cuda, bench.test) {
-            return Err(usage(format!(
-                "--use_cuda={gpu}: {} polls its buffer from the CPU, which cannot read GPU memory; \
-                 use GPU memory with ib_write_bw, ib_read_bw or ib_send_bw, or drop --use_cuda",
-                bench.program()
-            )));
-        }
         let all_pairs = if self.pairs.all_pairs {
             if bench.verb != Verb::Write {
                 return Err(usage(format!(
@@ -408,6 +406,14 @@ impl VerbsArgs {
         } else {
             None
         };
+        let timing = self.timed.timing(&Context {
+            bench,
+            length,
+            gpu: self.use_cuda,
+            bidirectional: self.bidirectional,
+            all_pairs: all_pairs.is_some(),
+            options: &options,
+        })?;
         Ok(Plan {
             bench,
             sizes,
@@ -442,6 +448,7 @@ impl VerbsArgs {
             all_pairs,
             counters: self.counters.plan(csv.as_deref())?,
             options,
+            timing,
         })
     }
 }
@@ -482,6 +489,7 @@ impl Plan {
             ),
         ];
         settings.extend(self.options.settings(self.bench));
+        settings.extend(self.timing.settings());
         settings
     }
 }
