@@ -76,6 +76,11 @@ impl DurationArgs {
                 "--write_with_imm: --data_validation checks plain writes (as perftest); drop one of them",
             ));
         }
+        if cx.options.validate && cx.all_pairs {
+            return Err(usage(
+                "--data_validation: --all-pairs does not validate (its matrices count wrong bytes, which a verbs pair does not check); drop one of them",
+            ));
+        }
         let rdma_checked = cx.options.validate && matches!(cx.bench.verb, Verb::Write | Verb::Read);
         if rdma_checked && cx.bidirectional {
             return Err(usage(format!(
@@ -253,6 +258,7 @@ mod tests {
             (READ_LAT, vec!["--data_validation"], "--data_validation: ib_read_lat checks nothing"),
             (WRITE_BW, vec!["--data_validation", "-c", "UC"], "--data_validation: ib_write_bw validates over RC only"),
             (ATOMIC_BW, vec!["--data_validation"], "--data_validation: ib_atomic_bw moves no payload"),
+            (WRITE_BW, vec!["--data_validation", "--all-pairs"], "--data_validation: --all-pairs does not validate"),
             (READ_BW, vec!["--data_validation", "-b"], "--data_validation: ib_read_bw validates one direction; drop -b"),
             (WRITE_BW, vec!["--data_validation", "-D", "3"], "--data_validation: ib_write_bw's responder checks a count"),
         ] {
