@@ -408,11 +408,12 @@ impl VerbsArgs {
         };
         let timing = self.timed.timing(&Context {
             bench,
-            length,
+            duration: self.duration,
             gpu: self.use_cuda,
             bidirectional: self.bidirectional,
             all_pairs: all_pairs.is_some(),
-            options: &options,
+            validate: options.validate,
+            warm_up: options.warm_up,
         })?;
         Ok(Plan {
             bench,

@@ -3,9 +3,7 @@
 //! verbs command line, with their checks (perftest_parameters.c's), and the
 //! GPU-memory rule of the latency tests (the CPU cannot poll GPU memory).
 
-use super::args::Length;
 use super::bench::{Benchmark, Test, Verb};
-use super::parity::{Connection, Options};
 use crate::cli::whole;
 use crate::job::UsageError;
 use std::time::Duration;
@@ -36,13 +34,16 @@ pub struct Timing {
 }
 
 /// What the rest of the plan says, for the checks of this group.
-pub struct Context<'a> {
+pub struct Context {
     pub bench: Benchmark,
-    pub length: Length,
+    /// -D in seconds (None: -n).
+    pub duration: Option<u64>,
     pub gpu: Option<u32>,
     pub bidirectional: bool,
     pub all_pairs: bool,
-    pub options: &'a Options,
+    /// --data_validation, --perform_warm_up.
+    pub validate: bool,
+    pub warm_up: bool,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -52,10 +53,7 @@ fn usage(msg: impl Into<String>) -> UsageError {
 impl DurationArgs {
     pub fn timing(&self, cx: &Context) -> Result<Timing, UsageError> {
         let program = cx.bench.program();
-        let duration = match cx.length {
-            Length::Duration(d) => Some(d.as_secs()),
-            Length::Iters(_) => None,
-        };
+        let duration = cx.duration;
         if self.write_with_imm && cx.bench.verb != Verb::Write {
             return Err(usage(format!(
                 "--write_with_imm: {program} does not write; use ib_write_lat or ib_write_bw --write_with_imm, or drop it"
@@ -66,22 +64,22 @@ impl DurationArgs {
                 "--write_with_imm: --all-pairs measures plain writes; drop one of them",
             ));
         }
-        if self.write_with_imm && cx.options.warm_up {
+        if self.write_with_imm && cx.warm_up {
             return Err(usage(
                 "--write_with_imm: the warm-up's writes would take the receiver's receives; drop --perform_warm_up",
             ));
         }
-        if self.write_with_imm && cx.options.validate {
+        if self.write_with_imm && cx.validate {
             return Err(usage(
                 "--write_with_imm: --data_validation checks plain writes (as perftest); drop one of them",
             ));
         }
-        if cx.options.validate && cx.all_pairs {
+        if cx.validate && cx.all_pairs {
             return Err(usage(
                 "--data_validation: --all-pairs does not validate (its matrices count wrong bytes, which a verbs pair does not check); drop one of them",
             ));
         }
-        let rdma_checked = cx.options.validate && matches!(cx.bench.verb, Verb::Write | Verb::Read);
+        let rdma_checked = cx.validate && matches!(cx.bench.verb, Verb::Write | Verb::Read);
         if rdma_checked && cx.bidirectional {
             return Err(usage(format!(
                 "--data_validation: {program} validates one direction; drop -b"
@@ -139,7 +137,7 @@ impl DurationArgs {
                     "--run_infinitely: not with -b where the receiver counts receives (send, --write_with_imm), as perftest; drop -b",
                 ));
             }
-            if cx.options.validate {
+            if cx.validate {
                 return Err(usage(
                     "--run_infinitely: --data_validation checks runs that end (as perftest); drop one of them",
                 ));
@@ -172,7 +170,7 @@ impl Timing {
 /// Where `--data_validation` can check what arrived: the receiver of sends,
 /// the responder's ring of writes, the reader's reads (bandwidth tests, RC,
 /// as perftest). The refusal otherwise.
-pub fn validation_refusal(bench: Benchmark, connection: Connection) -> Option<String> {
+pub fn validation_refusal(bench: Benchmark, rc: bool) -> Option<String> {
     let program = bench.program();
     match (bench.verb, bench.test) {
         (Verb::Send, _) => None,
@@ -180,7 +178,7 @@ pub fn validation_refusal(bench: Benchmark, connection: Connection) -> Option<St
             "--data_validation: {program} checks nothing (perftest validates writes and reads in bandwidth tests); \
              use ib_write_bw, ib_read_bw, ib_send_bw or ib_send_lat --data_validation"
         )),
-        (Verb::Write | Verb::Read, Test::Bw) if connection != Connection::Rc => Some(format!(
+        (Verb::Write | Verb::Read, Test::Bw) if !rc => Some(format!(
             "--data_validation: {program} validates over RC only (as perftest); use -c RC"
         )),
         (Verb::Write | Verb::Read, Test::Bw) => None,

@@ -172,7 +172,7 @@ impl ParityArgs {
             })?,
         };
         if let Some(refusal) =
-            validation_refusal(bench, connection).filter(|_| self.data_validation)
+            validation_refusal(bench, connection == Connection::Rc).filter(|_| self.data_validation)
         {
             return Err(usage(refusal));
         }

@@ -222,7 +222,9 @@ impl QpEnd {
     ) -> anyhow::Result<()> {
         // --data_validation: writes and reads use the peer's slot of their message.
         let slot = match (self.slots, op) {
-            (Some(s), Verb::Write | Verb::Read) => remote_offset(wr_id, s.stride, remote),
+            (Some(s), Verb::Write | Verb::Read) => {
+                remote_offset(wr_id & SEQ_MASK, s.stride, remote)
+            }
             _ => 0,
         };
         let rdma = wr_t {

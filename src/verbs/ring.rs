@@ -2,7 +2,6 @@
 //! `rdma_check`): the target half as a ring of one-message slots, and the
 //! credit words in the control area.
 
-use super::qp::SEQ_MASK;
 use super::validate::{matches, pattern_byte};
 use super::wire::QpInfo;
 use std::sync::atomic::{fence, Ordering};
@@ -82,11 +81,11 @@ pub fn tag(seq: u64, size: u32) -> u8 {
     pattern_byte(seq, size as usize - 1)
 }
 
-/// The offset in the peer's target half of message `wr_id` (`remote` holds
+/// The offset in the peer's target half of message `seq` (`remote` holds
 /// `remote.len / stride` slots).
-pub fn remote_offset(wr_id: u64, stride: usize, remote: &QpInfo) -> u64 {
+pub fn remote_offset(seq: u64, stride: usize, remote: &QpInfo) -> u64 {
     let slots = (remote.len / stride as u64).max(1);
-    ((wr_id & SEQ_MASK) % slots) * stride as u64
+    (seq % slots) * stride as u64
 }
 
 /// The byte the fault hook flips: the middle, never the last byte of a
