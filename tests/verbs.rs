@@ -331,3 +331,15 @@ fn gpu_memory_without_a_driver_says_why_before_the_device() {
         "--use_cuda=0: ib_write_lat polls its buffer from the CPU",
     );
 }
+
+#[test]
+fn gpu_memory_on_the_write_latency_test_without_a_gpu_is_one_line() {
+    if std::path::Path::new("/dev/nvidia0").exists() {
+        eprintln!("skipped: this host has a GPU");
+        return;
+    }
+    // With --write_with_imm the CPU never polls the buffer, so the flag is
+    // taken, and the missing GPU is the one error (before any RDMA device).
+    let out = plain(BINARIES[3], &["--write_with_imm", "--use_cuda=0"]);
+    one_error(&out, 1, "--use_cuda=0: ");
+}
