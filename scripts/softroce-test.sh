@@ -380,10 +380,10 @@ duration_sigterm() {
     port=$((port + 1))
     local log=$OUT/feature-run_infinitely_SIGTERM.log csv rows crc src cpid spid
     csv=$log.csv
-    "$BIN_DIR/ib_write_bw" -d "$SERVER_DEV" -p "$port" -u "$QP_TIMEOUT" -F -D 1 --run_infinitely -s 64K >"$log.server" 2>&1 &
+    "$BIN_DIR/ib_write_bw" -d "$SERVER_DEV" -p "$port" -u "$QP_TIMEOUT" -F -D 2 --run_infinitely -s 4096 >"$log.server" 2>&1 &
     spid=$!
     for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.1; done
-    "$BIN_DIR/ib_write_bw" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F -D 1 --run_infinitely -s 64K \
+    "$BIN_DIR/ib_write_bw" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F -D 2 --run_infinitely -s 4096 \
         --csv "$csv" "$ADDR" >"$log" 2>&1 &
     cpid=$!
     for _ in $(seq 600); do
@@ -401,7 +401,7 @@ duration_sigterm() {
     kill "$guard" 2>/dev/null
     rows=$(/usr/bin/python3 -c "import pandas, sys; d = pandas.read_csv(sys.argv[1]); print(len(d) if (d['algbw_gbs'] > 0).all() else -1)" "$csv" 2>&1)
     local printed
-    printed=$(grep -cE '^ +65536 +[0-9]+ +[0-9]' "$log")
+    printed=$(grep -cE '^ +4096 +[0-9]+ +[0-9]' "$log")
     if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "${rows:-0}" -ge 2 ] 2>/dev/null && [ "$printed" = "$rows" ] \
         && grep -q "stopped by SIGTERM after" "$log"; then
         echo "option run ok: run_infinitely stopped by SIGTERM: $rows periods, each in the table and the CSV; $(grep 'stopped by' "$log")"
