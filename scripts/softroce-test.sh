@@ -326,8 +326,9 @@ fi
 # and --data_validation of writes and reads (issue #13): the refusals, a corrupted
 # write and a corrupted read caught, the option runs, and a --run_infinitely pair
 # stopped by SIGTERM after two periods whose rows stay loadable.
-duration_checks() { # 1|ci
+duration_checks() { # 1|ci|sigterm
     local B=$BIN_DIR
+    [ "$1" = sigterm ] && { duration_sigterm; return; }
     expect_error "-f without -D" 2 "-f/--margin 2: margins belong to timed runs; add -D SECS or drop -f" "$B/ib_write_bw" -f 2
     expect_error "-f too long" 2 "-f/--margin 2: -D 4 must be longer than both margins (-D > 2 x -f); use -f 1 or less" "$B/ib_write_bw" -D 4 -f 2
     expect_error "--run_infinitely without -D" 2 "--run_infinitely: give the reporting period with -D SECS" "$B/ib_write_bw" --run_infinitely
@@ -357,7 +358,7 @@ duration_checks() { # 1|ci
         echo "fault check ok: corrupted read: $(grep -F -- "--data_validation" "$log" | head -1)"
     else
         echo "fault check FAILED: corrupted read (exit $rc/$src); log $log"
-        tail -3 "$log" "$log.server" | sed 's/^/    /'
+        tail -n 3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
         failures=$((failures + 1))
     fi
     expect_rows "write_bw --data_validation" 1 tcp ib_write_bw --data_validation -s 4096 -n 300
@@ -407,7 +408,7 @@ duration_sigterm() {
         echo "option run ok: run_infinitely stopped by SIGTERM: $rows periods, each in the table and the CSV; $(grep 'stopped by' "$log")"
     else
         echo "option run FAILED: run_infinitely SIGTERM (exit $crc/$src, CSV rows $rows, table rows $printed); log $log"
-        tail -3 "$log" "$log.server" | sed 's/^/    /'
+        tail -n 3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
         failures=$((failures + 1))
     fi
 }
