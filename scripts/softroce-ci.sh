@@ -22,4 +22,8 @@ export BIN_DIR=target/debug OUT="$out" REPEAT=1 FEATURES=ci BW_BYTES=4M N_LAT=30
 # No UD comparison here: on a loaded host rxe drops UD messages, and a receiver
 # waiting for a lost one stops only at --timeout (the UD option runs stay).
 export CASES=$'ib_write_bw 65536\nib_send_lat 2\nib_atomic_bw 8\nib_atomic_lat 8\n'
+# -f, --run_infinitely (SIGTERM after 2 periods), --write_with_imm, write/read
+# --data_validation: softroce-test.sh's duration_checks, short list; one timed case.
+export DURATION_CHECKS=ci
+CASES+=$'ib_write_bw 65536 -D 2 -f 0\n'
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"

@@ -36,6 +36,11 @@
 #               PERFTEST_UPSTREAM a folder with a local build of perftest's release
 #               for the flags the distribution's perftest lacks
 #   STRICT=1    exit 2 when a ratio misses its target (default: report only)
+#   DURATION_CHECKS  -f, --run_infinitely, --write_with_imm and write/read
+#               --data_validation checks (default: as FEATURES; ci a short list, 0 none)
+#   PERFTEST_DIR  perftest's binaries from here instead of PATH (e.g. an upstream
+#               build, for flags the distribution's perftest lacks: --write_with_imm)
+#   A case's flags may hold -D SECS: its runs are then timed, without -n.
 # Before the comparison it checks the errors real devices produce (unknown device,
 # GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
 # status, one line naming the cause; then runs of the other options (-a, -b, -q,
@@ -124,12 +129,15 @@ run_one() { # kind bin test size n [flags...]
     local kind=$1 bin=$2 test=$3 size=$4 n=$5 log ok attempt
     shift 5
     local extra=("$@")
-    local flags=(-s "$size" -n "$n" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
+    local count=(-n "$n")
+    [[ " ${extra[*]} " == *" -D "* ]] && count=()
+    local flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
     log="$OUT/$bin-$size-$kind-$port.log"
     for attempt in 1 2 3; do
         case $kind in
             perftest)
-                pair "$log" "$bin" -d "$SERVER_DEV" "${flags[@]}" -- "$bin" -d "$CLIENT_DEV" "${flags[@]}" "$ADDR" ;;
+                pair "$log" "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$SERVER_DEV" "${flags[@]}" -- \
+                    "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$CLIENT_DEV" "${flags[@]}" "$ADDR" ;;
             tcp)
                 pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" "${flags[@]}" -- \
                     "$BIN_DIR/$bin" -d "$CLIENT_DEV" "${flags[@]}" --csv "$log.csv" "$ADDR" ;;
@@ -142,7 +150,7 @@ run_one() { # kind bin test size n [flags...]
         # preempted vCPU): rerun that one; any other failure stands.
         [ "$ok" = 0 ] || ! grep -qs "Can't produce a report" "$log" "$log.server" && break
         port=$((port + 1))
-        flags=(-s "$size" -n "$n" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
+        flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
     done
     if [ "$ok" != 0 ]; then
         echo "FAILED: $kind $bin -s $size (exit $ok); log $log" >&2
@@ -353,6 +361,97 @@ path_sniff() { # name iface expected-ERE bin server-dev client-dev addr flags...
     fi
 }
 
+# -f/--margin, --run_infinitely, --write_with_imm, GPU memory on the latency tests
+# and --data_validation of writes and reads (issue #13): the refusals, a corrupted
+# write and a corrupted read caught, the option runs, and a --run_infinitely pair
+# stopped by SIGTERM after two periods whose rows stay loadable.
+duration_checks() { # 1|ci|sigterm
+    local B=$BIN_DIR
+    [ "$1" = sigterm ] && { duration_sigterm; return; }
+    expect_error "-f without -D" 2 "-f/--margin 2: margins belong to timed runs; add -D SECS or drop -f" "$B/ib_write_bw" -f 2
+    expect_error "-f too long" 2 "-f/--margin 2: -D 4 must be longer than both margins (-D > 2 x -f); use -f 1 or less" "$B/ib_write_bw" -D 4 -f 2
+    expect_error "--run_infinitely without -D" 2 "--run_infinitely: give the reporting period with -D SECS" "$B/ib_write_bw" --run_infinitely
+    expect_error "--write_with_imm on reads" 2 "--write_with_imm: ib_read_lat does not write" "$B/ib_read_lat" --write_with_imm
+    expect_error "validation on write latency" 2 "--data_validation: ib_write_lat checks nothing" "$B/ib_write_lat" --data_validation
+    if ! [ -e /dev/nvidia0 ]; then
+        expect_error "CUDA write latency without a GPU" 1 "--use_cuda=0: " "$B/ib_write_lat" -d "$CLIENT_DEV" --write_with_imm --use_cuda=0
+    fi
+    # The writer's fault hook corrupts message 7; the responder's check counts it.
+    expect_pair_error "corrupted write" 1 "--data_validation: ib_write_bw: 1 of 300 received messages" \
+        FABRICBENCH_FAULT_VERBS_CORRUPT=7 ib_write_bw --data_validation -s 4096 -n 300
+    # The responder of reads holds the data: its hook corrupts slot 7 of its ring,
+    # which 300 reads through 128 slots read 3 times (messages 7, 135, 263).
+    port=$((port + 1))
+    local log=$OUT/fault-corrupted_read.log rc src
+    timeout "$RUN_TIMEOUT" env FABRICBENCH_FAULT_VERBS_CORRUPT=7 "$B/ib_read_bw" -d "$SERVER_DEV" -p "$port" \
+        -u "$QP_TIMEOUT" -F --timeout 30 --data_validation -s 4096 -n 300 >"$log.server" 2>&1 &
+    local spid=$!
+    for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.1; done
+    timeout "$RUN_TIMEOUT" "$B/ib_read_bw" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F --timeout 30 \
+        --data_validation -s 4096 -n 300 "$ADDR" >"$log" 2>&1
+    rc=$?
+    wait "$spid"
+    src=$?
+    if [ "$rc" = 1 ] && [ "$src" = 1 ] && grep -qF -- "--data_validation: ib_read_bw: 3 of 300 received messages" "$log" \
+        && [ "$(grep -c 'error:' "$log")" = 1 ] && ! grep -q panicked "$log" "$log.server"; then
+        echo "fault check ok: corrupted read: $(grep -F -- "--data_validation" "$log" | head -1)"
+    else
+        echo "fault check FAILED: corrupted read (exit $rc/$src); log $log"
+        tail -n 3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+    expect_rows "write_bw --data_validation" 1 tcp ib_write_bw --data_validation -s 4096 -n 300
+    expect_rows "read_bw --data_validation -D 2" 1 tcp ib_read_bw --data_validation -s 4096 -D 2
+    expect_rows "write_lat --write_with_imm" 1 tcp ib_write_lat --write_with_imm -n 300
+    expect_rows "write_bw --write_with_imm" 1 tcp ib_write_bw --write_with_imm -s 64K -n 300
+    duration_sigterm
+    [ "$1" = ci ] && return
+    expect_rows "write_bw -D 4 -f 1" 1 tcp ib_write_bw -D 4 -f 1 -s 64K
+    expect_rows "write_lat -D 4 -f 1" 1 tcp ib_write_lat -D 4 -f 1
+    expect_rows "write_bw --write_with_imm -D 2 mpirun" 1 2 ib_write_bw -d "$CLIENT_DEV" --write_with_imm -D 2 -s 64K
+    expect_rows "write_lat --write_with_imm -D 2" 1 tcp ib_write_lat --write_with_imm -D 2
+    expect_rows "write_bw --data_validation -q 2" 1 tcp ib_write_bw --data_validation -q 2 -s 64K -n 300
+    expect_rows "read_bw --data_validation mpirun" 1 2 ib_read_bw -d "$CLIENT_DEV" --data_validation -s 64K -n 300
+}
+
+# --run_infinitely: a pair reporting every second, the client sent SIGTERM once
+# its CSV holds 2 rows: both exit 0, the rows load with pandas, none is lost.
+duration_sigterm() {
+    port=$((port + 1))
+    local log=$OUT/feature-run_infinitely_SIGTERM.log csv rows crc src cpid spid
+    csv=$log.csv
+    "$BIN_DIR/ib_write_bw" -d "$SERVER_DEV" -p "$port" -u "$QP_TIMEOUT" -F -D 2 --run_infinitely -s 4096 >"$log.server" 2>&1 &
+    spid=$!
+    for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.1; done
+    "$BIN_DIR/ib_write_bw" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F -D 2 --run_infinitely -s 4096 \
+        --csv "$csv" "$ADDR" >"$log" 2>&1 &
+    cpid=$!
+    for _ in $(seq 600); do
+        [ -f "$csv" ] && [ "$(wc -l <"$csv")" -ge 3 ] && break
+        kill -0 "$cpid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -TERM "$cpid" 2>/dev/null
+    ( sleep 60; kill -KILL "$cpid" "$spid" 2>/dev/null ) &
+    local guard=$!
+    wait "$cpid"
+    crc=$?
+    wait "$spid"
+    src=$?
+    kill "$guard" 2>/dev/null
+    rows=$(/usr/bin/python3 -c "import pandas, sys; d = pandas.read_csv(sys.argv[1]); print(len(d) if (d['algbw_gbs'] > 0).all() else -1)" "$csv" 2>&1)
+    local printed
+    printed=$(grep -cE '^ +4096 +[0-9]+ +[0-9]' "$log")
+    if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ "${rows:-0}" -ge 2 ] 2>/dev/null && [ "$printed" = "$rows" ] \
+        && grep -q "stopped by SIGTERM after" "$log"; then
+        echo "option run ok: run_infinitely stopped by SIGTERM: $rows periods, each in the table and the CSV; $(grep 'stopped by' "$log")"
+    else
+        echo "option run FAILED: run_infinitely SIGTERM (exit $crc/$src, CSV rows $rows, table rows $printed); log $log"
+        tail -n 3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+}
+
 # LOG (the client's, as path_sniff left it) must hold a line matching ERE.
 path_header() { # name log ERE
     if grep -qE -- "$3" "$2"; then
@@ -456,6 +555,9 @@ path_checks() { # ci|full
 
 if [ "${PATHS:-1}" != 0 ]; then
     path_checks "$([ "${PATHS:-1}" = ci ] && echo ci || echo full)"
+fi
+if [ "${DURATION_CHECKS:-${FEATURES:-1}}" != 0 ]; then
+    duration_checks "${DURATION_CHECKS:-${FEATURES:-1}}"
 fi
 
 if [ -z "${CASES:-}" ]; then

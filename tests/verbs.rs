@@ -175,9 +175,24 @@ fn perftest_parity_flags_are_checked_before_the_device() {
             "-y/--limit_msgrate -1: give the least MsgRate",
         ),
         (
-            BINARIES[1],
+            BINARIES[4],
             &["--data_validation"],
-            "--data_validation: ib_read_bw's receiver",
+            "--data_validation: ib_read_lat checks nothing",
+        ),
+        (
+            WRITE_BW,
+            &["-f", "2"],
+            "-f/--margin 2: margins belong to timed runs",
+        ),
+        (
+            WRITE_BW,
+            &["-D", "4", "-f", "2"],
+            "-f/--margin 2: -D 4 must be longer than both margins",
+        ),
+        (
+            WRITE_BW,
+            &["--run_infinitely"],
+            "--run_infinitely: give the reporting period with -D SECS",
         ),
     ] {
         one_error(&plain(binary, args), 2, expected);
@@ -242,6 +257,9 @@ fn help_lists_perftests_flags() {
         "--data_validation",
         "--limit_bw",
         "--limit_msgrate",
+        "--margin",
+        "--run_infinitely",
+        "--write_with_imm",
     ] {
         assert!(stdout.contains(flag), "--help lacks {flag}:\n{stdout}");
     }
@@ -312,4 +330,16 @@ fn gpu_memory_without_a_driver_says_why_before_the_device() {
         2,
         "--use_cuda=0: ib_write_lat polls its buffer from the CPU",
     );
+}
+
+#[test]
+fn gpu_memory_on_the_write_latency_test_without_a_gpu_is_one_line() {
+    if std::path::Path::new("/dev/nvidia0").exists() {
+        eprintln!("skipped: this host has a GPU");
+        return;
+    }
+    // With --write_with_imm the CPU never polls the buffer, so the flag is
+    // taken, and the missing GPU is the one error (before any RDMA device).
+    let out = plain(BINARIES[3], &["--write_with_imm", "--use_cuda=0"]);
+    one_error(&out, 1, "--use_cuda=0: ");
 }

@@ -9,6 +9,7 @@ use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
 use crate::verbs::counters::{CounterArgs, CounterPlan};
+use crate::verbs::duration_args::{Context, DurationArgs, Timing};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -133,6 +134,7 @@ pub struct VerbsArgs {
     pub parity: ParityArgs,
     #[command(flatten)]
     pub path: PathArgs,
+    pub timed: DurationArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -191,6 +193,8 @@ pub struct Plan {
     pub options: Options,
     /// -S -T --tclass --flow_label -L --pkey_index --ipv6 --bind_source_ip, NUMA.
     pub path: PathPlan,
+    /// -f, --run_infinitely, --write_with_imm.
+    pub timing: Timing,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -287,7 +291,7 @@ impl VerbsArgs {
         };
         let tx_depth = (tx_depth as u64).min(messages) as u32;
         let rx_depth = match self.rx_depth {
-            Some(r) if bench.verb != Verb::Send => {
+            Some(r) if bench.verb != Verb::Send && !self.timed.write_with_imm => {
                 return Err(usage(format!(
                     "-r/--rx-depth {r}: only send tests post receives; drop -r"
                 )))
@@ -390,13 +394,6 @@ impl VerbsArgs {
         };
         let (csv, append) = (&self.csv.csv, self.csv.append);
         check_csv_target(csv.as_deref(), append)?;
-        if let (Some(gpu), Test::Lat) = (self.use_cuda, bench.test) {
-            return Err(usage(format!(
-                "--use_cuda={gpu}: {} polls its buffer from the CPU, which cannot read GPU memory; \
-                 use GPU memory with ib_write_bw, ib_read_bw or ib_send_bw, or drop --use_cuda",
-                bench.program()
-            )));
-        }
         let all_pairs = if self.pairs.all_pairs {
             if bench.verb != Verb::Write {
                 return Err(usage(format!(
@@ -413,6 +410,15 @@ impl VerbsArgs {
         } else {
             None
         };
+        let timing = self.timed.timing(&Context {
+            bench,
+            duration: self.duration,
+            gpu: self.use_cuda,
+            bidirectional: self.bidirectional,
+            all_pairs: all_pairs.is_some(),
+            validate: options.validate,
+            warm_up: options.warm_up,
+        })?;
         Ok(Plan {
             bench,
             sizes,
@@ -448,6 +454,7 @@ impl VerbsArgs {
             counters: self.counters.plan(csv.as_deref())?,
             options,
             path: self.path.plan()?,
+            timing,
         })
     }
 }
@@ -488,6 +495,7 @@ impl Plan {
             ),
         ];
         settings.extend(self.options.settings(self.bench));
+        settings.extend(self.timing.settings());
         settings
     }
 }

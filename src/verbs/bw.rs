@@ -12,7 +12,9 @@ use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::clock::Clock;
 use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
+use super::duration::{takes_receives, Window};
 use super::qp::{Endpoint, SEQ_BITS, SEQ_MASK};
+use super::rdma_check::{check_reads, may_write};
 use super::validate::Checked;
 use super::wire::QpInfo;
 use crate::stats::empty_histogram;
@@ -229,6 +231,11 @@ pub fn run(
     let mut recv_ended = vec![!roles.receiving; qps];
     let mut checked = Checked::default();
 
+    // -D: what counts (-f margins left out); sends and writes with immediate
+    // end with a zero-length message the receiver counts as the end.
+    let window = Window::of(plan, clock.now_ns());
+    let mut in_window = 0u64;
+    let marks_end = takes_receives(plan);
     let mut stopping = false;
     let mut stall = Stall::new(plan.timeout);
     let mut wcs = Vec::with_capacity(64);
@@ -238,7 +245,11 @@ pub fn run(
                 stopping = stopping || Instant::now() >= d;
             }
             for q in 0..qps {
-                while !stopping && posted[q] < per_qp && posted[q] < completed[q] + tx {
+                while !stopping
+                    && posted[q] < per_qp
+                    && posted[q] < completed[q] + tx
+                    && may_write(plan, &ep.qps[q], &remote[q], posted[q])
+                {
                     let s = posted[q];
                     let signaled = (s + 1) % cq_mod == 0 || s + 1 == per_qp;
                     let t = clock.now_ns();
@@ -254,7 +265,7 @@ pub fn run(
                 // the receiver the run is over).
                 if stopping && final_wr[q].is_none() && posted[q] < completed[q] + tx {
                     let s = posted[q];
-                    if op == Verb::Send {
+                    if marks_end {
                         ep.qps[q].post(op, wr_id(q, s), 0, true, false, &remote[q])?;
                         final_wr[q] = Some(s);
                     } else if last_signaled[q] {
@@ -282,15 +293,27 @@ pub fn run(
                 let t = clock.now_ns();
                 // A completion covers every earlier request of its QP; the
                 // zero-length end marker of a -D send run is not a message.
-                let marker = op == Verb::Send && final_wr[q] == Some(s);
+                let marker = marks_end && final_wr[q] == Some(s);
                 let newly = s + 1 - completed[q] - marker as u64;
+                check_reads(
+                    plan,
+                    &ep.qps[q],
+                    &remote[q],
+                    (completed[q], completed[q] + newly),
+                    size,
+                    &mut checked,
+                );
                 completed[q] = s + 1;
+                let counts = window.map_or(true, |w| w.contains(t));
                 if newly > 0 {
                     completed_total += newly;
                     last_completion = t;
-                    tracker.completed(t, completed_total);
+                    if counts {
+                        in_window += newly;
+                        tracker.completed(t, completed_total);
+                    }
                 }
-                if !marker {
+                if !marker && counts {
                     histogram.saturating_record((t - post_times[q][(s % tx) as usize]).max(1));
                 }
             }
@@ -347,8 +370,10 @@ pub fn run(
     }
     let first = first_post.unwrap_or(last_completion);
     let measure = Some(BwMeasure {
-        messages: completed_total,
-        elapsed_ns: last_completion.saturating_sub(first).max(1),
+        messages: window.map_or(completed_total, |_| in_window),
+        elapsed_ns: window
+            .map_or(last_completion.saturating_sub(first), |w| w.len_ns())
+            .max(1),
         peak_msgs_per_s: if plan.peak {
             tracker.peak_per_second()
         } else {

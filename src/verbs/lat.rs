@@ -8,6 +8,7 @@ use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::clock::Clock;
 use super::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
+use super::duration::Window;
 use super::qp::{Endpoint, QpEnd};
 use super::validate::Checked;
 use super::wire::QpInfo;
@@ -138,6 +139,9 @@ pub fn run(
         Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),
     };
     let inline = !verb.fetches() && size <= plan.inline_size;
+    // --write_with_imm: the peer's writes arrive as receive completions, as sends do.
+    let polls_byte = verb == Verb::Write && !plan.timing.write_imm;
+    let window = Window::of(plan, clock.now_ns());
     let last = size as usize - 1;
     let mut stamps = Vec::with_capacity(iters.min(1 << 20) as usize);
     let (mut sent, mut received) = (0u64, 0u64);
@@ -150,7 +154,7 @@ pub fn run(
             let expect = received + 1;
             let waiting = || format!("waited for the peer's message {expect} at {size} B");
             match verb {
-                Verb::Write => {
+                Verb::Write if polls_byte => {
                     let flag = expect as u8;
                     while ep.qps[0].target_byte(last) != flag {
                         if ep.qps[0].control() != 0 {
@@ -178,8 +182,10 @@ pub fn run(
         // -D: the client ends after a whole round trip and tells the server.
         if client && deadline.is_some_and(|d| Instant::now() >= d) {
             match verb {
-                Verb::Write => ep.qps[0].post_stop(remote)?,
-                Verb::Send => ep.qps[0].post(verb, u64::MAX, 0, true, false, remote)?,
+                Verb::Write if polls_byte => ep.qps[0].post_stop(remote)?,
+                Verb::Write | Verb::Send => {
+                    ep.qps[0].post(verb, u64::MAX, 0, true, false, remote)?
+                }
                 Verb::Read | Verb::Atomic => break,
             }
             let wc = one_completion(ep, false, &mut stall, &|| {
@@ -192,7 +198,7 @@ pub fn run(
             if client {
                 stamps.push(clock.now_ns());
             }
-            if verb == Verb::Write {
+            if polls_byte {
                 ep.qps[0].set_local_byte(last, (sent + 1) as u8);
             }
             ep.qps[0].post(verb, sent, size, true, inline, remote)?;
@@ -205,6 +211,10 @@ pub fn run(
         if reads_done || (sent == iters && received == iters) {
             break;
         }
+    }
+    // -D: the round trips inside the window (stamps are in time order).
+    if let Some(w) = window {
+        stamps.retain(|&t| w.contains(t));
     }
     Ok((client.then_some(stamps), checked))
 }

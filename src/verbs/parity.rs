@@ -6,6 +6,7 @@
 use super::bench::{Benchmark, Test, Verb};
 use super::device::source_text;
 use super::device::Port;
+use super::duration_args::validation_refusal;
 use super::validate::fault_from_env;
 use super::verdict::Limits;
 use crate::cli::whole;
@@ -32,7 +33,7 @@ pub struct ParityArgs {
     /// Connection type: RC, UC (write, send) or UD (send); XRC, DC and SRD need devices that have them
     #[arg(short = 'c', long = "connection", value_name = "TYPE")]
     pub connection: Option<String>,
-    /// Send tests: fill each message with a pattern of its iteration and check it at the receiver; the table counts the wrong ones
+    /// Send tests and write/read bandwidth tests (RC): fill each message with a pattern of its iteration and check it where it lands; the table counts the wrong ones
     #[arg(long = "data_validation")]
     pub data_validation: bool,
     /// Write, read and atomic bandwidth tests: run -t signalled requests per QP before the timed run (perftest's default since 6.x is none)
@@ -130,12 +131,6 @@ impl ParityArgs {
     /// The options of `bench`; `gpu`: --use_cuda was given; `gbits`: --report_gbits.
     pub fn options(&self, bench: Benchmark, gpu: bool, gbits: bool) -> Result<Options, UsageError> {
         let program = bench.program();
-        if self.data_validation && bench.verb != Verb::Send {
-            return Err(usage(format!(
-                "--data_validation: {program}'s receiver takes no part in the transfer, so it cannot check it; \
-                 use ib_send_bw or ib_send_lat --data_validation"
-            )));
-        }
         if self.perform_warm_up && (bench.test != Test::Bw || bench.verb == Verb::Send) {
             return Err(usage(format!(
                 "--perform_warm_up: only write, read and atomic bandwidth tests warm up (as perftest); drop it from {program}"
@@ -176,6 +171,11 @@ impl ParityArgs {
                 ))
             })?,
         };
+        if let Some(refusal) =
+            validation_refusal(bench, connection == Connection::Rc).filter(|_| self.data_validation)
+        {
+            return Err(usage(refusal));
+        }
         match (connection, bench.verb) {
             (Connection::Uc, v) if v.fetches() => {
                 return Err(usage(format!(

@@ -11,9 +11,11 @@ use super::args::Plan;
 use super::bench::Verb;
 use super::completion::Wc;
 use super::device::{source_text, Port};
+use super::duration::takes_receives;
 use super::memory::{allocate, register, Buffer};
 use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
 use super::path::route;
+use super::ring::{corrupt_at, remote_offset, Ring};
 use super::ud::{self, UdDest, GRH_BYTES};
 use super::validate;
 use super::wire::{Hello, QpInfo, CONTROL_BYTES};
@@ -71,6 +73,8 @@ pub struct QpEnd {
     grh: u32,
     /// --data_validation's slots (None: every message uses the half's start).
     slots: Option<Slots>,
+    /// --write_with_imm: writes carry an immediate (their sequence number).
+    imm: bool,
 }
 
 impl QpEnd {
@@ -109,8 +113,14 @@ impl QpEnd {
         let seq = wr_id & SEQ_MASK;
         validate::fill(buf, seq);
         if slots.corrupt == Some(seq) && len > 0 {
-            buf[len as usize / 2] ^= 0x5a;
+            buf[corrupt_at(len)] ^= 0x5a;
         }
+    }
+
+    /// --data_validation of writes and reads: this QP's buffer as a ring.
+    pub fn ring(&self) -> Option<Ring> {
+        let s = self.slots?;
+        Some(Ring::new(self.buffer.as_ptr(), self.half, s.stride, s.send))
     }
 
     /// --data_validation: whether the receive `wc` holds message `seq` of
@@ -210,13 +220,21 @@ impl QpEnd {
         inline: bool,
         remote: &QpInfo,
     ) -> anyhow::Result<()> {
+        // --data_validation: writes and reads use the peer's slot of their message.
+        let slot = match (self.slots, op) {
+            (Some(s), Verb::Write | Verb::Read) => {
+                remote_offset(wr_id & SEQ_MASK, s.stride, remote)
+            }
+            _ => 0,
+        };
         let rdma = wr_t {
             rdma: rdma_t {
-                remote_addr: remote.addr,
+                remote_addr: remote.addr + slot,
                 rkey: remote.rkey,
             },
         };
         let (opcode, wr, len) = match op {
+            Verb::Write if self.imm => (ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM, rdma, len),
             Verb::Write => (ibv_wr_opcode::IBV_WR_RDMA_WRITE, rdma, len),
             Verb::Read => (ibv_wr_opcode::IBV_WR_RDMA_READ, rdma, len),
             Verb::Send => {
@@ -254,7 +272,7 @@ impl QpEnd {
         if inline {
             flags |= ibv_send_flags::IBV_SEND_INLINE.0;
         }
-        if op == Verb::Send && wr_id != u64::MAX {
+        if matches!(op, Verb::Send | Verb::Write) && wr_id != u64::MAX {
             self.fill_slot(wr_id, len);
         }
         let sge = (self.local_addr() + self.send_offset(wr_id) as u64, len);
@@ -293,7 +311,7 @@ impl QpEnd {
     /// One `ibv_post_send` of a work request built on the stack: perftest's
     /// data path, with nothing allocated per message. `local` is (address,
     /// length) in this QP's buffer, `remote` the peer's side of the request.
-    fn post_send(
+    pub(super) fn post_send(
         &mut self,
         wr_id: u64,
         opcode: ibv_wr_opcode::Type,
@@ -314,6 +332,9 @@ impl QpEnd {
         wr.opcode = opcode;
         wr.send_flags = flags;
         wr.wr = remote;
+        if opcode == ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM {
+            wr.imm_data_invalidated_rkey_union.imm_data = (wr_id as u32).to_be();
+        }
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP lives as long as `self`; the SGE lies in this QP's
         // registered buffer (callers pass lengths within it) and inline data
@@ -401,7 +422,7 @@ impl Endpoint {
                 source_text(&e)
             )
         })?;
-        let recv = plan.bench.verb == Verb::Send;
+        let recv = takes_receives(plan);
         let rx_depth = if recv { plan.rx_depth } else { 1 };
         let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send")?;
         let recv_cq = create_cq(port, rx_depth * plan.qps, "receive")?;
@@ -469,6 +490,7 @@ impl Endpoint {
                 ud: None,
                 grh,
                 slots,
+                imm: plan.timing.write_imm,
             };
             if connection == Connection::Ud {
                 // SAFETY: the QP is alive in `end`.

@@ -7,6 +7,7 @@ use super::bench::{Test, Verb};
 use super::clock::Clock;
 use super::counters::Fabric;
 use super::device::{device_name_for, open_port, GidKind, Port};
+use super::duration::{takes_receives, Periods};
 use super::figures::lines_of;
 use super::header::Header;
 use super::link::{Link, Patience};
@@ -16,7 +17,7 @@ use super::qp::Endpoint;
 use super::seat::Seat;
 use super::validate::{wrong_summary, Checked};
 use super::wire::{histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL};
-use super::{bw, lat};
+use super::{bw, lat, rdma_check};
 use crate::job::{Group, Job};
 use crate::report::csv::CsvExport;
 use crate::report::perftest::{PerftestHeader, PerftestTable};
@@ -206,7 +207,8 @@ impl Session<'_> {
         }
         let mut checked = Checked::default();
         let mut below_limit = None;
-        for &size in &sizes {
+        let mut periods = Periods::new(plan, &sizes)?;
+        while let Some(size) = periods.next(link)? {
             let (report, counters) = fabric.around(|| self.measure(link, &peer.qps, size))?;
             let reports: Vec<Option<Report>> = link
                 .gather(&Message::Report(report), Patience::WhileMeasuring)?
@@ -238,6 +240,13 @@ impl Session<'_> {
         for exporter in &mut exporters {
             exporter.finish(&run, &Summary::default())?;
         }
+        if let (Some(signal), true) = (&periods.stopped_by, self.printer) {
+            eprintln!(
+                "{}: --run_infinitely: stopped by {signal} after {} periods",
+                plan.bench.program(),
+                periods.count()
+            );
+        }
         // The side that prints says it (once per job under mpirun).
         if self.printer && checked.wrong > 0 {
             bail!(wrong_summary(
@@ -268,17 +277,22 @@ impl Session<'_> {
             Test::Bw => {
                 let roles = bw::Roles {
                     sending: client || plan.bidirectional,
-                    receiving: verb == Verb::Send && (!client || plan.bidirectional),
+                    receiving: takes_receives(plan) && (!client || plan.bidirectional),
                 };
                 if roles.receiving {
                     bw::post_receives(self.endpoint, len, plan)?;
                 }
+                rdma_check::prepare(self.endpoint, len, plan, client);
                 start_together(link, size)?;
                 if roles.sending && plan.options.warm_up {
                     bw::warm_up(self.endpoint, remote, verb, len, plan)?;
                 }
-                let (measured, checked) =
-                    bw::run(self.endpoint, remote, verb, len, plan, roles, &self.clock)?;
+                let (measured, checked) = if rdma_check::watches(plan, roles.sending) {
+                    let checked = rdma_check::watch_writes(self.endpoint, remote, len, plan)?;
+                    (None, checked)
+                } else {
+                    bw::run(self.endpoint, remote, verb, len, plan, roles, &self.clock)?
+                };
                 let bw = measured.map(|m| BwReport {
                     messages: m.messages,
                     elapsed_ns: m.elapsed_ns,
@@ -290,6 +304,9 @@ impl Session<'_> {
             Test::Lat => {
                 match verb {
                     Verb::Send => lat::post_receives(self.endpoint, len, plan)?,
+                    Verb::Write if plan.timing.write_imm => {
+                        lat::post_receives(self.endpoint, len, plan)?
+                    }
                     Verb::Write => lat::clear_flags(self.endpoint, len),
                     Verb::Read | Verb::Atomic => {}
                 }

@@ -36,7 +36,7 @@ pub const FAULT_VERBS_CORRUPT_ENV: &str = "FABRICBENCH_FAULT_VERBS_CORRUPT";
 /// Byte `i` of iteration `seq`'s message: differs between neighbouring
 /// iterations and along the message.
 #[inline]
-fn pattern_byte(seq: u64, i: usize) -> u8 {
+pub fn pattern_byte(seq: u64, i: usize) -> u8 {
     (seq.wrapping_mul(0x9e37_79b9)
         .wrapping_add((i as u64).wrapping_mul(131))
         >> 3) as u8

@@ -100,6 +100,10 @@ pub enum Message {
     Abort {
         reason: String,
     },
+    /// --run_infinitely: this side caught `signal`; every side stops after this period.
+    Stop {
+        signal: String,
+    },
 }
 
 impl Message {
@@ -109,6 +113,7 @@ impl Message {
             Message::Ready { .. } => "a start signal",
             Message::Report(_) => "a measurement",
             Message::Abort { .. } => "a stop",
+            Message::Stop { .. } => "its stop at a signal",
         }
     }
 }
@@ -187,7 +192,7 @@ fn check_message(msg: &Message) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Message::Ready { .. } | Message::Abort { .. } => Ok(()),
+        Message::Ready { .. } | Message::Abort { .. } | Message::Stop { .. } => Ok(()),
         Message::Report(None) => Ok(()),
         Message::Report(Some(r)) => {
             if let Some(bw) = &r.bw {
