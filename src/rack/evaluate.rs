@@ -490,6 +490,7 @@ max = 10
         let results = PairResults {
             labels: vec!["a".into(), "b".into()],
             sizes: vec![size],
+            counters: Vec::new(),
         };
         let r = evaluate_pairs(&check, &Thresholds::default(), &results);
         assert!(!r.passed, "{r:?}");
