@@ -13,6 +13,7 @@ pub mod evaluate;
 pub mod html;
 pub mod launch;
 pub mod nodes;
+mod pair_counters;
 pub mod report;
 pub mod runner;
 pub mod spec;
