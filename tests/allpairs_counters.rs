@@ -101,3 +101,14 @@ fn the_pair_whose_round_moved_a_retransmit_is_named() {
     // columns, 3 rows each.
     assert_eq!(pandas_rows(&csv), 3 * (4 * 2 + 6));
 }
+
+#[test]
+fn report_counters_are_refused_with_all_pairs() {
+    let out = mpirun(
+        2,
+        env!("CARGO_BIN_EXE_ib_write_bw"),
+        &["--all-pairs", "-n", "5", "-W", "counters/port_xmit_data"],
+    );
+    let line = common::one_error(&out, 2, "-W/--report-counters with --all-pairs");
+    assert!(line.contains("drop -W"), "{line}");
+}

@@ -212,13 +212,19 @@ pub(super) fn run(
         format!("--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node {program} --all-pairs")
     });
     agree(job, program, ExitStatus::Usage, enough)?;
-    if !plan.counters.report.is_empty() {
-        return Err(Failure::Usage(format!(
+    let no_report = plan
+        .counters
+        .report
+        .is_empty()
+        .then_some(())
+        .ok_or_else(|| {
+            format!(
             "-W/--report-counters with --all-pairs: {program} --all-pairs prints no line per size; \
              drop -W (the footer names every counter that moved in each pair's round, and \
              --counters FILE keeps every delta)"
-        )));
-    }
+        )
+        });
+    agree(job, program, ExitStatus::Usage, no_report)?;
     let side = open_device(plan, world.local_rank).map_err(|e| format!("{e:#}"));
     let (plan, port) = agree(job, program, ExitStatus::Failed, side)?;
     let mut pair = VerbsPair {
