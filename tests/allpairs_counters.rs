@@ -17,33 +17,15 @@ fn the_pair_whose_round_moved_a_retransmit_is_named() {
     let (csv, counters) = (dir.join("pairs.csv"), dir.join("counters.csv"));
     let root = fixture("counters/rxe-bad-round");
     // Three ranks, rounds (1, 2), (0, 1), (0, 2); thresholds no noise crosses.
-    let out = mpirun(
-        3,
-        SENDRECV,
-        &[
-            "--all-pairs",
-            "-b",
-            "8",
-            "-e",
-            "64",
-            "-f",
-            "8",
-            "-n",
-            "3",
-            "-w",
-            "1",
-            "--slow-fraction",
-            "0.001",
-            "--slow-latency",
-            "100000",
-            "--sysfs-root",
-            root.to_str().unwrap(),
-            "--csv",
-            csv.to_str().unwrap(),
-            "--counters",
-            counters.to_str().unwrap(),
-        ],
-    );
+    let mut args: Vec<&str> =
+        "--all-pairs -b 8 -e 64 -f 8 -n 3 -w 1 --slow-fraction 0.001 --slow-latency 100000"
+            .split(' ')
+            .collect();
+    let paths = [root, csv.clone(), counters.clone()];
+    for (flag, path) in ["--sysfs-root", "--csv", "--counters"].iter().zip(&paths) {
+        args.extend([*flag, path.to_str().unwrap()]);
+    }
+    let out = mpirun(3, SENDRECV, &args);
     let log = log(&out);
     assert_eq!(out.status.code(), Some(0), "{log}");
     let results = read_csv(&csv).unwrap();

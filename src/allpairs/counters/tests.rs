@@ -22,6 +22,32 @@ fn rounds_over(tree: &Tree, host: &str, n: usize) -> RoundCounters {
     RoundCounters { rounds }
 }
 
+/// Each rank's host and label, and the rounds of their pairs.
+struct Ranks {
+    hosts: Vec<String>,
+    labels: Vec<String>,
+    rounds: Vec<Vec<(usize, usize)>>,
+}
+
+impl Ranks {
+    fn on(hosts: &[&str]) -> Ranks {
+        let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        Ranks {
+            labels: labels(&hosts),
+            rounds: round_robin(hosts.len()),
+            hosts,
+        }
+    }
+
+    fn schedule(&self) -> Schedule<'_> {
+        Schedule {
+            hosts: &self.hosts,
+            labels: &self.labels,
+            rounds: &self.rounds,
+        }
+    }
+}
+
 fn rxe_plan() -> FabricPlan {
     FabricPlan {
         meant: Some(Meant {
@@ -40,14 +66,8 @@ fn a_counter_that_moved_in_one_round_names_that_rounds_pair() {
     // retransmits move during the second read span only.
     let tree = Tree::named("counters/rxe-bad-round");
     let rounds = rounds_over(&tree, "softroce-vm", 3);
-    let hosts = vec!["softroce-vm".to_string(); 3];
-    let labels = labels(&hosts);
-    let schedule_rounds = round_robin(3);
-    let schedule = Schedule {
-        hosts: &hosts,
-        labels: &labels,
-        rounds: &schedule_rounds,
-    };
+    let ranks = Ranks::on(&["softroce-vm"; 3]);
+    let (schedule, labels) = (ranks.schedule(), ranks.labels.clone());
     let mut results = PairResults {
         labels: labels.clone(),
         sizes: vec![SizeMatrices::empty(8, 3, false)],
@@ -143,14 +163,8 @@ fn retransmit(host: &str, by: u64) -> NodeChanges {
 #[test]
 fn pairs_that_share_a_node_in_a_round_are_not_told_apart() {
     // Ranks 0, 1 on a and 2, 3 on b: rounds (0,3)+(1,2), (0,1)+(2,3), (0,2)+(1,3).
-    let hosts: Vec<String> = ["a", "a", "b", "b"].map(String::from).to_vec();
-    let labels = labels(&hosts);
-    let schedule_rounds = round_robin(4);
-    let schedule = Schedule {
-        hosts: &hosts,
-        labels: &labels,
-        rounds: &schedule_rounds,
-    };
+    let ranks = Ranks::on(&["a", "a", "b", "b"]);
+    let schedule = ranks.schedule();
     let quiet = |host: &str| retransmit(host, 0);
     let rounds = RoundCounters {
         rounds: vec![
