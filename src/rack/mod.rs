@@ -13,7 +13,6 @@ pub mod evaluate;
 pub mod html;
 pub mod launch;
 pub mod nodes;
-mod pair_counters;
 pub mod report;
 pub mod runner;
 pub mod spec;
