@@ -1,6 +1,7 @@
 //! The runner: every rank meets its partner of each round of the schedule and
 //! measures the pair at every size; rank 0 gathers the samples into matrices,
-//! prints the table and writes the CSV and heatmap. It does not know what a pair
+//! prints the table, the fabric counters of each round (`counters`) and writes the
+//! CSV and heatmap. It does not know what a pair
 //! measurement is (`PairMeasure`).
 
 use super::counters::{self, RoundWatch, Schedule};
