@@ -110,6 +110,8 @@ fn a_run_names_its_rails_and_what_moved_in_the_footer_csv_and_counters_file() {
             "np_cnp_sent",
             "congestion",
             "7",
+            "",
+            "",
             ""
         ]
     );
@@ -121,7 +123,7 @@ fn counter_rows(path: &Path) -> Vec<Vec<String>> {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("run_id,program,seq,size_bytes,host,device,port,family,counter,class,delta,unknown")
+        Some("run_id,program,seq,size_bytes,host,device,port,family,counter,class,delta,unknown,round,pairs")
     );
     lines
         .map(|l| l.split(',').map(str::to_string).collect())

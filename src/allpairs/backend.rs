@@ -13,6 +13,7 @@ use crate::collective::{Collective, CollectiveId};
 use crate::datatype::{DataType, RedOp};
 use crate::job::world::World;
 use crate::job::{agree_each_rank, ExitStatus, Failure};
+use crate::report::counters::FabricPlan;
 use crate::sizes::{sweep, sweep_len};
 use crate::watchdog::Watchdog;
 use std::time::Duration;
@@ -190,6 +191,8 @@ pub(crate) fn prepare<'a>(
         thresholds,
         csv: args.output.csv.as_deref(),
         timeout_s: plan.timeout_s,
+        fabric: FabricPlan::collective(&args.sysfs_root, world.nodes().len()),
+        counters: args.counters.counters.as_deref(),
     })
 }
 

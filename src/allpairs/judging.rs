@@ -425,6 +425,7 @@ mod tests {
         let r = super::super::matrix::PairResults {
             labels: vec!["a".into(), "b".into()],
             sizes: Vec::new(),
+            counters: Vec::new(),
         };
         let v = r.judge(&Thresholds::default());
         assert!(v.passed() && v.median_gbs.is_nan() && v.bw_size == 0);

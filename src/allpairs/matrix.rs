@@ -5,7 +5,12 @@
 //! median, `algbw_gbs` size over mean time, and `wrong_bytes` when validated):
 //! row `node` i, column j holds the value of pair (i, j); the matrix is symmetric
 //! (each pair is measured once, both directions at once) and the diagonal is empty.
+//! After the sizes, the fabric counters' columns (`rdma_bytes`, `rdma_packets`,
+//! `counter_errors`, `counter_retransmits`, `counter_congestion`,
+//! `counter_pauses`, as in a sweep's CSV), N rows each with `size_bytes` empty:
+//! pair (i, j) holds the deltas of its two nodes over its round, every size.
 
+use crate::report::counters::Column;
 use anyhow::{bail, Context};
 use std::io::Write;
 use std::path::Path;
@@ -121,6 +126,8 @@ pub struct PairResults {
     pub labels: Vec<String>,
     /// In sweep order.
     pub sizes: Vec<SizeMatrices>,
+    /// The fabric counters' columns over each pair's round; empty where none were read.
+    pub counters: Vec<(Column, Matrix)>,
 }
 
 impl PairResults {
@@ -155,22 +162,26 @@ pub fn write_csv(out: impl Write, results: &PairResults) -> anyhow::Result<()> {
     let mut header = vec!["metric".to_string(), "size_bytes".into(), "node".into()];
     header.extend(results.labels.iter().cloned());
     w.write_record(&header)?;
+    let mut rows = |name: &str, size: String, m: &Matrix| -> anyhow::Result<()> {
+        for (i, row) in m.0.iter().enumerate() {
+            let mut record = vec![name.to_string(), size.clone(), results.labels[i].clone()];
+            record.extend(
+                row.iter()
+                    .map(|v| v.map_or(String::new(), |v| v.to_string())),
+            );
+            w.write_record(&record)?;
+        }
+        Ok(())
+    };
     for s in &results.sizes {
         for metric in Metric::ALL {
-            let Some(m) = s.metric(metric) else { continue };
-            for (i, row) in m.0.iter().enumerate() {
-                let mut record = vec![
-                    metric.name().to_string(),
-                    s.size_bytes.to_string(),
-                    results.labels[i].clone(),
-                ];
-                record.extend(
-                    row.iter()
-                        .map(|v| v.map_or(String::new(), |v| v.to_string())),
-                );
-                w.write_record(&record)?;
+            if let Some(m) = s.metric(metric) {
+                rows(metric.name(), s.size_bytes.to_string(), m)?;
             }
         }
+    }
+    for (column, m) in &results.counters {
+        rows(column.name(), String::new(), m)?;
     }
     w.flush()?;
     Ok(())
@@ -192,25 +203,36 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
     let labels = header[3..].to_vec();
     let n = labels.len();
     let mut sizes: Vec<SizeMatrices> = Vec::new();
+    let mut counters: Vec<(Column, Matrix)> = Vec::new();
     for record in reader.records() {
         let record = record?;
         let bad = || format!("{}: malformed row {:?}", path.display(), record);
-        let size_bytes: u64 = record
-            .get(1)
-            .and_then(|s| s.parse().ok())
-            .with_context(bad)?;
         let row = labels
             .iter()
             .position(|l| Some(l.as_str()) == record.get(2))
             .with_context(bad)?;
-        if sizes.last().map_or(true, |s| s.size_bytes != size_bytes) {
-            sizes.push(SizeMatrices::empty(size_bytes, n, false));
-        }
         let name = record.get(0).unwrap_or("");
-        let Some(metric) = Metric::from_name(name) else {
-            bail!("{}: unknown metric '{name}'", path.display());
+        let m = if let Some(column) = Column::from_name(name) {
+            if record.get(1) != Some("") {
+                bail!("{}", bad());
+            }
+            if counters.last().map_or(true, |(c, _)| *c != column) {
+                counters.push((column, Matrix::empty(n)));
+            }
+            &mut counters.last_mut().expect("pushed above").1
+        } else {
+            let size_bytes: u64 = record
+                .get(1)
+                .and_then(|s| s.parse().ok())
+                .with_context(bad)?;
+            if sizes.last().map_or(true, |s| s.size_bytes != size_bytes) {
+                sizes.push(SizeMatrices::empty(size_bytes, n, false));
+            }
+            let Some(metric) = Metric::from_name(name) else {
+                bail!("{}: unknown metric '{name}'", path.display());
+            };
+            sizes.last_mut().expect("pushed above").metric_mut(metric)
         };
-        let m = sizes.last_mut().expect("pushed above").metric_mut(metric);
         for (col, cell) in record.iter().skip(3).enumerate().take(n) {
             m.0[row][col] = if cell.is_empty() {
                 None
@@ -219,7 +241,11 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
             };
         }
     }
-    Ok(PairResults { labels, sizes })
+    Ok(PairResults {
+        labels,
+        sizes,
+        counters,
+    })
 }
 
 #[cfg(test)]
@@ -242,6 +268,7 @@ pub(super) mod tests {
         PairResults {
             labels: (0..n).map(|i| format!("node{i}")).collect(),
             sizes: vec![small, large],
+            counters: Vec::new(),
         }
     }
 

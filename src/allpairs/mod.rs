@@ -9,10 +9,12 @@
 //!   plugs in from `verbs::pairs`;
 //! - `matrix`: the N x N results per size (time, algbw, wrong bytes when
 //!   validated) and their CSV, which rack_check reads back;
+//! - `counters`: the fabric counters around each round, attributed to its pairs;
 //! - `judging`: the thresholds, the pairs that cross them and the suspect node;
 //! - `table` and `heatmap`: what rank 0 prints and draws.
 
 pub mod backend;
+pub mod counters;
 pub mod heatmap;
 pub mod judging;
 pub mod matrix;

@@ -1,8 +1,10 @@
 //! The runner: every rank meets its partner of each round of the schedule and
 //! measures the pair at every size; rank 0 gathers the samples into matrices,
-//! prints the table and writes the CSV and heatmap. It does not know what a pair
+//! prints the table, the fabric counters of each round (`counters`) and writes the
+//! CSV and heatmap. It does not know what a pair
 //! measurement is (`PairMeasure`).
 
+use super::counters::{self, RoundWatch, Schedule};
 use super::heatmap;
 use super::judging::Thresholds;
 use super::matrix::{labels, write_csv, PairResults, SizeMatrices};
@@ -11,7 +13,9 @@ use super::table::{write_header, write_table, Header};
 use crate::cli::io_reason;
 use crate::job::world::World;
 use crate::job::{agree, ExitStatus, Failure};
+use crate::report::counters::{CounterCsv, FabricPlan};
 use crate::report::csv::new_file;
+use crate::report::RunInfo;
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
 use std::io::Write;
@@ -71,18 +75,17 @@ pub fn measure_all_pairs(
     measure: &mut dyn PairMeasure,
     sizes: &[u64],
     watchdog: &Watchdog,
+    fabric: &mut RoundWatch,
 ) -> anyhow::Result<Option<PairResults>> {
     let rounds = round_robin(world.size);
     let mut mine = Vec::with_capacity(rounds.len() * sizes.len() * SAMPLE_LEN);
     for (r, round) in rounds.iter().enumerate() {
-        watchdog.begin(format!(
-            "all-pairs round {} of {} (barrier)",
-            r + 1,
-            rounds.len()
-        ));
+        let what = format!("all-pairs round {} of {}", r + 1, rounds.len());
+        watchdog.begin(format!("{what} (barrier)"));
         watchdog.enter_call();
         world.barrier();
         watchdog.end();
+        fabric.before(world, watchdog, &what);
         let peer = partner(round, world.rank);
         for &size in sizes {
             let sample = match peer {
@@ -101,6 +104,7 @@ pub fn measure_all_pairs(
             };
             mine.extend(sample.encode());
         }
+        fabric.after(world, watchdog, &what);
     }
     watchdog.begin("all-pairs (gathering results)".into());
     watchdog.enter_call();
@@ -127,6 +131,7 @@ fn assemble(
             .iter()
             .map(|&size_bytes| SizeMatrices::empty(size_bytes, hosts.len(), validated))
             .collect(),
+        counters: Vec::new(),
     };
     for (r, round) in rounds.iter().enumerate() {
         for &(a, b) in round {
@@ -223,6 +228,10 @@ pub struct PairRun<'a> {
     pub csv: Option<&'a Path>,
     /// -T: a pair that hangs this long ends the job (0 = never).
     pub timeout_s: u64,
+    /// Where the fabric counters are read around each round, and what they are judged against.
+    pub fabric: FabricPlan,
+    /// --counters FILE: every round's raw deltas (a new file).
+    pub counters: Option<&'a Path>,
 }
 
 /// Measures every pair with `measure` and, on rank 0, prints the table and
@@ -254,24 +263,55 @@ pub(crate) fn run_pairs_watched(
         _ => Ok(None),
     };
     let csv = agree(world, program, ExitStatus::Failed, csv)?;
-    let rounds = round_robin(world.size).len();
+    let counters = match (run.counters, world.is_root()) {
+        (Some(path), true) => CounterCsv::create(path)
+            .map(Some)
+            .map_err(|e| format!("{e:#}")),
+        _ => Ok(None),
+    };
+    let mut counters = agree(world, program, ExitStatus::Failed, counters)?;
+    let rounds = round_robin(world.size);
     if world.is_root() {
         let header = Header {
             program,
             ranks: world.size,
-            rounds,
+            rounds: rounds.len(),
             sizes: &run.sizes,
             iters: run.iters,
             each_pair: &measure.describe(),
         };
         write_header(&mut std::io::stdout(), &header).map_err(|e| Failure::Fatal(e.into()))?;
     }
-    let Some(results) = measure_all_pairs(world, measure, &run.sizes, watchdog)? else {
+    let mut fabric = RoundWatch::new(&run.fabric, world.local_rank);
+    let measured = measure_all_pairs(world, measure, &run.sizes, watchdog, &mut fabric)?;
+    let Some(mut results) = measured else {
         return Ok(ExitStatus::Ok);
     };
+    let labels = results.labels.clone();
+    let schedule = Schedule {
+        hosts: &world.hosts,
+        labels: &labels,
+        rounds: &rounds,
+    };
+    let round_counters = fabric.into_rounds();
+    let footer = counters::fill(&round_counters, &run.fabric, &schedule, &mut results);
     let verdict = results.judge(&run.thresholds);
     write_table(&mut std::io::stdout(), &results, &verdict, &run.thresholds)
         .map_err(|e| Failure::Fatal(e.into()))?;
+    for line in footer {
+        println!("# {line}");
+    }
+    let mut status = match verdict.passed() {
+        true => ExitStatus::Ok,
+        false => ExitStatus::Failed,
+    };
+    if let Some(file) = &mut counters {
+        let run_info = RunInfo::new(program, chrono::Utc::now());
+        if let Err(e) = round_counters.write(file, &run_info, &schedule) {
+            eprintln!("{program}: error: {e:#}");
+            status = ExitStatus::Failed;
+        }
+    }
     if let (Some(mut file), Some(path)) = (csv, run.csv) {
         // One write of the whole file; one that fails leaves it empty, for a rerun.
         let mut bytes = Vec::new();
@@ -299,11 +339,7 @@ pub(crate) fn run_pairs_watched(
             Err(e) => eprintln!("{program}: warning: {e:#}"),
         }
     }
-    Ok(if verdict.passed() {
-        ExitStatus::Ok
-    } else {
-        ExitStatus::Failed
-    })
+    Ok(status)
 }
 
 #[cfg(test)]

@@ -54,13 +54,17 @@ pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
                 format!("no results to check: {e:#}"),
             ),
         },
+        // An all-pairs test writes its matrices, with the counters of each pair's round.
         CheckKind::Counters { max, .. } => match read_rows(csv) {
             Ok(rows) => evaluate_counters(check, &rows),
-            Err(e) => CheckResult::failed(
-                check,
-                counters_threshold(max),
-                format!("no results to check: {e:#}"),
-            ),
+            Err(e) => match read_pairs(csv) {
+                Ok(results) => evaluate_pair_counters(check, max, &results),
+                Err(_) => CheckResult::failed(
+                    check,
+                    counters_threshold(max),
+                    format!("no results to check: {e:#}"),
+                ),
+            },
         },
         CheckKind::AllPairs(t) => match read_pairs(csv) {
             Ok(results) => evaluate_pairs(check, t, &results),
@@ -297,6 +301,68 @@ pub fn evaluate_counters(check: &Check, rows: &[Row]) -> CheckResult {
     }
 }
 
+/// A counters check on an all-pairs test: each class summed over the pairs of
+/// the matrix CSV (a pair's cell holds its two nodes' deltas over its round),
+/// failing with the pairs whose round moved it.
+pub fn evaluate_pair_counters(
+    check: &Check,
+    max: &[(Class, u64)],
+    results: &PairResults,
+) -> CheckResult {
+    let threshold = counters_threshold(max);
+    let mut details = Vec::new();
+    let mut measured = Vec::new();
+    let mut passed = true;
+    let mut pairs = 0;
+    for &(class, limit) in max {
+        let column = results
+            .counters
+            .iter()
+            .find(|(c, _)| c.class() == Some(class));
+        let Some((_, matrix)) = column else {
+            passed = false;
+            measured.push(format!("{} not read", class.name()));
+            details.push(format!(
+                "{}: the matrix CSV has no counter columns (the run read no fabric counters); \
+                 rerun the test with this fabricbench",
+                class.name()
+            ));
+            continue;
+        };
+        let moved = matrix.pairs();
+        pairs = moved.len();
+        let total: u64 = moved.iter().map(|&(_, _, v)| v as u64).sum();
+        measured.push(format!("{} {total}", class.name()));
+        if total > limit {
+            passed = false;
+            let named: Vec<String> = moved
+                .iter()
+                .filter(|&&(_, _, v)| v > 0.0)
+                .take(8)
+                .map(|&(a, b, v)| {
+                    format!(
+                        "{} <-> {} (+{})",
+                        results.labels[a], results.labels[b], v as u64
+                    )
+                })
+                .collect();
+            details.push(format!(
+                "{} {total} is above {limit}: moved during the rounds of pairs {}; {}",
+                class.name(),
+                named.join(", "),
+                counters_hint(class)
+            ));
+        }
+    }
+    CheckResult {
+        label: check.label.clone(),
+        measured: format!("{} over {pairs} pairs", measured.join(", ")),
+        threshold,
+        passed,
+        details,
+    }
+}
+
 fn pairs_threshold(t: &Thresholds) -> String {
     format!(
         "every pair >= {} x median algbw and <= {} x lowest median time",
@@ -490,6 +556,7 @@ max = 10
         let results = PairResults {
             labels: vec!["a".into(), "b".into()],
             sizes: vec![size],
+            counters: Vec::new(),
         };
         let r = evaluate_pairs(&check, &Thresholds::default(), &results);
         assert!(!r.passed, "{r:?}");
@@ -564,6 +631,82 @@ max = 10
         assert!(
             !r.passed && r.details[0].contains("the run read no fabric counters"),
             "{r:?}"
+        );
+    }
+
+    fn pair_check() -> Check {
+        Check {
+            label: "pairs fabric counters retransmits <= 0 over every pair's round".into(),
+            test: "pairs".into(),
+            kind: CheckKind::Counters {
+                size: None,
+                max: vec![(Class::Retransmits, 0), (Class::Errors, 0)],
+            },
+        }
+    }
+
+    #[test]
+    fn the_pairs_whose_round_moved_a_class_fail_it() {
+        let mut retransmits = crate::allpairs::Matrix::empty(3);
+        retransmits.set(0, 1, 7.0);
+        retransmits.set(0, 2, 0.0);
+        retransmits.set(1, 2, 0.0);
+        let mut errors = crate::allpairs::Matrix::empty(3);
+        for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+            errors.set(a, b, 0.0);
+        }
+        let results = PairResults {
+            labels: ["a", "b", "c"].map(String::from).to_vec(),
+            sizes: Vec::new(),
+            counters: vec![
+                (crate::report::counters::Column::Errors, errors),
+                (crate::report::counters::Column::Retransmits, retransmits),
+            ],
+        };
+        let CheckKind::Counters { max, .. } = pair_check().kind else {
+            unreachable!()
+        };
+        let r = evaluate_pair_counters(&pair_check(), &max, &results);
+        assert!(!r.passed);
+        assert_eq!(r.measured, "retransmits 7, errors 0 over 3 pairs");
+        assert_eq!(r.details.len(), 1, "{:?}", r.details);
+        assert!(
+            r.details[0].starts_with(
+                "retransmits 7 is above 0: moved during the rounds of pairs a <-> b (+7); packets lost"
+            ),
+            "{}",
+            r.details[0]
+        );
+        // An older matrix CSV, without the counters: never a pass.
+        let bare = PairResults {
+            counters: Vec::new(),
+            ..results
+        };
+        let r = evaluate_pair_counters(&pair_check(), &max, &bare);
+        assert!(!r.passed && r.measured == "retransmits not read, errors not read over 0 pairs");
+    }
+
+    #[test]
+    fn a_counters_check_on_an_all_pairs_test_spans_the_rounds() {
+        let spec = |check: &str| {
+            format!(
+                "name = \"r\"\n[launch]\nnodes = 2\nranks_per_node = 1\n[[test]]\nname = \"pairs\"\n\
+                 binary = \"sendrecv_perf\"\nargs = [\"--all-pairs\"]\n[[check]]\ntest = \"pairs\"\n\
+                 metric = \"counters\"\nmax_retransmits = 0\n{check}"
+            )
+        };
+        let s = crate::rack::spec::Spec::parse(&spec("")).unwrap();
+        assert_eq!(
+            s.checks[0].label,
+            "pairs fabric counters retransmits <= 0 over every pair's round"
+        );
+        let e = crate::rack::spec::Spec::parse(&spec("size = \"1M\"")).unwrap_err();
+        assert!(
+            e.ends_with(
+                "size with test 'pairs': an all-pairs test reads the counters around each \
+                 pair's round, which spans every size; drop size"
+            ),
+            "{e}"
         );
     }
 }

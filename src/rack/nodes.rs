@@ -220,6 +220,7 @@ mod tests {
         let results = PairResults {
             labels,
             sizes: Vec::new(),
+            counters: Vec::new(),
         };
         let slow = |a, b| SlowPair {
             a,

@@ -210,7 +210,7 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         )
     })?;
     if c.metric == "counters" {
-        return counters_check(c);
+        return counters_check(c, test.all_pairs());
     }
     if !c.counter_limits().is_empty() {
         return Err(
@@ -319,7 +319,8 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
 
 /// `metric = "counters"`: thresholds on the fabric counters' classes,
 /// optionally at one size.
-fn counters_check(c: &RawCheck) -> Result<Check, String> {
+/// `all_pairs`: the test's counters span each pair's round, every size.
+fn counters_check(c: &RawCheck, all_pairs: bool) -> Result<Check, String> {
     let max = c.counter_limits();
     if max.is_empty() {
         return Err(
@@ -343,20 +344,24 @@ fn counters_check(c: &RawCheck) -> Result<Check, String> {
         .as_deref()
         .map(|s| parse_size(s).map_err(|e| format!("size {e}")))
         .transpose()?;
+    if all_pairs && size.is_some() {
+        return Err(format!(
+            "size with test '{}': an all-pairs test reads the counters around each pair's round, \
+             which spans every size; drop size",
+            c.test
+        ));
+    }
+    let over = match (size, all_pairs) {
+        (Some(s), _) => format!(" at {}", human_bytes(s)),
+        (None, true) => " over every pair's round".to_string(),
+        (None, false) => " over every size".to_string(),
+    };
     let limits: Vec<String> = max
         .iter()
         .map(|(class, v)| format!("{} <= {v}", class.name()))
         .collect();
     Ok(Check {
-        label: format!(
-            "{} fabric counters {}{}",
-            c.test,
-            limits.join(", "),
-            size.map_or(" over every size".to_string(), |s| format!(
-                " at {}",
-                human_bytes(s)
-            ))
-        ),
+        label: format!("{} fabric counters {}{over}", c.test, limits.join(", ")),
         test: c.test.clone(),
         kind: CheckKind::Counters { size, max },
     })

@@ -95,6 +95,91 @@ impl SizeCounters {
     }
 }
 
+/// The six counter columns of a results CSV: what a size's (or an all-pairs
+/// round's) deltas add up to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    RdmaBytes,
+    RdmaPackets,
+    Errors,
+    Retransmits,
+    Congestion,
+    Pauses,
+}
+
+impl Column {
+    /// In the order the CSVs list them.
+    pub const ALL: [Column; 6] = [
+        Column::RdmaBytes,
+        Column::RdmaPackets,
+        Column::Errors,
+        Column::Retransmits,
+        Column::Congestion,
+        Column::Pauses,
+    ];
+
+    /// The column's name in the CSVs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::RdmaBytes => "rdma_bytes",
+            Column::RdmaPackets => "rdma_packets",
+            Column::Errors => "counter_errors",
+            Column::Retransmits => "counter_retransmits",
+            Column::Congestion => "counter_congestion",
+            Column::Pauses => "counter_pauses",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Column> {
+        Column::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The trouble class a column sums; None for the data columns.
+    pub fn class(self) -> Option<Class> {
+        match self {
+            Column::RdmaBytes | Column::RdmaPackets => None,
+            Column::Errors => Some(Class::Errors),
+            Column::Retransmits => Some(Class::Retransmits),
+            Column::Congestion => Some(Class::Congestion),
+            Column::Pauses => Some(Class::Pauses),
+        }
+    }
+
+    /// The column's value over `counters`.
+    pub fn of(self, counters: &SizeCounters) -> Option<u64> {
+        match (self, self.class()) {
+            (Column::RdmaBytes, _) => counters.rdma_bytes(),
+            (Column::RdmaPackets, _) => counters.rdma_packets(),
+            (_, Some(class)) => Some(counters.sum(class)),
+            (_, None) => None,
+        }
+    }
+}
+
+/// What one pair of snapshots spans: a size of a sweep, or a round of an
+/// all-pairs run with the pair(s) a node's ranks were in.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Span {
+    Size(u64),
+    /// 1-based; `pairs` as "a <-> b", empty where the node sat the round out.
+    Round {
+        round: usize,
+        pairs: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Span::Size(size) => f.write_str(&human_bytes(*size)),
+            Span::Round { round, pairs } if pairs.is_empty() => {
+                write!(f, "round {round} (no pair on this node)")
+            }
+            Span::Round { round, pairs } => write!(f, "round {round} ({})", pairs.join(", ")),
+        }
+    }
+}
+
 /// Reads a node's counters around each size and gathers the deltas.
 pub struct Watch {
     reader: Option<Reader>,
@@ -160,23 +245,30 @@ impl WithCounters for SizeResult {
 #[derive(Debug, Default)]
 struct Total {
     counted: u64,
-    /// Sizes during which it moved, in order, each once.
-    moved: Vec<u64>,
-    /// Sizes during which its delta was unknown, and why.
-    unknown: Vec<(u64, &'static str)>,
+    /// Sizes (or rounds) during which it moved, in order, each once.
+    moved: Vec<Span>,
+    /// Sizes (or rounds) during which its delta was unknown, and why.
+    unknown: Vec<(Span, &'static str)>,
 }
 
-/// Every counter's movement over a run, by node, from each size's deltas.
+/// Every counter's movement over a run, by node, from each size's (or round's) deltas.
 #[derive(Debug, Default)]
 pub struct RunTotals {
     nodes: BTreeMap<String, BTreeMap<Key, Total>>,
-    sizes: usize,
+    spans: usize,
+    rounds: bool,
 }
 
 impl RunTotals {
     pub fn add(&mut self, size: u64, counters: &SizeCounters) {
-        self.sizes += 1;
-        for node in &counters.nodes {
+        self.add_spanned(counters.nodes.iter().map(|n| (Span::Size(size), n)));
+    }
+
+    /// One reading's deltas, each node's with what it spanned.
+    pub fn add_spanned<'a>(&mut self, nodes: impl IntoIterator<Item = (Span, &'a NodeChanges)>) {
+        self.spans += 1;
+        for (span, node) in nodes {
+            self.rounds = matches!(span, Span::Round { .. });
             let keys = self.nodes.entry(node.host.clone()).or_default();
             for change in &node.changes {
                 let total = keys.entry(change.key.clone()).or_default();
@@ -184,11 +276,11 @@ impl RunTotals {
                     Delta::Counted(0) => {}
                     Delta::Counted(d) => {
                         total.counted += d;
-                        if !total.moved.contains(&size) {
-                            total.moved.push(size);
+                        if !total.moved.contains(&span) {
+                            total.moved.push(span.clone());
                         }
                     }
-                    Delta::Unknown(why) => total.unknown.push((size, why.name())),
+                    Delta::Unknown(why) => total.unknown.push((span.clone(), why.name())),
                 }
             }
         }
@@ -196,9 +288,13 @@ impl RunTotals {
 
     /// The footer's lines, without their "# ".
     pub fn lines(&self, plan: &FabricPlan) -> Vec<String> {
+        let what = match self.rounds {
+            true => "round(s) of pairs",
+            false => "size(s)",
+        };
         let mut out = vec![format!(
-            "Fabric counters: deltas over {} size(s), read before and after each",
-            self.sizes
+            "Fabric counters: deltas over {} {what}, read before and after each",
+            self.spans
         )];
         if self.nodes.is_empty() {
             out.push("  no counters were read".into());
@@ -220,16 +316,15 @@ impl RunTotals {
                         key.family.name(),
                         key.name,
                         total.counted,
-                        size_list(&total.moved)
+                        span_list(&total.moved)
                     ));
                 }
-                for (size, why) in &total.unknown {
+                for (span, why) in &total.unknown {
                     out.push(format!(
-                        "  {host}: {} {}/{}: {why} during {}, its delta unknown",
+                        "  {host}: {} {}/{}: {why} during {span}, its delta unknown",
                         key.place(),
                         key.family.name(),
                         key.name,
-                        human_bytes(*size)
                     ));
                 }
             }
@@ -307,10 +402,10 @@ fn netdev_line(keys: &BTreeMap<Key, Total>) -> Option<String> {
 }
 
 /// "8 B, 16 B" (at most 8, then how many more).
-fn size_list(sizes: &[u64]) -> String {
-    let mut named: Vec<String> = sizes.iter().take(8).map(|&s| human_bytes(s)).collect();
-    if sizes.len() > 8 {
-        named.push(format!("{} more", sizes.len() - 8));
+fn span_list(spans: &[Span]) -> String {
+    let mut named: Vec<String> = spans.iter().take(8).map(Span::to_string).collect();
+    if spans.len() > 8 {
+        named.push(format!("{} more", spans.len() - 8));
     }
     named.join(", ")
 }
@@ -358,9 +453,11 @@ impl<W: Write, R: WithCounters> Exporter<R> for Footer<W> {
 pub struct CounterRow {
     pub run_id: String,
     pub program: String,
-    /// Which size of the run this is (0-based): sizes repeat over datatypes, ops, roots and cycles.
+    /// Which size of the run this is (0-based): sizes repeat over datatypes,
+    /// ops, roots and cycles; an all-pairs run's round (0-based).
     pub seq: u64,
-    pub size_bytes: u64,
+    /// The size; empty for an all-pairs round, which spans every size.
+    pub size_bytes: Option<u64>,
     pub host: String,
     pub device: String,
     pub port: Option<u32>,
@@ -373,6 +470,10 @@ pub struct CounterRow {
     pub delta: Option<u64>,
     /// Why the delta is unknown: reset, saturated, vanished, appeared.
     pub unknown: Option<String>,
+    /// All-pairs: the round (1-based) and the pair(s) the node's ranks were
+    /// in ("a <-> b", ';' between several); empty for a sweep.
+    pub round: Option<u64>,
+    pub pairs: Option<String>,
 }
 
 /// `--counters FILE`: every size's raw deltas, each row written whole as it comes.
@@ -388,25 +489,25 @@ impl CounterCsv {
             seq: 0,
         })
     }
-}
 
-impl<R: WithCounters> Exporter<R> for CounterCsv {
-    fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
-        Ok(())
-    }
-
-    fn record(&mut self, run: &RunInfo, result: &R) -> anyhow::Result<()> {
+    /// One reading's deltas: each node's, with what it spanned.
+    pub fn write_spanned<'a>(
+        &mut self,
+        run: &RunInfo,
+        nodes: impl IntoIterator<Item = (Span, &'a NodeChanges)>,
+    ) -> anyhow::Result<()> {
         let seq = self.seq;
         self.seq += 1;
-        let Some(counters) = result.counters() else {
-            return Ok(());
-        };
-        let rows = counters.nodes.iter().flat_map(|node| {
+        let rows = nodes.into_iter().flat_map(|(span, node)| {
+            let (size_bytes, round, pairs) = match span {
+                Span::Size(size) => (Some(size), None, None),
+                Span::Round { round, pairs } => (None, Some(round as u64), Some(pairs.join(";"))),
+            };
             node.changes.iter().map(move |c| CounterRow {
                 run_id: run.run_id.clone(),
                 program: run.program.clone(),
                 seq,
-                size_bytes: result.size_bytes(),
+                size_bytes,
                 host: node.host.clone(),
                 device: c.key.device.clone(),
                 port: c.key.port,
@@ -418,9 +519,23 @@ impl<R: WithCounters> Exporter<R> for CounterCsv {
                     Delta::Unknown(why) => Some(why.name().into()),
                     Delta::Counted(_) => None,
                 },
+                round,
+                pairs: pairs.clone(),
             })
         });
         self.csv.write_records(rows)
+    }
+}
+
+impl<R: WithCounters> Exporter<R> for CounterCsv {
+    fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn record(&mut self, run: &RunInfo, result: &R) -> anyhow::Result<()> {
+        let nodes = result.counters().into_iter().flat_map(|c| &c.nodes);
+        let size = result.size_bytes();
+        self.write_spanned(run, nodes.map(|n| (Span::Size(size), n)))
     }
 
     fn finish(&mut self, _run: &RunInfo, _summary: &Summary) -> anyhow::Result<()> {

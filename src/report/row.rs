@@ -2,10 +2,9 @@
 //! result becomes rows here (`Row::collective` below, `Row::copy` in `copy`), so
 //! a row is never assembled by hand elsewhere.
 
-use super::counters::SizeCounters;
+use super::counters::{Column, SizeCounters};
 use super::{Measurement, RunInfo, SizeResult};
 use crate::limits::{self, Limit};
-use crate::sysfs::counters::Class;
 use serde::{Deserialize, Serialize};
 
 /// Version of the CSV columns below; bumped whenever a column changes meaning or
@@ -172,12 +171,14 @@ impl Row {
     /// Fills the counter columns from a size's deltas (all empty without them).
     pub fn set_counters(&mut self, counters: Option<&SizeCounters>) {
         let Some(c) = counters else { return };
-        self.rdma_bytes = c.rdma_bytes();
-        self.rdma_packets = c.rdma_packets();
-        self.counter_errors = Some(c.sum(Class::Errors));
-        self.counter_retransmits = Some(c.sum(Class::Retransmits));
-        self.counter_congestion = Some(c.sum(Class::Congestion));
-        self.counter_pauses = Some(c.sum(Class::Pauses));
+        [
+            self.rdma_bytes,
+            self.rdma_packets,
+            self.counter_errors,
+            self.counter_retransmits,
+            self.counter_congestion,
+            self.counter_pauses,
+        ] = Column::ALL.map(|column| column.of(c));
     }
 
     /// Fills limit_name, limit_gbs and pct_of_limit: busbw against `limit`, or

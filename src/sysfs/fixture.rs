@@ -18,7 +18,7 @@ mod numa;
 use super::rdma::port_dir;
 use super::{pci_device, Root, STEPS};
 pub use counters::{advancing, PASSES};
-use counters::{port_errors, rxe_retransmits, two_rails, wrap_reset};
+use counters::{port_errors, rxe_bad_round, rxe_retransmits, two_rails, wrap_reset};
 pub use numa::numa_host;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -147,6 +147,9 @@ pub const TREES: &[(&str, Build)] = &[
     // A 32-bit counter that wraps, one that is reset, one that saturates,
     // one that vanishes, one the table does not know.
     ("counters/wrap-reset", wrap_reset),
+    // Soft-RoCE, rxe1 and rxe2 on one host: packets during every read span,
+    // duplicate requests and a retry only during the second (an all-pairs round).
+    ("counters/rxe-bad-round", rxe_bad_round),
 ];
 
 /// Writes the tree called `name` (one of [`TREES`]).

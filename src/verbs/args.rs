@@ -134,6 +134,7 @@ pub struct VerbsArgs {
     pub parity: ParityArgs,
     #[command(flatten)]
     pub path: PathArgs,
+    #[command(flatten)]
     pub timed: DurationArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,

@@ -15,6 +15,7 @@ use super::session::{open_device, out_of_step, Session};
 use super::wire::{decode, encode, Message, QpInfo, Report};
 use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
 use crate::job::{agree, ExitStatus, Failure, Job, World};
+use crate::report::counters::{FabricPlan, Meant};
 use crate::watchdog::Watchdog;
 use anyhow::anyhow;
 use mpi::point_to_point::{Destination, Source};
@@ -211,6 +212,19 @@ pub(super) fn run(
         format!("--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node {program} --all-pairs")
     });
     agree(job, program, ExitStatus::Usage, enough)?;
+    let no_report = plan
+        .counters
+        .report
+        .is_empty()
+        .then_some(())
+        .ok_or_else(|| {
+            format!(
+            "-W/--report-counters with --all-pairs: {program} --all-pairs prints no line per size; \
+             drop -W (the footer names every counter that moved in each pair's round, and \
+             --counters FILE keeps every delta)"
+        )
+        });
+    agree(job, program, ExitStatus::Usage, no_report)?;
     let side = open_device(plan, world.local_rank).map_err(|e| format!("{e:#}"));
     let (plan, port) = agree(job, program, ExitStatus::Failed, side)?;
     let mut pair = VerbsPair {
@@ -230,10 +244,34 @@ pub(super) fn run(
         thresholds,
         csv: plan.csv.as_deref(),
         timeout_s: plan.timeout.as_secs(),
+        fabric: fabric_plan(&plan, &port),
+        counters: plan.counters.file.as_deref(),
     };
     // A slow pair or wrong data is the runner's status; a fatal error on one
     // rank ends the job (its partner waits on it, the others in the runner's barrier).
     run_pairs(world, &mut pair, &setup)
+}
+
+/// The counters of every node are read around each round; the bytes should
+/// cross the ports -d names (each rank's of the list), else the one this rank opened.
+fn fabric_plan(plan: &Plan, port: &Port) -> FabricPlan {
+    let meant = match plan.devices.is_empty() {
+        true => Meant::device(&port.device, port.port.into()),
+        false => Meant {
+            by: "-d".into(),
+            ports: plan
+                .devices
+                .iter()
+                .map(|d| (d.clone(), Some(plan.ib_port.into())))
+                .collect(),
+            prefix: false,
+        },
+    };
+    FabricPlan {
+        meant: Some(meant),
+        expects_rdma: true,
+        ..FabricPlan::default()
+    }
 }
 
 #[cfg(test)]

@@ -282,7 +282,7 @@ fn the_csv_columns_and_the_long_form_file() {
         ),
         (
             1,
-            16,
+            Some(16),
             "mlx5_1",
             Some(1),
             "hw_counters",
