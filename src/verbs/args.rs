@@ -2,6 +2,7 @@
 //! validation into a `Plan`. Every problem is one line naming the flag and the fix.
 
 use super::bench::{Benchmark, Test, Verb};
+use super::cm_args::{CmArgs, CmPlan};
 use super::parity::{atomic_sizes, Options, ParityArgs};
 use crate::allpairs::Thresholds;
 use crate::cli::{check_csv_target, parse_one_line};
@@ -130,6 +131,8 @@ pub struct VerbsArgs {
     pub pairs: AllPairsArgs,
     #[command(flatten)]
     pub parity: ParityArgs,
+    #[command(flatten)]
+    pub cm: CmArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -186,6 +189,8 @@ pub struct Plan {
     pub counters: CounterPlan,
     /// -A, -o, -c.
     pub options: Options,
+    /// -R, -z, --retry_count.
+    pub cm: CmPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -441,6 +446,7 @@ impl VerbsArgs {
             gid_index: self.gid_index,
             all_pairs,
             counters: self.counters.plan(csv.as_deref())?,
+            cm: self.cm.plan(options.connection, self.pairs.all_pairs)?,
             options,
         })
     }
