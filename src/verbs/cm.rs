@@ -149,15 +149,15 @@ impl Cm {
         }
     }
 
-    /// The next event of `id` (any connection request when None), waiting at
-    /// most until `deadline`; a disconnection of any of this side's
+    /// The next event of `id` (any connection request when None), or None
+    /// once `deadline` passed; a disconnection of any of this side's
     /// connections is an error naming `step`.
     fn wait(
         &self,
         id: Option<&Arc<Identifier>>,
         step: &str,
         deadline: Instant,
-    ) -> anyhow::Result<Event> {
+    ) -> anyhow::Result<Option<Event>> {
         let mut pause = ARRIVAL_POLL_MIN;
         loop {
             if let Some(event) = self.poll_event()? {
@@ -174,18 +174,14 @@ impl Cm {
                     );
                 }
                 if mine {
-                    return Ok(event);
+                    return Ok(Some(event));
                 }
                 // Another connection's late event, or a second client: dropping
                 // acknowledges it (and rejects the request).
                 continue;
             }
             if Instant::now() >= deadline {
-                bail!(
-                    "{} sent nothing for {} s during {step} (raise --timeout if it is slow)",
-                    self.peer,
-                    self.timeout.as_secs()
-                );
+                return Ok(None);
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(ARRIVAL_POLL_MAX);
@@ -204,57 +200,10 @@ impl Cm {
     ) -> anyhow::Result<Arc<Identifier>> {
         let server = self.server.expect("a client has a server address");
         let deadline = Instant::now() + self.timeout;
-        let mut last;
         loop {
-            let id = self
-                .channel
-                .create_id(PortSpace::Tcp)
-                .map_err(|e| failed("creating an rdma_cm identifier", &e))?;
-            id.resolve_addr(self.source, server, RESOLVE_TIMEOUT)
-                .map_err(|e| failed(&format!("resolving {server} (rdma_resolve_addr)"), &e))?;
-            let event = self.wait(
-                Some(&id),
-                &format!("the address resolution of {step}"),
-                deadline,
-            )?;
-            last = match event.event_type() {
-                EventType::AddressResolved => {
-                    drop(event);
-                    id.resolve_route(RESOLVE_TIMEOUT)
-                        .map_err(|e| failed(&format!("resolving the route to {server}"), &e))?;
-                    let event = self.wait(
-                        Some(&id),
-                        &format!("the route resolution of {step}"),
-                        deadline,
-                    )?;
-                    match event.event_type() {
-                        EventType::RouteResolved => {
-                            drop(event);
-                            let qpn = qpn_for(&id)?;
-                            id.connect(param(qpn)).map_err(|e| {
-                                failed(&format!("connecting {step} (rdma_connect)"), &e)
-                            })?;
-                            let event = self.wait(
-                                Some(&id),
-                                &format!("the connection of {step}"),
-                                deadline,
-                            )?;
-                            match event.event_type() {
-                                EventType::ConnectResponse => {
-                                    drop(event);
-                                    ready(&id)?;
-                                    id.establish()
-                                        .map_err(|e| failed(&format!("establishing {step}"), &e))?;
-                                    return Ok(id);
-                                }
-                                EventType::Established => return Ok(id),
-                                other => format!("{other:?}, status {}", event.status()),
-                            }
-                        }
-                        other => format!("route: {other:?}, status {}", event.status()),
-                    }
-                }
-                other => format!("address: {other:?}, status {}", event.status()),
+            let last = match self.attempt(server, step, deadline, qpn_for, ready)? {
+                Ok(id) => return Ok(id),
+                Err(last) => last,
             };
             if Instant::now() >= deadline {
                 bail!(
@@ -267,6 +216,55 @@ impl Cm {
         }
     }
 
+    /// One connection attempt: the connected identifier, or why to try again.
+    fn attempt(
+        &self,
+        server: SocketAddr,
+        step: &str,
+        deadline: Instant,
+        qpn_for: &mut dyn FnMut(&Arc<Identifier>) -> anyhow::Result<u32>,
+        ready: &mut dyn FnMut(&Arc<Identifier>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Result<Arc<Identifier>, String>> {
+        let id = self
+            .channel
+            .create_id(PortSpace::Tcp)
+            .map_err(|e| failed("creating an rdma_cm identifier", &e))?;
+        id.resolve_addr(self.source, server, RESOLVE_TIMEOUT)
+            .map_err(|e| failed(&format!("resolving {server} (rdma_resolve_addr)"), &e))?;
+        let answer = |phase: &str, want: EventType| -> anyhow::Result<Result<(), String>> {
+            let Some(event) = self.wait(Some(&id), &format!("{phase} of {step}"), deadline)? else {
+                return Ok(Err(format!("no answer to {phase}")));
+            };
+            let kind = event.event_type();
+            Ok(if kind == want {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{phase}: rdma_cm {kind:?}, status {}",
+                    event.status()
+                ))
+            })
+        };
+        if let Err(why) = answer("the address resolution", EventType::AddressResolved)? {
+            return Ok(Err(why));
+        }
+        id.resolve_route(RESOLVE_TIMEOUT)
+            .map_err(|e| failed(&format!("resolving the route to {server}"), &e))?;
+        if let Err(why) = answer("the route resolution", EventType::RouteResolved)? {
+            return Ok(Err(why));
+        }
+        let qpn = qpn_for(&id)?;
+        id.connect(param(qpn))
+            .map_err(|e| failed(&format!("connecting {step} (rdma_connect)"), &e))?;
+        if let Err(why) = answer("the connection request", EventType::ConnectResponse)? {
+            return Ok(Err(why));
+        }
+        ready(&id)?;
+        id.establish()
+            .map_err(|e| failed(&format!("establishing {step}"), &e))?;
+        Ok(Ok(id))
+    }
+
     /// Server: accepts the next connection; `ready` moves its QP to RTS and
     /// names it.
     pub fn accept(
@@ -275,17 +273,13 @@ impl Cm {
         ready: &mut dyn FnMut(&Arc<Identifier>) -> anyhow::Result<u32>,
     ) -> anyhow::Result<Arc<Identifier>> {
         let deadline = Instant::now() + self.timeout;
-        let event = self.wait(None, step, deadline).map_err(|e| {
-            if step.contains("exchange") {
-                anyhow!(
-                    "no client connected to rdma_cm port {} within {} s: start the client (same command plus this host's RDMA interface address), or raise --timeout",
-                    self.port,
-                    self.timeout.as_secs()
-                )
-            } else {
-                e
-            }
-        })?;
+        let Some(event) = self.wait(None, step, deadline)? else {
+            bail!(
+                "no client connected to rdma_cm port {} within {} s ({step}): start the client (same command plus this host's RDMA interface address), or raise --timeout",
+                self.port,
+                self.timeout.as_secs()
+            );
+        };
         let id = event
             .cm_id()
             .expect("a connection request has its identifier");
@@ -293,7 +287,13 @@ impl Cm {
         let qpn = ready(&id)?;
         id.accept(param(qpn))
             .map_err(|e| failed(&format!("accepting {step} (rdma_accept)"), &e))?;
-        let event = self.wait(Some(&id), step, deadline)?;
+        let Some(event) = self.wait(Some(&id), step, deadline)? else {
+            bail!(
+                "{} did not complete {step} within {} s of this side's accept (raise --timeout if it is slow)",
+                self.peer,
+                self.timeout.as_secs()
+            );
+        };
         match event.event_type() {
             EventType::Established => Ok(id),
             other => bail!(

@@ -7,7 +7,7 @@
 use super::{accept, pair_order, Link, Patience, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN};
 use crate::verbs::args::Memory;
 use crate::verbs::cm::Cm;
-use crate::verbs::completion::{describe_failure, poll, Wc};
+use crate::verbs::completion::{describe_failure, poll, Wc, SUCCESS};
 use crate::verbs::device::source_text;
 use crate::verbs::memory::{allocate, register, Buffer};
 use crate::verbs::wire::{decode_body, encode, Message, MAX_FRAME};
@@ -15,7 +15,7 @@ use anyhow::{anyhow, bail};
 use rdma_mummy_sys::{
     ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode,
 };
-use sideway::ibverbs::completion::GenericCompletionQueue;
+use sideway::ibverbs::completion::{GenericCompletionQueue, WorkCompletionStatus as S};
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{BasicQueuePair, QueuePair, QueuePairState, QueuePairType};
@@ -278,11 +278,23 @@ impl CmLink {
         poll(&self.comm.cq, &mut self.wcs)?;
         let wcs = std::mem::take(&mut self.wcs);
         for wc in &wcs {
-            if wc.status != 0 {
-                bail!(describe_failure(
+            if wc.status != SUCCESS {
+                let mut line = describe_failure(
                     wc,
-                    &format!("on the rdma_cm exchange with {} ({waiting})", self.cm.peer)
-                ));
+                    &format!("on the rdma_cm exchange with {} ({waiting})", self.cm.peer),
+                );
+                // A peer with smaller receives than CHUNK: another program on the port.
+                if [
+                    S::RemoteOperationError as u32,
+                    S::RemoteInvalidRequestError as u32,
+                ]
+                .contains(&wc.status)
+                {
+                    line.push_str(
+                        "; is the peer a fabricbench verbs benchmark of this version? (perftest's own binaries do not speak this exchange)",
+                    );
+                }
+                bail!(line);
             }
             if wc.wr_id == SEND_ID {
                 self.sending = false;
