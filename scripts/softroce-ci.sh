@@ -20,4 +20,8 @@ export BIN_DIR=target/debug OUT="$out" REPEAT=1 FEATURES=ci BW_BYTES=4M N_LAT=30
 # No UD comparison here: on a loaded host rxe drops UD messages, and a receiver
 # waiting for a lost one stops only at --timeout (the UD option runs stay).
 export CASES=$'ib_write_bw 65536\nib_send_lat 2\nib_atomic_bw 8\nib_atomic_lat 8\n'
+# rdma_cm (-R, -z): the refusals, the bounded waits, a stranger and a killed peer,
+# and one run of each flag next to perftest's (softroce-test.sh's cm_checks).
+cm_ci() { export CM=ci; }
+cm_ci
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"
