@@ -397,10 +397,10 @@ impl Link for CmLink {
     }
 
     fn abandon(&mut self, reason: &str) {
+        // Best effort, briefly: the peer may be gone already.
         let stop = Message::Abort {
-            reason: reason.to_string(),
+            reason: reason.into(),
         };
-        // Best effort: the peer may be gone already.
         let _ = self.send(&stop, Some(ABANDON_WAIT));
     }
 
