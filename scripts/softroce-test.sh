@@ -374,6 +374,30 @@ cm_checks() {
         "$W" -R -d "$CM_DEV" -D 30 -u "$QP_TIMEOUT" -F -p "$port" --timeout 20 "$CM_ADDR"
     { wait; } 2>/dev/null
 
+    # Option runs: exit 0 and one table row on each side.
+    local name flags rows
+    while IFS='|' read -r name flags; do
+        [ -n "$name" ] || continue
+        port=$((port + 1))
+        log="$OUT/rdma_cm-option-${name// /_}.log"
+        read -r -a opt <<<"$flags"
+        if cm_pair "$log" "$BIN_DIR/${opt[0]}" "${opt[@]:1}" -u "$QP_TIMEOUT" -F -p "$port" </dev/null \
+            && [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]' "$log")" = 1 ] \
+            && [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]' "$log.server")" = 1 ] \
+            && grep -q "rdma_cm QPs	 : $( [[ " ${opt[*]} " == *" -R "* ]] && echo ON || echo OFF)" "$log"; then
+            echo "option run ok: rdma_cm $name"
+        else
+            echo "option run FAILED: rdma_cm $name; log $log"
+            tail -2 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+            failures=$((failures + 1))
+        fi
+    done <<<"read_bw -R -q 4|ib_read_bw -R -q 4 -s 65536 -n 200
+atomic_lat -R|ib_atomic_lat -R -n 300
+send_bw -R -b|ib_send_bw -R -b -s 4096 -n 300
+write_lat -R -D 2|ib_write_lat -R -D 2
+send_lat -z -c UD|ib_send_lat -z -c UD -n 300
+write_bw -z --retry_count 5|ib_write_bw -z --retry_count 5 -s 65536 -n 200"
+
     # Ours with -R and -z next to perftest with the same flag, alternating runs.
     local cases=${CM_CASES:-$'ib_write_bw 65536 500\nib_send_bw 4096 2000\nib_read_lat 2 1000'}
     local modes=${CM_MODES:--R -z} repeat=${CM_REPEAT:-$REPEAT}
