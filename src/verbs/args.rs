@@ -488,6 +488,7 @@ impl Plan {
             ),
         ];
         settings.extend(self.options.settings(self.bench));
+        settings.extend(self.cm.settings());
         settings
     }
 }

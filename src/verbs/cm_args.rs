@@ -94,6 +94,13 @@ impl CmArgs {
     }
 }
 
+impl CmPlan {
+    /// What both sides must share: -R (a -z mismatch cannot even connect).
+    pub fn settings(&self) -> Vec<(String, String)> {
+        vec![("-R/--rdma_cm".into(), self.connect_qps.to_string())]
+    }
+}
+
 /// The refusal of rdma_cm under mpirun: perftest has no such start, and the
 /// pairs find each other through MPI there.
 pub fn check_launch(plan: &CmPlan, mpi_pairs: bool) -> Result<(), String> {
@@ -189,6 +196,24 @@ mod tests {
             e,
             "-z/--comm_rdma_cm: --all-pairs connects its pairs through MPI; drop -z/--comm_rdma_cm"
         );
+    }
+
+    #[test]
+    fn both_sides_must_agree_on_rdma_cm_qps() {
+        use crate::verbs::args::parse;
+        use crate::verbs::{Benchmark, Test, Verb};
+        let bench = Benchmark::new(Verb::Write, Test::Bw);
+        let settings = |args: &[&str]| {
+            parse(
+                bench,
+                std::iter::once("ib_write_bw").chain(args.iter().copied()),
+            )
+            .unwrap()
+            .symmetric_settings()
+        };
+        assert_ne!(settings(&["-R"]), settings(&[]));
+        // The retry count is each side's own (as perftest).
+        assert_eq!(settings(&["-R"]), settings(&["-R", "--retry_count", "2"]));
     }
 
     #[test]
