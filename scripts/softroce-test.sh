@@ -400,7 +400,9 @@ write_bw -z --retry_count 5|ib_write_bw -z --retry_count 5 -s 65536 -n 200"
 
     # Ours with -R and -z next to perftest with the same flag, alternating runs.
     local cases=${CM_CASES:-$'ib_write_bw 65536 500\nib_send_bw 4096 2000\nib_read_lat 2 1000'}
-    local modes=${CM_MODES:--R -z} repeat=${CM_REPEAT:-$REPEAT}
+    # -z is compared only when asked (CM_MODES="-R -z"): the VM's perftest 4.5 -z
+    # client hung there, and rdma_cm route resolution stopped answering after it.
+    local modes=${CM_MODES:--R} repeat=${CM_REPEAT:-$REPEAT}
     if [ "${CM:-1}" = ci ]; then cases=$'ib_write_bw 65536 200\nib_read_lat 2 300'; repeat=1; fi
     local bin size n mode kind test log v ref ours ratio verdict
     while read -r bin size n; do
