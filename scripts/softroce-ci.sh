@@ -26,4 +26,8 @@ export CASES=$'ib_write_bw 65536\nib_send_lat 2\nib_atomic_bw 8\nib_atomic_lat 8
 # --data_validation: softroce-test.sh's duration_checks, short list; one timed case.
 export DURATION_CHECKS=ci
 CASES+=$'ib_write_bw 65536 -D 2 -f 0\n'
+# rdma_cm (-R, -z): the refusals, the bounded waits, a stranger and a killed peer,
+# and one run of each flag next to perftest's (softroce-test.sh's cm_checks).
+cm_ci() { export CM=ci; }
+cm_ci
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"

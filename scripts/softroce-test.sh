@@ -41,6 +41,9 @@
 #   PERFTEST_DIR  perftest's binaries from here instead of PATH (e.g. an upstream
 #               build, for flags the distribution's perftest lacks: --write_with_imm)
 #   A case's flags may hold -D SECS: its runs are then timed, without -n.
+#   CM=0        skip the rdma_cm block (-R, -z: refusals, waits, a killed peer, ratios
+#               against perftest -R/-z on CM_DEV to CM_ADDR, default rxe2 to 10.99.0.2;
+#               CM_REPEAT runs each, CM_CASES "binary size iters" lines); CM=ci one run each
 # Before the comparison it checks the errors real devices produce (unknown device,
 # GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
 # status, one line naming the cause; then runs of the other options (-a, -b, -q,
@@ -559,6 +562,133 @@ fi
 if [ "${DURATION_CHECKS:-${FEATURES:-1}}" != 0 ]; then
     duration_checks "${DURATION_CHECKS:-${FEATURES:-1}}"
 fi
+# rdma_cm (-R, -z; issue #13). Soft-RoCE's rdma_cm resolves the veth addresses
+# only, and a client connecting to 10.99.0.2 is routed through rxe2 itself (as
+# perftest -R is): both sides run on CM_DEV (rxe2) to CM_ADDR (10.99.0.2).
+# CM=0 skips this; CM=ci runs one comparison per flag (scripts/softroce-ci.sh).
+CM_DEV=${CM_DEV:-rxe2}
+CM_ADDR=${CM_ADDR:-10.99.0.2}
+# rdma_cm has no TCP listener to wait for: the client starts this long after
+# the server (ours retries until --timeout anyway; perftest's 10 times).
+CM_WAIT=${CM_WAIT:-2}
+
+# Server in the background, client CM_WAIT later; both bounded by RUN_TIMEOUT.
+cm_pair() { # log bin flags... (the client adds CM_ADDR)
+    local log=$1 bin=$2 spid crc src
+    shift 2
+    timeout "$RUN_TIMEOUT" "$bin" -d "$CM_DEV" "$@" >"$log.server" 2>&1 &
+    spid=$!
+    sleep "$CM_WAIT"
+    timeout "$RUN_TIMEOUT" "$bin" -d "$CM_DEV" "$@" "$CM_ADDR" >"$log" 2>&1
+    crc=$?
+    wait "$spid"
+    src=$?
+    [ "$crc" = 0 ] && [ "$src" = 0 ]
+}
+
+cm_checks() {
+    local W=$BIN_DIR/ib_write_bw common=(-n 20 -u "$QP_TIMEOUT" -F)
+    [ -d "/sys/class/infiniband/$CM_DEV" ] || { echo "rdma_cm checks skipped: no $CM_DEV"; return; }
+    # Refusals (one line, exit 2), then the waits that must end at --timeout.
+    expect_error "rdma_cm UC" 2 "-R/--rdma_cm: UC is not supported in librdmacm" "$W" -R -c UC
+    expect_error "rdma_cm UD" 2 "-R/--rdma_cm: fabricbench connects UD QPs itself" "$BIN_DIR/ib_send_bw" -R -c UD
+    expect_error "rdma_cm retry_count" 2 "--retry_count 8: the QP retry count is a 3-bit field" "$W" -R --retry_count 8
+    expect_error "rdma_cm mpirun" 2 "-R/--rdma_cm: under mpirun the pairs exchange their details over MPI" \
+        mpirun -np 2 "$W" -R "${common[@]}"
+    expect_error "rdma_cm no client" 1 "no client connected to rdma_cm port $((port + 1)) within 3 s" \
+        "$W" -R -d "$CM_DEV" "${common[@]}" --timeout 3 -p $((port + 1))
+    expect_error "rdma_cm no server" 1 "no rdma_cm server answered at $CM_ADDR:$((port + 1)) within 3 s" \
+        "$W" -R -d "$CM_DEV" "${common[@]}" --timeout 3 -p $((port + 1)) "$CM_ADDR"
+    expect_error "rdma_cm silent address" 1 "no rdma_cm server answered at 10.99.0.9:$((port + 1)) within 3 s" \
+        "$W" -z -d "$CM_DEV" "${common[@]}" --timeout 3 -p $((port + 1)) 10.99.0.9
+    # A stranger: our client to perftest's -R server fails the exchange in one line.
+    port=$((port + 1))
+    timeout 30 ib_write_bw -R -d "$CM_DEV" "${common[@]}" -p "$port" >"$OUT/fault-rdma_cm-perftest-server.log" 2>&1 &
+    sleep "$CM_WAIT"
+    expect_error "rdma_cm perftest server" 1 "re:(not a fabricbench verbs benchmark|perftest's own binaries do not speak this exchange)" \
+        "$W" -R -d "$CM_DEV" "${common[@]}" --timeout 10 -p "$port" "$CM_ADDR"
+    { wait; } 2>/dev/null
+    # The server killed once the details are exchanged: the client names the peer, exit 1.
+    port=$((port + 1))
+    "$W" -R -d "$CM_DEV" -D 30 -u "$QP_TIMEOUT" -F -p "$port" --timeout 20 >"$OUT/fault-rdma_cm-killed-server.log" 2>&1 &
+    local victim=$!
+    (for _ in $(seq 300); do grep -qs "remote address" "$OUT/fault-rdma_cm-killed-server.log" && break; sleep 0.1; done
+     kill -KILL "$victim" 2>/dev/null) &
+    sleep "$CM_WAIT"
+    expect_error "rdma_cm peer killed" 1 "re:(disconnected|process gone|process exited|stopped responding)" \
+        "$W" -R -d "$CM_DEV" -D 30 -u "$QP_TIMEOUT" -F -p "$port" --timeout 20 "$CM_ADDR"
+    { wait; } 2>/dev/null
+
+    # Option runs: exit 0 and one table row on each side.
+    local name flags rows
+    while IFS='|' read -r name flags; do
+        [ -n "$name" ] || continue
+        port=$((port + 1))
+        log="$OUT/rdma_cm-option-${name// /_}.log"
+        read -r -a opt <<<"$flags"
+        if cm_pair "$log" "$BIN_DIR/${opt[0]}" "${opt[@]:1}" -u "$QP_TIMEOUT" -F -p "$port" </dev/null \
+            && [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]' "$log")" = 1 ] \
+            && [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]' "$log.server")" = 1 ] \
+            && grep -q "rdma_cm QPs	 : $( [[ " ${opt[*]} " == *" -R "* ]] && echo ON || echo OFF)" "$log"; then
+            echo "option run ok: rdma_cm $name"
+        else
+            echo "option run FAILED: rdma_cm $name; log $log"
+            tail -2 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+            failures=$((failures + 1))
+        fi
+    done <<<"read_bw -R -q 4|ib_read_bw -R -q 4 -s 65536 -n 200
+atomic_lat -R|ib_atomic_lat -R -n 300
+send_bw -R -b|ib_send_bw -R -b -s 4096 -n 300
+write_lat -R -D 2|ib_write_lat -R -D 2
+send_lat -z -c UD|ib_send_lat -z -c UD -n 300
+write_bw -z --retry_count 5|ib_write_bw -z --retry_count 5 -s 65536 -n 200"
+
+    # Ours with -R and -z next to perftest with the same flag, alternating runs.
+    local cases=${CM_CASES:-$'ib_write_bw 65536 500\nib_send_bw 4096 2000\nib_read_lat 2 1000'}
+    # -z is compared only when asked (CM_MODES="-R -z"): the VM's perftest 4.5 -z
+    # client hung there, and rdma_cm route resolution stopped answering after it.
+    local modes=${CM_MODES:--R} repeat=${CM_REPEAT:-$REPEAT}
+    if [ "${CM:-1}" = ci ]; then cases=$'ib_write_bw 65536 200\nib_read_lat 2 300'; repeat=1; fi
+    local bin size n mode kind test log v ref ours ratio verdict
+    while read -r bin size n; do
+        [ -n "$bin" ] || continue
+        test=${bin##*_}
+        for mode in $modes; do
+            declare -A got=([perftest]="" [ours]="")
+            for _ in $(seq "$repeat"); do
+                for kind in perftest ours; do
+                    port=$((port + 1))
+                    log="$OUT/rdma_cm-$bin$mode-$size-$kind-$port.log"
+                    local tool=$bin
+                    [ "$kind" = ours ] && tool=$BIN_DIR/$bin
+                    if cm_pair "$log" "$tool" "$mode" -s "$size" -n "$n" -u "$QP_TIMEOUT" -F -p "$port" </dev/null \
+                        && v=$(figure "$test" "$size" "$log") && [ -n "$v" ]; then
+                        got[$kind]+="$v "
+                    else
+                        echo "FAILED: rdma_cm $kind $bin $mode -s $size; log $log" >&2
+                        tail -2 "$log" "$log.server" 2>/dev/null | sed 's/^/    /' >&2
+                        failures=$((failures + 1))
+                    fi
+                done
+            done
+            read -r ref _ <<<"$(echo "${got[perftest]}" | tr ' ' '\n' | grep . | spread)"
+            read -r ours _ <<<"$(echo "${got[ours]}" | tr ' ' '\n' | grep . | spread)"
+            ratio=$(awk -v a="${ours:-0}" -v b="${ref:-0}" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
+            verdict=ok
+            if [ -z "$ours" ] || [ -z "$ref" ]; then
+                verdict=FAILED
+            elif [ "$test" = bw ]; then
+                awk -v r="$ratio" 'BEGIN { exit !(r >= 0.95) }' || verdict=MISSED
+            else
+                awk -v r="$ratio" 'BEGIN { exit !(r <= 1.05) }' || verdict=MISSED
+            fi
+            [ "$verdict" = MISSED ] && misses=$((misses + 1))
+            echo "rdma_cm $bin $mode -s $size -n $n: perftest [${got[perftest]% }] median ${ref:-n/a}, ours [${got[ours]% }] median ${ours:-n/a}, x$ratio $verdict"
+            unset got
+        done
+    done <<<"$cases"
+}
+[ "${CM:-1}" != 0 ] && cm_checks
 
 if [ -z "${CASES:-}" ]; then
     CASES=""

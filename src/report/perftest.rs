@@ -76,8 +76,10 @@ pub struct PerftestHeader {
     /// The GID line's value (None: LID routing).
     pub gid: Option<String>,
     pub reads_or_inline: ReadsOrInline,
-    /// "Ethernet" (TCP, as perftest says) or "MPI (4 ranks, 2 pairs)".
+    /// "Ethernet" (TCP, as perftest says), "rdma_cm" or "MPI (4 ranks, 2 pairs)".
     pub exchange: String,
+    /// -R: the QPs were connected through rdma_cm.
+    pub rdma_cm_qps: bool,
     /// The ACK timeout exponent (-u).
     pub qp_timeout: u8,
     /// "100 Gb/sec (4X EDR)"; None where sysfs has no rate.
@@ -241,7 +243,8 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
         ReadsOrInline::OutstandReads(n) => format!(" Outstand reads  : {n}"),
         ReadsOrInline::MaxInline(n) => format!(" Max inline data : {n}[B]"),
     });
-    out.push(" rdma_cm QPs\t : OFF".to_string());
+    let cm = if h.rdma_cm_qps { "ON" } else { "OFF" };
+    out.push(format!(" rdma_cm QPs\t : {cm}"));
     out.push(format!(" Data ex. method : {}", h.exchange));
     if let Some(numa) = &h.numa_node {
         out.push(format!(" NUMA node       : {numa}"));
@@ -407,6 +410,7 @@ mod tests {
             ),
             reads_or_inline: ReadsOrInline::MaxInline(0),
             exchange: "Ethernet".into(),
+            rdma_cm_qps: false,
             qp_timeout: 18,
             port_rate: None,
             timing: "BW from first post to last completion, peak over any window".into(),

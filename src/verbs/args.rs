@@ -2,6 +2,7 @@
 //! validation into a `Plan`. Every problem is one line naming the flag and the fix.
 
 use super::bench::{Benchmark, Test, Verb};
+use super::cm_args::{CmArgs, CmPlan};
 use super::parity::{atomic_sizes, Options, ParityArgs};
 use super::path_args::{PathArgs, PathPlan};
 use crate::allpairs::Thresholds;
@@ -136,6 +137,8 @@ pub struct VerbsArgs {
     pub path: PathArgs,
     #[command(flatten)]
     pub timed: DurationArgs,
+    #[command(flatten)]
+    pub cm: CmArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -196,6 +199,8 @@ pub struct Plan {
     pub path: PathPlan,
     /// -f, --run_infinitely, --write_with_imm.
     pub timing: Timing,
+    /// -R, -z, --retry_count.
+    pub cm: CmPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -453,6 +458,7 @@ impl VerbsArgs {
             gid_index: self.gid_index,
             all_pairs,
             counters: self.counters.plan(csv.as_deref())?,
+            cm: self.cm.plan(options.connection, self.pairs.all_pairs)?,
             options,
             path: self.path.plan()?,
             timing,
@@ -497,6 +503,7 @@ impl Plan {
         ];
         settings.extend(self.options.settings(self.bench));
         settings.extend(self.timing.settings());
+        settings.extend(self.cm.settings());
         settings
     }
 }

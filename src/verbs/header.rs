@@ -74,6 +74,7 @@ impl Header<'_> {
                 ReadsOrInline::MaxInline(p.inline_size)
             },
             exchange: self.exchange,
+            rdma_cm_qps: p.cm.connect_qps,
             qp_timeout: p.qp_timeout,
             port_rate: self.mine.rate.as_ref().map(|r| r.text.clone()),
             timing: match test {

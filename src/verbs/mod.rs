@@ -24,6 +24,8 @@ pub mod args;
 pub mod bench;
 pub mod bw;
 pub mod clock;
+pub mod cm;
+pub mod cm_args;
 pub mod completion;
 pub mod counters;
 pub mod device;
@@ -86,6 +88,13 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         path: path_args::PathPlan { numa, ..plan.path },
         ..plan
     };
+    let mpi_pairs = job.world().is_some_and(|w| w.size > 1);
+    agree(
+        job,
+        program,
+        ExitStatus::Usage,
+        cm_args::check_launch(&plan.cm, mpi_pairs),
+    )?;
     let memory = memory::check_memory(plan.memory)
         .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)))
         .map_err(|e| format!("{e:#}"));
@@ -118,6 +127,9 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
             peer: seat.peer(),
             timeout: plan.timeout,
         })
+    } else if plan.cm.exchange {
+        let cm = cm::open_link(&plan, &port, program).map_err(|e| format!("{e:#}"));
+        Box::new(agree(job, program, ExitStatus::Failed, cm)?)
     } else {
         let tcp = match &plan.host {
             Some(host) => TcpLink::connect(host, plan.tcp_port, plan.timeout),

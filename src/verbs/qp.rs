@@ -38,7 +38,7 @@ use std::net::Ipv6Addr;
 use std::sync::Arc;
 
 /// perftest's minimum RNR NAK timer (12: 0.64 ms) and retry counts (7: for ever for RNR).
-const MIN_RNR_TIMER: u8 = 12;
+pub(super) const MIN_RNR_TIMER: u8 = 12;
 const RETRY_COUNT: u8 = 7;
 const RNR_RETRY: u8 = 7;
 
@@ -373,7 +373,12 @@ impl QpEnd {
         Ok(())
     }
 
-    fn modify(&mut self, attr: &QueuePairAttribute, state: &str, hint: &str) -> anyhow::Result<()> {
+    pub(super) fn modify(
+        &mut self,
+        attr: &QueuePairAttribute,
+        state: &str,
+        hint: &str,
+    ) -> anyhow::Result<()> {
         let qpn = self.qpn();
         self.qp.modify(attr).map_err(|e| {
             anyhow!(

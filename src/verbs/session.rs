@@ -163,8 +163,15 @@ impl Session<'_> {
         let out_reads = plan
             .options
             .out_reads(self.port.max_rd_atomic.min(peer.max_rd_atomic));
-        self.endpoint
-            .connect(self.port, plan, peer, mtu, out_reads)?;
+        match link.rdma_cm().filter(|_| plan.cm.connect_qps) {
+            // -R: the QPs are connected through rdma_cm, as perftest.
+            Some(cm) => {
+                super::cm::connect_qps(cm, self.port, self.endpoint, plan, peer, out_reads)?
+            }
+            None => self
+                .endpoint
+                .connect(self.port, plan, peer, mtu, out_reads)?,
+        }
         Ok((hellos, mtu, out_reads))
     }
 
@@ -361,6 +368,8 @@ impl Session<'_> {
         let peer = &hellos[self.seat.peer()];
         let exchange = if self.job.size() > 1 {
             format!("MPI ({} ranks, {pairs} pairs)", self.job.size())
+        } else if plan.cm.exchange {
+            "rdma_cm".to_string()
         } else {
             // perftest's name for its TCP exchange.
             "Ethernet".to_string()

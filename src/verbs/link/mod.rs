@@ -1,7 +1,8 @@
 //! How the two sides of a pair exchange messages: `tcp`, one connection
 //! between a server and a client (a plain start); `mpi`, all-gathers over the
-//! job when mpirun started the pairs.
+//! job when mpirun started the pairs; `cm`, an rdma_cm connection (-R, -z).
 
+pub mod cm;
 pub mod mpi;
 pub mod tcp;
 
@@ -27,6 +28,10 @@ pub trait Link {
     /// This side failed with `reason` (printed already): tell the peer, without
     /// waiting for it. Under MPI this ends the whole job.
     fn abandon(&mut self, reason: &str);
+    /// The rdma_cm link, through which -R connects the QPs; None for the others.
+    fn rdma_cm(&mut self) -> Option<&mut cm::CmLink> {
+        None
+    }
 }
 
 /// A rank waiting for the others looks again after this, doubling up to
