@@ -20,4 +20,6 @@ export BIN_DIR=target/debug OUT="$out" REPEAT=1 FEATURES=ci BW_BYTES=4M N_LAT=30
 # No UD comparison here: on a loaded host rxe drops UD messages, and a receiver
 # waiting for a lost one stops only at --timeout (the UD option runs stay).
 export CASES=$'ib_write_bw 65536\nib_send_lat 2\nib_atomic_bw 8\nib_atomic_lat 8\n'
+# The post path: a post list and completion events (the option runs add their checks).
+CASES+=$'ib_write_bw 4096 -l 8\nib_read_bw 65536 -e\n'
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"

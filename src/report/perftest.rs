@@ -56,6 +56,21 @@ pub struct Connection {
     pub qps: Vec<QpAddress>,
 }
 
+/// perftest's lines of the post path: the post API, -e, -l, --recv_post_list
+/// and the CQE batch.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PostLines {
+    /// "ibv_wr* API : ON" (else OFF: ibv_post_send).
+    pub wr_api: bool,
+    /// -e: the completion vector's name ("rxe0_comp0").
+    pub events: Option<String>,
+    /// Shown above 1.
+    pub post_list: u32,
+    pub recv_post_list: u32,
+    /// "Dynamic" or the batch (bandwidth tests).
+    pub cqe_batch: Option<String>,
+}
+
 /// The facts of perftest's header block, as the verbs family decided them for
 /// this side (None: a line perftest does not print here).
 #[derive(Clone, Debug, PartialEq)]
@@ -94,6 +109,7 @@ pub struct PerftestHeader {
     pub labelled: bool,
     /// --data_validation: a last column counts the messages that arrived wrong.
     pub validation: bool,
+    pub post: PostLines,
 }
 
 /// The perftest table on `out`: the header at the start, a row per line of
@@ -203,6 +219,11 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
     let mut out = vec![
         RESULT_LINE.to_string(),
         format!("                    {}", h.title),
+    ];
+    if let Some(events) = &h.post.events {
+        out.push(format!(" Test with events. Using {events}"));
+    }
+    out.extend([
         format!(" Dual-port       : OFF\t\tDevice         : {}", h.device),
         format!(
             " Number of qps   : {}\t\tTransport type : {}",
@@ -212,17 +233,28 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
             " Connection type : {}\t\tUsing SRQ      : OFF",
             h.connection
         ),
-        // Posted with ibv_post_send, as perftest does where it prints OFF.
-        " ibv_wr* API     : OFF".to_string(),
-    ];
+        format!(
+            " ibv_wr* API     : {}",
+            if h.post.wr_api { "ON" } else { "OFF" }
+        ),
+    ]);
     if let Some(tx) = h.tx_depth {
         out.push(format!(" TX depth        : {tx}"));
+    }
+    if h.post.post_list > 1 {
+        out.push(format!(" Post List       : {}", h.post.post_list));
+    }
+    if h.post.recv_post_list > 1 {
+        out.push(format!(" Recv Post List  : {}", h.post.recv_post_list));
     }
     if let Some(rx) = h.rx_depth {
         out.push(format!(" RX depth        : {rx}"));
     }
     if let Some(cq_mod) = h.cq_mod {
         out.push(format!(" CQ Moderation   : {cq_mod}"));
+    }
+    if let Some(batch) = &h.post.cqe_batch {
+        out.push(format!(" CQE Poll Batch  : {batch}"));
     }
     out.push(format!(" Mtu             : {}[B]", h.mtu));
     out.push(format!(" Link type       : {}", h.link_type));
@@ -422,6 +454,7 @@ mod tests {
             columns: Columns::Bandwidth { gbits: false },
             validation: false,
             labelled: false,
+            post: PostLines::default(),
         }
     }
 

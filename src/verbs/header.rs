@@ -7,20 +7,23 @@ use super::bench::{Benchmark, Test, Verb};
 use super::device::show_gid;
 use super::parity::AtomicOp;
 use super::wire::Hello;
-use crate::report::perftest::{Columns, Connection, PerftestHeader, QpAddress, ReadsOrInline};
+use crate::report::perftest::{
+    Columns, Connection, PerftestHeader, PostLines, QpAddress, ReadsOrInline,
+};
 
 /// perftest's title: "RDMA_Write BW Test", "Send Bidirectional BW Test",
-/// "Atomic FETCH_AND_ADD Latency Test", ...
-pub fn title(bench: Benchmark, bidirectional: bool, atomic: AtomicOp) -> String {
+/// "Atomic FETCH_AND_ADD Latency Test", "RDMA_Write Post List BW Test" (-l), ...
+pub fn title(bench: Benchmark, bidirectional: bool, atomic: AtomicOp, post_list: bool) -> String {
     let verb = match bench.verb {
         Verb::Write => "RDMA_Write".to_string(),
         Verb::Read => "RDMA_Read".to_string(),
         Verb::Send => "Send".to_string(),
         Verb::Atomic => format!("Atomic {}", atomic.name()),
     };
+    let list = if post_list { "Post List " } else { "" };
     match bench.test {
-        Test::Bw if bidirectional => format!("{verb} Bidirectional BW Test"),
-        Test::Bw => format!("{verb} BW Test"),
+        Test::Bw if bidirectional => format!("{verb} Bidirectional {list}BW Test"),
+        Test::Bw => format!("{verb} {list}BW Test"),
         Test::Lat => format!("{verb} Latency Test"),
     }
 }
@@ -44,6 +47,8 @@ pub struct Header<'a> {
     /// One line per pair under mpirun.
     pub pairs: Vec<String>,
     pub warnings: Vec<String>,
+    /// The post API, -e, -l, the CQE batch.
+    pub post: PostLines,
 }
 
 impl Header<'_> {
@@ -52,7 +57,12 @@ impl Header<'_> {
         let p = self.plan;
         let (verb, test) = (p.bench.verb, p.bench.test);
         PerftestHeader {
-            title: title(p.bench, p.bidirectional, p.options.atomic),
+            title: title(
+                p.bench,
+                p.bidirectional,
+                p.options.atomic,
+                p.post.post_list > 1,
+            ),
             device: self.mine.device.clone(),
             qps: p.qps,
             transport: self.transport.to_string(),
@@ -92,6 +102,7 @@ impl Header<'_> {
             },
             labelled: self.pair_count > 1,
             validation: p.options.validate,
+            post: self.post,
         }
     }
 }
@@ -167,6 +178,7 @@ mod tests {
             pair_count: 1,
             pairs: vec![],
             warnings: vec!["w".into()],
+            post: PostLines::default(),
         }
         .facts();
         let lines = header_block(&facts, env!("CARGO_PKG_VERSION"));
@@ -222,6 +234,7 @@ mod tests {
                 pair_count: 2,
                 pairs: vec![],
                 warnings: vec![],
+                post: PostLines::default(),
             }
             .facts()
         };
