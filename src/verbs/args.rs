@@ -323,7 +323,10 @@ impl VerbsArgs {
         .min(tx_depth);
         let (post, cq_mod) = self.post.plan(&post_args::Context {
             bench,
-            length,
+            iters: match length {
+                Length::Iters(n) => Some(n),
+                Length::Duration(_) => None,
+            },
             tx_depth,
             rx_depth,
             cq_mod,

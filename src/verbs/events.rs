@@ -44,16 +44,19 @@ impl Events {
         builder.setup_comp_channel(&self.channel, 0);
     }
 
-    /// Asks for an event at the CQ's next completion.
-    pub fn arm(&self, cq: &GenericCompletionQueue) -> anyhow::Result<()> {
-        // SAFETY: the CQ lives as long as `cq`.
-        match unsafe { ibv_req_notify_cq(cq.cq().as_ptr(), 0) } {
-            0 => Ok(()),
-            e => bail!(
-                "-e/--events: ibv_req_notify_cq failed: {}",
-                std::io::Error::from_raw_os_error(e)
-            ),
+    /// Asks for an event at each CQ's next completion.
+    pub fn arm(&self, cqs: &[&GenericCompletionQueue]) -> anyhow::Result<()> {
+        for cq in cqs {
+            // SAFETY: the CQ lives as long as `cq`.
+            match unsafe { ibv_req_notify_cq(cq.cq().as_ptr(), 0) } {
+                0 => {}
+                e => bail!(
+                    "-e/--events: ibv_req_notify_cq failed: {}",
+                    std::io::Error::from_raw_os_error(e)
+                ),
+            }
         }
+        Ok(())
     }
 
     /// Sleeps until a CQ reports an event or `limit` passes (false); takes the

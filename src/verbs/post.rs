@@ -58,6 +58,13 @@ pub struct Chain<'a> {
     pub signaled: &'a dyn Fn(u64) -> bool,
 }
 
+impl<'a> Chain<'a> {
+    /// One request, signalled as `signaled` says.
+    pub fn one(signaled: &'a dyn Fn(u64) -> bool) -> Chain<'a> {
+        Chain { count: 1, signaled }
+    }
+}
+
 enum Kind {
     Basic(BasicQueuePair),
     /// `ud`: sends name their destination (ibv_wr_set_ud_addr).
@@ -188,19 +195,7 @@ impl Qp {
                     self.wrs.push(wr);
                     self.sges.push(sge);
                 }
-                let n = self.wrs.len();
-                let base = self.wrs.as_mut_ptr();
-                for k in 0..n {
-                    // SAFETY: k < n; the links stay valid until the post returns.
-                    unsafe {
-                        (*base.add(k)).sg_list = self.sges.as_mut_ptr().add(k);
-                        (*base.add(k)).next = if k + 1 < n {
-                            base.add(k + 1)
-                        } else {
-                            std::ptr::null_mut()
-                        };
-                    }
-                }
+                let base = link(&mut self.wrs, &mut self.sges);
                 let mut bad = std::ptr::null_mut();
                 // SAFETY: a chain of `n` valid requests on a live QP; inline
                 // data is copied before ibv_post_send returns.
@@ -264,6 +259,42 @@ unsafe fn wr_op(qpx: *mut ibv_qp_ex, wr: &ibv_send_wr) {
     }
 }
 
+/// A work request of a chain: its SGE and the next request.
+trait Linked {
+    fn link(&mut self, sge: *mut ibv_sge, next: *mut Self);
+}
+
+impl Linked for ibv_send_wr {
+    fn link(&mut self, sge: *mut ibv_sge, next: *mut Self) {
+        (self.sg_list, self.next) = (sge, next);
+    }
+}
+
+impl Linked for ibv_recv_wr {
+    fn link(&mut self, sge: *mut ibv_sge, next: *mut Self) {
+        (self.sg_list, self.next) = (sge, next);
+    }
+}
+
+/// Links request k to SGE k and to request k + 1, for one post call; the
+/// chain's head. The links hold while neither vector changes.
+fn link<W: Linked>(wrs: &mut [W], sges: &mut [ibv_sge]) -> *mut W {
+    let n = wrs.len();
+    let (base, sge) = (wrs.as_mut_ptr(), sges.as_mut_ptr());
+    for k in 0..n {
+        // SAFETY: k < n = the length of both slices.
+        unsafe {
+            let next = if k + 1 < n {
+                base.add(k + 1)
+            } else {
+                std::ptr::null_mut()
+            };
+            (*base.add(k)).link(sge.add(k), next);
+        }
+    }
+    base
+}
+
 /// Receives gathered for one `ibv_post_recv` (--recv_post_list).
 #[derive(Default)]
 pub struct RecvChain {
@@ -295,19 +326,7 @@ impl RecvChain {
 
     /// Posts the gathered receives on `qp` in one call and empties the chain.
     pub fn post(&mut self, qp: *mut ibv_qp) -> std::io::Result<()> {
-        let n = self.wrs.len();
-        let base = self.wrs.as_mut_ptr();
-        for k in 0..n {
-            // SAFETY: k < n; the links stay valid until the post returns.
-            unsafe {
-                (*base.add(k)).sg_list = self.sges.as_mut_ptr().add(k);
-                (*base.add(k)).next = if k + 1 < n {
-                    base.add(k + 1)
-                } else {
-                    std::ptr::null_mut()
-                };
-            }
-        }
+        let base = link(&mut self.wrs, &mut self.sges);
         let mut bad = std::ptr::null_mut();
         // SAFETY: a chain of `n` receives into the QP's registered buffer.
         let errno = unsafe { ibv_post_recv(qp, base, &mut bad) };
@@ -328,6 +347,16 @@ pub struct PostState {
     /// perftest's dynamic CQE batch is still adapting (off for the rest of
     /// the run once it was stable).
     pub dynamic_cqe: bool,
+}
+
+impl PostState {
+    pub fn new(api: PostApi, events: Option<std::sync::Arc<super::events::Events>>) -> Self {
+        PostState {
+            api,
+            events,
+            dynamic_cqe: true,
+        }
+    }
 }
 
 /// perftest's header lines of the post path on this side.

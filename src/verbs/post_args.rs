@@ -4,7 +4,6 @@
 //! their checks against the rest of the plan (perftest_parameters.c's
 //! force_dependencies).
 
-use super::args::Length;
 use super::bench::{Benchmark, Test, Verb};
 use crate::cli::whole;
 use crate::job::UsageError;
@@ -77,7 +76,8 @@ impl Default for PostPlan {
 /// What the checks need from the rest of the plan.
 pub struct Context {
     pub bench: Benchmark,
-    pub length: Length,
+    /// -n (None: -D).
+    pub iters: Option<u64>,
     /// Already capped at the message count.
     pub tx_depth: u32,
     pub rx_depth: u32,
@@ -96,15 +96,37 @@ fn usage(msg: impl Into<String>) -> UsageError {
     UsageError(msg.into())
 }
 
+/// A list of `list` requests: -n a multiple of it (perftest), and room for
+/// it in its `queue` (name, flag, depth), or the loop could never post it.
+fn check_list(
+    flag: &str,
+    list: u32,
+    iters: Option<u64>,
+    queue: (&str, &str, u32),
+) -> Result<(), UsageError> {
+    if let Some(n) = iters.filter(|n| n % list as u64 != 0) {
+        return Err(usage(format!(
+            "{flag} {list}: -n/--iters {n} must be a multiple of the list size, e.g. -n {}",
+            n.next_multiple_of(list as u64)
+        )));
+    }
+    let (name, depth_flag, depth) = queue;
+    if list > depth {
+        return Err(usage(format!(
+            "{flag} {list}: a list must fit the {name} queue ({depth_flag} {depth}); raise {} or lower {}",
+            depth_flag.split('/').next().unwrap_or(depth_flag),
+            flag.split('/').next().unwrap_or(flag)
+        )));
+    }
+    Ok(())
+}
+
 impl PostArgs {
     /// The plan of this group and the CQ moderation it implies.
     pub fn plan(&self, c: &Context) -> Result<(PostPlan, u32), UsageError> {
         let program = c.bench.program();
         let bw = c.bench.test == Test::Bw;
-        let iters = match c.length {
-            Length::Iters(n) => Some(n),
-            Length::Duration(_) => None,
-        };
+        let iters = c.iters;
         for (flag, value) in [
             ("-l/--post_list", self.post_list.map(u64::from)),
             ("--recv_post_list", self.recv_post_list.map(u64::from)),
@@ -124,18 +146,8 @@ impl PostArgs {
                     "-l/--post_list {post_list}: {program} keeps one message in flight; post lists are for the bandwidth tests"
                 )));
             }
-            if let Some(n) = iters.filter(|n| n % post_list as u64 != 0) {
-                return Err(usage(format!(
-                    "-l/--post_list {post_list}: -n/--iters {n} must be a multiple of the post list size, e.g. -n {}",
-                    n.next_multiple_of(post_list as u64)
-                )));
-            }
-            if post_list > c.tx_depth {
-                return Err(usage(format!(
-                    "-l/--post_list {post_list}: a list must fit the send queue (-t/--tx-depth {}); raise -t or lower -l",
-                    c.tx_depth
-                )));
-            }
+            let send_queue = ("send", "-t/--tx-depth", c.tx_depth);
+            check_list("-l/--post_list", post_list, iters, send_queue)?;
             if !c.cq_mod_given {
                 cq_mod = post_list;
             } else if post_list % c.cq_mod != 0 {
@@ -157,18 +169,8 @@ impl PostArgs {
                     "--recv_post_list {recv_post_list}: {program} posts no receive lists; it is for ib_send_bw"
                 )));
             }
-            if let Some(n) = iters.filter(|n| n % recv_post_list as u64 != 0) {
-                return Err(usage(format!(
-                    "--recv_post_list {recv_post_list}: -n/--iters {n} must be a multiple of the receive list size, e.g. -n {}",
-                    n.next_multiple_of(recv_post_list as u64)
-                )));
-            }
-            if recv_post_list > c.rx_depth {
-                return Err(usage(format!(
-                    "--recv_post_list {recv_post_list}: a list must fit the receive queue (-r/--rx-depth {}); raise -r or lower --recv_post_list",
-                    c.rx_depth
-                )));
-            }
+            let recv_queue = ("receive", "-r/--rx-depth", c.rx_depth);
+            check_list("--recv_post_list", recv_post_list, iters, recv_queue)?;
         }
         if self.events {
             if c.bench.verb == Verb::Write {
@@ -224,30 +226,24 @@ mod tests {
     use crate::verbs::bench::{Benchmark, Test, Verb};
     use crate::verbs::post_args::{CqeBatch, PostPlan};
 
-    const WRITE_BW: Benchmark = Benchmark::new(Verb::Write, Test::Bw);
-    const READ_BW: Benchmark = Benchmark::new(Verb::Read, Test::Bw);
-    const SEND_BW: Benchmark = Benchmark::new(Verb::Send, Test::Bw);
-    const WRITE_LAT: Benchmark = Benchmark::new(Verb::Write, Test::Lat);
-    const SEND_LAT: Benchmark = Benchmark::new(Verb::Send, Test::Lat);
-    const READ_LAT: Benchmark = Benchmark::new(Verb::Read, Test::Lat);
-
-    fn plan(bench: Benchmark, args: &[&str]) -> Plan {
-        let mut argv = vec![bench.program()];
-        argv.extend_from_slice(args);
-        parse(bench, argv).unwrap()
+    /// The command line `program args...` of the binary of that name.
+    fn parsed(program: &str, args: &[&str]) -> Result<Plan, String> {
+        let bench = [Verb::Write, Verb::Read, Verb::Send, Verb::Atomic]
+            .into_iter()
+            .flat_map(|v| [Test::Bw, Test::Lat].map(|t| Benchmark::new(v, t)))
+            .find(|b| b.program() == program)
+            .unwrap();
+        let argv = std::iter::once(program).chain(args.iter().copied());
+        parse(bench, argv).map_err(|e| e.0)
     }
 
-    fn err(bench: Benchmark, args: &[&str]) -> String {
-        let mut argv = vec![bench.program()];
-        argv.extend_from_slice(args);
-        let e = parse(bench, argv).unwrap_err().0;
-        assert_eq!(e.lines().count(), 1, "{e}");
-        e
+    fn plan(program: &str, args: &[&str]) -> Plan {
+        parsed(program, args).unwrap()
     }
 
     #[test]
     fn perftest_defaults() {
-        let p = plan(WRITE_BW, &[]);
+        let p = plan("ib_write_bw", &[]);
         assert_eq!(
             p.post,
             PostPlan {
@@ -258,10 +254,10 @@ mod tests {
         assert!(p.post.wr_api && !p.post.events);
         // Short runs, latency tests and bidirectional send poll a fixed 16.
         for (bench, args) in [
-            (WRITE_BW, vec!["-n", "2999"]),
-            (SEND_BW, vec!["-b"]),
-            (WRITE_LAT, vec![]),
-            (WRITE_BW, vec!["--disable_dynamic_polling"]),
+            ("ib_write_bw", vec!["-n", "2999"]),
+            ("ib_send_bw", vec!["-b"]),
+            ("ib_write_lat", vec![]),
+            ("ib_write_bw", vec!["--disable_dynamic_polling"]),
         ] {
             assert_eq!(
                 plan(bench, &args).post.cqe_batch,
@@ -270,73 +266,155 @@ mod tests {
             );
         }
         assert_eq!(
-            plan(WRITE_BW, &["-n", "3000"]).post.cqe_batch,
+            plan("ib_write_bw", &["-n", "3000"]).post.cqe_batch,
             CqeBatch::Dynamic
         );
         assert_eq!(
-            plan(WRITE_BW, &["-n", "20", "-q", "2049", "-s", "8193"])
+            plan("ib_write_bw", &["-n", "20", "-q", "2049", "-s", "8193"])
                 .post
                 .cqe_batch,
             CqeBatch::Fixed(64)
         );
         assert_eq!(
-            plan(WRITE_BW, &["-n", "20", "-q", "2048", "-s", "8193"])
+            plan("ib_write_bw", &["-n", "20", "-q", "2048", "-s", "8193"])
                 .post
                 .cqe_batch,
             CqeBatch::Fixed(16)
         );
         assert_eq!(
-            plan(READ_BW, &["--cqe_poll", "7"]).post.cqe_batch,
+            plan("ib_read_bw", &["--cqe_poll", "7"]).post.cqe_batch,
             CqeBatch::Fixed(7)
         );
-        assert!(!plan(SEND_LAT, &["--use_old_post_send"]).post.wr_api);
+        assert!(!plan("ib_send_lat", &["--use_old_post_send"]).post.wr_api);
     }
 
     #[test]
     fn post_list_sets_cq_moderation() {
         // 64 KiB messages would be signalled one by one; a list of 8 asks once per list.
-        let p = plan(WRITE_BW, &["-l", "8", "-n", "40"]);
+        let p = plan("ib_write_bw", &["-l", "8", "-n", "40"]);
         assert_eq!((p.post.post_list, p.cq_mod), (8, 8));
         // -Q given: kept, the list a multiple of it.
-        let p = plan(WRITE_BW, &["-l", "8", "-Q", "4", "-n", "40"]);
+        let p = plan("ib_write_bw", &["-l", "8", "-Q", "4", "-n", "40"]);
         assert_eq!((p.post.post_list, p.cq_mod), (8, 4));
-        let p = plan(SEND_BW, &["--recv_post_list", "4", "-n", "40", "-r", "8"]);
+        let p = plan(
+            "ib_send_bw",
+            &["--recv_post_list", "4", "-n", "40", "-r", "8"],
+        );
         assert_eq!((p.post.recv_post_list, p.rx_depth), (4, 8));
     }
 
     #[test]
     fn events_keep_cq_moderation_for_large_messages() {
         // perftest: -e does not signal every large message (its events would pile up).
-        assert_eq!(plan(READ_BW, &["-s", "65536"]).cq_mod, 1);
-        let p = plan(READ_BW, &["-s", "65536", "-e"]);
+        assert_eq!(plan("ib_read_bw", &["-s", "65536"]).cq_mod, 1);
+        let p = plan("ib_read_bw", &["-s", "65536", "-e"]);
         assert_eq!((p.cq_mod, p.post.events), (100, true));
     }
 
     #[test]
     fn mistakes_name_the_flag() {
         for (bench, args, want) in [
-            (WRITE_BW, vec!["-l", "0"], "-l/--post_list 0: use a whole number from 1"),
-            (WRITE_BW, vec!["-l", "-2"], "-l/--post_list -2: use a whole number from 1"),
-            (WRITE_BW, vec!["-l", "3", "-n", "20"], "-l/--post_list 3: -n/--iters 20 must be a multiple of the post list size, e.g. -n 21"),
-            (WRITE_BW, vec!["-l", "32", "-t", "16", "-n", "64"], "-l/--post_list 32: a list must fit the send queue (-t/--tx-depth 16)"),
-            (WRITE_BW, vec!["-l", "8", "-Q", "3", "-n", "40"], "-l/--post_list 8: the list size must be a multiple of -Q/--cq-mod 3"),
-            (WRITE_LAT, vec!["-l", "2"], "-l/--post_list 2: ib_write_lat keeps one message in flight"),
-            (SEND_BW, vec!["-l", "2", "--data_validation"], "-l/--post_list 2: --data_validation"),
-            (WRITE_BW, vec!["--recv_post_list", "2"], "--recv_post_list 2: ib_write_bw posts no receive lists"),
-            (SEND_LAT, vec!["--recv_post_list", "2"], "--recv_post_list 2: ib_send_lat"),
-            (SEND_BW, vec!["--recv_post_list", "3", "-n", "20"], "--recv_post_list 3: -n/--iters 20 must be a multiple"),
-            (SEND_BW, vec!["--recv_post_list", "16", "-r", "8", "-n", "32"], "--recv_post_list 16: a list must fit the receive queue (-r/--rx-depth 8)"),
-            (WRITE_BW, vec!["-e"], "-e/--events: ib_write_bw's receiver gets no completions"),
-            (WRITE_LAT, vec!["--events"], "-e/--events: ib_write_lat's"),
-            (READ_BW, vec!["-e", "-D", "2"], "-e/--events: -D/--duration runs poll"),
-            (WRITE_BW, vec!["--cqe_poll", "0"], "--cqe_poll 0: use a whole number from 1"),
-            (SEND_BW, vec!["--recv_post_list", "0"], "--recv_post_list 0: use a whole number from 1"),
-            (WRITE_BW, vec!["--cqe_poll", "65536"], "--cqe_poll 65536: use a whole number from 1 to 65535"),
-            (READ_LAT, vec!["--cqe_poll", "4"], "--cqe_poll: ib_read_lat polls one completion at a time"),
-            (SEND_LAT, vec!["--disable_dynamic_polling"], "--disable_dynamic_polling: ib_send_lat"),
+            (
+                "ib_write_bw",
+                vec!["-l", "0"],
+                "-l/--post_list 0: use a whole number from 1",
+            ),
+            (
+                "ib_write_bw",
+                vec!["-l", "-2"],
+                "-l/--post_list -2: use a whole number from 1",
+            ),
+            (
+                "ib_write_bw",
+                vec!["-l", "3", "-n", "20"],
+                "-l/--post_list 3: -n/--iters 20 must be a multiple of the list size, e.g. -n 21",
+            ),
+            (
+                "ib_write_bw",
+                vec!["-l", "32", "-t", "16", "-n", "64"],
+                "-l/--post_list 32: a list must fit the send queue (-t/--tx-depth 16)",
+            ),
+            (
+                "ib_write_bw",
+                vec!["-l", "8", "-Q", "3", "-n", "40"],
+                "-l/--post_list 8: the list size must be a multiple of -Q/--cq-mod 3",
+            ),
+            (
+                "ib_write_lat",
+                vec!["-l", "2"],
+                "-l/--post_list 2: ib_write_lat keeps one message in flight",
+            ),
+            (
+                "ib_send_bw",
+                vec!["-l", "2", "--data_validation"],
+                "-l/--post_list 2: --data_validation",
+            ),
+            (
+                "ib_write_bw",
+                vec!["--recv_post_list", "2"],
+                "--recv_post_list 2: ib_write_bw posts no receive lists",
+            ),
+            (
+                "ib_send_lat",
+                vec!["--recv_post_list", "2"],
+                "--recv_post_list 2: ib_send_lat",
+            ),
+            (
+                "ib_send_bw",
+                vec!["--recv_post_list", "3", "-n", "20"],
+                "--recv_post_list 3: -n/--iters 20 must be a multiple",
+            ),
+            (
+                "ib_send_bw",
+                vec!["--recv_post_list", "16", "-r", "8", "-n", "32"],
+                "--recv_post_list 16: a list must fit the receive queue (-r/--rx-depth 8)",
+            ),
+            (
+                "ib_write_bw",
+                vec!["-e"],
+                "-e/--events: ib_write_bw's receiver gets no completions",
+            ),
+            (
+                "ib_write_lat",
+                vec!["--events"],
+                "-e/--events: ib_write_lat's",
+            ),
+            (
+                "ib_read_bw",
+                vec!["-e", "-D", "2"],
+                "-e/--events: -D/--duration runs poll",
+            ),
+            (
+                "ib_write_bw",
+                vec!["--cqe_poll", "0"],
+                "--cqe_poll 0: use a whole number from 1",
+            ),
+            (
+                "ib_send_bw",
+                vec!["--recv_post_list", "0"],
+                "--recv_post_list 0: use a whole number from 1",
+            ),
+            (
+                "ib_write_bw",
+                vec!["--cqe_poll", "65536"],
+                "--cqe_poll 65536: use a whole number from 1 to 65535",
+            ),
+            (
+                "ib_read_lat",
+                vec!["--cqe_poll", "4"],
+                "--cqe_poll: ib_read_lat polls one completion at a time",
+            ),
+            (
+                "ib_send_lat",
+                vec!["--disable_dynamic_polling"],
+                "--disable_dynamic_polling: ib_send_lat",
+            ),
         ] {
-            let e = err(bench, &args);
-            assert!(e.starts_with(want), "{args:?}: {e}");
+            let e = parsed(bench, &args).unwrap_err();
+            assert!(
+                e.starts_with(want) && e.lines().count() == 1,
+                "{args:?}: {e}"
+            );
         }
     }
 }

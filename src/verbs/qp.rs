@@ -207,11 +207,7 @@ impl QpEnd {
         inline: bool,
         remote: &QpInfo,
     ) -> anyhow::Result<()> {
-        let list = Chain {
-            count: 1,
-            signaled: &|_| signaled,
-        };
-        self.post_list(op, wr_id, len, list, inline, remote)
+        self.post_list(op, wr_id, len, Chain::one(&|_| signaled), inline, remote)
     }
 
     /// -l: `list.count` work requests (ids `wr_id`, `wr_id + 1`, ...) in one post call.
@@ -289,10 +285,7 @@ impl QpEnd {
                 rkey: remote.rkey,
             },
         };
-        let one = Chain {
-            count: 1,
-            signaled: &|_| true,
-        };
+        let one = Chain::one(&|_| true);
         self.post_send(
             u64::MAX,
             one,
@@ -442,10 +435,9 @@ impl Endpoint {
         let events = plan.post.events.then(|| Events::open(port)).transpose()?;
         let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send", events.as_ref())?;
         let recv_cq = create_cq(port, rx_depth * plan.qps, "receive", events.as_ref())?;
-        if let Some(events) = &events {
-            events.arm(&send_cq)?;
-            events.arm(&recv_cq)?;
-        }
+        events
+            .as_ref()
+            .map_or(Ok(()), |e| e.arm(&[&send_cq, &recv_cq]))?;
         let mut api = PostApi::OldPostSend;
         let connection = plan.options.connection;
         let grh = if connection == Connection::Ud {
@@ -532,11 +524,7 @@ impl Endpoint {
             qps,
             send_cq,
             recv_cq,
-            post: PostState {
-                api,
-                events,
-                dynamic_cqe: true,
-            },
+            post: PostState::new(api, events),
             _pd: pd,
         })
     }
