@@ -31,7 +31,8 @@
 #   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
 #   FAULTS=0    skip the fault checks; FEATURES=0 skip the option runs (default: both
-#               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh)
+#               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh),
+#               FEATURES=post only the post path's (-l, -e, --cqe_poll, ibv_wr_*)
 #   STRICT=1    exit 2 when a ratio misses its target (default: report only)
 # Before the comparison it checks the errors real devices produce (unknown device,
 # GID index, MTU, size, memlock, port down, no peer, a peer killed mid-run): exit
@@ -318,7 +319,9 @@ post_path_checks() { # ci|1
     { wait; } 2>/dev/null
 }
 
-if [ "${FEATURES:-1}" != 0 ]; then
+# FEATURES=post: only the post path's checks.
+[ "${FEATURES:-1}" = post ] && post_path_checks 1
+if [ "${FEATURES:-1}" != 0 ] && [ "${FEATURES:-1}" != post ]; then
     # The new binaries and modes first: the CI subset (FEATURES=ci) stops after them.
     expect_rows "atomic_bw" 1 tcp ib_atomic_bw -n 500
     expect_rows "atomic_bw CMP_AND_SWAP -o 4 -q 2" 1 tcp ib_atomic_bw -A CMP_AND_SWAP -o 4 -q 2 -n 300
