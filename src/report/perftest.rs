@@ -498,6 +498,34 @@ mod tests {
     }
 
     #[test]
+    fn the_post_lines_sit_where_perftest_prints_them() {
+        let mut h = header();
+        h.post = PostLines {
+            wr_api: true,
+            events: Some("rxe0_comp0".into()),
+            post_list: 8,
+            recv_post_list: 4,
+            cqe_batch: Some("Dynamic".into()),
+        };
+        let lines = header_block(&h, "9.9");
+        let at = |l: &str| {
+            lines
+                .iter()
+                .position(|x| x == l)
+                .unwrap_or_else(|| panic!("{l:?} missing in {lines:#?}"))
+        };
+        assert_eq!(at(" Test with events. Using rxe0_comp0"), 2);
+        assert!(at(" ibv_wr* API     : ON") < at(" TX depth        : 128"));
+        assert_eq!(at(" Post List       : 8"), at(" TX depth        : 128") + 1);
+        assert_eq!(at(" Recv Post List  : 4"), at(" Post List       : 8") + 1);
+        assert_eq!(at(" CQE Poll Batch  : Dynamic"), at(" CQ Moderation   : 1") + 1);
+        // Without them: OFF, and none of the optional lines.
+        let plain = header_block(&header(), "9.9");
+        assert!(plain.contains(&" ibv_wr* API     : OFF".to_string()));
+        assert!(!plain.iter().any(|l| l.contains("Post List") || l.contains("events")));
+    }
+
+    #[test]
     fn ack_timeouts() {
         assert_eq!(ack_timeout(14), "67.1 ms");
         assert_eq!(ack_timeout(18), "1.07 s");

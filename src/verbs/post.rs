@@ -372,3 +372,34 @@ pub fn header_lines(plan: &super::args::Plan, state: &PostState) -> PostLines {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verbs::args::parse;
+    use crate::verbs::bench::{Benchmark, Test};
+
+    #[test]
+    fn header_lines_and_the_fallback_warning() {
+        let bench = Benchmark::new(Verb::Read, Test::Bw);
+        let plan = parse(bench, ["ib_read_bw", "-l", "8", "-n", "80"]).unwrap();
+        let why = "ibv_create_qp_ex: Operation not supported".to_string();
+        let state = PostState::new(PostApi::Fallback(why), None);
+        let want = PostLines {
+            wr_api: false,
+            events: None,
+            post_list: 8,
+            recv_post_list: 1,
+            // 80 iterations: below 3000, no dynamic batch.
+            cqe_batch: Some("16".into()),
+        };
+        assert_eq!(header_lines(&plan, &state), want);
+        assert_eq!(
+            state.api.warning("rxe0").unwrap(),
+            "rxe0 cannot create extended QPs (ibv_create_qp_ex: Operation not supported): \
+             posting with ibv_post_send, as --use_old_post_send"
+        );
+        assert_eq!(PostApi::WrApi.warning("rxe0"), None);
+        assert!(PostApi::WrApi.wr_api() && !PostApi::OldPostSend.wr_api());
+    }
+}
