@@ -518,11 +518,16 @@ mod tests {
         assert!(at(" ibv_wr* API     : ON") < at(" TX depth        : 128"));
         assert_eq!(at(" Post List       : 8"), at(" TX depth        : 128") + 1);
         assert_eq!(at(" Recv Post List  : 4"), at(" Post List       : 8") + 1);
-        assert_eq!(at(" CQE Poll Batch  : Dynamic"), at(" CQ Moderation   : 1") + 1);
+        assert_eq!(
+            at(" CQE Poll Batch  : Dynamic"),
+            at(" CQ Moderation   : 1") + 1
+        );
         // Without them: OFF, and none of the optional lines.
         let plain = header_block(&header(), "9.9");
         assert!(plain.contains(&" ibv_wr* API     : OFF".to_string()));
-        assert!(!plain.iter().any(|l| l.contains("Post List") || l.contains("events")));
+        assert!(!plain
+            .iter()
+            .any(|l| l.contains("Post List") || l.contains("events")));
     }
 
     #[test]
