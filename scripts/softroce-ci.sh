@@ -30,4 +30,6 @@ CASES+=$'ib_write_bw 65536 -D 2 -f 0\n'
 # and one run of each flag next to perftest's (softroce-test.sh's cm_checks).
 cm_ci() { export CM=ci; }
 cm_ci
+# The post path: a post list and completion events (the option runs add their checks).
+CASES+=$'ib_write_bw 4096 -l 8\nib_read_bw 65536 -e\n'
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"

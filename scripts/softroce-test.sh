@@ -31,7 +31,8 @@
 #   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
 #   FAULTS=0    skip the fault checks; FEATURES=0 skip the option runs (default: both
-#               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh)
+#               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh),
+#               FEATURES=post only the post path's (-l, -e, --cqe_poll, ibv_wr_*)
 #   PATHS=0     skip the path, QoS and NUMA checks; PATHS=ci their short subset;
 #               PERFTEST_UPSTREAM a folder with a local build of perftest's release
 #               for the flags the distribution's perftest lacks
@@ -294,7 +295,47 @@ expect_rows() { # name rows tcp|NP bin flags...
     fi
 }
 
-if [ "${FEATURES:-1}" != 0 ]; then
+# The post path (issue #13): post lists, completion events, the CQE batch, the ibv_wr_*
+# API and its fallback flag; their refusals; and a peer killed under -e: the side
+# sleeping on the channel still stops at --timeout and names the op and size.
+post_path_checks() { # ci|1
+    expect_rows "write_bw -l 8" 1 tcp ib_write_bw -l 8 -s 4096 -n 400
+    expect_rows "send_bw -l 4 --recv_post_list 4" 1 tcp ib_send_bw -l 4 --recv_post_list 4 -s 4096 -n 400
+    expect_rows "read_bw -e" 1 tcp ib_read_bw -e -s 64K -n 200
+    expect_rows "send_lat -e" 1 tcp ib_send_lat -e -n 300
+    if ! grep -qF " ibv_wr* API     : ON" "$OUT/feature-send_lat_-e.log" \
+        || ! grep -qF " Test with events. Using $CLIENT_DEV""_comp0" "$OUT/feature-send_lat_-e.log"; then
+        echo "option run FAILED: send_lat -e: no 'ibv_wr* API : ON' or events line in the header"
+        failures=$((failures + 1))
+    fi
+    expect_error "-e on write" 2 "-e/--events: ib_write_bw's receiver gets no completions" "$BIN_DIR/ib_write_bw" -e
+    expect_error "-l above -t" 2 "-l/--post_list 32: a list must fit the send queue (-t/--tx-depth 16)" \
+        "$BIN_DIR/ib_write_bw" -l 32 -t 16 -n 64
+    expect_error "--cqe_poll 0" 2 "--cqe_poll 0: use a whole number from 1" "$BIN_DIR/ib_write_bw" --cqe_poll 0
+    [ "$1" = ci ] && return
+    expect_rows "atomic_bw -l 4 -e" 1 tcp ib_atomic_bw -l 4 -e -n 400
+    expect_rows "write_bw --cqe_poll 1 -q 2" 1 tcp ib_write_bw --cqe_poll 1 -q 2 -s 4096 -n 400
+    expect_rows "write_bw --use_old_post_send -l 4" 1 tcp ib_write_bw --use_old_post_send -l 4 -s 64K -n 200
+    expect_rows "send_bw -e -b" 1 tcp ib_send_bw -e -b -s 4096 -n 300
+    expect_rows "send_bw -c UD -l 4" 1 tcp ib_send_bw -c UD -l 4 -s 1024 -n 300
+    expect_rows "write_bw -l 4 -D 2" 1 tcp ib_write_bw -l 4 -D 2 -s 4096
+    expect_rows "read_lat -e mpirun" 1 2 ib_read_lat -d "$CLIENT_DEV" -e -n 300
+    # The sender killed 4 s after the receiver listens: the receiver, asleep on its
+    # completion channel, gives up at --timeout naming the op and the size.
+    port=$((port + 1))
+    "$BIN_DIR/ib_send_bw" -d "$CLIENT_DEV" -e -s 4096 -n 100000000 -u "$QP_TIMEOUT" -F -p "$port" "$ADDR" \
+        >"$OUT/fault-events-killed-client.log" 2>&1 &
+    local victim=$!
+    (for _ in $(seq 300); do ss -tn 2>/dev/null | grep -q ":$port " && break; sleep 0.1; done
+     sleep 4; kill -KILL "$victim" 2>/dev/null) &
+    expect_error "-e peer killed" 1 "waited for a Send completion at 4096 B" \
+        "$BIN_DIR/ib_send_bw" -d "$SERVER_DEV" -e -s 4096 -n 100000000 -u "$QP_TIMEOUT" -F -p "$port" --timeout 10
+    { wait; } 2>/dev/null
+}
+
+# FEATURES=post: only the post path's checks.
+[ "${FEATURES:-1}" = post ] && post_path_checks 1
+if [ "${FEATURES:-1}" != 0 ] && [ "${FEATURES:-1}" != post ]; then
     # The new binaries and modes first: the CI subset (FEATURES=ci) stops after them.
     expect_rows "atomic_bw" 1 tcp ib_atomic_bw -n 500
     expect_rows "atomic_bw CMP_AND_SWAP -o 4 -q 2" 1 tcp ib_atomic_bw -A CMP_AND_SWAP -o 4 -q 2 -n 300
@@ -307,6 +348,7 @@ if [ "${FEATURES:-1}" != 0 ]; then
     expect_rows "send_bw --data_validation -b" 1 tcp ib_send_bw --data_validation -b -s 4096 -n 300
     expect_rows "send_lat --data_validation -c UD" 1 tcp ib_send_lat --data_validation -c UD -s 512 -n 300
     expect_rows "write_bw -w 1 -y 0.0001 (met)" 1 tcp ib_write_bw -w 1 -y 0.0001 -s 64K -n 200
+    post_path_checks "${FEATURES:-1}"
 fi
 if [ "${FEATURES:-1}" = 1 ]; then
     expect_rows "send_bw -c UD -a" 12 tcp ib_send_bw -c UD -a -n 20
@@ -699,6 +741,10 @@ if [ -z "${CASES:-}" ]; then
     done
     CASES+="ib_atomic_bw 8"$'\n'"ib_atomic_lat 8"$'\n'"ib_atomic_bw 8 -A CMP_AND_SWAP"$'\n'
     CASES+="ib_write_bw 4096 -c UC"$'\n'"ib_send_bw 1024 -c UD"$'\n'"ib_send_lat 2 -c UD"$'\n'
+    # The post path, with the flags perftest 4.5 has (-l, --recv_post_list, -e,
+    # --use_old_post_send); the default cases above compare our dynamic CQE batch.
+    CASES+="ib_write_bw 4096 -l 8"$'\n'"ib_send_bw 4096 -l 4 --recv_post_list 4"$'\n'
+    CASES+="ib_read_bw 65536 -e"$'\n'"ib_send_lat 2 -e"$'\n'"ib_write_bw 65536 --use_old_post_send"$'\n'
 fi
 
 while read -r bin size extra; do

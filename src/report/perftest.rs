@@ -56,6 +56,21 @@ pub struct Connection {
     pub qps: Vec<QpAddress>,
 }
 
+/// perftest's lines of the post path: the post API, -e, -l, --recv_post_list
+/// and the CQE batch.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PostLines {
+    /// "ibv_wr* API : ON" (else OFF: ibv_post_send).
+    pub wr_api: bool,
+    /// -e: the completion vector's name ("rxe0_comp0").
+    pub events: Option<String>,
+    /// Shown above 1.
+    pub post_list: u32,
+    pub recv_post_list: u32,
+    /// "Dynamic" or the batch (bandwidth tests).
+    pub cqe_batch: Option<String>,
+}
+
 /// The facts of perftest's header block, as the verbs family decided them for
 /// this side (None: a line perftest does not print here).
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +116,7 @@ pub struct PerftestHeader {
     pub numa_node: Option<String>,
     /// fabricbench's "Path" line: SL, P_Key index and the GRH's fields.
     pub path: String,
+    pub post: PostLines,
 }
 
 /// The perftest table on `out`: the header at the start, a row per line of
@@ -210,6 +226,11 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
     let mut out = vec![
         RESULT_LINE.to_string(),
         format!("                    {}", h.title),
+    ];
+    if let Some(events) = &h.post.events {
+        out.push(format!(" Test with events. Using {events}"));
+    }
+    out.extend([
         format!(" Dual-port       : OFF\t\tDevice         : {}", h.device),
         format!(
             " Number of qps   : {}\t\tTransport type : {}",
@@ -222,17 +243,28 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
         // perftest 26.04 built with relaxed ordering and thread domains
         // prints both; neither is used here.
         " PCIe relax order: OFF\t\tLock-free      : OFF".to_string(),
-        // Posted with ibv_post_send, as perftest does where it prints OFF.
-        " ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF".to_string(),
-    ];
+        format!(
+            " ibv_wr* API     : {}\t\tUsing Enhanced Reorder      : OFF",
+            if h.post.wr_api { "ON" } else { "OFF" }
+        ),
+    ]);
     if let Some(tx) = h.tx_depth {
         out.push(format!(" TX depth        : {tx}"));
+    }
+    if h.post.post_list > 1 {
+        out.push(format!(" Post List       : {}", h.post.post_list));
+    }
+    if h.post.recv_post_list > 1 {
+        out.push(format!(" Recv Post List  : {}", h.post.recv_post_list));
     }
     if let Some(rx) = h.rx_depth {
         out.push(format!(" RX depth        : {rx}"));
     }
     if let Some(cq_mod) = h.cq_mod {
         out.push(format!(" CQ Moderation   : {cq_mod}"));
+    }
+    if let Some(batch) = &h.post.cqe_batch {
+        out.push(format!(" CQE Poll Batch  : {batch}"));
     }
     out.push(format!(" Mtu             : {}[B]", h.mtu));
     out.push(format!(" Link type       : {}", h.link_type));
@@ -441,6 +473,7 @@ mod tests {
             labelled: false,
             numa_node: Some("0 (not bound: rxe0 has no numa_node)".into()),
             path: "SL 0, P_Key index 0".into(),
+            post: PostLines::default(),
         }
     }
 
@@ -523,6 +556,43 @@ mod tests {
         assert!(!header_block(&no_numa, "9.9")
             .iter()
             .any(|l| l.starts_with(" NUMA node")));
+    }
+
+    #[test]
+    fn the_post_lines_sit_where_perftest_prints_them() {
+        let mut h = header();
+        h.post = PostLines {
+            wr_api: true,
+            events: Some("rxe0_comp0".into()),
+            post_list: 8,
+            recv_post_list: 4,
+            cqe_batch: Some("Dynamic".into()),
+        };
+        let lines = header_block(&h, "9.9");
+        let at = |l: &str| {
+            lines
+                .iter()
+                .position(|x| x == l)
+                .unwrap_or_else(|| panic!("{l:?} missing in {lines:#?}"))
+        };
+        assert_eq!(at(" Test with events. Using rxe0_comp0"), 2);
+        assert!(
+            at(" ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF")
+                < at(" TX depth        : 128")
+        );
+        assert_eq!(at(" Post List       : 8"), at(" TX depth        : 128") + 1);
+        assert_eq!(at(" Recv Post List  : 4"), at(" Post List       : 8") + 1);
+        assert_eq!(
+            at(" CQE Poll Batch  : Dynamic"),
+            at(" CQ Moderation   : 1") + 1
+        );
+        // Without them: OFF, and none of the optional lines.
+        let plain = header_block(&header(), "9.9");
+        assert!(plain
+            .contains(&" ibv_wr* API     : OFF\t\tUsing Enhanced Reorder      : OFF".to_string()));
+        assert!(!plain
+            .iter()
+            .any(|l| l.contains("Post List") || l.contains("events")));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
 use crate::verbs::counters::{CounterArgs, CounterPlan};
 use crate::verbs::duration_args::{Context, DurationArgs, Timing};
+use crate::verbs::post_args::{self, PostArgs, PostPlan};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -139,6 +140,8 @@ pub struct VerbsArgs {
     pub timed: DurationArgs,
     #[command(flatten)]
     pub cm: CmArgs,
+    #[command(flatten)]
+    pub post: PostArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -201,6 +204,8 @@ pub struct Plan {
     pub timing: Timing,
     /// -R, -z, --retry_count.
     pub cm: CmPlan,
+    /// -l, --recv_post_list, -e, --cqe_poll, --use_old_post_send.
+    pub post: PostPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -327,10 +332,25 @@ impl VerbsArgs {
             None if lat => 1,
             // perftest: large messages get a completion each, unless -a runs
             // every size with one setting.
-            None if !self.all && sizes[0] > CQ_MOD_SIZE_LIMIT => 1,
+            None if !self.all && sizes[0] > CQ_MOD_SIZE_LIMIT && !self.post.events => 1,
             None => DEFAULT_CQ_MOD,
         }
         .min(tx_depth);
+        let (post, cq_mod) = self.post.plan(&post_args::Context {
+            bench,
+            iters: match length {
+                Length::Iters(n) => Some(n),
+                Length::Duration(_) => None,
+            },
+            tx_depth,
+            rx_depth,
+            cq_mod,
+            cq_mod_given: self.cq_mod.is_some(),
+            qps: self.qps,
+            bidirectional: self.bidirectional,
+            size: sizes.iter().copied().max().unwrap_or(1),
+            validate: options.validate,
+        })?;
         if let Some(m) = self.mtu {
             if !matches!(m, 256 | 512 | 1024 | 2048 | 4096) {
                 return Err(usage(format!(
@@ -462,6 +482,7 @@ impl VerbsArgs {
             options,
             path: self.path.plan()?,
             timing,
+            post,
         })
     }
 }

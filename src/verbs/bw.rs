@@ -12,7 +12,9 @@ use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::clock::Clock;
 use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
+use super::cqe::CqePoller;
 use super::duration::{takes_receives, Window};
+use super::post::Chain;
 use super::qp::{Endpoint, SEQ_BITS, SEQ_MASK};
 use super::rdma_check::{check_reads, may_write};
 use super::validate::Checked;
@@ -145,7 +147,7 @@ pub fn warm_up(
 ) -> anyhow::Result<()> {
     let inline = !op.fetches() && size <= plan.inline_size;
     let mut wcs = Vec::new();
-    let mut stall = Stall::new(plan.timeout);
+    let mut stall = Stall::new(plan.timeout).with_events(ep.post.events.as_ref());
     for (q, r) in remote.iter().enumerate() {
         for s in 0..plan.tx_depth as u64 {
             ep.qps[q].post(op, WARM_UP | wr_id(q, s), size, true, inline, r)?;
@@ -178,10 +180,18 @@ pub fn warm_up(
 
 /// Posts this size's first receives (send tests), before the start signal.
 pub fn post_receives(ep: &mut Endpoint, size: u32, plan: &Plan) -> anyhow::Result<()> {
+    let (first, list) = first_receives(plan);
     for (q, end) in ep.qps.iter_mut().enumerate() {
-        end.post_recvs((0..plan.rx_depth as u64).map(|n| wr_id(q, n)), size)?;
+        end.post_recv_lists((0..first).map(|n| wr_id(q, n)), size, list as usize)?;
     }
     Ok(())
+}
+
+/// --recv_post_list: the receives posted before the start (whole lists, as
+/// perftest) and the list size.
+fn first_receives(plan: &Plan) -> (u64, u64) {
+    let list = plan.post.recv_post_list as u64;
+    (plan.rx_depth as u64 / list * list, list)
 }
 
 /// What one side does in a bandwidth run.
@@ -226,7 +236,11 @@ pub fn run(
     let mut tracker = PeakTracker::default();
     let mut histogram = empty_histogram();
 
-    let mut recv_posted = vec![plan.rx_depth as u64; qps];
+    // -l, --recv_post_list (1: one request per post call).
+    let list = plan.post.post_list as u64;
+    let (first, recv_list) = first_receives(plan);
+    let mut recv_posted = vec![first; qps];
+    let mut recv_unused = vec![0u64; qps];
     let mut received = vec![0u64; qps];
     let mut recv_ended = vec![!roles.receiving; qps];
     let mut checked = Checked::default();
@@ -237,8 +251,10 @@ pub fn run(
     let mut in_window = 0u64;
     let marks_end = takes_receives(plan);
     let mut stopping = false;
-    let mut stall = Stall::new(plan.timeout);
+    let mut stall = Stall::new(plan.timeout).with_events(ep.post.events.as_ref());
     let mut wcs = Vec::with_capacity(64);
+    let mut send_batch = CqePoller::new(plan, ep.post.dynamic_cqe);
+    let mut recv_batch = CqePoller::new(plan, ep.post.dynamic_cqe);
     loop {
         if roles.sending {
             if let Some(d) = deadline {
@@ -246,20 +262,29 @@ pub fn run(
             }
             for q in 0..qps {
                 while !stopping
-                    && posted[q] < per_qp
-                    && posted[q] < completed[q] + tx
+                    && posted[q] + list <= per_qp
+                    && posted[q] + list <= completed[q] + tx
                     && may_write(plan, &ep.qps[q], &remote[q], posted[q])
                 {
                     let s = posted[q];
-                    let signaled = (s + 1) % cq_mod == 0 || s + 1 == per_qp;
+                    let signaled = |id: u64| {
+                        let n = (id & SEQ_MASK) + 1;
+                        n % cq_mod == 0 || n == per_qp
+                    };
                     let t = clock.now_ns();
                     first_post.get_or_insert(t);
-                    tracker.posted(t, posted_total);
-                    post_times[q][(s % tx) as usize] = t;
-                    ep.qps[q].post(op, wr_id(q, s), size, signaled, inline, &remote[q])?;
-                    posted[q] += 1;
-                    posted_total += 1;
-                    last_signaled[q] = signaled;
+                    for k in 0..list {
+                        tracker.posted(t, posted_total + k);
+                        post_times[q][((s + k) % tx) as usize] = t;
+                    }
+                    let chain = Chain {
+                        count: list as u32,
+                        signaled: &signaled,
+                    };
+                    ep.qps[q].post_list(op, wr_id(q, s), size, chain, inline, &remote[q])?;
+                    posted[q] += list;
+                    posted_total += list;
+                    last_signaled[q] = signaled(s + list - 1);
                 }
                 // -D: end with a signalled request (a zero-length send tells
                 // the receiver the run is over).
@@ -286,7 +311,12 @@ pub fn run(
 
         let mut idle = true;
         if roles.sending && posted.iter().zip(&completed).any(|(p, c)| p > c) {
-            poll(&ep.send_cq, &mut wcs)?;
+            send_batch.poll(
+                &ep.send_cq,
+                &mut wcs,
+                completed_total,
+                &mut ep.post.dynamic_cqe,
+            )?;
             for wc in &wcs {
                 check(wc, ep, "a request", size, completed_total, total)?;
                 let (q, s) = split_wr_id(wc.wr_id);
@@ -320,7 +350,8 @@ pub fn run(
             idle &= wcs.is_empty();
         }
         if recv_ended.iter().any(|e| !e) {
-            poll(&ep.recv_cq, &mut wcs)?;
+            let done: u64 = received.iter().sum();
+            recv_batch.poll(&ep.recv_cq, &mut wcs, done, &mut ep.post.dynamic_cqe)?;
             for wc in &wcs {
                 let done: u64 = received.iter().sum();
                 check(wc, ep, "a receive", size, done, total)?;
@@ -331,9 +362,14 @@ pub fn run(
                 }
                 checked.record(ep.qps[q].received_ok(wc, received[q], size));
                 received[q] += 1;
-                if deadline.is_some() || recv_posted[q] < per_qp {
-                    ep.qps[q].post_recvs(std::iter::once(wr_id(q, recv_posted[q])), size)?;
-                    recv_posted[q] += 1;
+                recv_unused[q] += 1;
+                if recv_unused[q] >= recv_list
+                    && (deadline.is_some() || recv_posted[q] + recv_list <= per_qp)
+                {
+                    let ids = (recv_posted[q]..recv_posted[q] + recv_list).map(|n| wr_id(q, n));
+                    ep.qps[q].post_recv_lists(ids, size, recv_list as usize)?;
+                    recv_posted[q] += recv_list;
+                    recv_unused[q] -= recv_list;
                 }
                 if deadline.is_none() && received[q] == per_qp {
                     recv_ended[q] = true;
@@ -356,7 +392,7 @@ pub fn run(
         if idle {
             stall.idle(|| {
                 format!(
-                    "waited for a completion at {size} B (posted {posted_total}, completed {completed_total}, received {})",
+                    "waited for a {op:?} completion at {size} B (posted {posted_total}, completed {completed_total}, received {})",
                     received.iter().sum::<u64>()
                 )
             })?;

@@ -7,9 +7,12 @@ use sideway::ibverbs::completion::{
 };
 use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
+// -e: an idle loop sleeps on the completion channel.
+use super::events::Events;
+use std::sync::Arc;
 
-/// Completions fetched by one `ibv_poll_cq` call.
-const POLL_BATCH: usize = 16;
+/// Completions fetched by one `ibv_poll_cq` call (perftest's CTX_POLL_BATCH).
+const POLL_BATCH: usize = super::post_args::POLL_BATCH as usize;
 
 /// One polled work completion.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,12 +31,22 @@ pub struct Wc {
 /// twice and stale entries come back as new completions; its basic poller
 /// allocates on every call.
 pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> anyhow::Result<()> {
-    out.clear();
     let mut wcs = [MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit(); POLL_BATCH];
+    poll_into(cq, &mut wcs, out).map(|_| ())
+}
+
+/// `poll` asking for as many completions as `wcs` holds (--cqe_poll and the
+/// dynamic batch); returns how many came.
+pub fn poll_into(
+    cq: &GenericCompletionQueue,
+    wcs: &mut [MaybeUninit<rdma_mummy_sys::ibv_wc>],
+    out: &mut Vec<Wc>,
+) -> anyhow::Result<usize> {
+    out.clear();
     // SAFETY: the CQ lives as long as `cq`; ibv_poll_cq writes at most
-    // POLL_BATCH entries and returns how many.
+    // wcs.len() entries and returns how many.
     let n = unsafe {
-        rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), POLL_BATCH as i32, wcs.as_mut_ptr().cast())
+        rdma_mummy_sys::ibv_poll_cq(cq.cq().as_ptr(), wcs.len() as i32, wcs.as_mut_ptr().cast())
     };
     if n < 0 {
         bail!(
@@ -47,7 +60,7 @@ pub fn poll(cq: &GenericCompletionQueue, out: &mut Vec<Wc>) -> anyhow::Result<()
             .iter()
             .map(|wc| Wc::from(unsafe { wc.assume_init_ref() })),
     );
-    Ok(())
+    Ok(n as usize)
 }
 
 /// Empty polls between two looks at the clock.
@@ -60,6 +73,8 @@ pub struct Stall {
     /// The first check without progress since the last progress.
     since: Option<Instant>,
     timeout: Duration,
+    /// -e: sleep on the completion channel instead of spinning.
+    events: Option<Arc<Events>>,
 }
 
 impl Stall {
@@ -68,7 +83,14 @@ impl Stall {
             idle_polls: 0,
             since: None,
             timeout,
+            events: None,
         }
+    }
+
+    /// -e: idle waits sleep on `events` (None: busy polling).
+    pub fn with_events(mut self, events: Option<&Arc<Events>>) -> Stall {
+        self.events = events.cloned();
+        self
     }
 
     /// Something arrived.
@@ -80,6 +102,16 @@ impl Stall {
     /// Nothing arrived: an error once nothing did for the timeout. `waiting`
     /// says for what ("waited for ...").
     pub fn idle(&mut self, waiting: impl FnOnce() -> String) -> anyhow::Result<()> {
+        if let Some(events) = &self.events {
+            let now = Instant::now();
+            let left = self
+                .timeout
+                .saturating_sub(now - *self.since.get_or_insert(now));
+            if !left.is_zero() && events.wait(left)? {
+                return Ok(());
+            }
+            return Err(self.stalled(waiting()));
+        }
         self.idle_polls += 1;
         if self.idle_polls < POLLS_PER_CHECK {
             return Ok(());
@@ -89,11 +121,14 @@ impl Stall {
         if now - *self.since.get_or_insert(now) < self.timeout {
             return Ok(());
         }
-        Err(anyhow!(
-            "{} for {} s: the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
-            waiting(),
+        Err(self.stalled(waiting()))
+    }
+
+    fn stalled(&self, waiting: String) -> anyhow::Error {
+        anyhow!(
+            "{waiting} for {} s: the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
             self.timeout.as_secs()
-        ))
+        )
     }
 }
 

@@ -8,21 +8,24 @@ use super::device::show_gid;
 use super::parity::AtomicOp;
 use super::wire::Hello;
 use super::{numa, path};
-use crate::report::perftest::{Columns, Connection, PerftestHeader, QpAddress, ReadsOrInline};
+use crate::report::perftest::{
+    Columns, Connection, PerftestHeader, PostLines, QpAddress, ReadsOrInline,
+};
 use crate::sysfs::Root;
 
 /// perftest's title: "RDMA_Write BW Test", "Send Bidirectional BW Test",
-/// "Atomic FETCH_AND_ADD Latency Test", ...
-pub fn title(bench: Benchmark, bidirectional: bool, atomic: AtomicOp) -> String {
+/// "Atomic FETCH_AND_ADD Latency Test", "RDMA_Write Post List BW Test" (-l), ...
+pub fn title(bench: Benchmark, bidirectional: bool, atomic: AtomicOp, post_list: bool) -> String {
     let verb = match bench.verb {
         Verb::Write => "RDMA_Write".to_string(),
         Verb::Read => "RDMA_Read".to_string(),
         Verb::Send => "Send".to_string(),
         Verb::Atomic => format!("Atomic {}", atomic.name()),
     };
+    let list = if post_list { "Post List " } else { "" };
     match bench.test {
-        Test::Bw if bidirectional => format!("{verb} Bidirectional BW Test"),
-        Test::Bw => format!("{verb} BW Test"),
+        Test::Bw if bidirectional => format!("{verb} Bidirectional {list}BW Test"),
+        Test::Bw => format!("{verb} {list}BW Test"),
         Test::Lat => format!("{verb} Latency Test"),
     }
 }
@@ -46,6 +49,8 @@ pub struct Header<'a> {
     /// One line per pair under mpirun.
     pub pairs: Vec<String>,
     pub warnings: Vec<String>,
+    /// The post API, -e, -l, the CQE batch.
+    pub post: PostLines,
 }
 
 impl Header<'_> {
@@ -55,7 +60,12 @@ impl Header<'_> {
         let (verb, test) = (p.bench.verb, p.bench.test);
         let routed = self.gid.is_some();
         PerftestHeader {
-            title: title(p.bench, p.bidirectional, p.options.atomic),
+            title: title(
+                p.bench,
+                p.bidirectional,
+                p.options.atomic,
+                p.post.post_list > 1,
+            ),
             device: self.mine.device.clone(),
             qps: p.qps,
             transport: self.transport.to_string(),
@@ -106,6 +116,7 @@ impl Header<'_> {
                 .as_ref()
                 .map(|placed| numa::header_value(placed, numa::current_node(&Root::new("/")))),
             path: path::describe(&p.path, routed, p.path.pkey),
+            post: self.post,
         }
     }
 }
@@ -181,6 +192,7 @@ mod tests {
             pair_count: 1,
             pairs: vec![],
             warnings: vec!["w".into()],
+            post: PostLines::default(),
         }
         .facts();
         let lines = header_block(&facts, env!("CARGO_PKG_VERSION"));
@@ -236,6 +248,7 @@ mod tests {
                 pair_count: 2,
                 pairs: vec![],
                 warnings: vec![],
+                post: PostLines::default(),
             }
             .facts()
         };

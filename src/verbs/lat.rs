@@ -146,7 +146,7 @@ pub fn run(
     let mut stamps = Vec::with_capacity(iters.min(1 << 20) as usize);
     let (mut sent, mut received) = (0u64, 0u64);
     let mut recv_posted = plan.rx_depth as u64;
-    let mut stall = Stall::new(plan.timeout);
+    let mut stall = Stall::new(plan.timeout).with_events(ep.post.events.as_ref());
     loop {
         // The peer's message first, except where the client opens the exchange.
         let answers_due = !verb.fetches() && received < iters && !(client && sent == 0);

@@ -12,26 +12,23 @@ use super::bench::Verb;
 use super::completion::Wc;
 use super::device::{source_text, Port};
 use super::duration::takes_receives;
+use super::events::Events;
 use super::memory::{allocate, register, Buffer};
 use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
 use super::path::route;
+use super::post::{Chain, PostApi, PostState, Qp};
 use super::ring::{corrupt_at, remote_offset, Ring};
 use super::ud::{self, UdDest, GRH_BYTES};
 use super::validate;
 use super::wire::{Hello, QpInfo, CONTROL_BYTES};
-use anyhow::{anyhow, bail};
-use rdma_mummy_sys::{
-    atomic_t, ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge,
-    ibv_wr_opcode, rdma_t, wr_t,
-};
+use anyhow::anyhow;
+use rdma_mummy_sys::{atomic_t, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode, rdma_t, wr_t};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::completion::GenericCompletionQueue;
 use sideway::ibverbs::device_context::Mtu;
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
-use sideway::ibverbs::queue_pair::{
-    BasicQueuePair, QueuePair, QueuePairAttribute, QueuePairState, QueuePairType,
-};
+use sideway::ibverbs::queue_pair::{QueuePairAttribute, QueuePairState, QueuePairType};
 use sideway::ibverbs::AccessFlags;
 use std::hash::{BuildHasher, Hasher};
 use std::net::Ipv6Addr;
@@ -60,7 +57,7 @@ struct Slots {
 /// One queue pair and its buffer.
 pub struct QpEnd {
     // Field order is drop order: the QP, then the region, then the memory.
-    qp: BasicQueuePair,
+    qp: Qp,
     mr: Arc<MemoryRegion>,
     buffer: Buffer,
     pub psn: u32,
@@ -220,6 +217,21 @@ impl QpEnd {
         inline: bool,
         remote: &QpInfo,
     ) -> anyhow::Result<()> {
+        self.post_list(op, wr_id, len, Chain::one(&|_| signaled), inline, remote)
+    }
+
+    /// -l: `list.count` work requests (ids `wr_id`, `wr_id + 1`, ...) in one post call.
+    pub fn post_list(
+        &mut self,
+        op: Verb,
+        wr_id: u64,
+        len: u32,
+        list: Chain,
+        inline: bool,
+        remote: &QpInfo,
+    ) -> anyhow::Result<()> {
+        // The requests of a list share one buffer (-l refuses --data_validation).
+        assert!(list.count == 1 || self.slots.is_none());
         // --data_validation: writes and reads use the peer's slot of their message.
         let slot = match (self.slots, op) {
             (Some(s), Verb::Write | Verb::Read) => {
@@ -266,9 +278,6 @@ impl QpEnd {
             }
         };
         let mut flags = 0;
-        if signaled {
-            flags |= ibv_send_flags::IBV_SEND_SIGNALED.0;
-        }
         if inline {
             flags |= ibv_send_flags::IBV_SEND_INLINE.0;
         }
@@ -276,12 +285,13 @@ impl QpEnd {
             self.fill_slot(wr_id, len);
         }
         let sge = (self.local_addr() + self.send_offset(wr_id) as u64, len);
-        self.post_send(wr_id, opcode, flags, sge, wr).map_err(|e| {
-            anyhow!(
-                "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
-                self.qpn()
-            )
-        })
+        self.post_send(wr_id, list, opcode, flags, sge, wr)
+            .map_err(|e| {
+                anyhow!(
+                    "posting a {op:?} of {len} B on QP 0x{:x} failed: {e}",
+                    self.qpn()
+                )
+            })
     }
 
     /// Writes the stop value into the peer's control word (ends a -D latency run).
@@ -293,10 +303,12 @@ impl QpEnd {
                 rkey: remote.rkey,
             },
         };
+        let one = Chain::one(&|_| true);
         self.post_send(
             u64::MAX,
+            one,
             ibv_wr_opcode::IBV_WR_RDMA_WRITE,
-            ibv_send_flags::IBV_SEND_SIGNALED.0,
+            0,
             (stop, 1),
             target,
         )
@@ -308,12 +320,14 @@ impl QpEnd {
         })
     }
 
-    /// One `ibv_post_send` of a work request built on the stack: perftest's
-    /// data path, with nothing allocated per message. `local` is (address,
-    /// length) in this QP's buffer, `remote` the peer's side of the request.
+    /// One post call (`ibv_wr_*` or `ibv_post_send`, see `post`) of a work
+    /// request built on the stack, `list.count` times: perftest's data path,
+    /// with nothing allocated per message. `local` is (address, length) in
+    /// this QP's buffer, `remote` the peer's side of the request.
     pub(super) fn post_send(
         &mut self,
         wr_id: u64,
+        list: Chain,
         opcode: ibv_wr_opcode::Type,
         flags: u32,
         local: (u64, u32),
@@ -335,42 +349,47 @@ impl QpEnd {
         if opcode == ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM {
             wr.imm_data_invalidated_rkey_union.imm_data = (wr_id as u32).to_be();
         }
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP lives as long as `self`; the SGE lies in this QP's
-        // registered buffer (callers pass lengths within it) and inline data
-        // is copied before ibv_post_send returns.
-        match unsafe { ibv_post_send(self.qp.qp().as_ptr(), &mut wr, &mut bad) } {
-            0 => Ok(()),
-            errno => Err(std::io::Error::from_raw_os_error(errno)),
-        }
+        // The SGE lies in this QP's registered buffer (callers pass lengths
+        // within it); inline data is copied before the post returns.
+        self.qp.post_send(&wr, list.count, list.signaled)
     }
 
     /// Posts receives into the target half, one per id (with room for UD's GRH).
     pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> anyhow::Result<()> {
+        self.post_recv_lists(ids, len, 1)
+    }
+
+    /// --recv_post_list: the receives chained `list` to a post call.
+    pub fn post_recv_lists(
+        &mut self,
+        ids: impl Iterator<Item = u64>,
+        len: u32,
+        list: usize,
+    ) -> anyhow::Result<()> {
+        let mut chain = std::mem::take(&mut self.qp.recv);
         for id in ids {
-            let mut sge = ibv_sge {
+            // The SGE covers the target half (>= len).
+            let sge = ibv_sge {
                 addr: self.target_addr() + self.recv_offset(id) as u64,
                 length: len + self.grh,
                 lkey: self.mr.lkey(),
             };
-            let mut wr = ibv_recv_wr {
-                wr_id: id,
-                next: std::ptr::null_mut(),
-                sg_list: &mut sge,
-                num_sge: 1,
-            };
-            let mut bad = std::ptr::null_mut();
-            // SAFETY: as in `post_send`; the SGE covers the target half (>= len).
-            let errno = unsafe { ibv_post_recv(self.qp.qp().as_ptr(), &mut wr, &mut bad) };
-            if errno != 0 {
-                bail!(
-                    "posting a receive on QP 0x{:x} failed: {}",
-                    self.qpn(),
-                    std::io::Error::from_raw_os_error(errno)
-                );
+            chain.push(id, sge);
+            if chain.len() == list {
+                self.post_recv_chain(&mut chain)?;
             }
         }
+        if !chain.is_empty() {
+            self.post_recv_chain(&mut chain)?;
+        }
+        self.qp.recv = chain;
         Ok(())
+    }
+
+    fn post_recv_chain(&self, chain: &mut super::post::RecvChain) -> anyhow::Result<()> {
+        chain
+            .post(self.qp.raw())
+            .map_err(|e| anyhow!("posting a receive on QP 0x{:x} failed: {e}", self.qpn()))
     }
 
     pub(super) fn modify(
@@ -394,6 +413,8 @@ pub struct Endpoint {
     pub qps: Vec<QpEnd>,
     pub send_cq: GenericCompletionQueue,
     pub recv_cq: GenericCompletionQueue,
+    /// -l, -e, --cqe_poll, the post API.
+    pub post: PostState,
     _pd: Arc<ProtectionDomain>,
 }
 
@@ -404,9 +425,17 @@ fn random_psn() -> u32 {
 }
 
 /// A basic CQ (`ibv_create_cq`): `completion::poll` reads it with ibv_poll_cq.
-fn create_cq(port: &Port, entries: u32, what: &str) -> anyhow::Result<GenericCompletionQueue> {
+fn create_cq(
+    port: &Port,
+    entries: u32,
+    what: &str,
+    events: Option<&Arc<Events>>,
+) -> anyhow::Result<GenericCompletionQueue> {
     let mut builder = port.ctx.create_cq_builder();
     builder.setup_cqe(entries);
+    if let Some(events) = events {
+        events.attach(&mut builder);
+    }
     builder.build().map(Into::into).map_err(|e| {
         anyhow!(
             "creating the {what} completion queue ({entries} entries) on {} failed: {}; lower -t/-r/-q",
@@ -429,8 +458,13 @@ impl Endpoint {
         })?;
         let recv = takes_receives(plan);
         let rx_depth = if recv { plan.rx_depth } else { 1 };
-        let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send")?;
-        let recv_cq = create_cq(port, rx_depth * plan.qps, "receive")?;
+        let events = plan.post.events.then(|| Events::open(port)).transpose()?;
+        let send_cq = create_cq(port, plan.tx_depth * plan.qps, "send", events.as_ref())?;
+        let recv_cq = create_cq(port, rx_depth * plan.qps, "receive", events.as_ref())?;
+        events
+            .as_ref()
+            .map_or(Ok(()), |e| e.arm(&[&send_cq, &recv_cq]))?;
+        let mut api = PostApi::OldPostSend;
         let connection = plan.options.connection;
         let grh = if connection == Connection::Ud {
             GRH_BYTES
@@ -472,7 +506,10 @@ impl Endpoint {
                 .setup_max_inline_data(plan.inline_size)
                 .setup_send_cq(send_cq.clone())
                 .setup_recv_cq(recv_cq.clone());
-            let qp = builder.build().map_err(|e| {
+            let verb = plan.bench.verb;
+            let imm = plan.timing.write_imm;
+            let created = Qp::create(&mut builder, plan.post.wr_api, verb, imm, connection);
+            let (qp, how) = created.map_err(|e| {
                 anyhow!(
                     "creating a{} {} queue pair on {} failed: {} (send depth {}, receive depth {rx_depth}, inline {} B): lower -t/-r or -I",
                     if connection == Connection::Rc { "n" } else { "" },
@@ -483,6 +520,7 @@ impl Endpoint {
                     plan.inline_size
                 )
             })?;
+            api = how;
             let buffer = allocate(plan.memory, 2 * half + CONTROL_BYTES)?;
             let mr = register(&pd, &buffer, total, access)?;
             let mut end = QpEnd {
@@ -498,12 +536,7 @@ impl Endpoint {
                 imm: plan.timing.write_imm,
             };
             if connection == Connection::Ud {
-                // SAFETY: the QP is alive in `end`.
-                ud::to_init(
-                    unsafe { end.qp.qp().as_ptr() },
-                    port.port,
-                    plan.path.pkey_index,
-                )?;
+                ud::to_init(end.qp.raw(), port.port, plan.path.pkey_index)?;
                 qps.push(end);
                 continue;
             }
@@ -519,6 +552,7 @@ impl Endpoint {
             qps,
             send_cq,
             recv_cq,
+            post: PostState::new(api, events),
             _pd: pd,
         })
     }
@@ -543,8 +577,8 @@ impl Endpoint {
         let reliable = plan.options.connection != Connection::Uc;
         for (qp_index, (end, remote)) in self.qps.iter_mut().zip(&peer.qps).enumerate() {
             if plan.options.connection == Connection::Ud {
-                // SAFETY: the QP and the PD are alive in `self`.
-                let (qp, pd) = unsafe { (end.qp.qp().as_ptr(), self._pd.pd().as_ptr()) };
+                // SAFETY: the PD is alive in `self`.
+                let (qp, pd) = (end.qp.raw(), unsafe { self._pd.pd().as_ptr() });
                 ud::to_rts(qp, end.psn)?;
                 end.ud = Some(ud::dest(
                     pd,

@@ -21,6 +21,7 @@
 use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::completion::{describe_failure, poll, Stall, SUCCESS};
+use super::post::Chain;
 use super::qp::{Endpoint, QpEnd};
 use super::ring::{corrupt_at, tag, CREDIT_IN, CREDIT_OUT};
 use super::validate::{fill, matches, Checked};
@@ -151,6 +152,7 @@ pub fn watch_writes(
                 ep.qps[q]
                     .post_send(
                         CREDIT_WR - q as u64,
+                        Chain::one(&|_| true),
                         ibv_wr_opcode::IBV_WR_RDMA_WRITE,
                         ibv_send_flags::IBV_SEND_SIGNALED.0,
                         (from, 8),

@@ -401,6 +401,8 @@ impl Session<'_> {
         if plan.bench.verb.fetches() {
             warnings.extend(plan.options.outs_warning(out_reads));
         }
+        // The device refused extended QPs: say it, as the ibv_wr* API line is OFF.
+        warnings.extend(self.endpoint.post.api.warning(&self.port.device));
         Header {
             plan,
             mine,
@@ -414,6 +416,7 @@ impl Session<'_> {
             pair_count: pairs,
             pairs: pair_lines,
             warnings,
+            post: super::post::header_lines(plan, &self.endpoint.post),
         }
         .facts()
     }
