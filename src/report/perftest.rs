@@ -3,6 +3,7 @@
 //! formats, so that perftest log parsers read ours. `PerftestTable` writes it
 //! from the header facts it is made with and each size's `VerbsResult`.
 
+use super::perftest_extra::ExtraColumns;
 use super::verbs::{Figures, Line, VerbsResult};
 use super::{Exporter, RunInfo, Summary};
 use std::io::Write;
@@ -25,7 +26,7 @@ pub enum Columns {
 }
 
 impl Columns {
-    fn gbits(self) -> bool {
+    pub fn gbits(self) -> bool {
         matches!(self, Columns::Bandwidth { gbits: true })
     }
 }
@@ -101,12 +102,39 @@ pub struct PerftestHeader {
 pub struct PerftestTable<W: Write> {
     out: W,
     header: PerftestHeader,
+    /// --cpu_util, --report-both: columns after perftest's.
+    extra: ExtraColumns,
 }
 
 impl<W: Write> PerftestTable<W> {
     pub fn new(out: W, header: PerftestHeader) -> Self {
-        PerftestTable { out, header }
+        PerftestTable {
+            out,
+            header,
+            extra: ExtraColumns::default(),
+        }
     }
+
+    /// The table with the columns of --cpu_util and --report-both.
+    pub fn with_extra(self, extra: ExtraColumns) -> Self {
+        PerftestTable { extra, ..self }
+    }
+}
+
+/// The column titles line: perftest's, then the added columns, then #wrong
+/// (`validation`).
+pub fn column_titles(
+    columns: Columns,
+    labelled: bool,
+    validation: bool,
+    extra: ExtraColumns,
+) -> String {
+    let mut titles = table_header(columns, labelled);
+    titles.push_str(&extra.titles());
+    if validation {
+        titles.push_str("   #wrong");
+    }
+    titles
 }
 
 impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
@@ -116,11 +144,12 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
         lines.extend(connection_lines("local", &h.local));
         lines.extend(connection_lines("remote", &h.remote));
         lines.push(RESULT_LINE.to_string());
-        let mut titles = table_header(h.columns, h.labelled);
-        if h.validation {
-            titles.push_str("   #wrong");
-        }
-        lines.push(titles);
+        lines.push(column_titles(
+            h.columns,
+            h.labelled,
+            h.validation,
+            self.extra,
+        ));
         for line in lines {
             writeln!(self.out, "{line}")?;
         }
@@ -130,6 +159,7 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
     fn record(&mut self, _run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
         for line in &result.lines {
             let mut row = table_row(line, self.header.columns.gbits());
+            row.push_str(&self.extra.cells(line, result.cpu_util));
             if let Some(wrong) = line.wrong {
                 row.push_str(&format!("\t{wrong}"));
             }
@@ -144,7 +174,8 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
     }
 }
 
-fn bw_unit(bytes_per_s: f64, gbits: bool) -> f64 {
+/// Bytes per second in the table's unit.
+pub fn bw_unit(bytes_per_s: f64, gbits: bool) -> f64 {
     if gbits {
         bytes_per_s / GBIT_BYTES
     } else {
@@ -288,7 +319,7 @@ pub fn connection_lines(side: &str, c: &Connection) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::verbs::LatStats;
     use crate::stats::empty_histogram;
@@ -341,7 +372,7 @@ mod tests {
         );
     }
 
-    fn lat_line(label: Option<&str>) -> Line {
+    pub(crate) fn lat_line(label: Option<&str>) -> Line {
         Line {
             size: 2,
             label: label.map(str::to_string),
@@ -362,6 +393,7 @@ mod tests {
             devices: "rxe0:1".into(),
             hosts: vec!["a".into()],
             wrong: None,
+            direction: None,
         }
     }
 
@@ -377,7 +409,7 @@ mod tests {
         );
     }
 
-    fn header() -> PerftestHeader {
+    pub(crate) fn header() -> PerftestHeader {
         PerftestHeader {
             title: "RDMA_Write BW Test".into(),
             device: "rxe0".into(),
@@ -439,6 +471,7 @@ mod tests {
             timestamp: String::new(),
             lines: vec![bw_line(None)],
             counters: None,
+            cpu_util: None,
         };
         table.record(&run, &result).unwrap();
         table.finish(&run, &Summary::default()).unwrap();

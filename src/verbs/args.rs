@@ -8,6 +8,7 @@ use crate::cli::{check_csv_target, parse_one_line};
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
 use crate::verbs::counters::{CounterArgs, CounterPlan};
+use crate::verbs::report_args::{ReportArgs, ReportPlan};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -130,6 +131,8 @@ pub struct VerbsArgs {
     pub pairs: AllPairsArgs,
     #[command(flatten)]
     pub parity: ParityArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -186,6 +189,8 @@ pub struct Plan {
     pub counters: CounterPlan,
     /// -A, -o, -c.
     pub options: Options,
+    /// -H, -U, --report-both, --cpu_util, --out_json.
+    pub report: ReportPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -442,6 +447,9 @@ impl VerbsArgs {
             all_pairs,
             counters: self.counters.plan(csv.as_deref())?,
             options,
+            report: self
+                .report
+                .plan(bench, self.bidirectional, self.duration.is_some())?,
         })
     }
 }

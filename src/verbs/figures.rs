@@ -4,8 +4,10 @@
 
 use super::args::Plan;
 use super::bench::Test;
+use super::directions::pair_directions;
 use super::wire::{histogram_from, Hello, Report};
 use crate::limits::Limit;
+use crate::report::perftest_extra::Direction;
 use crate::report::verbs::{Figures, LatStats, Line};
 use crate::stats::empty_histogram;
 use anyhow::anyhow;
@@ -105,6 +107,8 @@ pub fn lines_of(
     pairs: usize,
 ) -> anyhow::Result<Vec<Line>> {
     let mut lines = Vec::with_capacity(pairs + 1);
+    // --report-both: each pair's directions, listed after the lines perftest prints.
+    let mut directed = Vec::new();
     for p in 0..pairs {
         let ends = [p, p + pairs];
         let figures = pair_figures(plan, size, p, &ends.map(|e| reports[e].as_ref()))?;
@@ -120,7 +124,15 @@ pub fn lines_of(
                 .join(","),
             hosts: ends.iter().map(|&e| hellos[e].host.clone()).collect(),
             wrong: wrong_of(ends.iter().map(|&e| reports[e].as_ref())),
+            direction: None,
         });
+        if plan.report.both {
+            let both = lines.last_mut().expect("the pair's line");
+            both.direction = Some(Direction::Both);
+            let ends_reports = ends.map(|e| reports[e].as_ref());
+            let ends_hellos = ends.map(|e| &hellos[e]);
+            directed.extend(pair_directions(plan, both, p, ends_reports, ends_hellos)?);
+        }
     }
     if pairs > 1 {
         let parts: Vec<Figures> = lines.iter().map(|l| l.figures.clone()).collect();
@@ -142,8 +154,10 @@ pub fn lines_of(
                 .join(","),
             hosts: lines.iter().flat_map(|l| l.hosts.clone()).collect(),
             wrong: lines.iter().filter_map(|l| l.wrong).reduce(|a, b| a + b),
+            direction: plan.report.both.then_some(Direction::Both),
         });
     }
+    lines.extend(directed);
     Ok(lines)
 }
 
