@@ -20,4 +20,8 @@ export BIN_DIR=target/debug OUT="$out" REPEAT=1 FEATURES=ci BW_BYTES=4M N_LAT=30
 # No UD comparison here: on a loaded host rxe drops UD messages, and a receiver
 # waiting for a lost one stops only at --timeout (the UD option runs stay).
 export CASES=$'ib_write_bw 65536\nib_send_lat 2\nib_atomic_bw 8\nib_atomic_lat 8\n'
+# perftest's reporting flags: only their quick runs (-H/-U, --report-both with the
+# CSV and JSON); the -D and -a ones are softroce-test.sh's full set.
+report_flags_ci() { export REPORT_FLAGS=short; }
+report_flags_ci
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"

@@ -119,6 +119,11 @@ impl<W: Write> PerftestTable<W> {
     pub fn with_extra(self, extra: ExtraColumns) -> Self {
         PerftestTable { extra, ..self }
     }
+
+    /// What was written (tests write to a Vec).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
 }
 
 /// The column titles line: perftest's, then the added columns, then #wrong

@@ -67,7 +67,52 @@ impl ExtraColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::perftest::tests::header;
+    use crate::report::perftest::{PerftestTable, RESULT_LINE};
     use crate::report::verbs::tests::bw_line;
+    use crate::report::verbs::VerbsResult;
+    use crate::report::{Exporter, RunInfo, Summary};
+
+    #[test]
+    fn the_table_of_a_report_both_run_with_cpu_util() {
+        let extra = ExtraColumns {
+            cpu_util: true,
+            directions: true,
+        };
+        let mut table = PerftestTable::new(Vec::new(), header()).with_extra(extra);
+        let run = RunInfo::default();
+        table.start(&run).unwrap();
+        let line = |d| Line {
+            direction: Some(d),
+            ..bw_line(None, None)
+        };
+        let result = VerbsResult {
+            collective: "ib_write".into(),
+            bidirectional: true,
+            timestamp: String::new(),
+            lines: vec![
+                line(Direction::Both),
+                line(Direction::ClientToServer),
+                line(Direction::ServerToClient),
+            ],
+            counters: None,
+            cpu_util: Some(42.5),
+        };
+        table.record(&run, &result).unwrap();
+        table.finish(&run, &Summary::default()).unwrap();
+        let text = String::from_utf8(table.into_inner()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[lines.len() - 5..],
+            [
+                " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]    CPU_Util[%]   direction",
+                " 65536      5000             3750.00            3125.00\t\t     0.050000\t    42.50\tboth",
+                " 65536      5000             3750.00            3125.00\t\t     0.050000\t    42.50\tclient->server",
+                " 65536      5000             3750.00            3125.00\t\t     0.050000\t    42.50\tserver->client",
+                RESULT_LINE,
+            ]
+        );
+    }
 
     #[test]
     fn cpu_and_direction_cells_in_perftest_format() {

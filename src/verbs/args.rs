@@ -447,9 +447,12 @@ impl VerbsArgs {
             all_pairs,
             counters: self.counters.plan(csv.as_deref())?,
             options,
-            report: self
-                .report
-                .plan(bench, self.bidirectional, self.duration.is_some())?,
+            report: self.report.plan(
+                bench,
+                self.bidirectional,
+                self.duration.is_some(),
+                self.pairs.all_pairs,
+            )?,
         })
     }
 }

@@ -77,14 +77,27 @@ fn usage(msg: impl Into<String>) -> UsageError {
 }
 
 impl ReportArgs {
-    /// `bidirectional`: -b; `duration`: -D is given.
+    /// `bidirectional`: -b; `duration`: -D is given; `all_pairs`: --all-pairs.
     pub fn plan(
         &self,
         bench: Benchmark,
         bidirectional: bool,
         duration: bool,
+        all_pairs: bool,
     ) -> Result<ReportPlan, UsageError> {
         let program = bench.program();
+        let given = [
+            (self.histogram, "-H/--report-histogram"),
+            (self.unsorted, "-U/--report-unsorted"),
+            (self.report_both, "--report-both"),
+            (self.cpu_util, "--cpu_util"),
+            (self.out_json || self.out_json_file.is_some(), "--out_json"),
+        ];
+        if let Some((_, flag)) = given.iter().find(|(on, _)| *on && all_pairs) {
+            return Err(usage(format!(
+                "{flag}: --all-pairs reports its pair matrices only (--csv); drop {flag}"
+            )));
+        }
         if bench.test == Test::Bw {
             // perftest refuses both on bandwidth tests (" Available only on Latency tests").
             for (on, flag) in [
@@ -177,6 +190,10 @@ mod tests {
             "{e}"
         );
         assert!(err(WRITE_BW, &["-U"]).ends_with("drop -U"));
+        assert_eq!(
+            err(WRITE_BW, &["--all-pairs", "--out_json"]),
+            "--out_json: --all-pairs reports its pair matrices only (--csv); drop --out_json"
+        );
         assert_eq!(
             err(WRITE_BW, &["--report-both"]),
             "--report-both: reports each direction of a bidirectional run; add -b"
