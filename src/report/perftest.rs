@@ -179,8 +179,7 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
     }
 }
 
-/// Bytes per second in the table's unit.
-pub fn bw_unit(bytes_per_s: f64, gbits: bool) -> f64 {
+fn bw_unit(bytes_per_s: f64, gbits: bool) -> f64 {
     if gbits {
         bytes_per_s / GBIT_BYTES
     } else {
@@ -202,22 +201,48 @@ pub fn table_header(columns: Columns, labelled: bool) -> String {
     }
 }
 
+/// A bandwidth line's figures as perftest shows them: BW in the table's unit
+/// (no peak with -N: 0), MsgRate in Mpps, and `fine`: below 0.1 Gb/s perftest
+/// prints 6 decimals (inc_accuracy) where it otherwise prints 2.
+pub struct ShownBw {
+    pub iterations: u64,
+    pub peak: f64,
+    pub average: f64,
+    pub mpps: f64,
+    pub fine: bool,
+}
+
+/// None for latency figures.
+pub fn shown_bw(figures: &Figures, gbits: bool) -> Option<ShownBw> {
+    let Figures::Bw {
+        iterations,
+        peak,
+        average,
+        msgs_per_s,
+        ..
+    } = figures
+    else {
+        return None;
+    };
+    let average = bw_unit(*average, gbits);
+    Some(ShownBw {
+        iterations: *iterations,
+        peak: bw_unit(peak.unwrap_or(0.0), gbits),
+        average,
+        mpps: msgs_per_s / 1e6,
+        fine: gbits && average < 0.1,
+    })
+}
+
 /// One table row, in perftest's printf formats (REPORT_FMT, REPORT_FMT_EXT
 /// below 0.1 Gb/s, REPORT_FMT_LAT).
 pub fn table_row(line: &Line, gbits: bool) -> String {
     let size = line.size;
     let row = match &line.figures {
-        Figures::Bw {
-            iterations,
-            peak,
-            average,
-            msgs_per_s,
-            ..
-        } => {
-            let peak = bw_unit(peak.unwrap_or(0.0), gbits);
-            let average = bw_unit(*average, gbits);
-            let mpps = msgs_per_s / 1e6;
-            if gbits && average < 0.1 {
+        Figures::Bw { .. } => {
+            let b = shown_bw(&line.figures, gbits).expect("bandwidth figures");
+            let (iterations, peak, average, mpps) = (b.iterations, b.peak, b.average, b.mpps);
+            if b.fine {
                 format!(" {size:<7}    {iterations}           {peak:<7.6}            {average:<7.6}            {mpps:<7.6}")
             } else {
                 format!(" {size:<7}    {iterations:<10}       {peak:<7.2}            {average:<7.2}\t\t     {mpps:<7.6}")

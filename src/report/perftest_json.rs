@@ -12,7 +12,7 @@
 //! `fabricbench.complete` false.
 
 use super::json::replace_document;
-use super::perftest::{bw_unit, header_block, PerftestHeader, ReadsOrInline};
+use super::perftest::{header_block, shown_bw, PerftestHeader, ReadsOrInline};
 use super::perftest_extra::{Direction, ExtraColumns};
 use super::verbs::{Figures, Line, VerbsResult};
 use super::{Exporter, RunInfo, Summary};
@@ -224,22 +224,16 @@ impl PerftestJson {
             wrong: line.wrong,
         };
         match &line.figures {
-            Figures::Bw {
-                iterations,
-                peak,
-                average,
-                msgs_per_s,
-                ..
-            } => {
-                let average = bw_unit(*average, self.gbits);
-                // perftest's inc_accuracy: 6 decimals below 0.1 Gb/s.
-                let decimals = if self.gbits && average < 0.1 { 6 } else { 2 };
+            Figures::Bw { .. } => {
+                let b = shown_bw(&line.figures, self.gbits).expect("bandwidth figures");
+                // REPORT_FMT_EXT_JSON's 6 decimals where the table has them.
+                let decimals = if b.fine { 6 } else { 2 };
                 Figure::Bw {
                     size: line.size,
-                    n_iterations: *iterations,
-                    peak: round(bw_unit(peak.unwrap_or(0.0), self.gbits), decimals),
-                    average: round(average, decimals),
-                    msg_rate: round(msgs_per_s / 1e6, 6),
+                    n_iterations: b.iterations,
+                    peak: round(b.peak, decimals),
+                    average: round(b.average, decimals),
+                    msg_rate: round(b.mpps, 6),
                     extra,
                 }
             }
