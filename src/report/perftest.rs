@@ -164,7 +164,7 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
     fn record(&mut self, _run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
         for line in &result.lines {
             let mut row = table_row(line, self.header.columns.gbits());
-            row.push_str(&self.extra.cells(line, result.cpu_util));
+            row.push_str(&self.extra.cells(line.direction, result.cpu_util));
             if let Some(wrong) = line.wrong {
                 row.push_str(&format!("\t{wrong}"));
             }

@@ -3,8 +3,6 @@
 //! `--report-both` (which direction of a `-b` pair a line is), and the
 //! direction itself, as the table, the CSV and the JSON document name it.
 
-use super::verbs::Line;
-
 /// With `--report-both`: which traffic of a bidirectional pair a line counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
@@ -48,7 +46,7 @@ impl ExtraColumns {
     }
 
     /// Appended to a line's row: perftest's "\t    %-3.2f", then the direction.
-    pub fn cells(self, line: &Line, cpu_util: Option<f64>) -> String {
+    pub fn cells(self, direction: Option<Direction>, cpu_util: Option<f64>) -> String {
         let mut out = String::new();
         if self.cpu_util {
             match cpu_util {
@@ -57,7 +55,7 @@ impl ExtraColumns {
             }
         }
         if self.directions {
-            let name = line.direction.map_or("", Direction::name);
+            let name = direction.map_or("", Direction::name);
             out.push_str(&format!("\t{name}"));
         }
         out
@@ -70,7 +68,7 @@ mod tests {
     use crate::report::perftest::tests::header;
     use crate::report::perftest::{PerftestTable, RESULT_LINE};
     use crate::report::verbs::tests::bw_line;
-    use crate::report::verbs::VerbsResult;
+    use crate::report::verbs::{Line, VerbsResult};
     use crate::report::{Exporter, RunInfo, Summary};
 
     #[test]
@@ -126,17 +124,20 @@ mod tests {
             ..bw_line(None, None)
         };
         assert_eq!(
-            both.cells(&line, Some(3.14159)),
+            both.cells(line.direction, Some(3.14159)),
             "\t    3.14\tserver->client"
         );
-        assert_eq!(both.cells(&line, None), "\t    N/A\tserver->client");
+        assert_eq!(
+            both.cells(line.direction, None),
+            "\t    N/A\tserver->client"
+        );
         let cpu = ExtraColumns {
             cpu_util: true,
             directions: false,
         };
         // perftest's %-3.2f: at least 3 wide, left-aligned.
-        assert_eq!(cpu.cells(&line, Some(100.0)), "\t    100.00");
+        assert_eq!(cpu.cells(line.direction, Some(100.0)), "\t    100.00");
         assert_eq!(ExtraColumns::default().titles(), "");
-        assert_eq!(ExtraColumns::default().cells(&line, Some(1.0)), "");
+        assert_eq!(ExtraColumns::default().cells(line.direction, Some(1.0)), "");
     }
 }

@@ -26,7 +26,6 @@ pub mod completion;
 pub mod counters;
 pub mod cpu_util;
 pub mod device;
-pub mod directions;
 pub mod figures;
 pub mod header;
 pub mod lat;
