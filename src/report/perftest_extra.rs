@@ -124,8 +124,8 @@ mod tests {
             ..bw_line(None, None)
         };
         assert_eq!(
-            both.cells(line.direction, Some(3.14159)),
-            "\t    3.14\tserver->client"
+            both.cells(line.direction, Some(3.456)),
+            "\t    3.46\tserver->client"
         );
         assert_eq!(
             both.cells(line.direction, None),

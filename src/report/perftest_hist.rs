@@ -69,7 +69,7 @@ pub fn format_g(v: f64) -> String {
     let sci = format!("{:.*e}", (PRECISION - 1) as usize, v);
     let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
     let exp: i32 = exp.parse().expect("an integer exponent");
-    if exp < -4 || exp >= PRECISION {
+    if !(-4..PRECISION).contains(&exp) {
         let mantissa = trim_zeros(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mantissa}e{sign}{:02}", exp.abs())
