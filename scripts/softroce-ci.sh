@@ -32,4 +32,8 @@ cm_ci() { export CM=ci; }
 cm_ci
 # The post path: a post list and completion events (the option runs add their checks).
 CASES+=$'ib_write_bw 4096 -l 8\nib_read_bw 65536 -e\n'
+# perftest's reporting flags: only their quick runs (-H/-U, --report-both with the
+# CSV and JSON); the -D and -a ones are softroce-test.sh's full set.
+report_flags_ci() { export REPORT_FLAGS=short; }
+report_flags_ci
 exec "$vm" -t "${CI_TIMEOUT:-900}" -- "$PWD/scripts/softroce-test.sh"

@@ -31,7 +31,9 @@
 #   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
 #   OUT         log folder (default softroce-results/<UTC time>)
 #   FAULTS=0    skip the fault checks; FEATURES=0 skip the option runs (default: both
-#               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh),
+#               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh);
+#               REPORT_FLAGS=short only the quick runs of the reporting flags (-H/-U,
+#               --report-both, --out_json), full (default) also --cpu_util and -a JSON
 #               FEATURES=post only the post path's (-l, -e, --cqe_poll, ibv_wr_*)
 #   PATHS=0     skip the path, QoS and NUMA checks; PATHS=ci their short subset;
 #               PERFTEST_UPSTREAM a folder with a local build of perftest's release
@@ -335,6 +337,79 @@ post_path_checks() { # ci|1
 
 # FEATURES=post: only the post path's checks.
 [ "${FEATURES:-1}" = post ] && post_path_checks 1
+# perftest's reporting flags (-H/-U, --report-both, --cpu_util, --out_json): exit 0
+# and perftest's shape, checked in the client's log. "short" (softroce-ci.sh) runs
+# the quick ones; "full" adds the -D and -a runs.
+report_flag_runs() { # short|full
+    local log json ok
+    report_check() { # name ok log
+        if [ "$2" = 0 ]; then
+            echo "report flags ok: $1"
+        else
+            echo "report flags FAILED: $1; log $3"
+            tail -3 "$3" "$3.server" 2>/dev/null | sed 's/^/    /'
+            failures=$((failures + 1))
+        fi
+    }
+    report_pair() { # log bin server-flags... -- client-flags...
+        local log=$1 bin=$2 server=()
+        shift 2
+        while [ "$1" != -- ]; do server+=("$1"); shift; done
+        shift
+        port=$((port + 1))
+        pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" -p "$port" -u "$QP_TIMEOUT" -F "${server[@]}" -- \
+            "$BIN_DIR/$bin" -d "$CLIENT_DEV" -p "$port" -u "$QP_TIMEOUT" -F "$@" "$ADDR"
+    }
+    # -U then -H: 49 samples as measured, 47 sorted (the two largest dropped), the
+    # rule and the titles again, then the row.
+    log="$OUT/report-write_lat-H-U.log"
+    report_pair "$log" ib_write_lat -n 50 -H -U -- -n 50 -H -U
+    ok=$?
+    [ "$ok" = 0 ] && [ "$(grep -c '^#, usec$' "$log")" = 2 ] \
+        && [ "$(grep -cE '^[0-9]+, [0-9.e+-]+$' "$log")" = 96 ] \
+        && [ "$(grep -cE '^ 2 +50 ' "$log")" = 1 ] || ok=1
+    report_check "ib_write_lat -n 50 -H -U (2 blocks, 49 + 47 samples, 1 row)" "$ok" "$log"
+    # --report-both: the pair's line, then one per direction, in the table, the CSV
+    # (direction column) and the JSON document (client side).
+    log="$OUT/report-write_bw-report-both.log"
+    json="$log.json"
+    report_pair "$log" ib_write_bw -b --report-both -s 4096 -n 300 -- \
+        -b --report-both -s 4096 -n 300 --csv "$log.csv" --out_json_file "$json"
+    ok=$?
+    [ "$ok" = 0 ] && [ "$(grep -cE '^ 4096 +300 .*	(both|client->server|server->client)$' "$log")" = 3 ] \
+        && [ "$(cut -d, -f1 "$log.csv" | grep -c '^1$')" = 3 ] \
+        && /usr/bin/python3 -c '
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["direction"] for r in rows] == ["both", "client->server", "server->client"], rows
+doc = json.load(open(sys.argv[2]))
+assert [r["direction"] for r in doc["all_results"]] == ["both", "client->server", "server->client"]
+assert doc["results"]["direction"] == "both" and doc["fabricbench"]["complete"]
+' "$log.csv" "$json" || ok=1
+    report_check "ib_write_bw -b --report-both (3 lines, CSV and JSON directions)" "$ok" "$log"
+    [ "$1" = full ] || return 0
+    # --cpu_util over -D: perftest's CPU_Util[%] title and a percentage ending the row.
+    log="$OUT/report-write_bw-cpu_util.log"
+    report_pair "$log" ib_write_bw -D 2 --cpu_util -s 64K -- -D 2 --cpu_util -s 64K
+    ok=$?
+    [ "$ok" = 0 ] && grep -q 'MsgRate\[Mpps\]    CPU_Util\[%\]$' "$log" \
+        && [ "$(grep -cE '^ 65536 .*	    [0-9]+\.[0-9]{2}$' "$log")" = 1 ] || ok=1
+    report_check "ib_write_bw -D 2 --cpu_util (CPU_Util[%] column)" "$ok" "$log"
+    # --out_json with -a: every size in the one document (perftest keeps the last).
+    log="$OUT/report-write_bw-a-json.log"
+    json="$log.json"
+    report_pair "$log" ib_write_bw -a -n 20 -- -a -n 20 --out_json_file "$json"
+    ok=$?
+    [ "$ok" = 0 ] && /usr/bin/python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+sizes = [r["MsgSize"] for r in doc["all_results"]]
+assert sizes == [2 ** e for e in range(1, 24)], sizes
+assert doc["results"]["MsgSize"] == 1 << 23 and doc["test_info"]["test"] == "RDMA_Write_BW_Test"
+' "$json" || ok=1
+    report_check "ib_write_bw -a --out_json_file (23 sizes in one document)" "$ok" "$log"
+}
+
 if [ "${FEATURES:-1}" != 0 ] && [ "${FEATURES:-1}" != post ]; then
     # The new binaries and modes first: the CI subset (FEATURES=ci) stops after them.
     expect_rows "atomic_bw" 1 tcp ib_atomic_bw -n 500
@@ -350,6 +425,7 @@ if [ "${FEATURES:-1}" != 0 ] && [ "${FEATURES:-1}" != post ]; then
     expect_rows "write_bw -w 1 -y 0.0001 (met)" 1 tcp ib_write_bw -w 1 -y 0.0001 -s 64K -n 200
     post_path_checks "${FEATURES:-1}"
 fi
+[ "${FEATURES:-1}" != 0 ] && report_flag_runs "${REPORT_FLAGS:-full}"
 if [ "${FEATURES:-1}" = 1 ]; then
     expect_rows "send_bw -c UD -a" 12 tcp ib_send_bw -c UD -a -n 20
     expect_rows "write_bw -a" 23 tcp ib_write_bw -a -n 20

@@ -153,6 +153,28 @@ pub fn check_csv_target(csv: Option<&Path>, append: bool) -> Result<(), UsageErr
     }
 }
 
+/// A results file other than the CSV (`--out_json_file`), checked as `--csv` is
+/// without `--append`: a new file in a folder this process can write, or an
+/// empty regular file; never a FIFO, device or directory, never one with contents.
+pub fn check_output_target(flag: &str, path: &Path, ext: &str) -> Result<(), UsageError> {
+    let flag = format!("{flag} {}", path.display());
+    match std::fs::metadata(path) {
+        Ok(meta) => match file_kind(&meta) {
+            Some(kind) => Err(UsageError(format!(
+                "{flag}: is {kind}, not a regular file; give the path of a .{ext} file"
+            ))),
+            None if meta.len() > 0 => Err(UsageError(format!(
+                "{flag}: the file exists and runs are never overwritten; choose a new path"
+            ))),
+            None => Ok(()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => check_new_file(&flag, path),
+        Err(e) => {
+            check_new_file(&flag, path).and(Err(UsageError(format!("{flag}: {}", io_reason(&e)))))
+        }
+    }
+}
+
 /// Whether a regular file of `len` bytes holds anything but a fabricbench header
 /// line (whose first column is schema_version).
 fn holds_rows(path: &Path, len: u64) -> bool {

@@ -384,22 +384,7 @@ impl JsonExport {
             errors: footer.map(|_| Vec::new()),
             end_time: footer.map(|_| local_time()),
         };
-        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
-        let tmp = self
-            .path
-            .with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-        let what = || format!("-J/--output_file {}", self.path.display());
-        let written = (|| {
-            let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            serde_json::to_writer(&mut file, &doc)?;
-            file.write_all(b"\n")?;
-            file.into_inner().map_err(|e| e.into_error())?.sync_data()?;
-            std::fs::rename(&tmp, &self.path)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written.with_context(what)
+        replace_document(&self.path, "-J/--output_file", &doc)
     }
 
     fn per_iter(&self, p: &PerIteration) -> PerIter {
@@ -419,6 +404,25 @@ impl JsonExport {
                 .then(|| p.per_process.iter().map(|row| us(row)).collect()),
         }
     }
+}
+
+/// Writes `doc` to `path` as a whole: a temporary file in the same folder,
+/// renamed over the last version, so that a reader (or a run killed at any
+/// moment) only ever sees a complete document. `flag` names the file in errors.
+pub fn replace_document(path: &Path, flag: &str, doc: &impl Serialize) -> anyhow::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        serde_json::to_writer(&mut file, doc)?;
+        file.write_all(b"\n")?;
+        file.into_inner().map_err(|e| e.into_error())?.sync_data()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.with_context(|| format!("{flag} {}", path.display()))
 }
 
 impl Exporter for JsonExport {

@@ -3,6 +3,7 @@
 //! formats, so that perftest log parsers read ours. `PerftestTable` writes it
 //! from the header facts it is made with and each size's `VerbsResult`.
 
+use super::perftest_extra::ExtraColumns;
 use super::verbs::{Figures, Line, VerbsResult};
 use super::{Exporter, RunInfo, Summary};
 use std::io::Write;
@@ -25,7 +26,7 @@ pub enum Columns {
 }
 
 impl Columns {
-    fn gbits(self) -> bool {
+    pub fn gbits(self) -> bool {
         matches!(self, Columns::Bandwidth { gbits: true })
     }
 }
@@ -124,12 +125,44 @@ pub struct PerftestHeader {
 pub struct PerftestTable<W: Write> {
     out: W,
     header: PerftestHeader,
+    /// --cpu_util, --report-both: columns after perftest's.
+    extra: ExtraColumns,
 }
 
 impl<W: Write> PerftestTable<W> {
     pub fn new(out: W, header: PerftestHeader) -> Self {
-        PerftestTable { out, header }
+        PerftestTable {
+            out,
+            header,
+            extra: ExtraColumns::default(),
+        }
     }
+
+    /// The table with the columns of --cpu_util and --report-both.
+    pub fn with_extra(self, extra: ExtraColumns) -> Self {
+        PerftestTable { extra, ..self }
+    }
+
+    /// What was written (tests write to a Vec).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// The column titles line: perftest's, then the added columns, then #wrong
+/// (`validation`).
+pub fn column_titles(
+    columns: Columns,
+    labelled: bool,
+    validation: bool,
+    extra: ExtraColumns,
+) -> String {
+    let mut titles = table_header(columns, labelled);
+    titles.push_str(&extra.titles());
+    if validation {
+        titles.push_str("   #wrong");
+    }
+    titles
 }
 
 impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
@@ -139,11 +172,12 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
         lines.extend(connection_lines("local", &h.local));
         lines.extend(connection_lines("remote", &h.remote));
         lines.push(RESULT_LINE.to_string());
-        let mut titles = table_header(h.columns, h.labelled);
-        if h.validation {
-            titles.push_str("   #wrong");
-        }
-        lines.push(titles);
+        lines.push(column_titles(
+            h.columns,
+            h.labelled,
+            h.validation,
+            self.extra,
+        ));
         for line in lines {
             writeln!(self.out, "{line}")?;
         }
@@ -153,6 +187,7 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
     fn record(&mut self, _run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
         for line in &result.lines {
             let mut row = table_row(line, self.header.columns.gbits());
+            row.push_str(&self.extra.cells(line.direction, result.cpu_util));
             if let Some(wrong) = line.wrong {
                 row.push_str(&format!("\t{wrong}"));
             }
@@ -189,22 +224,48 @@ pub fn table_header(columns: Columns, labelled: bool) -> String {
     }
 }
 
+/// A bandwidth line's figures as perftest shows them: BW in the table's unit
+/// (no peak with -N: 0), MsgRate in Mpps, and `fine`: below 0.1 Gb/s perftest
+/// prints 6 decimals (inc_accuracy) where it otherwise prints 2.
+pub struct ShownBw {
+    pub iterations: u64,
+    pub peak: f64,
+    pub average: f64,
+    pub mpps: f64,
+    pub fine: bool,
+}
+
+/// None for latency figures.
+pub fn shown_bw(figures: &Figures, gbits: bool) -> Option<ShownBw> {
+    let Figures::Bw {
+        iterations,
+        peak,
+        average,
+        msgs_per_s,
+        ..
+    } = figures
+    else {
+        return None;
+    };
+    let average = bw_unit(*average, gbits);
+    Some(ShownBw {
+        iterations: *iterations,
+        peak: bw_unit(peak.unwrap_or(0.0), gbits),
+        average,
+        mpps: msgs_per_s / 1e6,
+        fine: gbits && average < 0.1,
+    })
+}
+
 /// One table row, in perftest's printf formats (REPORT_FMT, REPORT_FMT_EXT
 /// below 0.1 Gb/s, REPORT_FMT_LAT).
 pub fn table_row(line: &Line, gbits: bool) -> String {
     let size = line.size;
     let row = match &line.figures {
-        Figures::Bw {
-            iterations,
-            peak,
-            average,
-            msgs_per_s,
-            ..
-        } => {
-            let peak = bw_unit(peak.unwrap_or(0.0), gbits);
-            let average = bw_unit(*average, gbits);
-            let mpps = msgs_per_s / 1e6;
-            if gbits && average < 0.1 {
+        Figures::Bw { .. } => {
+            let b = shown_bw(&line.figures, gbits).expect("bandwidth figures");
+            let (iterations, peak, average, mpps) = (b.iterations, b.peak, b.average, b.mpps);
+            if b.fine {
                 format!(" {size:<7}    {iterations}           {peak:<7.6}            {average:<7.6}            {mpps:<7.6}")
             } else {
                 format!(" {size:<7}    {iterations:<10}       {peak:<7.2}            {average:<7.2}\t\t     {mpps:<7.6}")
@@ -336,7 +397,7 @@ pub fn connection_lines(side: &str, c: &Connection) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::verbs::LatStats;
     use crate::stats::empty_histogram;
@@ -389,7 +450,7 @@ mod tests {
         );
     }
 
-    fn lat_line(label: Option<&str>) -> Line {
+    pub(crate) fn lat_line(label: Option<&str>) -> Line {
         Line {
             size: 2,
             label: label.map(str::to_string),
@@ -410,6 +471,7 @@ mod tests {
             devices: "rxe0:1".into(),
             hosts: vec!["a".into()],
             wrong: None,
+            direction: None,
         }
     }
 
@@ -425,7 +487,7 @@ mod tests {
         );
     }
 
-    fn header() -> PerftestHeader {
+    pub(crate) fn header() -> PerftestHeader {
         PerftestHeader {
             title: "RDMA_Write BW Test".into(),
             device: "rxe0".into(),
@@ -491,6 +553,7 @@ mod tests {
             timestamp: String::new(),
             lines: vec![bw_line(None)],
             counters: None,
+            cpu_util: None,
         };
         table.record(&run, &result).unwrap();
         table.finish(&run, &Summary::default()).unwrap();

@@ -91,6 +91,10 @@ pub struct Row {
     pub counter_retransmits: Option<u64>,
     pub counter_congestion: Option<u64>,
     pub counter_pauses: Option<u64>,
+    /// Verbs --report-both: `client->server`, `server->client` or `both`; empty without it.
+    pub direction: Option<String>,
+    /// Verbs --cpu_util: perftest's CPU_Util[%] of the printing side's host over the size.
+    pub cpu_util_pct: Option<f64>,
 }
 
 impl ToRows for SizeResult {

@@ -3,6 +3,7 @@
 //! documents the mapping.
 
 use super::counters::{SizeCounters, WithCounters};
+use super::perftest_extra::Direction;
 use super::{Row, RunInfo, ToRows, SCHEMA_VERSION};
 use crate::limits::Limit;
 use hdrhistogram::Histogram;
@@ -54,6 +55,8 @@ pub struct Line {
     pub hosts: Vec<String>,
     /// --data_validation: messages that arrived wrong (None: not checked).
     pub wrong: Option<u64>,
+    /// --report-both: which direction of a -b pair the line counts (None without it).
+    pub direction: Option<Direction>,
 }
 
 /// One size of a verbs run: its lines, one per pair and with several pairs
@@ -69,6 +72,8 @@ pub struct VerbsResult {
     pub lines: Vec<Line>,
     /// This node's fabric counter deltas over the size (the side that prints).
     pub counters: Option<SizeCounters>,
+    /// --cpu_util: perftest's CPU utilisation (%) of the printing side's host over the size.
+    pub cpu_util: Option<f64>,
 }
 
 impl WithCounters for VerbsResult {
@@ -122,6 +127,8 @@ impl Row {
             env: run.env.join(";"),
             pair: Some(line.label.clone().unwrap_or_else(|| "0".into())),
             wrong: line.wrong,
+            direction: line.direction.map(|d| d.name().to_string()),
+            cpu_util_pct: result.cpu_util,
             ..Row::default()
         };
         let histogram = match &line.figures {
@@ -211,6 +218,7 @@ pub(crate) mod tests {
             devices: "rxe0:1,rxe0:1".into(),
             hosts: vec!["a".into(), "a".into()],
             wrong: None,
+            direction: None,
         }
     }
 
@@ -221,6 +229,7 @@ pub(crate) mod tests {
             timestamp: "t".into(),
             lines,
             counters: None,
+            cpu_util: None,
         }
     }
 

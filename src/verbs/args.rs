@@ -12,6 +12,7 @@ use crate::job::UsageError;
 use crate::verbs::counters::{CounterArgs, CounterPlan};
 use crate::verbs::duration_args::{Context, DurationArgs, Timing};
 use crate::verbs::post_args::{self, PostArgs, PostPlan};
+use crate::verbs::report_args::{ReportArgs, ReportPlan};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -142,6 +143,8 @@ pub struct VerbsArgs {
     pub cm: CmArgs,
     #[command(flatten)]
     pub post: PostArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -206,6 +209,8 @@ pub struct Plan {
     pub cm: CmPlan,
     /// -l, --recv_post_list, -e, --cqe_poll, --use_old_post_send.
     pub post: PostPlan,
+    /// -H, -U, --report-both, --cpu_util, --out_json.
+    pub report: ReportPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -483,6 +488,12 @@ impl VerbsArgs {
             path: self.path.plan()?,
             timing,
             post,
+            report: self.report.plan(
+                bench,
+                self.bidirectional,
+                self.duration.is_some(),
+                self.pairs.all_pairs,
+            )?,
         })
     }
 }

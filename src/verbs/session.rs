@@ -6,6 +6,7 @@ use super::args::{Length, Plan};
 use super::bench::{Test, Verb};
 use super::clock::Clock;
 use super::counters::Fabric;
+use super::cpu_util::CpuWatch;
 use super::device::{device_name_for, open_port, GidKind, Port};
 use super::duration::{takes_receives, Periods};
 use super::figures::lines_of;
@@ -21,6 +22,7 @@ use super::{bw, lat, rdma_check};
 use crate::job::{Group, Job};
 use crate::report::csv::CsvExport;
 use crate::report::perftest::{PerftestHeader, PerftestTable};
+use crate::report::perftest_json::PerftestJson;
 use crate::report::run::{new_run_id, now_utc, relevant_env};
 use crate::report::verbs::VerbsResult;
 use crate::report::{Exporter, RunInfo, Summary};
@@ -189,8 +191,15 @@ impl Session<'_> {
         // The table first, then the CSV: a size's rows are printed before they are written.
         let mut exporters: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
         if self.printer {
-            let table = PerftestTable::new(std::io::stdout(), self.header(&hellos, mtu, out_reads));
-            exporters.push(Box::new(table));
+            let header = self.header(&hellos, mtu, out_reads);
+            // --out_json: written by the side that prints, as the CSV.
+            if let Some(path) = &plan.report.json {
+                let json = PerftestJson::new(path, &header, plan.report.extra_columns());
+                exporters.push(Box::new(json));
+            }
+            let table = PerftestTable::new(std::io::stdout(), header)
+                .with_extra(plan.report.extra_columns());
+            exporters.insert(0, Box::new(table));
         }
         if let Some(csv) = self.csv.take() {
             exporters.push(Box::new(csv));
@@ -216,7 +225,9 @@ impl Session<'_> {
         let mut below_limit = None;
         let mut periods = Periods::new(plan, &sizes)?;
         while let Some(size) = periods.next(link)? {
+            let cpu = CpuWatch::start(plan.report.cpu_util, Root::new("/"));
             let (report, counters) = fabric.around(|| self.measure(link, &peer.qps, size))?;
+            let cpu_util = cpu.and_then(CpuWatch::finish);
             let reports: Vec<Option<Report>> = link
                 .gather(&Message::Report(report), Patience::WhileMeasuring)?
                 .into_iter()
@@ -235,6 +246,7 @@ impl Session<'_> {
                     timestamp: now_utc(),
                     lines: lines_of(plan, size, &reports, &hellos, self.seat.pairs)?,
                     counters,
+                    cpu_util,
                 };
                 if below_limit.is_none() {
                     below_limit = plan.options.limits.judge(&result.lines);
@@ -331,6 +343,11 @@ impl Session<'_> {
                     None => None,
                     Some(stamps) => {
                         let samples = lat::samples(&stamps, lat::rtt_factor(verb));
+                        if self.printer {
+                            let labelled = self.seat.pairs > 1;
+                            plan.report
+                                .print_dump(&samples, labelled, plan.options.validate);
+                        }
                         let stats = lat::perftest_stats(&samples).ok_or_else(|| {
                             anyhow!(
                                 "{size} B: {} round trips are too few for statistics; raise -n or -D",
@@ -454,10 +471,10 @@ mod tests {
     /// `report::verbs`: the same run and lines give the same bytes.
     // Then the collectives' wrong_ranks and groups columns, empty here.
     const ROWS_BEFORE: &str = "\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,3.93216,0.05,,0,,,,,,,,,,\n\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_send,none,none,-1,bw_bidir,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,,0.05,,sum,,,,,,,,,,\n\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,,,,NCCL_X=1;UCX_Y=2,,,8.0908582912,0.05,,1,,,,,,,,,,\n\
-1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe0:1\",a;a,4,1,ib_read,none,none,-1,lat,2,1000,5000,128,none,0,1.7666666666666668,0.0011320754716981133,0.0011320754716981133,1.0,1.5,2.0,9.007,9.007,9.007,,0,,,,NCCL_X=1;UCX_Y=2,,,,,0.20548046676563256,all,,,,,,,,,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,3.93216,0.05,,0,,,,,,,,,,,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_send,none,none,-1,bw_bidir,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,port rate rxe0:1 10 Gb/sec (1X QDR),1.25,262.144,NCCL_X=1;UCX_Y=2,,,,0.05,,sum,,,,,,,,,,,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe1:1\",a;b,4,2,ib_write,none,none,-1,bw,65536,5000,5000,128,none,0,20.0,3.2768,3.2768,1.0,1.0,3.001,7.503,7.503,7.503,,0,,,,NCCL_X=1;UCX_Y=2,,,8.0908582912,0.05,,1,,,,,,,,,,,,\n\
+1,20250101T000000Z-00042,2025-01-01T00:00:00.123Z,0.1.0,verbs,RC over RoCE v2,libibverbs.so.1,\"rxe0:1,rxe0:1\",a;a,4,1,ib_read,none,none,-1,lat,2,1000,5000,128,none,0,1.7666666666666668,0.0011320754716981133,0.0011320754716981133,1.0,1.5,2.0,9.007,9.007,9.007,,0,,,,NCCL_X=1;UCX_Y=2,,,,,0.20548046676563256,all,,,,,,,,,,,,\n\
 ";
 
     #[test]
@@ -488,6 +505,7 @@ mod tests {
             devices: "rxe0:1,rxe1:1".into(),
             hosts: vec!["a".into(), "b".into()],
             wrong: None,
+            direction: None,
         };
         let samples = [1500.0, 2000.0, 2250.0, 9000.0, 1800.0];
         let lat = Line {
@@ -502,6 +520,7 @@ mod tests {
             devices: "rxe0:1,rxe0:1".into(),
             hosts: vec!["a".into(), "a".into()],
             wrong: None,
+            direction: None,
         };
         let result = |collective: &str, bidirectional, lines| VerbsResult {
             collective: collective.into(),
@@ -509,6 +528,7 @@ mod tests {
             timestamp: "2025-01-01T00:00:00.123Z".into(),
             lines,
             counters: None,
+            cpu_util: None,
         };
         let results = [
             result(
