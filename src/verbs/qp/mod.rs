@@ -1,12 +1,13 @@
 //! One side's verbs resources: protection domain, completion queues, RC queue
 //! pairs with their registered buffers, the moves INIT -> RTR -> RTS, and
 //! posting work requests (sideway sets everything up; the data path is plain
-//! `ibv_post_send`/`ibv_post_recv`, as perftest's).
+//! `ibv_post_send`/`ibv_post_recv`, as perftest's; `connect` the moves to RTR and RTS).
 //!
 //! Each QP owns one buffer: [local half | target half | control word]. The local
 //! half is what this side writes or sends from (and reads into); the peer writes,
 //! reads or sends into the target half; the control word ends a -D latency run.
 
+mod connect;
 use super::args::Plan;
 use super::bench::Verb;
 use super::completion::Wc;
@@ -15,23 +16,19 @@ use super::duration::takes_receives;
 use super::events::Events;
 use super::memory::{allocate, register, Buffer};
 use super::parity::{AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE};
-use super::path::route;
 use super::post::{Chain, PostApi, PostState, Qp};
 use super::ring::{corrupt_at, remote_offset, Ring};
 use super::ud::{self, UdDest, GRH_BYTES};
 use super::validate;
-use super::wire::{Hello, QpInfo, CONTROL_BYTES};
+use super::wire::{QpInfo, CONTROL_BYTES};
 use anyhow::anyhow;
 use rdma_mummy_sys::{atomic_t, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode, rdma_t, wr_t};
-use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::completion::GenericCompletionQueue;
-use sideway::ibverbs::device_context::Mtu;
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{QueuePairAttribute, QueuePairState, QueuePairType};
 use sideway::ibverbs::AccessFlags;
 use std::hash::{BuildHasher, Hasher};
-use std::net::Ipv6Addr;
 use std::sync::Arc;
 
 /// perftest's minimum RNR NAK timer (12: 0.64 ms) and retry counts (7: for ever for RNR).
@@ -555,83 +552,5 @@ impl Endpoint {
             post: PostState::new(api, events),
             _pd: pd,
         })
-    }
-
-    /// Connects every QP to the peer's: RTR with the path `mtu`, then RTS.
-    pub fn connect(
-        &mut self,
-        port: &Port,
-        plan: &Plan,
-        peer: &Hello,
-        mtu: u32,
-        out_reads: u8,
-    ) -> anyhow::Result<()> {
-        let path_mtu = match mtu {
-            256 => Mtu::Mtu256,
-            512 => Mtu::Mtu512,
-            1024 => Mtu::Mtu1024,
-            2048 => Mtu::Mtu2048,
-            _ => Mtu::Mtu4096,
-        };
-        let peer_gid: Ipv6Addr = peer.gid;
-        let reliable = plan.options.connection != Connection::Uc;
-        for (qp_index, (end, remote)) in self.qps.iter_mut().zip(&peer.qps).enumerate() {
-            if plan.options.connection == Connection::Ud {
-                // SAFETY: the PD is alive in `self`.
-                let (qp, pd) = (end.qp.raw(), unsafe { self._pd.pd().as_ptr() });
-                ud::to_rts(qp, end.psn)?;
-                end.ud = Some(ud::dest(
-                    pd,
-                    port,
-                    peer,
-                    remote.qpn,
-                    route(&plan.path, qp_index),
-                )?);
-                continue;
-            }
-            // -S, --tclass/-T, --flow_label, -L: as perftest's RTR address vector.
-            let r = route(&plan.path, qp_index);
-            let mut ah = AddressHandleAttribute::new();
-            ah.setup_dest_lid(peer.lid)
-                .setup_port(port.port)
-                .setup_service_level(r.sl);
-            if let Some(gid) = &port.gid {
-                let sgid = gid.entry.index as u8;
-                ah.setup_grh(
-                    &Gid::from(peer_gid),
-                    r.flow_label,
-                    sgid,
-                    r.hop_limit,
-                    r.traffic_class,
-                );
-            }
-            let mut rtr = QueuePairAttribute::new();
-            rtr.setup_state(QueuePairState::ReadyToReceive)
-                .setup_path_mtu(path_mtu)
-                .setup_dest_qp_num(remote.qpn)
-                .setup_rq_psn(remote.psn)
-                .setup_address_vector(&ah);
-            // UC has no responder resources, acknowledgements or retries.
-            if reliable {
-                rtr.setup_max_dest_read_atomic(out_reads)
-                    .setup_min_rnr_timer(MIN_RNR_TIMER);
-            }
-            end.modify(
-                &rtr,
-                "RTR",
-                ": check the GIDs (-x: both sides need a RoCE v2 GID of the same IP family, reachable from each other) and -m",
-            )?;
-            let mut rts = QueuePairAttribute::new();
-            rts.setup_state(QueuePairState::ReadyToSend)
-                .setup_sq_psn(end.psn);
-            if reliable {
-                rts.setup_timeout(plan.qp_timeout)
-                    .setup_retry_cnt(RETRY_COUNT)
-                    .setup_rnr_retry(RNR_RETRY)
-                    .setup_max_read_atomic(out_reads);
-            }
-            end.modify(&rts, "RTS", "")?;
-        }
-        Ok(())
     }
 }
