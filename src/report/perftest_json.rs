@@ -12,7 +12,7 @@
 //! `fabricbench.complete` false.
 
 use super::json::replace_document;
-use super::perftest::{header_block, shown_bw, PerftestHeader, ReadsOrInline};
+use super::perftest::{shown_bw, PerftestHeader, ReadsOrInline};
 use super::perftest_extra::{Direction, ExtraColumns};
 use super::verbs::{Figures, Line, VerbsResult};
 use super::{Exporter, RunInfo, Summary};
@@ -46,7 +46,7 @@ struct TestInfo {
     #[serde(rename = "PCIe_relax_order")]
     relaxed_ordering: &'static str,
     #[serde(rename = "ibv_wr_API")]
-    wr_api: String,
+    wr_api: &'static str,
     #[serde(rename = "TX_depth", skip_serializing_if = "Option::is_none")]
     tx_depth: Option<u32>,
     #[serde(rename = "RX_depth", skip_serializing_if = "Option::is_none")]
@@ -64,7 +64,7 @@ struct TestInfo {
     #[serde(rename = "Outstand_reads", skip_serializing_if = "Option::is_none")]
     out_reads: Option<u8>,
     #[serde(rename = "rdma_cm_QPs")]
-    rdma_cm: String,
+    rdma_cm: &'static str,
     #[serde(rename = "Use_ROCm_memory")]
     rocm: &'static str,
     #[serde(rename = "Use_MUSA_memory")]
@@ -73,20 +73,17 @@ struct TestInfo {
     exchange: String,
 }
 
-/// The value of a header line (" ibv_wr* API     : OFF" gives "OFF"), so that
-/// the document says what the printed header says.
-fn header_value(lines: &[String], label: &str) -> String {
-    lines
-        .iter()
-        .find(|l| l.trim_start().starts_with(label))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim().to_string())
-        .unwrap_or_default()
+/// perftest's spelling of a setting.
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "ON"
+    } else {
+        "OFF"
+    }
 }
 
 impl TestInfo {
     fn of(h: &PerftestHeader) -> TestInfo {
-        let lines = header_block(h, "");
         let (max_inline, out_reads) = match h.reads_or_inline {
             ReadsOrInline::MaxInline(n) => (Some(n), None),
             ReadsOrInline::OutstandReads(n) => (None, Some(n)),
@@ -102,7 +99,7 @@ impl TestInfo {
             srq: "OFF",
             // Memory is registered without IBV_ACCESS_RELAXED_ORDERING.
             relaxed_ordering: "OFF",
-            wr_api: header_value(&lines, "ibv_wr* API"),
+            wr_api: on_off(h.post.wr_api),
             tx_depth: h.tx_depth,
             rx_depth: h.rx_depth,
             cq_mod: h.cq_mod,
@@ -115,7 +112,7 @@ impl TestInfo {
                 .and_then(|g| g.split_whitespace().next()?.parse().ok()),
             max_inline,
             out_reads,
-            rdma_cm: header_value(&lines, "rdma_cm QPs"),
+            rdma_cm: on_off(h.rdma_cm_qps),
             rocm: "OFF",
             musa: "OFF",
             exchange: h.exchange.clone(),
