@@ -31,6 +31,12 @@ impl TickSource {
         }
     }
 
+    /// This host's source, detected once: the clock and the header's name of it agree.
+    pub fn host() -> TickSource {
+        static HOST: std::sync::OnceLock<TickSource> = std::sync::OnceLock::new();
+        *HOST.get_or_init(|| TickSource::detect(&Root::new("/")))
+    }
+
     /// How the header names it.
     pub fn name(self) -> &'static str {
         match self {
@@ -87,7 +93,7 @@ pub struct HostClock {
 /// The best source this host has.
 impl Default for HostClock {
     fn default() -> HostClock {
-        HostClock::new(TickSource::detect(&Root::new("/")))
+        HostClock::new(TickSource::host())
     }
 }
 
