@@ -22,8 +22,9 @@
 #   OSU_COLLECTIVE_DIR  folder with osu_allreduce, osu_bcast, ... (required)
 #   NP                  ranks (default 2; more than the cores: oversubscribed)
 #   REPEATS             alternating runs of each program at the bandwidth sizes; the median
-#                       is kept (default 5); SMALL_REPEATS at the smallest size (default 11:
-#                       runs are short there and a run's placement moves it by 2x)
+#                       is kept (default 5); SMALL_REPEATS at the smallest size (default 31:
+#                       runs are short there and one launch differs from the next by up to
+#                       2x, so resolving 5% takes many launches; see the intervals)
 #   SMALL_ITERS         timed iterations at the smallest size (default 100000); LARGE_ITERS
 #                       at the bandwidth sizes (default 20)
 #   SMALL_WARMUP        untimed iterations first (default 200, OSU's); LARGE_WARMUP (10, OSU's)
@@ -32,8 +33,10 @@
 #   FABRICBENCH_BIN     our binaries (default target/release; built when missing)
 #
 # Targets: at the smallest size ours within 5% of bare (-z 0 against b2b) and, with
-# -z 3, within 5% of OSU; at 16 MiB and above our algbw within 3% of OSU's. Timings
-# on a shared host are noisy: run it on an idle machine and read ratios.
+# -z 3, within 5% of OSU; at 16 MiB and above our algbw within 3% of OSU's. Each ratio
+# comes with a 95% bootstrap interval over the launches: a verdict is "within" only
+# when the whole interval is, "outside" only when none of it is, else "unresolved".
+# Timings on a shared host are noisy: run it on an idle machine and read ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +47,7 @@ if [ -z "$osu" ] || [ ! -x "$osu/osu_allreduce" ]; then
 fi
 np=${NP:-2}
 repeats=${REPEATS:-5}
-small_repeats=${SMALL_REPEATS:-11}
+small_repeats=${SMALL_REPEATS:-31}
 small_iters=${SMALL_ITERS:-100000}
 large_iters=${LARGE_ITERS:-20}
 small_warmup=${SMALL_WARMUP:-200}
@@ -98,8 +101,6 @@ pairs=(
     "scatter_perf        osu_scatter        scatter        int8  mpi_char  $np 16           out-of-place"
 )
 
-median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
-
 # Our time (us) for one size and placement, from the CSV (the table rounds to 0.01 us).
 ours_time() {
     local binary=$1 dtype=$2 size=$3 iters=$4 warmup=$5 placement=$6 z=$7
@@ -127,16 +128,66 @@ osu_time() {
         awk -v s="$size" '$1 == s {print $2; exit}'
 }
 
-short() { awk -v v="$1" 'BEGIN {printf "%.4g", v}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-within() { awk -v r="$1" -v t="$2" 'BEGIN {exit !(r <= 1 + t && r >= 1 - t)}'; }
+# One row from the five programs' samples (files, one time per line): the medians, the
+# ratios of the medians, a 95% bootstrap interval of each ratio (the launches resampled,
+# fixed seed), and a verdict that is "within" or "outside" only when the interval is:
+# a run too noisy to decide says "unresolved" rather than guess.
+judge() { # name size small(1|0) ours bare ours-z3 bare-bar osu
+    "$python" - "$@" <<'EOF'
+import random, statistics, sys
+name, size, small, *files = sys.argv[1:]
+samples = [[float(x) for x in open(f).read().split()] for f in files]
+if any(not s for s in samples):
+    print("  %-20s %10s NO DATA (%s)" % (name, size, ", ".join(
+        "%s %d runs" % (k, len(s)) for k, s in zip(("ours", "bare", "ours-z3", "bare-bar", "osu"), samples))))
+    sys.exit(1)
+o, b, oz, bb, u = samples
+med = statistics.median
+rng = random.Random(1)
+def ratio(a, c):
+    boots = sorted(med(rng.choices(a, k=len(a))) / med(rng.choices(c, k=len(c))) for _ in range(2000))
+    return med(a) / med(c), boots[50], boots[1949]
+def inside(r, t):
+    return 1 - t <= r[1] and r[2] <= 1 + t
+def outside(r, t):
+    return r[2] < 1 - t or r[1] > 1 + t
+harness, harness_z3, method = ratio(o, b), ratio(oz, bb), ratio(bb, u)
+if small == "1":
+    vs_osu = ratio(oz, u)  # time, OSU's method on both sides
+    if inside(harness, 0.05) and inside(vs_osu, 0.05):
+        verdict = "within target"
+    elif outside(harness, 0.05) or outside(vs_osu, 0.05):
+        verdict = "outside target"
+    else:
+        verdict = "unresolved: an interval crosses 5% (more SMALL_REPEATS)"
+else:
+    vs_osu = ratio(u, o)  # algbw ours / OSU: the same bytes, so OSU's time over ours
+    if inside(vs_osu, 0.03):
+        verdict = "within target"
+    elif inside(harness, 0.03) and inside(ratio(u, oz), 0.03):
+        verdict = "outside: back to back vs a barrier per call (-z 3 matches OSU; README)"
+    elif inside(harness, 0.03) and inside(harness_z3, 0.03):
+        verdict = "outside: the harness is not the cause (ours = bare); README"
+    elif outside(vs_osu, 0.03):
+        verdict = "outside target"
+    else:
+        verdict = "unresolved: an interval crosses 3% (more REPEATS)"
+g = lambda v: "%.4g" % v
+r = lambda x: "%.3f" % x[0]
+ci = lambda x: "%.2f-%.2f" % (x[1], x[2])
+print("  %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s" % (
+    name, size, g(med(o)), g(med(b)), g(med(oz)), g(med(bb)), g(med(u)),
+    r(harness), ci(harness), r(harness_z3), r(method), r(vs_osu), ci(vs_osu), verdict))
+sys.exit(0 if verdict == "within target" else 3)
+EOF
+}
 
 printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores, medians of %s (smallest size) and %s alternating runs, %s\n' \
     "$np" "$(nproc)" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
-printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %8s %8s %8s  %s\n' collective "size(B)" ours bare ours-z3 bare-bar osu \
-    harness harn-z3 method vs-osu verdict
-printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %8s %8s %8s\n' "" "" "(us)" "(us)" "(us)" "(us)" "(us)" \
-    ours/bare z3/bar bar/osu "" 
+printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s\n' collective "size(B)" ours bare ours-z3 bare-bar osu \
+    harness "(95%)" harn-z3 method vs-osu "(95%)" verdict
+printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s\n' "" "" "(us)" "(us)" "(us)" "(us)" "(us)" \
+    ours/bare "" z3/bar bar/osu ""
 met=0 total=0
 for pair in "${pairs[@]}"; do
     read -r ours osu_bin call dtype osu_type scale smallest placement <<<"$pair"
@@ -148,50 +199,16 @@ for pair in "${pairs[@]}"; do
         warm=$([ "$small" = 1 ] && echo "$small_warmup" || echo "$large_warmup")
         runs=$([ "$small" = 1 ] && echo "$small_repeats" || echo "$repeats")
         our_size=$((osu_size * scale))
-        o="" b="" oz="" bb="" u=""
+        : >"$work/o" && : >"$work/b" && : >"$work/oz" && : >"$work/bb" && : >"$work/u"
         for _ in $(seq "$runs"); do
-            o+="$(ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 0)"$'\n'
-            b+="$(bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" b2b)"$'\n'
-            oz+="$(ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 3)"$'\n'
-            bb+="$(bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" barrier)"$'\n'
-            u+="$(osu_time "$osu_bin" "$osu_type" "$osu_size" "$iters" "$warm")"$'\n'
+            ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 0 >>"$work/o"
+            bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" b2b >>"$work/b"
+            ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 3 >>"$work/oz"
+            bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" barrier >>"$work/bb"
+            osu_time "$osu_bin" "$osu_type" "$osu_size" "$iters" "$warm" >>"$work/u"
         done
-        o=$(printf '%s' "$o" | grep -v '^$' | median)
-        b=$(printf '%s' "$b" | grep -v '^$' | median)
-        oz=$(printf '%s' "$oz" | grep -v '^$' | median)
-        bb=$(printf '%s' "$bb" | grep -v '^$' | median)
-        u=$(printf '%s' "$u" | grep -v '^$' | median)
         total=$((total + 1))
-        if [ -z "$o" ] || [ -z "$b" ] || [ -z "$oz" ] || [ -z "$bb" ] || [ -z "$u" ]; then
-            printf '  %-20s %10s NO DATA (ours %s, bare %s, ours-z3 %s, bare-bar %s, osu %s)\n' "$ours" "$our_size" \
-                "${o:-?}" "${b:-?}" "${oz:-?}" "${bb:-?}" "${u:-?}"
-            continue
-        fi
-        harness=$(ratio "$o" "$b") harness_z3=$(ratio "$oz" "$bb") method=$(ratio "$bb" "$u")
-        if [ "$small" = 1 ]; then
-            # time: ours -z 3 / OSU
-            vs_osu=$(ratio "$oz" "$u")
-            if within "$harness" 0.05 && within "$vs_osu" 0.05; then
-                verdict="within target"; met=$((met + 1))
-            else
-                verdict="outside target"
-            fi
-        else
-            # algbw ours / OSU: the same bytes in both, so OSU's time over ours.
-            vs_osu=$(ratio "$u" "$o")
-            if within "$vs_osu" 0.03; then
-                verdict="within target"; met=$((met + 1))
-            elif within "$harness" 0.03 && within "$(ratio "$u" "$oz")" 0.03; then
-                verdict="outside: back to back vs a barrier per call (-z 3 matches OSU; README)"
-            elif within "$harness" 0.03 && within "$harness_z3" 0.03; then
-                verdict="outside: the harness is not the cause (ours = bare); README"
-            else
-                verdict="outside target"
-            fi
-        fi
-        o=$(short "$o") b=$(short "$b") oz=$(short "$oz") bb=$(short "$bb") u=$(short "$u")
-        printf '  %-20s %10s %9s %9s %9s %9s %9s | %8s %8s %8s %8s  %s\n' "$ours" "$our_size" "$o" "$b" "$oz" "$bb" "$u" \
-            "$harness" "$harness_z3" "$method" "$vs_osu" "$verdict"
+        judge "$ours" "$our_size" "$small" "$work/o" "$work/b" "$work/oz" "$work/bb" "$work/u" && met=$((met + 1))
     done
 done
-echo "# $met of $total within target (smallest size: ours/bare and ours -z 3/OSU within 5%; >= 16 MiB: our algbw within 3% of OSU's)"
+echo "# $met of $total within target (smallest size: ours/bare and ours -z 3/OSU within 5%; >= 16 MiB: our algbw within 3% of OSU's; each with its whole 95% interval)"

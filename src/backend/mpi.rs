@@ -87,9 +87,10 @@ pub struct MpiBackend {
     clock: HostClock,
     /// MPI_Reduce_scatter's receive counts: the same count for every rank.
     scatter_counts: Vec<c_int>,
-    /// Reductions MPI lacks for the narrow floats, indexed
-    /// [half|bf16|f8e4m3|f8e5m2][sum|prod|max|min].
-    half_ops: [[ffi::MPI_Op; 4]; 4],
+    /// Every datatype's and (datatype, op)'s MPI handle, indexed by the enums:
+    /// resolved once, so a timed call only loads its two handles.
+    datatypes: [ffi::MPI_Datatype; DataType::ALL.len()],
+    ops: [[ffi::MPI_Op; RedOp::ALL.len()]; DataType::ALL.len()],
     /// alltoallv's send counts, send displacements, receive counts and receive
     /// displacements (elements), rank after rank: filled per call, never reallocated.
     v_counts: Vec<c_int>,
@@ -103,6 +104,13 @@ impl MpiBackend {
             None => (world.comm.as_raw(), world.rank, world.size),
             Some(color) => split(world, color)?,
         };
+        // Reductions MPI lacks for the narrow floats, [half|bf16|f8e4m3|f8e5m2][sum|prod|max|min].
+        let half_ops = [
+            float16_ops::<f16>()?,
+            float16_ops::<bf16>()?,
+            float16_ops::<F8E4M3>()?,
+            float16_ops::<F8E5M2>()?,
+        ];
         Ok(MpiBackend {
             comm,
             rank,
@@ -114,39 +122,21 @@ impl MpiBackend {
             recv: HostBuffer::empty(),
             clock: HostClock::default(),
             scatter_counts: vec![0; world.size],
-            half_ops: [
-                float16_ops::<f16>()?,
-                float16_ops::<bf16>()?,
-                float16_ops::<F8E4M3>()?,
-                float16_ops::<F8E5M2>()?,
-            ],
+            datatypes: DataType::ALL.map(mpi_datatype),
+            ops: DataType::ALL.map(|d| RedOp::ALL.map(|o| mpi_op(&half_ops, d, o))),
             v_counts: vec![0; 4 * nranks],
         })
     }
 
-    fn mpi_op(&self, dtype: DataType, op: RedOp) -> ffi::MPI_Op {
-        let index = match op {
-            // mulsum: `premultiply` has scaled this rank's input; the rest is a sum.
-            RedOp::Sum | RedOp::Avg | RedOp::Mulsum => OP_SUM,
-            RedOp::Prod => OP_PROD,
-            RedOp::Max => OP_MAX,
-            RedOp::Min => OP_MIN,
-        } as usize;
-        match dtype {
-            DataType::Half => self.half_ops[0][index],
-            DataType::Bfloat16 => self.half_ops[1][index],
-            DataType::F8e4m3 => self.half_ops[2][index],
-            DataType::F8e5m2 => self.half_ops[3][index],
-            // SAFETY: reading rsmpi's exported handles.
-            _ => unsafe {
-                [
-                    ffi::RSMPI_SUM,
-                    ffi::RSMPI_PROD,
-                    ffi::RSMPI_MAX,
-                    ffi::RSMPI_MIN,
-                ][index]
-            },
-        }
+    fn datatype(&self, args: &OpArgs) -> ffi::MPI_Datatype {
+        self.datatypes[args.dtype as usize]
+    }
+
+    fn datatype_and_op(&self, args: &OpArgs) -> (ffi::MPI_Datatype, ffi::MPI_Op) {
+        (
+            self.datatype(args),
+            self.ops[args.dtype as usize][args.op as usize],
+        )
     }
 
     fn ptr(&mut self, at: BufRef) -> *mut c_void {
@@ -177,6 +167,33 @@ impl MpiBackend {
             let result = unsafe { std::slice::from_raw_parts_mut(start, bytes) };
             divide_in_place(args.dtype, result, self.nranks);
         }
+    }
+}
+
+/// The MPI reduction of `op` on `dtype`: MPI's own, or for the narrow floats one of
+/// `half_ops` ([half|bf16|f8e4m3|f8e5m2][sum|prod|max|min]).
+fn mpi_op(half_ops: &[[ffi::MPI_Op; 4]; 4], dtype: DataType, op: RedOp) -> ffi::MPI_Op {
+    let index = match op {
+        // mulsum: `premultiply` has scaled this rank's input; the rest is a sum.
+        RedOp::Sum | RedOp::Avg | RedOp::Mulsum => OP_SUM,
+        RedOp::Prod => OP_PROD,
+        RedOp::Max => OP_MAX,
+        RedOp::Min => OP_MIN,
+    } as usize;
+    match dtype {
+        DataType::Half => half_ops[0][index],
+        DataType::Bfloat16 => half_ops[1][index],
+        DataType::F8e4m3 => half_ops[2][index],
+        DataType::F8e5m2 => half_ops[3][index],
+        // SAFETY: reading rsmpi's exported handles.
+        _ => unsafe {
+            [
+                ffi::RSMPI_SUM,
+                ffi::RSMPI_PROD,
+                ffi::RSMPI_MAX,
+                ffi::RSMPI_MIN,
+            ][index]
+        },
     }
 }
 
@@ -318,7 +335,7 @@ impl Backend for MpiBackend {
     fn all_reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
         let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
-        let (dt, op) = (mpi_datatype(args.dtype), self.mpi_op(args.dtype, args.op));
+        let (dt, op) = self.datatype_and_op(args);
         // SAFETY: buffers sized by alloc for this count; handles valid.
         check(
             unsafe { ffi::MPI_Allreduce(send, recv, n, dt, op, self.comm) },
@@ -331,7 +348,7 @@ impl Backend for MpiBackend {
     fn all_gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
         let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         // SAFETY: as above; the receive buffer holds nranks chunks.
         check(
             unsafe { ffi::MPI_Allgather(send, n, dt, recv, n, dt, self.comm) },
@@ -349,7 +366,7 @@ impl Backend for MpiBackend {
         } else {
             self.ptr(args.recv)
         };
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         // SAFETY: as above.
         check(
             unsafe { ffi::MPI_Bcast(buf, n, dt, args.root as c_int, self.comm) },
@@ -368,7 +385,7 @@ impl Backend for MpiBackend {
         let n = count(args)?;
         let is_root = self.rank == args.root;
         let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
-        let (dt, op) = (mpi_datatype(args.dtype), self.mpi_op(args.dtype, args.op));
+        let (dt, op) = self.datatype_and_op(args);
         // SAFETY: as above.
         check(
             unsafe { ffi::MPI_Reduce(send, recv, n, dt, op, args.root as c_int, self.comm) },
@@ -382,7 +399,7 @@ impl Backend for MpiBackend {
 
     fn reduce_scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
-        let (dt, op) = (mpi_datatype(args.dtype), self.mpi_op(args.dtype, args.op));
+        let (dt, op) = self.datatype_and_op(args);
         // MPI_Reduce_scatter with equal counts, not MPI_Reduce_scatter_block: the call
         // OSU's osu_reduce_scatter makes (Open MPI picks other algorithms for the two).
         self.scatter_counts.fill(n);
@@ -423,7 +440,7 @@ impl Backend for MpiBackend {
     fn alltoall(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
         let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         // SAFETY: as above.
         check(
             unsafe { ffi::MPI_Alltoall(send, n, dt, recv, n, dt, self.comm) },
@@ -435,7 +452,7 @@ impl Backend for MpiBackend {
         let n = count(args)?;
         let is_root = self.rank == args.root;
         let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         // SAFETY: as above.
         check(
             unsafe { ffi::MPI_Gather(send, n, dt, recv, n, dt, args.root as c_int, self.comm) },
@@ -453,7 +470,7 @@ impl Backend for MpiBackend {
         } else {
             self.ptr(args.recv)
         };
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         // SAFETY: as above.
         check(
             unsafe { ffi::MPI_Scatter(send, n, dt, recv, n, dt, args.root as c_int, self.comm) },
@@ -463,7 +480,7 @@ impl Backend for MpiBackend {
 
     fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         let to = ((self.rank + 1) % self.nranks) as c_int;
         let from = ((self.rank + self.nranks - 1) % self.nranks) as c_int;
         let recv = self.ptr(args.recv);
@@ -508,7 +525,7 @@ impl Backend for MpiBackend {
         peer: &dyn Fn(usize, usize) -> usize,
     ) -> anyhow::Result<()> {
         let sent = v_counts(&mut self.v_counts, self.rank, peer)?;
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         let recv = self.ptr(args.recv);
         let send = if args.in_place {
             // MPI forbids aliased buffers: in place, the send stream is copied to the
@@ -530,7 +547,7 @@ impl Backend for MpiBackend {
 
     fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
         let n = count(args)?;
-        let dt = mpi_datatype(args.dtype);
+        let dt = self.datatype(args);
         let (send, recv) = (self.ptr(args.send), self.ptr(args.recv));
         // SAFETY: both regions hold `n` elements inside the buffers.
         unsafe { sendrecv(send, recv, n, dt, peer, self.comm) }
@@ -589,6 +606,15 @@ impl Backend for MpiBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_handle_tables_are_indexed_by_the_enums_discriminants() {
+        assert!(DataType::ALL
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d as usize == i));
+        assert!(RedOp::ALL.iter().enumerate().all(|(i, &o)| o as usize == i));
+    }
 
     fn maps(libs: &[&str]) -> String {
         libs.iter()
