@@ -30,6 +30,8 @@
 #   SMALL_WARMUP        untimed iterations first (default 200, OSU's); LARGE_WARMUP (10, OSU's)
 #   LARGE_SIZES         bandwidth sizes in OSU's bytes (default "16777216 67108864")
 #   COLLECTIVES         which rows (default: all eight)
+#   SAMPLES_DIR         keep every launch's time there, one file per row and program
+#                       (<collective>-<size>-<program>.txt, microseconds, in run order)
 #   FABRICBENCH_BIN     our binaries (default target/release; built when missing)
 #
 # Targets: at the smallest size ours within 5% of bare (-z 0 against b2b) and, with
@@ -208,6 +210,12 @@ for pair in "${pairs[@]}"; do
             osu_time "$osu_bin" "$osu_type" "$osu_size" "$iters" "$warm" >>"$work/u"
         done
         total=$((total + 1))
+        if [ -n "${SAMPLES_DIR:-}" ]; then
+            mkdir -p "$SAMPLES_DIR"
+            for program in o:ours b:bare oz:ours-z3 bb:bare-bar u:osu; do
+                cp "$work/${program%%:*}" "$SAMPLES_DIR/${ours%_perf}-$our_size-${program#*:}.txt"
+            done
+        fi
         judge "$ours" "$our_size" "$small" "$work/o" "$work/b" "$work/oz" "$work/bb" "$work/u" && met=$((met + 1))
     done
 done

@@ -9,10 +9,13 @@ mod host_clock;
 #[cfg(test)]
 pub mod loopback;
 pub mod mpi;
+mod mpi_call;
 mod mpi_ops;
+mod mpi_transport;
 pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
+use crate::watchdog::CallCount;
 use serde::{Deserialize, Serialize};
 
 pub use host_clock::{HostClock, TickSource};
@@ -204,8 +207,24 @@ pub trait Backend {
     fn rank_of(&self, device: usize) -> usize;
     fn nranks(&self) -> usize;
 
-    /// mulsum where the library has no PreMulSum: multiplies this rank's `elements`
-    /// send elements by its scalar before the sum (NCCL's op does it itself).
+    /// The timed loop's fast path for one call back to back: the calls that follow
+    /// are captured, not issued, until `end_bind`. False where the backend has none.
+    fn begin_bind(&mut self) -> bool {
+        false
+    }
+    /// Ends the capture: true when it holds one call `run_bound` can repeat as it is
+    /// (nothing else to do around it), false otherwise (nothing was issued).
+    fn end_bind(&mut self) -> bool {
+        false
+    }
+    /// `iterations` back-to-back issues of the bound call, each after a bump of `calls`
+    /// (the watchdog's view) and followed by a mark.
+    fn run_bound(&mut self, _iterations: usize, _calls: &CallCount) -> anyhow::Result<()> {
+        anyhow::bail!("this backend binds no call")
+    }
+    /// mulsum where the library has no PreMulSum (called for mulsum only): multiplies
+    /// this rank's `elements` send elements by its scalar before the sum (NCCL's op
+    /// does it itself).
     fn premultiply(&mut self, _args: &OpArgs, _elements: usize) -> anyhow::Result<()> {
         Ok(())
     }

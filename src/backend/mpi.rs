@@ -4,9 +4,9 @@
 //! at run time, as nccl-tests passes ncclDataType_t) and needs MPI_IN_PLACE, which
 //! rsmpi's safe collectives do not offer.
 
+use super::mpi_call::{Binding, MpiCall};
 use super::mpi_ops::{
-    alltoallv, check, count, float16_ops, mpi_datatype, sendrecv, split, v_counts, OP_MAX, OP_MIN,
-    OP_PROD, OP_SUM,
+    alltoallv, count, float16_ops, mpi_datatype, mpi_op, sendrecv, split, v_counts,
 };
 use super::{
     Backend, BackendInfo, BackendKind, BufRef, HostClock, Marks, MemoryBudget, OpArgs, RankDevice,
@@ -16,6 +16,7 @@ use crate::datatype::{
     divide_in_place, premul_scalar, scale_in_place, DataType, RedOp, F8E4M3, F8E5M2,
 };
 use crate::job::world::World;
+use crate::watchdog::CallCount;
 use anyhow::{bail, Context};
 use half::{bf16, f16};
 use mpi::ffi;
@@ -94,6 +95,8 @@ pub struct MpiBackend {
     /// alltoallv's send counts, send displacements, receive counts and receive
     /// displacements (elements), rank after rank: filled per call, never reallocated.
     v_counts: Vec<c_int>,
+    /// The timed loop's bound call (`begin_bind`..`run_bound`).
+    binding: Binding,
 }
 
 impl MpiBackend {
@@ -125,7 +128,30 @@ impl MpiBackend {
             datatypes: DataType::ALL.map(mpi_datatype),
             ops: DataType::ALL.map(|d| RedOp::ALL.map(|o| mpi_op(&half_ops, d, o))),
             v_counts: vec![0; 4 * nranks],
+            binding: Binding::Off,
         })
+    }
+
+    /// Issues `call`, or while binding captures it (`bare`: no work around it that a
+    /// repeat would leave out). Ok(false) when captured: the caller skips that work.
+    fn issue(&mut self, call: MpiCall, bare: bool) -> anyhow::Result<bool> {
+        if self.binding.capturing() {
+            self.binding.capture(call, bare);
+            return Ok(false);
+        }
+        // SAFETY: resolved just now from this backend's buffers and handles.
+        unsafe { call.issue(self.comm) }?;
+        Ok(true)
+    }
+
+    /// Whether a call made now is only being captured, and, if so, that it cannot be
+    /// repeated as a bound call (its steps are not one resolved MPI call).
+    fn refuses_binding(&mut self) -> bool {
+        let capturing = self.binding.capturing();
+        if capturing {
+            self.binding = Binding::Refused;
+        }
+        capturing
     }
 
     fn datatype(&self, args: &OpArgs) -> ffi::MPI_Datatype {
@@ -170,107 +196,6 @@ impl MpiBackend {
     }
 }
 
-/// The MPI reduction of `op` on `dtype`: MPI's own, or for the narrow floats one of
-/// `half_ops` ([half|bf16|f8e4m3|f8e5m2][sum|prod|max|min]).
-fn mpi_op(half_ops: &[[ffi::MPI_Op; 4]; 4], dtype: DataType, op: RedOp) -> ffi::MPI_Op {
-    let index = match op {
-        // mulsum: `premultiply` has scaled this rank's input; the rest is a sum.
-        RedOp::Sum | RedOp::Avg | RedOp::Mulsum => OP_SUM,
-        RedOp::Prod => OP_PROD,
-        RedOp::Max => OP_MAX,
-        RedOp::Min => OP_MIN,
-    } as usize;
-    match dtype {
-        DataType::Half => half_ops[0][index],
-        DataType::Bfloat16 => half_ops[1][index],
-        DataType::F8e4m3 => half_ops[2][index],
-        DataType::F8e5m2 => half_ops[3][index],
-        // SAFETY: reading rsmpi's exported handles.
-        _ => unsafe {
-            [
-                ffi::RSMPI_SUM,
-                ffi::RSMPI_PROD,
-                ffi::RSMPI_MAX,
-                ffi::RSMPI_MIN,
-            ][index]
-        },
-    }
-}
-
-/// Open MPI's components of `framework` this process has loaded, from
-/// /proc/self/maps ("/usr/lib/.../openmpi3/mca_btl_tcp.so" is "tcp"). Open MPI
-/// unloads the components it did not select, so these are what it uses.
-fn loaded_components(maps: &str, framework: &str) -> Vec<String> {
-    let prefix = format!("mca_{framework}_");
-    let mut names: Vec<String> = maps
-        .lines()
-        .filter_map(|l| l.rsplit('/').next())
-        .filter_map(|f| f.strip_prefix(prefix.as_str())?.strip_suffix(".so"))
-        .map(str::to_string)
-        .collect();
-    names.sort();
-    names.dedup();
-    names
-}
-
-/// What carries the traffic between nodes: the network BTL under Open MPI's
-/// ob1, or UCX, or an MTL, as loaded. MPI itself does not say; where the
-/// components are not to be seen (another MPI, a static build), what pins them.
-fn inter_node_transport(maps: &str) -> String {
-    let pml = loaded_components(maps, "pml");
-    let network = |framework: &str, local: &[&str]| -> Vec<String> {
-        let all = loaded_components(maps, framework);
-        all.into_iter()
-            .filter(|c| !local.contains(&c.as_str()))
-            .collect()
-    };
-    match pml.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["ob1"] => {
-            let btls = network("btl", &["self", "vader", "sm", "smcuda"]);
-            if !btls.is_empty() {
-                let names: Vec<String> = btls
-                    .iter()
-                    .map(|b| format!("{} BTL", b.to_uppercase()))
-                    .collect();
-                return format!(
-                    "mpi/inter-node: Open MPI {} between nodes (pml ob1; btl {})",
-                    names.join(" + "),
-                    loaded_components(maps, "btl").join(",")
-                );
-            }
-        }
-        ["ucx"] => {
-            let tls = std::env::var("UCX_TLS").map_or(String::new(), |t| format!(", UCX_TLS={t}"));
-            return format!("mpi/inter-node: Open MPI UCX between nodes (pml ucx{tls})");
-        }
-        ["cm"] => {
-            let mtls = network("mtl", &[]);
-            if !mtls.is_empty() {
-                return format!(
-                    "mpi/inter-node: Open MPI {} MTL between nodes (pml cm)",
-                    mtls.join(" + ")
-                );
-            }
-        }
-        _ => {}
-    }
-    let pinned: Vec<String> = [
-        "OMPI_MCA_pml",
-        "OMPI_MCA_btl",
-        "OMPI_MCA_mtl",
-        "UCX_TLS",
-        "FI_PROVIDER",
-    ]
-    .iter()
-    .filter_map(|v| std::env::var(v).ok().map(|val| format!("{v}={val}")))
-    .collect();
-    if pinned.is_empty() {
-        "mpi/inter-node (library's choice; set OMPI_MCA_pml or UCX_TLS to pin it)".to_string()
-    } else {
-        format!("mpi/inter-node ({})", pinned.join(" "))
-    }
-}
-
 impl Backend for MpiBackend {
     fn info(&self) -> BackendInfo {
         let library = mpi::environment::library_version()
@@ -281,7 +206,7 @@ impl Backend for MpiBackend {
             "mpi/intra-node".to_string()
         } else {
             let maps = crate::sysfs::Root::new("/").read("/proc/self/maps");
-            inter_node_transport(maps.as_deref().unwrap_or(""))
+            super::mpi_transport::inter_node_transport(maps.as_deref().unwrap_or(""))
         };
         BackendInfo {
             kind: BackendKind::Mpi,
@@ -336,12 +261,16 @@ impl Backend for MpiBackend {
         let n = count(args)?;
         let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
         let (dt, op) = self.datatype_and_op(args);
-        // SAFETY: buffers sized by alloc for this count; handles valid.
-        check(
-            unsafe { ffi::MPI_Allreduce(send, recv, n, dt, op, self.comm) },
-            "MPI_Allreduce",
-        )?;
-        self.finish_avg(args, args.count);
+        let call = MpiCall::Allreduce {
+            send,
+            recv,
+            n,
+            dt,
+            op,
+        };
+        if self.issue(call, args.op != RedOp::Avg)? {
+            self.finish_avg(args, args.count);
+        }
         Ok(())
     }
 
@@ -349,11 +278,8 @@ impl Backend for MpiBackend {
         let n = count(args)?;
         let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
         let dt = self.datatype(args);
-        // SAFETY: as above; the receive buffer holds nranks chunks.
-        check(
-            unsafe { ffi::MPI_Allgather(send, n, dt, recv, n, dt, self.comm) },
-            "MPI_Allgather",
-        )
+        self.issue(MpiCall::Allgather { send, recv, n, dt }, true)
+            .map(drop)
     }
 
     fn broadcast(&mut self, args: &OpArgs) -> anyhow::Result<()> {
@@ -361,18 +287,14 @@ impl Backend for MpiBackend {
         let is_root = self.rank == args.root;
         // Out of place, the root sends from its send buffer and, as NCCL does, also
         // leaves the data in its receive buffer.
-        let buf = if is_root && !args.in_place {
+        let copies = is_root && !args.in_place;
+        let buf = if copies {
             self.ptr(args.send)
         } else {
             self.ptr(args.recv)
         };
-        let dt = self.datatype(args);
-        // SAFETY: as above.
-        check(
-            unsafe { ffi::MPI_Bcast(buf, n, dt, args.root as c_int, self.comm) },
-            "MPI_Bcast",
-        )?;
-        if is_root && !args.in_place {
+        let (dt, root) = (self.datatype(args), args.root as c_int);
+        if self.issue(MpiCall::Bcast { buf, n, dt, root }, !copies)? && copies {
             let bytes = args.count * args.dtype.size();
             let recv = self.ptr(args.recv);
             // SAFETY: distinct buffers, both at least `bytes` long.
@@ -386,12 +308,16 @@ impl Backend for MpiBackend {
         let is_root = self.rank == args.root;
         let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
         let (dt, op) = self.datatype_and_op(args);
-        // SAFETY: as above.
-        check(
-            unsafe { ffi::MPI_Reduce(send, recv, n, dt, op, args.root as c_int, self.comm) },
-            "MPI_Reduce",
-        )?;
-        if is_root {
+        let call = MpiCall::Reduce {
+            send,
+            recv,
+            n,
+            dt,
+            op,
+            root: args.root as c_int,
+        };
+        let divides = is_root && args.op == RedOp::Avg;
+        if self.issue(call, !divides)? && divides {
             self.finish_avg(args, args.count);
         }
         Ok(())
@@ -416,12 +342,18 @@ impl Backend for MpiBackend {
             (self.ptr(args.send) as *const c_void, recv)
         };
         let counts = self.scatter_counts.as_ptr();
-        // SAFETY: buffers sized by alloc for this count; one count per rank.
-        check(
-            unsafe { ffi::MPI_Reduce_scatter(send, into, counts, dt, op, self.comm) },
-            "MPI_Reduce_scatter",
-        )?;
-        if args.in_place && whole != recv {
+        let call = MpiCall::ReduceScatter {
+            send,
+            recv: into,
+            counts,
+            dt,
+            op,
+        };
+        let moves = args.in_place && whole != recv;
+        if !self.issue(call, !moves && args.op != RedOp::Avg)? {
+            return Ok(());
+        }
+        if moves {
             // MPI leaves an in-place result at the start of the buffer; nccl-tests'
             // layout wants it at rank * count, so it moves there (part of the call).
             // SAFETY: both regions lie in the receive buffer; copy handles overlap.
@@ -441,41 +373,50 @@ impl Backend for MpiBackend {
         let n = count(args)?;
         let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
         let dt = self.datatype(args);
-        // SAFETY: as above.
-        check(
-            unsafe { ffi::MPI_Alltoall(send, n, dt, recv, n, dt, self.comm) },
-            "MPI_Alltoall",
-        )
+        self.issue(MpiCall::Alltoall { send, recv, n, dt }, true)
+            .map(drop)
     }
 
     fn gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
         let is_root = self.rank == args.root;
         let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
-        let dt = self.datatype(args);
-        // SAFETY: as above.
-        check(
-            unsafe { ffi::MPI_Gather(send, n, dt, recv, n, dt, args.root as c_int, self.comm) },
-            "MPI_Gather",
+        let (dt, root) = (self.datatype(args), args.root as c_int);
+        self.issue(
+            MpiCall::Gather {
+                send,
+                recv,
+                n,
+                dt,
+                root,
+            },
+            true,
         )
+        .map(drop)
     }
 
     fn scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
         let n = count(args)?;
         let is_root = self.rank == args.root;
-        let send = self.ptr(args.send);
+        let send = self.ptr(args.send) as *const c_void;
         let recv = if args.in_place && is_root {
             // SAFETY: the shim returns the MPI_IN_PLACE constant.
             unsafe { fabricbench_mpi_in_place() }
         } else {
             self.ptr(args.recv)
         };
-        let dt = self.datatype(args);
-        // SAFETY: as above.
-        check(
-            unsafe { ffi::MPI_Scatter(send, n, dt, recv, n, dt, args.root as c_int, self.comm) },
-            "MPI_Scatter",
+        let (dt, root) = (self.datatype(args), args.root as c_int);
+        self.issue(
+            MpiCall::Scatter {
+                send,
+                recv,
+                n,
+                dt,
+                root,
+            },
+            true,
         )
+        .map(drop)
     }
 
     fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()> {
@@ -484,39 +425,26 @@ impl Backend for MpiBackend {
         let to = ((self.rank + 1) % self.nranks) as c_int;
         let from = ((self.rank + self.nranks - 1) % self.nranks) as c_int;
         let recv = self.ptr(args.recv);
-        // SAFETY: as above; the status is ignored.
-        let code = unsafe {
-            if args.in_place {
-                ffi::MPI_Sendrecv_replace(
-                    recv,
-                    n,
-                    dt,
-                    to,
-                    0,
-                    from,
-                    0,
-                    self.comm,
-                    ffi::RSMPI_STATUS_IGNORE,
-                )
-            } else {
-                let send = self.ptr(args.send);
-                ffi::MPI_Sendrecv(
-                    send,
-                    n,
-                    dt,
-                    to,
-                    0,
-                    recv,
-                    n,
-                    dt,
-                    from,
-                    0,
-                    self.comm,
-                    ffi::RSMPI_STATUS_IGNORE,
-                )
+        let call = if args.in_place {
+            MpiCall::SendrecvReplace {
+                buf: recv,
+                n,
+                dt,
+                to,
+                from,
+            }
+        } else {
+            let send = self.ptr(args.send) as *const c_void;
+            MpiCall::Sendrecv {
+                send,
+                recv,
+                n,
+                dt,
+                to,
+                from,
             }
         };
-        check(code, "MPI_Sendrecv")
+        self.issue(call, true).map(drop)
     }
 
     fn alltoallv(
@@ -524,6 +452,9 @@ impl Backend for MpiBackend {
         args: &OpArgs,
         peer: &dyn Fn(usize, usize) -> usize,
     ) -> anyhow::Result<()> {
+        if self.refuses_binding() {
+            return Ok(());
+        }
         let sent = v_counts(&mut self.v_counts, self.rank, peer)?;
         let dt = self.datatype(args);
         let recv = self.ptr(args.recv);
@@ -546,6 +477,9 @@ impl Backend for MpiBackend {
     }
 
     fn exchange(&mut self, args: &OpArgs, peer: usize) -> anyhow::Result<()> {
+        if self.refuses_binding() {
+            return Ok(());
+        }
         let n = count(args)?;
         let dt = self.datatype(args);
         let (send, recv) = (self.ptr(args.send), self.ptr(args.recv));
@@ -554,6 +488,9 @@ impl Backend for MpiBackend {
     }
 
     fn copy(&mut self, from: BufRef, to: BufRef, bytes: usize) -> anyhow::Result<()> {
+        if self.refuses_binding() {
+            return Ok(());
+        }
         let (src, dst) = (self.ptr(from) as *const u8, self.ptr(to) as *mut u8);
         // SAFETY: both regions lie inside the buffers; copy handles overlap.
         unsafe { std::ptr::copy(src, dst, bytes) };
@@ -569,6 +506,9 @@ impl Backend for MpiBackend {
     }
 
     fn premultiply(&mut self, args: &OpArgs, elements: usize) -> anyhow::Result<()> {
+        if self.refuses_binding() {
+            return Ok(());
+        }
         let scalar = premul_scalar(self.rank);
         if args.op == RedOp::Mulsum && scalar != 1.0 {
             let start = self.ptr(args.send) as *mut u8;
@@ -601,6 +541,34 @@ impl Backend for MpiBackend {
     fn timer_read(&mut self, per_iteration: &mut [f64]) -> anyhow::Result<f64> {
         Ok(self.clock.read(per_iteration))
     }
+
+    fn begin_bind(&mut self) -> bool {
+        self.binding = Binding::Armed;
+        true
+    }
+
+    fn end_bind(&mut self) -> bool {
+        if matches!(self.binding, Binding::One(_)) {
+            return true;
+        }
+        self.binding = Binding::Off;
+        false
+    }
+
+    fn run_bound(&mut self, iterations: usize, calls: &CallCount) -> anyhow::Result<()> {
+        let Binding::One(call) = std::mem::take(&mut self.binding) else {
+            bail!("run_bound without a bound call");
+        };
+        // A bare loop of the library call: the count the watchdog reads, the call,
+        // the mark; nothing dispatched or resolved per call.
+        for _ in 0..iterations {
+            calls.bump();
+            // SAFETY: resolved by end_bind from these buffers, not reallocated since.
+            unsafe { call.issue(self.comm) }?;
+            self.clock.mark();
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -614,36 +582,5 @@ mod tests {
             .enumerate()
             .all(|(i, &d)| d as usize == i));
         assert!(RedOp::ALL.iter().enumerate().all(|(i, &o)| o as usize == i));
-    }
-
-    fn maps(libs: &[&str]) -> String {
-        libs.iter()
-            .map(|l| {
-                format!("7f00-7f01 r-xp 00000000 08:01 42 /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/{l}\n")
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_loaded_components_name_the_transport() {
-        let tcp = maps(&[
-            "mca_pml_ob1.so",
-            "mca_btl_self.so",
-            "mca_btl_tcp.so",
-            "mca_btl_tcp.so",
-            "mca_bml_r2.so",
-        ]);
-        assert_eq!(loaded_components(&tcp, "btl"), ["self", "tcp"]);
-        assert_eq!(
-            inter_node_transport(&tcp),
-            "mpi/inter-node: Open MPI TCP BTL between nodes (pml ob1; btl self,tcp)"
-        );
-        let ofi = maps(&["mca_pml_cm.so", "mca_mtl_ofi.so", "mca_btl_vader.so"]);
-        assert_eq!(
-            inter_node_transport(&ofi),
-            "mpi/inter-node: Open MPI ofi MTL between nodes (pml cm)"
-        );
-        // No component to be seen: what the environment pins, or that nothing does.
-        assert!(inter_node_transport("").starts_with("mpi/inter-node ("));
     }
 }

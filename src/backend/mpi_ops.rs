@@ -1,10 +1,10 @@
 //! The mpi backend's pieces around MPI's calls: error codes and int counts, the
-//! datatype handles, reductions of the narrow floats (half, bfloat16 and the two
+//! datatype and reduction handles, reductions of the narrow floats (half, bfloat16 and the two
 //! 8-bit floats) as user-defined ops computed in f32, as GPUs compute them, and
 //! alltoallv's count and displacement arrays.
 
 use super::OpArgs;
-use crate::datatype::{DataType, F8E4M3, F8E5M2};
+use crate::datatype::{DataType, RedOp, F8E4M3, F8E5M2};
 use crate::job::world::World;
 use half::{bf16, f16};
 use mpi::ffi;
@@ -98,10 +98,10 @@ impl Float16 for F8E5M2 {
     }
 }
 
-pub(super) const OP_SUM: u8 = 0;
-pub(super) const OP_PROD: u8 = 1;
-pub(super) const OP_MAX: u8 = 2;
-pub(super) const OP_MIN: u8 = 3;
+const OP_SUM: u8 = 0;
+const OP_PROD: u8 = 1;
+const OP_MAX: u8 = 2;
+const OP_MIN: u8 = 3;
 
 unsafe extern "C" fn reduce_float16<T: Float16, const OP: u8>(
     invec: *mut c_void,
@@ -242,5 +242,32 @@ mod tests {
         let sent = v_counts(&mut v, 1, &|i, j| 10 * i + j).unwrap();
         assert_eq!(sent, 10 + 11 + 12);
         assert_eq!(v, [10, 11, 12, 0, 10, 21, 1, 11, 21, 0, 1, 12]);
+    }
+}
+
+/// The MPI reduction of `op` on `dtype`: MPI's own, or for the narrow floats one of
+/// `half_ops` ([half|bf16|f8e4m3|f8e5m2][sum|prod|max|min]).
+pub(super) fn mpi_op(half_ops: &[[ffi::MPI_Op; 4]; 4], dtype: DataType, op: RedOp) -> ffi::MPI_Op {
+    let index = match op {
+        // mulsum: `premultiply` has scaled this rank's input; the rest is a sum.
+        RedOp::Sum | RedOp::Avg | RedOp::Mulsum => OP_SUM,
+        RedOp::Prod => OP_PROD,
+        RedOp::Max => OP_MAX,
+        RedOp::Min => OP_MIN,
+    } as usize;
+    match dtype {
+        DataType::Half => half_ops[0][index],
+        DataType::Bfloat16 => half_ops[1][index],
+        DataType::F8e4m3 => half_ops[2][index],
+        DataType::F8e5m2 => half_ops[3][index],
+        // SAFETY: reading rsmpi's exported handles.
+        _ => unsafe {
+            [
+                ffi::RSMPI_SUM,
+                ffi::RSMPI_PROD,
+                ffi::RSMPI_MAX,
+                ffi::RSMPI_MIN,
+            ][index]
+        },
     }
 }

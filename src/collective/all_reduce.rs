@@ -25,7 +25,7 @@ impl Collective for AllReduce {
         Some(layout.pattern.reduced(index))
     }
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
-        backend.premultiply(args, args.count)?;
+        super::premultiply(backend, args, args.count)?;
         backend.all_reduce(args)
     }
 }

@@ -29,7 +29,18 @@ pub use sendrecv::SendRecv;
 pub use crate::backend::CollectiveId;
 
 use crate::backend::{Backend, OpArgs};
+use crate::datatype::RedOp;
 use crate::pattern::Pattern;
+
+/// mulsum on a library without PreMulSum: this rank's input scaled before the sum. The
+/// op is checked here, inline, so that the other reductions' timed calls skip the call.
+#[inline]
+fn premultiply(backend: &mut dyn Backend, args: &OpArgs, elements: usize) -> anyhow::Result<()> {
+    if args.op == RedOp::Mulsum {
+        backend.premultiply(args, elements)?;
+    }
+    Ok(())
+}
 
 /// Element counts of one call, as nccl-tests' `GetCollByteCount` defines them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

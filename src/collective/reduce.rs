@@ -27,7 +27,7 @@ impl Collective for Reduce {
         (layout.rank == layout.root).then(|| layout.pattern.reduced(index))
     }
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
-        backend.premultiply(args, args.count)?;
+        super::premultiply(backend, args, args.count)?;
         backend.reduce(args)
     }
 }

@@ -28,7 +28,8 @@ impl Collective for ReduceScatter {
         )
     }
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
-        backend.premultiply(args, args.count * backend.nranks())?;
+        let elements = args.count * backend.nranks();
+        super::premultiply(backend, args, elements)?;
         backend.reduce_scatter(args)
     }
 }

@@ -281,12 +281,20 @@ impl<'a, C: Comm> Bench<'a, C> {
         let mut issuing = 0.0;
         if let (Launch::Stream, [one], 1) = (launch, args, agg) {
             // nccl-tests' default with one call per iteration, the loop of every
-            // small-message run: unswitched, so nothing but the call and its mark
-            // (and the watchdog's count) runs between two marks.
-            for _ in 0..iters {
-                self.watchdog.enter_call();
+            // small-message run. Where the backend can bind the call (resolved once,
+            // repeated as a bare loop of the library call would be), it runs the loop;
+            // else the loop is unswitched: the call and its mark, nothing else.
+            if self.backend.begin_bind() {
                 self.coll.launch(self.backend, one)?;
-                self.backend.mark();
+            }
+            if self.backend.end_bind() {
+                self.backend.run_bound(iters, self.watchdog.calls())?;
+            } else {
+                for _ in 0..iters {
+                    self.watchdog.enter_call();
+                    self.coll.launch(self.backend, one)?;
+                    self.backend.mark();
+                }
             }
         } else {
             for _ in 0..iters {

@@ -8,7 +8,6 @@ use nix::unistd::Pid;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,9 +50,9 @@ impl SignalFault {
 
     /// From another thread, once the main thread is `CALLS_IN` calls further.
     pub(super) fn send_inside(self, state: Arc<State>) {
-        let from = state.calls.load(Ordering::Relaxed);
+        let from = state.calls.get();
         std::thread::spawn(move || {
-            while state.calls.load(Ordering::Relaxed) < from + CALLS_IN {
+            while state.calls.get() < from + CALLS_IN {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let _ = kill(Pid::this(), self.signal);

@@ -32,6 +32,7 @@ use crate::job::{agree, ExitStatus, Failure, Group};
 use hooks::SignalFault;
 use listener::{Judge, Listener};
 use protocol::Token;
+pub use state::CallCount;
 use state::State;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -132,17 +133,16 @@ impl Watchdog {
         self.state.in_call.store(true, Ordering::Relaxed);
     }
 
-    /// Before each call: a plain load and store, not a locked add. Only the main thread
-    /// counts and the watchdog thread only looks for a change, so no count can be lost
-    /// that matters, and a locked instruction would drain the store buffer inside the
-    /// timed loop, next to the stores the call just made.
+    /// Before each call (`CallCount::bump`).
     #[inline]
     pub fn enter_call(&self) {
-        let calls = &self.state.calls;
-        calls.store(
-            calls.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
+        self.state.calls.bump();
+    }
+
+    /// The count `enter_call` bumps, for a loop that bumps it itself (a backend's
+    /// bound call).
+    pub fn calls(&self) -> &CallCount {
+        &self.state.calls
     }
 
     pub fn end(&self) {
