@@ -279,23 +279,20 @@ impl<'a, C: Comm> Bench<'a, C> {
         self.backend.timer_start(iters, marks)?;
         let mut issued = Instant::now();
         let mut issuing = 0.0;
-        if let (Launch::Stream, [one], 1) = (launch, args, agg) {
-            // nccl-tests' default with one call per iteration, the loop of every
-            // small-message run. Where the backend can bind the call (resolved once,
-            // repeated as a bare loop of the library call would be), it runs the loop;
-            // else the loop is unswitched: the call and its mark, nothing else.
-            if self.backend.begin_bind() {
-                self.coll.launch(self.backend, one)?;
+        // nccl-tests' default with one call per iteration, the loop of every
+        // small-message run: where the backend can bind the call (resolved once, then
+        // repeated as a bare loop of the library call is), its own loop runs.
+        let bound = match (launch, args, agg) {
+            (Launch::Stream, [one], 1) if self.backend.begin_bind() => {
+                let captured = self.coll.launch(self.backend, one);
+                let bound = self.backend.end_bind();
+                captured?;
+                bound
             }
-            if self.backend.end_bind() {
-                self.backend.run_bound(iters, self.watchdog.calls())?;
-            } else {
-                for _ in 0..iters {
-                    self.watchdog.enter_call();
-                    self.coll.launch(self.backend, one)?;
-                    self.backend.mark();
-                }
-            }
+            _ => false,
+        };
+        if bound {
+            self.backend.run_bound(iters, self.watchdog.calls())?;
         } else {
             for _ in 0..iters {
                 if time_issuing {
