@@ -23,7 +23,7 @@
 # Environment:
 #   OSU_COLLECTIVE_DIR  folder with osu_allreduce, osu_bcast, ... (required)
 #   NP                  ranks (default 2; more than the cores: oversubscribed)
-#   REPEATS             alternating runs of each program at the bandwidth sizes; the median
+#   REPEATS             rounds of runs (each program once per round, in a random order) at the bandwidth sizes; the median
 #                       is kept (default 5); SMALL_REPEATS at the smallest size (default 31:
 #                       runs are short there and one launch differs from the next by up to
 #                       2x, so resolving 5% takes many launches; see the intervals)
@@ -204,12 +204,18 @@ for pair in "${pairs[@]}"; do
         runs=$([ "$small" = 1 ] && echo "$small_repeats" || echo "$repeats")
         our_size=$((osu_size * scale))
         : >"$work/o" && : >"$work/b" && : >"$work/oz" && : >"$work/bb" && : >"$work/u"
+        # Each round runs the five programs once, in a fresh random order: a program
+        # never always follows the same one (the last launch's teardown, the page cache).
         for _ in $(seq "$runs"); do
-            ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 0 >>"$work/o"
-            bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" b2b >>"$work/b"
-            ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 3 >>"$work/oz"
-            bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" barrier >>"$work/bb"
-            osu_time "$osu_bin" "$osu_type" "$osu_size" "$iters" "$warm" >>"$work/u"
+            for program in $(shuf -e o b oz bb u); do
+                case $program in
+                    o) ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 0 ;;
+                    b) bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" b2b ;;
+                    oz) ours_time "$ours" "$dtype" "$our_size" "$iters" "$warm" "$placement" 3 ;;
+                    bb) bare_time "$call" "$bare_type" "$our_size" "$iters" "$warm" barrier ;;
+                    u) osu_time "$osu_bin" "$osu_type" "$osu_size" "$iters" "$warm" ;;
+                esac >>"$work/$program"
+            done
         done
         total=$((total + 1))
         if [ "$small" = 1 ] && [ -z "${osu_precision_noted:-}" ] && grep -qE '\.[0-9]{0,2}$' "$work/u"; then

@@ -217,9 +217,16 @@ pub trait Backend {
     fn end_bind(&mut self) -> bool {
         false
     }
-    /// `iterations` back-to-back issues of the bound call, each after a bump of `calls`
-    /// (the watchdog's view) and followed by a mark.
-    fn run_bound(&mut self, _iterations: usize, _calls: &CallCount) -> anyhow::Result<()> {
+    /// `iterations` issues of the bound call, each after a bump of `calls` (the
+    /// watchdog's view): back to back, each followed by a mark (`Marks::Chained`), or
+    /// with `between` each marked before and after and `between` run outside the marks
+    /// (`Marks::Paired`: -z 3's barrier).
+    fn run_bound(
+        &mut self,
+        _iterations: usize,
+        _calls: &CallCount,
+        _between: Option<&dyn Fn()>,
+    ) -> anyhow::Result<()> {
         anyhow::bail!("this backend binds no call")
     }
     /// mulsum where the library has no PreMulSum (called for mulsum only): multiplies

@@ -555,17 +555,38 @@ impl Backend for MpiBackend {
         false
     }
 
-    fn run_bound(&mut self, iterations: usize, calls: &CallCount) -> anyhow::Result<()> {
+    fn run_bound(
+        &mut self,
+        iterations: usize,
+        calls: &CallCount,
+        between: Option<&dyn Fn()>,
+    ) -> anyhow::Result<()> {
         let Binding::One(call) = std::mem::take(&mut self.binding) else {
             bail!("run_bound without a bound call");
         };
         // A bare loop of the library call: the count the watchdog reads, the call,
-        // the mark; nothing dispatched or resolved per call.
-        for _ in 0..iterations {
-            calls.bump();
-            // SAFETY: resolved by end_bind from these buffers, not reallocated since.
-            unsafe { call.issue(self.comm) }?;
-            self.clock.mark();
+        // the marks; nothing dispatched or resolved per call. (Binding the call is
+        // what `unsafe` relies on: resolved by end_bind from these buffers, which
+        // nothing has reallocated since.)
+        match between {
+            None => {
+                for _ in 0..iterations {
+                    calls.bump();
+                    // SAFETY: as above.
+                    unsafe { call.issue(self.comm) }?;
+                    self.clock.mark();
+                }
+            }
+            Some(between) => {
+                for _ in 0..iterations {
+                    self.clock.mark();
+                    calls.bump();
+                    // SAFETY: as above.
+                    unsafe { call.issue(self.comm) }?;
+                    self.clock.mark();
+                    between();
+                }
+            }
         }
         Ok(())
     }

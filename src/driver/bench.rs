@@ -279,11 +279,14 @@ impl<'a, C: Comm> Bench<'a, C> {
         self.backend.timer_start(iters, marks)?;
         let mut issued = Instant::now();
         let mut issuing = 0.0;
-        // nccl-tests' default with one call per iteration, the loop of every
-        // small-message run: where the backend can bind the call (resolved once, then
-        // repeated as a bare loop of the library call is), its own loop runs.
+        // One call per iteration, back to back (nccl-tests' default) or OSU's way
+        // (-z 3), the loops of every small-message run: where the backend can bind the
+        // call (resolved once, then repeated as a bare loop of the library call is),
+        // its own loop runs.
         let bound = match (launch, args, agg) {
-            (Launch::Stream, [one], 1) if self.backend.begin_bind() => {
+            (Launch::Stream | Launch::BarrierOutside, [one], 1)
+                if !time_issuing && self.backend.begin_bind() =>
+            {
                 let captured = self.coll.launch(self.backend, one);
                 let bound = self.backend.end_bind();
                 captured?;
@@ -292,7 +295,11 @@ impl<'a, C: Comm> Bench<'a, C> {
             _ => false,
         };
         if bound {
-            self.backend.run_bound(iters, self.watchdog.calls())?;
+            let comm = self.comm;
+            let barrier = || comm.barrier();
+            let between: Option<&dyn Fn()> = (launch == Launch::BarrierOutside).then_some(&barrier);
+            self.backend
+                .run_bound(iters, self.watchdog.calls(), between)?;
         } else {
             for _ in 0..iters {
                 if time_issuing {
