@@ -4,7 +4,7 @@
 //! at run time, as nccl-tests passes ncclDataType_t) and needs MPI_IN_PLACE, which
 //! rsmpi's safe collectives do not offer.
 
-use super::mpi_call::{Binding, MpiCall};
+use super::mpi_call::{Binding, MpiCall, Xfer};
 use super::mpi_ops::{
     alltoallv, count, float16_ops, mpi_datatype, mpi_op, sendrecv, split, v_counts,
 };
@@ -158,11 +158,25 @@ impl MpiBackend {
         self.datatypes[args.dtype as usize]
     }
 
-    fn datatype_and_op(&self, args: &OpArgs) -> (ffi::MPI_Datatype, ffi::MPI_Op) {
-        (
-            self.datatype(args),
-            self.ops[args.dtype as usize][args.op as usize],
-        )
+    fn op(&self, args: &OpArgs) -> ffi::MPI_Op {
+        self.ops[args.dtype as usize][args.op as usize]
+    }
+
+    /// The call's buffers, count and datatype; the send buffer is MPI_IN_PLACE where
+    /// the call is in place and `in_place_here` (this rank's side of it takes it).
+    fn xfer(&mut self, args: &OpArgs, in_place_here: bool) -> anyhow::Result<Xfer> {
+        let send = if args.in_place && in_place_here {
+            // SAFETY: the shim returns the MPI_IN_PLACE constant.
+            unsafe { fabricbench_mpi_in_place() }
+        } else {
+            self.ptr(args.send)
+        };
+        Ok(Xfer {
+            send,
+            recv: self.ptr(args.recv),
+            n: count(args)?,
+            dt: self.datatype(args),
+        })
     }
 
     fn ptr(&mut self, at: BufRef) -> *mut c_void {
@@ -172,16 +186,6 @@ impl MpiBackend {
         };
         // SAFETY: the driver keeps offsets inside the buffers it sized with alloc.
         unsafe { buffer.as_ptr().add(at.offset) as *mut c_void }
-    }
-
-    /// The send pointer, or MPI_IN_PLACE where this rank's call is in place.
-    fn send_ptr(&mut self, args: &OpArgs, in_place_here: bool) -> *const c_void {
-        if args.in_place && in_place_here {
-            // SAFETY: the shim returns the MPI_IN_PLACE constant.
-            unsafe { fabricbench_mpi_in_place() }
-        } else {
-            self.ptr(args.send)
-        }
     }
 
     /// avg = sum, then a division by the rank count on the ranks that hold a result.
@@ -258,64 +262,43 @@ impl Backend for MpiBackend {
     }
 
     fn all_reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
-        let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
-        let (dt, op) = self.datatype_and_op(args);
-        let call = MpiCall::Allreduce {
-            send,
-            recv,
-            n,
-            dt,
-            op,
-        };
-        if self.issue(call, args.op != RedOp::Avg)? {
+        let (xfer, op) = (self.xfer(args, true)?, self.op(args));
+        if self.issue(MpiCall::Allreduce(xfer, op), args.op != RedOp::Avg)? {
             self.finish_avg(args, args.count);
         }
         Ok(())
     }
 
     fn all_gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
-        let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
-        let dt = self.datatype(args);
-        self.issue(MpiCall::Allgather { send, recv, n, dt }, true)
-            .map(drop)
+        let xfer = self.xfer(args, true)?;
+        self.issue(MpiCall::Allgather(xfer), true).map(drop)
     }
 
     fn broadcast(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
         let is_root = self.rank == args.root;
         // Out of place, the root sends from its send buffer and, as NCCL does, also
         // leaves the data in its receive buffer.
         let copies = is_root && !args.in_place;
-        let buf = if copies {
-            self.ptr(args.send)
-        } else {
-            self.ptr(args.recv)
-        };
-        let (dt, root) = (self.datatype(args), args.root as c_int);
-        if self.issue(MpiCall::Bcast { buf, n, dt, root }, !copies)? && copies {
+        let mut xfer = self.xfer(args, false)?;
+        if copies {
+            xfer.recv = self.ptr(args.send);
+        }
+        let call = MpiCall::Bcast(xfer, args.root as c_int);
+        if self.issue(call, !copies)? && copies {
             let bytes = args.count * args.dtype.size();
             let recv = self.ptr(args.recv);
             // SAFETY: distinct buffers, both at least `bytes` long.
-            unsafe { std::ptr::copy_nonoverlapping(buf as *const u8, recv as *mut u8, bytes) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(xfer.recv as *const u8, recv as *mut u8, bytes)
+            };
         }
         Ok(())
     }
 
     fn reduce(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
         let is_root = self.rank == args.root;
-        let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
-        let (dt, op) = self.datatype_and_op(args);
-        let call = MpiCall::Reduce {
-            send,
-            recv,
-            n,
-            dt,
-            op,
-            root: args.root as c_int,
-        };
+        let (xfer, op) = (self.xfer(args, is_root)?, self.op(args));
+        let call = MpiCall::Reduce(xfer, op, args.root as c_int);
         let divides = is_root && args.op == RedOp::Avg;
         if self.issue(call, !divides)? && divides {
             self.finish_avg(args, args.count);
@@ -324,31 +307,19 @@ impl Backend for MpiBackend {
     }
 
     fn reduce_scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
-        let (dt, op) = self.datatype_and_op(args);
+        let (mut xfer, op) = (self.xfer(args, false)?, self.op(args));
         // MPI_Reduce_scatter with equal counts, not MPI_Reduce_scatter_block: the call
         // OSU's osu_reduce_scatter makes (Open MPI picks other algorithms for the two).
-        self.scatter_counts.fill(n);
-        let recv = self.ptr(args.recv);
+        self.scatter_counts.fill(xfer.n);
+        let recv = xfer.recv;
         // In place the send data is the whole buffer (from -u's offset on).
         let whole = self.ptr(args.send);
-        let (send, into) = if args.in_place {
+        if args.in_place {
             // SAFETY: the shim returns the MPI_IN_PLACE constant.
-            (
-                unsafe { fabricbench_mpi_in_place() } as *const c_void,
-                whole,
-            )
-        } else {
-            (self.ptr(args.send) as *const c_void, recv)
-        };
-        let counts = self.scatter_counts.as_ptr();
-        let call = MpiCall::ReduceScatter {
-            send,
-            recv: into,
-            counts,
-            dt,
-            op,
-        };
+            xfer.send = unsafe { fabricbench_mpi_in_place() };
+            xfer.recv = whole;
+        }
+        let call = MpiCall::ReduceScatter(xfer, self.scatter_counts.as_ptr(), op);
         let moves = args.in_place && whole != recv;
         if !self.issue(call, !moves && args.op != RedOp::Avg)? {
             return Ok(());
@@ -370,79 +341,34 @@ impl Backend for MpiBackend {
     }
 
     fn alltoall(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
-        let (send, recv) = (self.send_ptr(args, true), self.ptr(args.recv));
-        let dt = self.datatype(args);
-        self.issue(MpiCall::Alltoall { send, recv, n, dt }, true)
-            .map(drop)
+        let xfer = self.xfer(args, true)?;
+        self.issue(MpiCall::Alltoall(xfer), true).map(drop)
     }
 
     fn gather(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
-        let is_root = self.rank == args.root;
-        let (send, recv) = (self.send_ptr(args, is_root), self.ptr(args.recv));
-        let (dt, root) = (self.datatype(args), args.root as c_int);
-        self.issue(
-            MpiCall::Gather {
-                send,
-                recv,
-                n,
-                dt,
-                root,
-            },
-            true,
-        )
-        .map(drop)
+        let xfer = self.xfer(args, self.rank == args.root)?;
+        let call = MpiCall::Gather(xfer, args.root as c_int);
+        self.issue(call, true).map(drop)
     }
 
     fn scatter(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
-        let is_root = self.rank == args.root;
-        let send = self.ptr(args.send) as *const c_void;
-        let recv = if args.in_place && is_root {
+        let mut xfer = self.xfer(args, false)?;
+        if args.in_place && self.rank == args.root {
             // SAFETY: the shim returns the MPI_IN_PLACE constant.
-            unsafe { fabricbench_mpi_in_place() }
-        } else {
-            self.ptr(args.recv)
-        };
-        let (dt, root) = (self.datatype(args), args.root as c_int);
-        self.issue(
-            MpiCall::Scatter {
-                send,
-                recv,
-                n,
-                dt,
-                root,
-            },
-            true,
-        )
-        .map(drop)
+            xfer.recv = unsafe { fabricbench_mpi_in_place() };
+        }
+        let call = MpiCall::Scatter(xfer, args.root as c_int);
+        self.issue(call, true).map(drop)
     }
 
     fn sendrecv(&mut self, args: &OpArgs) -> anyhow::Result<()> {
-        let n = count(args)?;
-        let dt = self.datatype(args);
+        let xfer = self.xfer(args, false)?;
         let to = ((self.rank + 1) % self.nranks) as c_int;
         let from = ((self.rank + self.nranks - 1) % self.nranks) as c_int;
-        let recv = self.ptr(args.recv);
         let call = if args.in_place {
-            MpiCall::SendrecvReplace {
-                buf: recv,
-                n,
-                dt,
-                to,
-                from,
-            }
+            MpiCall::SendrecvReplace(xfer, to, from)
         } else {
-            let send = self.ptr(args.send) as *const c_void;
-            MpiCall::Sendrecv {
-                send,
-                recv,
-                n,
-                dt,
-                to,
-                from,
-            }
+            MpiCall::Sendrecv(xfer, to, from)
         };
         self.issue(call, true).map(drop)
     }

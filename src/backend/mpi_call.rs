@@ -9,80 +9,34 @@ use std::os::raw::{c_int, c_void};
 type Datatype = ffi::MPI_Datatype;
 type Op = ffi::MPI_Op;
 
-/// The pointers lie in the backend's buffers (or are MPI_IN_PLACE) and the handles are
-/// the backend's: valid for as long as its buffers are not reallocated.
+/// A call's buffers, count and datatype. The pointers lie in the backend's buffers
+/// (or are MPI_IN_PLACE) and the handle is the backend's: valid for as long as its
+/// buffers are not reallocated.
+#[derive(Clone, Copy)]
+pub(super) struct Xfer {
+    pub send: *const c_void,
+    pub recv: *mut c_void,
+    pub n: c_int,
+    pub dt: Datatype,
+}
+
+/// One call: its buffers, and its op, root or peers.
 #[derive(Clone, Copy)]
 pub(super) enum MpiCall {
-    Allreduce {
-        send: *const c_void,
-        recv: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-        op: Op,
-    },
-    Allgather {
-        send: *const c_void,
-        recv: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-    },
-    Bcast {
-        buf: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-        root: c_int,
-    },
-    Reduce {
-        send: *const c_void,
-        recv: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-        op: Op,
-        root: c_int,
-    },
-    /// `counts`: one count per rank (the backend's `scatter_counts`).
-    ReduceScatter {
-        send: *const c_void,
-        recv: *mut c_void,
-        counts: *const c_int,
-        dt: Datatype,
-        op: Op,
-    },
-    Alltoall {
-        send: *const c_void,
-        recv: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-    },
-    Gather {
-        send: *const c_void,
-        recv: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-        root: c_int,
-    },
-    Scatter {
-        send: *const c_void,
-        recv: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-        root: c_int,
-    },
-    Sendrecv {
-        send: *const c_void,
-        recv: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-        to: c_int,
-        from: c_int,
-    },
-    SendrecvReplace {
-        buf: *mut c_void,
-        n: c_int,
-        dt: Datatype,
-        to: c_int,
-        from: c_int,
-    },
+    Allreduce(Xfer, Op),
+    Allgather(Xfer),
+    /// The one buffer is `recv` (the root's send buffer out of place).
+    Bcast(Xfer, c_int),
+    Reduce(Xfer, Op, c_int),
+    /// The count is one per rank: `counts` (the backend's `scatter_counts`).
+    ReduceScatter(Xfer, *const c_int, Op),
+    Alltoall(Xfer),
+    Gather(Xfer, c_int),
+    Scatter(Xfer, c_int),
+    /// To and from: the next and the previous rank.
+    Sendrecv(Xfer, c_int, c_int),
+    /// In place: the one buffer is `recv`.
+    SendrecvReplace(Xfer, c_int, c_int),
 }
 
 impl MpiCall {
@@ -92,111 +46,45 @@ impl MpiCall {
     /// The buffers the call names are still allocated and hold what its counts say.
     #[inline(always)]
     pub(super) unsafe fn issue(&self, comm: ffi::MPI_Comm) -> anyhow::Result<()> {
+        let ignore = ffi::RSMPI_STATUS_IGNORE;
         match *self {
-            MpiCall::Allreduce {
-                send,
-                recv,
-                n,
-                dt,
-                op,
-            } => check(
+            MpiCall::Allreduce(Xfer { send, recv, n, dt }, op) => check(
                 ffi::MPI_Allreduce(send, recv, n, dt, op, comm),
                 "MPI_Allreduce",
             ),
-            MpiCall::Allgather { send, recv, n, dt } => check(
+            MpiCall::Allgather(Xfer { send, recv, n, dt }) => check(
                 ffi::MPI_Allgather(send, n, dt, recv, n, dt, comm),
                 "MPI_Allgather",
             ),
-            MpiCall::Bcast { buf, n, dt, root } => {
-                check(ffi::MPI_Bcast(buf, n, dt, root, comm), "MPI_Bcast")
+            MpiCall::Bcast(Xfer { recv, n, dt, .. }, root) => {
+                check(ffi::MPI_Bcast(recv, n, dt, root, comm), "MPI_Bcast")
             }
-            MpiCall::Reduce {
-                send,
-                recv,
-                n,
-                dt,
-                op,
-                root,
-            } => check(
+            MpiCall::Reduce(Xfer { send, recv, n, dt }, op, root) => check(
                 ffi::MPI_Reduce(send, recv, n, dt, op, root, comm),
                 "MPI_Reduce",
             ),
-            MpiCall::ReduceScatter {
-                send,
-                recv,
-                counts,
-                dt,
-                op,
-            } => check(
+            MpiCall::ReduceScatter(Xfer { send, recv, dt, .. }, counts, op) => check(
                 ffi::MPI_Reduce_scatter(send, recv, counts, dt, op, comm),
                 "MPI_Reduce_scatter",
             ),
-            MpiCall::Alltoall { send, recv, n, dt } => check(
+            MpiCall::Alltoall(Xfer { send, recv, n, dt }) => check(
                 ffi::MPI_Alltoall(send, n, dt, recv, n, dt, comm),
                 "MPI_Alltoall",
             ),
-            MpiCall::Gather {
-                send,
-                recv,
-                n,
-                dt,
-                root,
-            } => check(
+            MpiCall::Gather(Xfer { send, recv, n, dt }, root) => check(
                 ffi::MPI_Gather(send, n, dt, recv, n, dt, root, comm),
                 "MPI_Gather",
             ),
-            MpiCall::Scatter {
-                send,
-                recv,
-                n,
-                dt,
-                root,
-            } => check(
+            MpiCall::Scatter(Xfer { send, recv, n, dt }, root) => check(
                 ffi::MPI_Scatter(send, n, dt, recv, n, dt, root, comm),
                 "MPI_Scatter",
             ),
-            MpiCall::Sendrecv {
-                send,
-                recv,
-                n,
-                dt,
-                to,
-                from,
-            } => check(
-                ffi::MPI_Sendrecv(
-                    send,
-                    n,
-                    dt,
-                    to,
-                    0,
-                    recv,
-                    n,
-                    dt,
-                    from,
-                    0,
-                    comm,
-                    ffi::RSMPI_STATUS_IGNORE,
-                ),
+            MpiCall::Sendrecv(Xfer { send, recv, n, dt }, to, from) => check(
+                ffi::MPI_Sendrecv(send, n, dt, to, 0, recv, n, dt, from, 0, comm, ignore),
                 "MPI_Sendrecv",
             ),
-            MpiCall::SendrecvReplace {
-                buf,
-                n,
-                dt,
-                to,
-                from,
-            } => check(
-                ffi::MPI_Sendrecv_replace(
-                    buf,
-                    n,
-                    dt,
-                    to,
-                    0,
-                    from,
-                    0,
-                    comm,
-                    ffi::RSMPI_STATUS_IGNORE,
-                ),
+            MpiCall::SendrecvReplace(Xfer { recv, n, dt, .. }, to, from) => check(
+                ffi::MPI_Sendrecv_replace(recv, n, dt, to, 0, from, 0, comm, ignore),
                 "MPI_Sendrecv",
             ),
         }
@@ -239,13 +127,14 @@ mod tests {
 
     fn a_call() -> MpiCall {
         // Never issued: only the binding's bookkeeping is under test.
-        MpiCall::Bcast {
-            buf: std::ptr::null_mut(),
+        let xfer = Xfer {
+            send: std::ptr::null(),
+            recv: std::ptr::null_mut(),
             n: 1,
             // SAFETY: reading rsmpi's exported handle (a constant).
             dt: unsafe { ffi::RSMPI_UINT8_T },
-            root: 0,
-        }
+        };
+        MpiCall::Bcast(xfer, 0)
     }
 
     #[test]
