@@ -77,13 +77,20 @@ fn param(qpn: u32) -> ConnectionParameter {
 }
 
 impl Cm {
-    /// The server: listens on `port` of every RDMA interface.
-    pub fn listen(port: u16, timeout: Duration, retry_count: u8) -> anyhow::Result<Cm> {
+    /// The server: listens on `port` of every RDMA interface, or of
+    /// `source` alone (--bind_source_ip, as perftest).
+    pub fn listen(
+        port: u16,
+        timeout: Duration,
+        retry_count: u8,
+        source: Option<IpAddr>,
+    ) -> anyhow::Result<Cm> {
         let channel = channel()?;
         let id = channel
             .create_id(PortSpace::Tcp)
             .map_err(|e| failed("creating an rdma_cm identifier", &e))?;
-        id.bind_addr(SocketAddr::from(([0, 0, 0, 0], port)))
+        let ip = source.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        id.bind_addr(SocketAddr::new(ip, port))
             .map_err(|e| {
                 anyhow!(
                     "cannot bind rdma_cm port {port}: {} (another server running? choose another with -p on both sides)",
@@ -420,7 +427,8 @@ pub fn open_link(plan: &Plan, port: &Port, program: &str) -> anyhow::Result<CmLi
                 plan.timeout.as_secs(),
                 plan.tcp_port
             );
-            CmLink::serve(Cm::listen(plan.tcp_port, plan.timeout, retry)?)
+            let source = plan.path.source_ip();
+            CmLink::serve(Cm::listen(plan.tcp_port, plan.timeout, retry, source)?)
         }
     }
 }
