@@ -13,6 +13,7 @@ use super::args::Plan;
 use super::device::{source_text, Port};
 use super::link::cm::CmLink;
 use super::link::{ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN};
+use super::parity::Connection;
 use super::qp::{Endpoint, QpEnd, MIN_RNR_TIMER};
 use super::wire::Hello;
 use anyhow::{anyhow, bail};
@@ -26,14 +27,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// perftest's rdma_resolve_addr and rdma_resolve_route timeouts.
-const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
+pub(super) const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
 /// Between a client's connection attempts (perftest: 100 ms).
-const RETRY_PAUSE: Duration = Duration::from_millis(100);
+pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Connection requests the listener queues: one per QP plus the exchange's.
-const BACKLOG: i32 = 64;
+pub(super) const BACKLOG: i32 = 64;
 
 /// One line for an rdma_cm call that failed.
-fn failed(what: &str, e: &(dyn std::error::Error + 'static)) -> anyhow::Error {
+pub(super) fn failed(what: &str, e: &(dyn std::error::Error + 'static)) -> anyhow::Error {
     let text = source_text(e);
     if text.contains("Operation not supported") && what.contains("event channel") {
         return anyhow!(
@@ -49,11 +50,11 @@ pub struct Cm {
     /// The server's listening identifier, held open for the run (the -R QPs
     /// connect to it after the exchange's connection).
     _listener: Option<Arc<Identifier>>,
-    port: u16,
+    pub port: u16,
     /// The client's destination.
-    server: Option<SocketAddr>,
+    pub server: Option<SocketAddr>,
     /// The client's source: the address of this side's device.
-    source: Option<SocketAddr>,
+    pub source: Option<SocketAddr>,
     /// The peer, as the errors name it.
     pub peer: String,
     pub timeout: Duration,
@@ -312,17 +313,23 @@ impl Cm {
     }
 }
 
-/// The device and port rdma_cm chose for `id` must be this side's.
-fn check_device(id: &Identifier, port: &Port, step: &str) -> anyhow::Result<()> {
-    let device = id
-        .get_device_context()
-        .map(|c| c.name())
-        .unwrap_or_default();
-    if device != port.device || id.port() != port.port {
+/// The device and port rdma_cm chose for `id`.
+fn device_of(id: &Identifier) -> (String, u8) {
+    let device = id.get_device_context().map(|c| c.name());
+    (device.unwrap_or_default(), id.port())
+}
+
+/// The device and port rdma_cm chose for `step` must be this side's.
+pub(super) fn check_device(
+    device: &str,
+    port_num: u8,
+    port: &Port,
+    step: &str,
+) -> anyhow::Result<()> {
+    if device != port.device || port_num != port.port {
         bail!(
-            "-R/--rdma_cm: rdma_cm routed {step} through {device} port {}, but this side's QPs are on {} port {}: \
+            "-R/--rdma_cm: rdma_cm routed {step} through {device} port {port_num}, but this side's QPs are on {} port {}: \
              give -d {device} (the device of the address), or the address of {}'s interface",
-            id.port(),
             port.device,
             port.port,
             port.device
@@ -381,6 +388,9 @@ pub fn connect_qps(
     peer: &Hello,
     out_reads: u8,
 ) -> anyhow::Result<()> {
+    if plan.options.connection == Connection::Ud {
+        return super::cm_ud::connect_qps(link.cm(), port, endpoint, plan, peer);
+    }
     // perftest -R: rdma_cm's retry_count for both retry counts.
     let settings = QpSettings {
         qp_timeout: plan.qp_timeout,
@@ -397,12 +407,16 @@ pub fn connect_qps(
         let id = if client {
             cm.connect(
                 &step,
-                &mut |id| check_device(id, port, &step).map(|()| qpn),
+                &mut |id| {
+                    let (device, port_num) = device_of(id);
+                    check_device(&device, port_num, port, &step).map(|()| qpn)
+                },
                 &mut |id| ready_qp(end, id, settings, remote.qpn, &step),
             )?
         } else {
             cm.accept(&step, &mut |id| {
-                check_device(id, port, &step)?;
+                let (device, port_num) = device_of(id);
+                check_device(&device, port_num, port, &step)?;
                 ready_qp(end, id, settings, remote.qpn, &step)?;
                 Ok(qpn)
             })?

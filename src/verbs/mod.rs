@@ -26,6 +26,7 @@ pub mod bw;
 pub mod clock;
 pub mod cm;
 pub mod cm_args;
+pub mod cm_ud;
 pub mod completion;
 pub mod counters;
 pub mod cpu_util;
