@@ -54,6 +54,23 @@ fn rdma_cm_refusals_are_one_line_before_the_device() {
 }
 
 #[test]
+fn rdma_cm_with_ud_goes_on_to_the_device() {
+    // perftest connects UD QPs through rdma_cm's UDP port space: -R -c UD is
+    // no usage error; the run stops at the device (none of this name here).
+    let out = plain(SEND_BW, &["-R", "-c", "UD", "-d", "no_such_rdma_dev"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    // "no RDMA device on this host" here, "RDMA device ... not found" on one with devices.
+    assert!(err.contains("RDMA device"), "{err}");
+    // UD carries sends only, with -R too.
+    one_error(
+        &plain(WRITE_BW, &["-R", "-c", "UD"]),
+        2,
+        "-c/--connection UD: ib_write_bw needs a connection",
+    );
+}
+
+#[test]
 fn rdma_cm_under_mpirun_is_refused_with_the_reason() {
     let out = mpirun(2, WRITE_BW, &["-R", "-n", "20"]);
     one_error(

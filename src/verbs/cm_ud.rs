@@ -169,10 +169,11 @@ impl Channel {
     }
 }
 
-/// The device and port rdma_cm chose for `id`, and the Q_Key it gives it.
-fn id_facts(id: *mut rdma_cm_id, step: &str) -> anyhow::Result<(String, u8, u32)> {
+/// The Q_Key rdma_cm gives `id`, once the device and port it chose are
+/// checked to be this side's `port`.
+fn checked_qkey(id: *mut rdma_cm_id, port: &Port, step: &str) -> anyhow::Result<u32> {
     // SAFETY: a live identifier bound to a device (resolved or requested).
-    let (verbs, port) = unsafe { ((*id).verbs, (*id).port_num) };
+    let (verbs, port_num) = unsafe { ((*id).verbs, (*id).port_num) };
     if verbs.is_null() {
         bail!("rdma_cm bound {step} to no RDMA device");
     }
@@ -185,14 +186,32 @@ fn id_facts(id: *mut rdma_cm_id, step: &str) -> anyhow::Result<(String, u8, u32)
     // SAFETY: `attr` and `mask` receive the INIT attributes.
     let rc = unsafe { rdma_init_qp_attr(id, &mut attr, &mut mask) };
     check(rc, &format!("rdma_init_qp_attr(INIT) for {step}"))?;
-    Ok((device.to_string_lossy().into_owned(), port, attr.qkey))
+    check_device(&device.to_string_lossy(), port_num, port, step)?;
+    Ok(attr.qkey)
 }
 
-fn param(qpn: u32) -> rdma_conn_param {
+/// rdma_connect or rdma_accept.
+type Offer = unsafe extern "C" fn(*mut rdma_cm_id, *mut rdma_conn_param) -> i32;
+
+/// rdma_cm's Q_Key for `id` (checked on this side's `port`), after `offer`
+/// (named `what`) offered QP `qpn` to the peer.
+fn offer(
+    id: *mut rdma_cm_id,
+    port: &Port,
+    qpn: u32,
+    step: &str,
+    (offer, what): (Offer, &str),
+) -> anyhow::Result<u32> {
+    let qkey = checked_qkey(id, port, step)?;
     // SAFETY: plain data; all-zero is its empty value.
     let mut param: rdma_conn_param = unsafe { std::mem::zeroed() };
     param.qp_num = qpn;
-    param
+    // SAFETY: a routed or requested identifier; `param` outlives the call.
+    check(
+        unsafe { offer(id, &mut param) },
+        &format!("{what} for {step}"),
+    )?;
+    Ok(qkey)
 }
 
 /// -R with UD: every QP of `endpoint` to the peer's, one SIDR exchange each,
@@ -273,16 +292,13 @@ fn accept(
             cm.timeout.as_secs()
         );
     };
-    let id = event.get().id;
-    let (device, port_num, qkey) = id_facts(id, step)?;
-    check_device(&device, port_num, port, step)?;
-    let mut param = param(qpn);
-    // SAFETY: the request's identifier; `param` outlives the call.
-    check(
-        unsafe { rdma_accept(id, &mut param) },
-        &format!("accepting {step} (rdma_accept)"),
-    )?;
-    Ok(qkey)
+    offer(
+        event.get().id,
+        port,
+        qpn,
+        step,
+        (rdma_accept, "rdma_accept"),
+    )
 }
 
 /// Client: the SIDR exchange for QP `qpn`, retried while the server is not
@@ -358,13 +374,6 @@ fn attempt(
     if let Err(why) = answer("the route resolution", E::RDMA_CM_EVENT_ROUTE_RESOLVED)? {
         return Ok(Err(why));
     }
-    let (device, port_num, qkey) = id_facts(id, step)?;
-    check_device(&device, port_num, port, step)?;
-    let mut param = param(qpn);
-    // SAFETY: a routed identifier; `param` outlives the call.
-    check(
-        unsafe { rdma_connect(id, &mut param) },
-        &format!("starting {step} (rdma_connect)"),
-    )?;
+    let qkey = offer(id, port, qpn, step, (rdma_connect, "rdma_connect"))?;
     Ok(answer("the SIDR request", E::RDMA_CM_EVENT_ESTABLISHED)?.map(|e| (qkey, e.ud())))
 }
