@@ -237,7 +237,14 @@ impl Cm {
             .channel
             .create_id(PortSpace::Tcp)
             .map_err(|e| failed("creating an rdma_cm identifier", &e))?;
-        id.resolve_addr(self.source, server, RESOLVE_TIMEOUT)
+        // Bound first, as rdma_resolve_addr binds to its source: sideway
+        // 0.4.3's resolve_addr passes the source from a temporary dropped
+        // before the call (EINVAL in release builds).
+        if let Some(source) = self.source {
+            id.bind_addr(source)
+                .map_err(|e| failed(&format!("binding to {source} (rdma_bind_addr)"), &e))?;
+        }
+        id.resolve_addr(None, server, RESOLVE_TIMEOUT)
             .map_err(|e| failed(&format!("resolving {server} (rdma_resolve_addr)"), &e))?;
         let answer = |phase: &str, want: EventType| -> anyhow::Result<Result<(), String>> {
             let Some(event) = self.wait(Some(&id), &format!("{phase} of {step}"), deadline)? else {
