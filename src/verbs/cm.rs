@@ -13,7 +13,6 @@ use super::args::Plan;
 use super::device::{source_text, Port};
 use super::link::cm::CmLink;
 use super::link::{ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN};
-use super::parity::Connection;
 use super::qp::{Endpoint, QpEnd, MIN_RNR_TIMER};
 use super::wire::Hello;
 use anyhow::{anyhow, bail};
@@ -385,7 +384,7 @@ pub struct QpSettings {
     pub out_reads: u8,
 }
 
-/// -R: connects every QP of `endpoint` to the peer's through rdma_cm, one
+/// -R over RC (UD: cm_ud.rs): connects every QP of `endpoint` to the peer's through rdma_cm, one
 /// connection each, in order (the client connects QP i once QP i - 1 is up).
 pub fn connect_qps(
     link: &mut CmLink,
@@ -395,9 +394,6 @@ pub fn connect_qps(
     peer: &Hello,
     out_reads: u8,
 ) -> anyhow::Result<()> {
-    if plan.options.connection == Connection::Ud {
-        return super::cm_ud::connect_qps(link.cm(), port, endpoint, plan, peer);
-    }
     // perftest -R: rdma_cm's retry_count for both retry counts.
     let settings = QpSettings {
         qp_timeout: plan.qp_timeout,
