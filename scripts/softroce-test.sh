@@ -709,7 +709,6 @@ cm_checks() {
     [ -d "/sys/class/infiniband/$CM_DEV" ] || { echo "rdma_cm checks skipped: no $CM_DEV"; return; }
     # Refusals (one line, exit 2), then the waits that must end at --timeout.
     expect_error "rdma_cm UC" 2 "-R/--rdma_cm: UC is not supported in librdmacm" "$W" -R -c UC
-    expect_error "rdma_cm UD" 2 "-R/--rdma_cm: fabricbench connects UD QPs itself" "$BIN_DIR/ib_send_bw" -R -c UD
     expect_error "rdma_cm retry_count" 2 "--retry_count 8: the QP retry count is a 3-bit field" "$W" -R --retry_count 8
     expect_error "rdma_cm mpirun" 2 "-R/--rdma_cm: under mpirun the pairs exchange their details over MPI" \
         mpirun -np 2 "$W" -R "${common[@]}"
@@ -737,6 +736,21 @@ cm_checks() {
         "$W" -R -d "$CM_DEV" -D 30 -u "$QP_TIMEOUT" -F -p "$port" --timeout 20 "$CM_ADDR"
     { wait; } 2>/dev/null
 
+    # -R -c UD (rdma_cm's UDP port space): a message above the path MTU is
+    # refused in one line on each side, exit 1, as without -R.
+    port=$((port + 1))
+    log="$OUT/fault-rdma_cm_UD_above_the_MTU.log"
+    if ! cm_pair "$log" "$BIN_DIR/ib_send_bw" -R -c UD -s 4096 -n 20 -u "$QP_TIMEOUT" -F -p "$port" </dev/null \
+        && [ "$(grep -c "error:" "$log")" = 1 ] && [ "$(grep -c "error:" "$log.server")" = 1 ] \
+        && grep -q "^ib_send_bw: error: -s/--size 4096: UD messages are at most the path MTU" "$log" \
+        && grep -q "^ib_send_bw: error: -s/--size 4096: UD messages are at most the path MTU" "$log.server"; then
+        echo "fault check ok: rdma_cm UD above the MTU: $(grep error: "$log")"
+    else
+        echo "fault check FAILED: rdma_cm UD above the MTU; log $log"
+        tail -2 "$log" "$log.server" 2>/dev/null | sed 's/^/    /'
+        failures=$((failures + 1))
+    fi
+
     # Option runs: exit 0 and one table row on each side.
     local name flags rows
     while IFS='|' read -r name flags; do
@@ -758,32 +772,36 @@ cm_checks() {
 atomic_lat -R|ib_atomic_lat -R -n 300
 send_bw -R -b|ib_send_bw -R -b -s 4096 -n 300
 write_lat -R -D 2|ib_write_lat -R -D 2
+send_bw -R -c UD -q 2|ib_send_bw -R -c UD -q 2 -s 1024 -n 300
+send_lat -R -c UD|ib_send_lat -R -c UD -s 512 -n 300
 send_lat -z -c UD|ib_send_lat -z -c UD -n 300
 write_bw -z --retry_count 5|ib_write_bw -z --retry_count 5 -s 65536 -n 200"
 
     # Ours with -R and -z next to perftest with the same flag, alternating runs.
-    local cases=${CM_CASES:-$'ib_write_bw 65536 500\nib_send_bw 4096 2000\nib_read_lat 2 1000'}
+    # A case is "bin size iterations [flags...]".
+    local cases=${CM_CASES:-$'ib_write_bw 65536 500\nib_send_bw 4096 2000\nib_send_bw 1024 2000 -c UD\nib_read_lat 2 1000'}
     # -z is compared only when asked (CM_MODES="-R -z"): the VM's perftest 4.5 -z
     # client hung there, and rdma_cm route resolution stopped answering after it.
     local modes=${CM_MODES:--R} repeat=${CM_REPEAT:-$REPEAT}
     if [ "${CM:-1}" = ci ]; then cases=$'ib_write_bw 65536 200\nib_read_lat 2 300'; repeat=1; fi
-    local bin size n mode kind test log v ref ours ratio verdict
-    while read -r bin size n; do
+    local bin size n extra mode kind test log v ref ours ratio verdict
+    while read -r bin size n extra; do
         [ -n "$bin" ] || continue
         test=${bin##*_}
+        read -r -a extra_flags <<<"${extra:-}"
         for mode in $modes; do
             declare -A got=([perftest]="" [ours]="")
             for _ in $(seq "$repeat"); do
                 for kind in perftest ours; do
                     port=$((port + 1))
-                    log="$OUT/rdma_cm-$bin$mode-$size-$kind-$port.log"
+                    log="$OUT/rdma_cm-$bin$mode${extra// /}-$size-$kind-$port.log"
                     local tool=$bin
                     [ "$kind" = ours ] && tool=$BIN_DIR/$bin
-                    if cm_pair "$log" "$tool" "$mode" -s "$size" -n "$n" -u "$QP_TIMEOUT" -F -p "$port" </dev/null \
+                    if cm_pair "$log" "$tool" "$mode" "${extra_flags[@]}" -s "$size" -n "$n" -u "$QP_TIMEOUT" -F -p "$port" </dev/null \
                         && v=$(figure "$test" "$size" "$log") && [ -n "$v" ]; then
                         got[$kind]+="$v "
                     else
-                        echo "FAILED: rdma_cm $kind $bin $mode -s $size; log $log" >&2
+                        echo "FAILED: rdma_cm $kind $bin $mode ${extra:+$extra }-s $size; log $log" >&2
                         tail -2 "$log" "$log.server" 2>/dev/null | sed 's/^/    /' >&2
                         failures=$((failures + 1))
                     fi
@@ -801,7 +819,7 @@ write_bw -z --retry_count 5|ib_write_bw -z --retry_count 5 -s 65536 -n 200"
                 awk -v r="$ratio" 'BEGIN { exit !(r <= 1.05) }' || verdict=MISSED
             fi
             [ "$verdict" = MISSED ] && misses=$((misses + 1))
-            echo "rdma_cm $bin $mode -s $size -n $n: perftest [${got[perftest]% }] median ${ref:-n/a}, ours [${got[ours]% }] median ${ours:-n/a}, x$ratio $verdict"
+            echo "rdma_cm $bin $mode ${extra:+$extra }-s $size -n $n: perftest [${got[perftest]% }] median ${ref:-n/a}, ours [${got[ours]% }] median ${ours:-n/a}, x$ratio $verdict"
             unset got
         done
     done <<<"$cases"

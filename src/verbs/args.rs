@@ -355,6 +355,7 @@ impl VerbsArgs {
             bidirectional: self.bidirectional,
             size: sizes.iter().copied().max().unwrap_or(1),
             validate: options.validate,
+            infinite: self.timed.run_infinitely,
         })?;
         if let Some(m) = self.mtu {
             if !matches!(m, 256 | 512 | 1024 | 2048 | 4096) {

@@ -26,14 +26,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// perftest's rdma_resolve_addr and rdma_resolve_route timeouts.
-const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
+pub(super) const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
 /// Between a client's connection attempts (perftest: 100 ms).
-const RETRY_PAUSE: Duration = Duration::from_millis(100);
+pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Connection requests the listener queues: one per QP plus the exchange's.
-const BACKLOG: i32 = 64;
+pub(super) const BACKLOG: i32 = 64;
 
 /// One line for an rdma_cm call that failed.
-fn failed(what: &str, e: &(dyn std::error::Error + 'static)) -> anyhow::Error {
+pub(super) fn failed(what: &str, e: &(dyn std::error::Error + 'static)) -> anyhow::Error {
     let text = source_text(e);
     if text.contains("Operation not supported") && what.contains("event channel") {
         return anyhow!(
@@ -49,11 +49,11 @@ pub struct Cm {
     /// The server's listening identifier, held open for the run (the -R QPs
     /// connect to it after the exchange's connection).
     _listener: Option<Arc<Identifier>>,
-    port: u16,
+    pub port: u16,
     /// The client's destination.
-    server: Option<SocketAddr>,
+    pub server: Option<SocketAddr>,
     /// The client's source: the address of this side's device.
-    source: Option<SocketAddr>,
+    pub source: Option<SocketAddr>,
     /// The peer, as the errors name it.
     pub peer: String,
     pub timeout: Duration,
@@ -77,13 +77,20 @@ fn param(qpn: u32) -> ConnectionParameter {
 }
 
 impl Cm {
-    /// The server: listens on `port` of every RDMA interface.
-    pub fn listen(port: u16, timeout: Duration, retry_count: u8) -> anyhow::Result<Cm> {
+    /// The server: listens on `port` of every RDMA interface, or of
+    /// `source` alone (--bind_source_ip, as perftest).
+    pub fn listen(
+        port: u16,
+        timeout: Duration,
+        retry_count: u8,
+        source: Option<IpAddr>,
+    ) -> anyhow::Result<Cm> {
         let channel = channel()?;
         let id = channel
             .create_id(PortSpace::Tcp)
             .map_err(|e| failed("creating an rdma_cm identifier", &e))?;
-        id.bind_addr(SocketAddr::from(([0, 0, 0, 0], port)))
+        let ip = source.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        id.bind_addr(SocketAddr::new(ip, port))
             .map_err(|e| {
                 anyhow!(
                     "cannot bind rdma_cm port {port}: {} (another server running? choose another with -p on both sides)",
@@ -229,7 +236,14 @@ impl Cm {
             .channel
             .create_id(PortSpace::Tcp)
             .map_err(|e| failed("creating an rdma_cm identifier", &e))?;
-        id.resolve_addr(self.source, server, RESOLVE_TIMEOUT)
+        // Bound first, as rdma_resolve_addr binds to its source: sideway
+        // 0.4.3's resolve_addr passes the source from a temporary dropped
+        // before the call (EINVAL in release builds).
+        if let Some(source) = self.source {
+            id.bind_addr(source)
+                .map_err(|e| failed(&format!("binding to {source} (rdma_bind_addr)"), &e))?;
+        }
+        id.resolve_addr(None, server, RESOLVE_TIMEOUT)
             .map_err(|e| failed(&format!("resolving {server} (rdma_resolve_addr)"), &e))?;
         let answer = |phase: &str, want: EventType| -> anyhow::Result<Result<(), String>> {
             let Some(event) = self.wait(Some(&id), &format!("{phase} of {step}"), deadline)? else {
@@ -305,17 +319,23 @@ impl Cm {
     }
 }
 
-/// The device and port rdma_cm chose for `id` must be this side's.
-fn check_device(id: &Identifier, port: &Port, step: &str) -> anyhow::Result<()> {
-    let device = id
-        .get_device_context()
-        .map(|c| c.name())
-        .unwrap_or_default();
-    if device != port.device || id.port() != port.port {
+/// The device and port rdma_cm chose for `id`.
+fn device_of(id: &Identifier) -> (String, u8) {
+    let device = id.get_device_context().map(|c| c.name());
+    (device.unwrap_or_default(), id.port())
+}
+
+/// The device and port rdma_cm chose for `step` must be this side's.
+pub(super) fn check_device(
+    device: &str,
+    port_num: u8,
+    port: &Port,
+    step: &str,
+) -> anyhow::Result<()> {
+    if device != port.device || port_num != port.port {
         bail!(
-            "-R/--rdma_cm: rdma_cm routed {step} through {device} port {}, but this side's QPs are on {} port {}: \
+            "-R/--rdma_cm: rdma_cm routed {step} through {device} port {port_num}, but this side's QPs are on {} port {}: \
              give -d {device} (the device of the address), or the address of {}'s interface",
-            id.port(),
             port.device,
             port.port,
             port.device
@@ -364,7 +384,7 @@ pub struct QpSettings {
     pub out_reads: u8,
 }
 
-/// -R: connects every QP of `endpoint` to the peer's through rdma_cm, one
+/// -R over RC (UD: cm_ud.rs): connects every QP of `endpoint` to the peer's through rdma_cm, one
 /// connection each, in order (the client connects QP i once QP i - 1 is up).
 pub fn connect_qps(
     link: &mut CmLink,
@@ -390,12 +410,16 @@ pub fn connect_qps(
         let id = if client {
             cm.connect(
                 &step,
-                &mut |id| check_device(id, port, &step).map(|()| qpn),
+                &mut |id| {
+                    let (device, port_num) = device_of(id);
+                    check_device(&device, port_num, port, &step).map(|()| qpn)
+                },
                 &mut |id| ready_qp(end, id, settings, remote.qpn, &step),
             )?
         } else {
             cm.accept(&step, &mut |id| {
-                check_device(id, port, &step)?;
+                let (device, port_num) = device_of(id);
+                check_device(&device, port_num, port, &step)?;
                 ready_qp(end, id, settings, remote.qpn, &step)?;
                 Ok(qpn)
             })?
@@ -420,7 +444,8 @@ pub fn open_link(plan: &Plan, port: &Port, program: &str) -> anyhow::Result<CmLi
                 plan.timeout.as_secs(),
                 plan.tcp_port
             );
-            CmLink::serve(Cm::listen(plan.tcp_port, plan.timeout, retry)?)
+            let source = plan.path.source_ip();
+            CmLink::serve(Cm::listen(plan.tcp_port, plan.timeout, retry, source)?)
         }
     }
 }

@@ -72,15 +72,12 @@ impl CmArgs {
         if self.rdma_cm {
             // perftest's own refusals (perftest_parameters.c), then ours.
             let why = match connection {
-                Connection::Rc => None,
+                // UD: through rdma_cm's UDP port space (cm_ud.rs), as perftest.
+                Connection::Rc | Connection::Ud => None,
                 Connection::Uc => Some("UC is not supported in librdmacm (as perftest); use -c RC"),
                 Connection::Xrc => Some("XRC does not support rdma_cm (as perftest); drop -c XRC"),
                 Connection::Dc => Some("DC does not support rdma_cm (as perftest); drop -c DC"),
                 Connection::Srd => Some("SRD does not support rdma_cm (as perftest); drop -c SRD"),
-                Connection::Ud => Some(
-                    "fabricbench connects UD QPs itself, not through rdma_cm's UDP port space; \
-                     use -z for an rdma_cm exchange with UD, or -c RC",
-                ),
             };
             if let Some(why) = why {
                 return Err(usage(format!("-R/--rdma_cm: {why}")));
@@ -171,11 +168,8 @@ mod tests {
             e,
             "-R/--rdma_cm: UC is not supported in librdmacm (as perftest); use -c RC"
         );
-        let e = plan(&["-R"], Connection::Ud).unwrap_err();
-        assert!(
-            e.starts_with("-R/--rdma_cm: fabricbench connects UD QPs itself"),
-            "{e}"
-        );
+        // perftest connects UD QPs through rdma_cm's UDP port space: so do we.
+        assert!(plan(&["-R"], Connection::Ud).unwrap().connect_qps);
         for (c, name) in [
             (Connection::Xrc, "XRC"),
             (Connection::Dc, "DC"),

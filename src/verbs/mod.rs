@@ -26,6 +26,7 @@ pub mod bw;
 pub mod clock;
 pub mod cm;
 pub mod cm_args;
+pub mod cm_ud;
 pub mod completion;
 pub mod counters;
 pub mod cpu_util;
@@ -137,15 +138,16 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         let cm = cm::open_link(&plan, &port, program).map_err(|e| format!("{e:#}"));
         Box::new(agree(job, program, ExitStatus::Failed, cm)?)
     } else {
+        let source = plan.path.source_ip();
         let tcp = match &plan.host {
-            Some(host) => TcpLink::connect(host, plan.tcp_port, plan.timeout),
+            Some(host) => TcpLink::connect(host, plan.tcp_port, plan.timeout, source),
             None => {
                 println!(
                     "{program}: waiting up to {} s for a client on TCP port {} (start the same command with this host's address)",
                     plan.timeout.as_secs(),
                     plan.tcp_port
                 );
-                TcpLink::serve(plan.tcp_port, plan.timeout)
+                TcpLink::serve(plan.tcp_port, plan.timeout, source)
             }
         };
         let tcp = tcp.map_err(|e| format!("{e:#}"));

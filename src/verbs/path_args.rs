@@ -117,6 +117,14 @@ impl PathPlan {
             n => self.flow_labels[qp % n],
         }
     }
+
+    /// --bind_source_ip: the address the TCP exchange binds to, as perftest.
+    pub fn source_ip(&self) -> Option<IpAddr> {
+        match self.gid {
+            GidPreference::Source(ip) => Some(ip),
+            _ => None,
+        }
+    }
 }
 
 fn usage(msg: String) -> UsageError {

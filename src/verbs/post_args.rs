@@ -90,6 +90,8 @@ pub struct Context {
     pub size: u64,
     /// --data_validation.
     pub validate: bool,
+    /// --run_infinitely.
+    pub infinite: bool,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -173,6 +175,12 @@ impl PostArgs {
             check_list("--recv_post_list", recv_post_list, iters, recv_queue)?;
         }
         if self.events {
+            // perftest_parameters.c: "run_infinitely does not support events feature yet".
+            if c.infinite {
+                return Err(usage(
+                    "-e/--events: --run_infinitely polls its completions (perftest: run_infinitely does not support events); drop -e or --run_infinitely",
+                ));
+            }
             if c.bench.verb == Verb::Write {
                 return Err(usage(format!(
                     "-e/--events: {program}'s receiver gets no completions to wait for (perftest: events not available on WRITE); use ib_read_*, ib_send_* or ib_atomic_* -e"
@@ -383,6 +391,16 @@ mod tests {
                 "ib_read_bw",
                 vec!["-e", "-D", "2"],
                 "-e/--events: -D/--duration runs poll",
+            ),
+            (
+                "ib_send_bw",
+                vec!["-e", "-D", "2", "--run_infinitely"],
+                "-e/--events: --run_infinitely polls its completions (perftest: run_infinitely does not support events); drop -e or --run_infinitely",
+            ),
+            (
+                "ib_read_bw",
+                vec!["--events", "--run_infinitely"],
+                "-e/--events: --run_infinitely polls its completions",
             ),
             (
                 "ib_write_bw",

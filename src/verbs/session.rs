@@ -166,7 +166,10 @@ impl Session<'_> {
             .options
             .out_reads(self.port.max_rd_atomic.min(peer.max_rd_atomic));
         match link.rdma_cm().filter(|_| plan.cm.connect_qps) {
-            // -R: the QPs are connected through rdma_cm, as perftest.
+            // -R: the QPs are connected through rdma_cm, as perftest (UD: its UDP port space).
+            Some(cm) if plan.options.connection == Connection::Ud => {
+                super::cm_ud::connect_qps(cm.cm(), self.port, self.endpoint, plan, peer)?
+            }
             Some(cm) => {
                 super::cm::connect_qps(cm, self.port, self.endpoint, plan, peer, out_reads)?
             }

@@ -16,13 +16,14 @@ use std::ptr::NonNull;
 
 /// Bytes of the Global Routing Header at the start of every UD receive.
 pub const GRH_BYTES: u32 = 40;
-/// perftest's Q_Key (DEF_QKEY).
-const QKEY: u32 = 0x1111_1111;
+/// perftest's Q_Key (DEF_QKEY); with -R, rdma_cm's instead.
+pub const QKEY: u32 = 0x1111_1111;
 
-/// Where this side's UD sends go: the peer's QP and an address handle to it.
+/// Where this side's UD sends go: the peer's QP, its Q_Key and an address handle to it.
 pub struct UdDest {
     ah: NonNull<ibv_ah>,
     qpn: u32,
+    qkey: u32,
 }
 
 // The address handle is only read by the provider when a send names it.
@@ -43,7 +44,7 @@ impl UdDest {
             ud: ud_t {
                 ah: self.ah.as_ptr(),
                 remote_qpn: self.qpn,
-                remote_qkey: QKEY,
+                remote_qkey: self.qkey,
             },
         }
     }
@@ -85,6 +86,18 @@ pub fn to_init(qp: *mut ibv_qp, port: u8, pkey_index: u16) -> anyhow::Result<()>
     modify(qp, &mut attr, mask, "INIT")
 }
 
+/// -R: the Q_Key rdma_cm gives the connection, in INIT (as rdma_create_qp sets it).
+pub fn set_qkey(qp: *mut ibv_qp, qkey: u32) -> anyhow::Result<()> {
+    let mut attr = empty_attr();
+    attr.qkey = qkey;
+    modify(
+        qp,
+        &mut attr,
+        ibv_qp_attr_mask::IBV_QP_QKEY,
+        "INIT with rdma_cm's Q_Key",
+    )
+}
+
 /// INIT -> RTR -> RTS: a UD QP needs no peer for either.
 pub fn to_rts(qp: *mut ibv_qp, psn: u32) -> anyhow::Result<()> {
     let mut attr = empty_attr();
@@ -98,12 +111,13 @@ pub fn to_rts(qp: *mut ibv_qp, psn: u32) -> anyhow::Result<()> {
 }
 
 /// An address handle to the peer's port (its GID when this side routes by
-/// GID, else its LID) for sends to its QP `qpn`, with the path flags' `route`.
+/// GID, else its LID) for sends of Q_Key `qkey` to its QP `qpn`, with the
+/// path flags' `route`.
 pub fn dest(
     pd: *mut ibv_pd,
     port: &Port,
     peer: &Hello,
-    qpn: u32,
+    (qpn, qkey): (u32, u32),
     route: Route,
 ) -> anyhow::Result<UdDest> {
     // SAFETY: plain data; all-zero is its empty value.
@@ -122,15 +136,23 @@ pub fn dest(
             traffic_class: route.traffic_class,
         };
     }
+    let to = format!("{} {} port {}", peer.host, peer.device, peer.port);
+    create(pd, &mut attr, (qpn, qkey), &to)
+}
+
+/// The address handle of `attr` (rdma_cm's, with -R) to QP `qpn` of `to`.
+pub fn create(
+    pd: *mut ibv_pd,
+    attr: &mut ibv_ah_attr,
+    (qpn, qkey): (u32, u32),
+    to: &str,
+) -> anyhow::Result<UdDest> {
     // SAFETY: `pd` is the endpoint's live protection domain.
-    let ah = unsafe { ibv_create_ah(pd, &mut attr) };
+    let ah = unsafe { ibv_create_ah(pd, attr) };
     match NonNull::new(ah) {
-        Some(ah) => Ok(UdDest { ah, qpn }),
+        Some(ah) => Ok(UdDest { ah, qpn, qkey }),
         None => bail!(
-            "creating the UD address handle to {} {} port {} failed: {}; check the GIDs (-x)",
-            peer.host,
-            peer.device,
-            peer.port,
+            "creating the UD address handle to {to} failed: {}; check the GIDs (-x)",
             std::io::Error::last_os_error()
         ),
     }

@@ -1,18 +1,26 @@
 //! A plain start's link: one TCP connection between server and client, with
-//! the server/client handshake and keepalive.
+//! the server/client handshake and keepalive. --bind_source_ip binds both
+//! ends to that address, as perftest's ethernet_client_connect and
+//! ethernet_server_connect do.
 
 use super::{accept, pair_order, Link, Patience};
 use crate::verbs::wire::{decode_body, encode, Message, MAX_FRAME};
 use anyhow::{anyhow, bail};
-use nix::sys::socket::{setsockopt, sockopt};
+use nix::sys::socket::{
+    bind, connect, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage,
+};
+use nix::sys::time::{TimeVal, TimeValLike};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// TCP keepalive: a peer host that vanished is noticed after about 25 s.
 const KEEPALIVE_IDLE_S: u32 = 10;
 const KEEPALIVE_INTERVAL_S: u32 = 5;
 const KEEPALIVE_COUNT: u32 = 3;
+/// One connection attempt's wait.
+const ATTEMPT_WAIT: Duration = Duration::from_secs(1);
 
 /// A plain start: one TCP connection between server and client.
 pub struct TcpLink {
@@ -30,13 +38,44 @@ fn keepalive(stream: &TcpStream) -> anyhow::Result<()> {
         .map_err(|e| anyhow!("cannot enable TCP keepalive: {e}"))
 }
 
+/// A connection attempt to `addr` from `source` (port 0: any), of at most
+/// ATTEMPT_WAIT (Linux bounds a blocking connect by SO_SNDTIMEO). The outer
+/// error ends the tries: an address this host does not have stays so.
+fn dial(addr: &SocketAddr, source: IpAddr) -> anyhow::Result<std::io::Result<TcpStream>> {
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)
+        .map_err(|e| anyhow!("cannot open a TCP socket: {e}"))?;
+    bind(
+        fd.as_raw_fd(),
+        &SockaddrStorage::from(SocketAddr::new(source, 0)),
+    )
+    .map_err(|e| {
+        anyhow!("--bind_source_ip {source}: cannot bind to it ({e}); give an address of this host")
+    })?;
+    let wait = TimeVal::milliseconds(ATTEMPT_WAIT.as_millis() as i64);
+    setsockopt(&fd, sockopt::SendTimeout, &wait)
+        .map_err(|e| anyhow!("cannot bound the TCP connection attempt: {e}"))?;
+    Ok(connect(fd.as_raw_fd(), &SockaddrStorage::from(*addr))
+        .map(|()| TcpStream::from(fd))
+        .map_err(std::io::Error::from))
+}
+
 impl TcpLink {
-    /// Waits at most `timeout` for one client on `port`.
-    pub fn serve(port: u16, timeout: Duration) -> anyhow::Result<TcpLink> {
-        let listener = TcpListener::bind(("::", port))
-            .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
-            .map_err(|e| {
-                anyhow!("cannot listen on TCP port {port}: {e} (another server running? choose another with -p on both sides)")
+    /// Waits at most `timeout` for one client on `port` (of `source` only,
+    /// with --bind_source_ip).
+    pub fn serve(port: u16, timeout: Duration, source: Option<IpAddr>) -> anyhow::Result<TcpLink> {
+        let listener = match source {
+            Some(ip) => TcpListener::bind((ip, port)),
+            None => {
+                TcpListener::bind(("::", port)).or_else(|_| TcpListener::bind(("0.0.0.0", port)))
+            }
+        };
+        let at = source.map_or(String::new(), |ip| format!(" of {ip} (--bind_source_ip)"));
+        let listener = listener.map_err(|e| {
+                anyhow!("cannot listen on TCP port {port}{at}: {e} (another server running? choose another with -p on both sides)")
             })?;
         listener
             .set_nonblocking(true)
@@ -64,18 +103,35 @@ impl TcpLink {
         }
     }
 
-    /// Connects to the server at `host`, retrying for at most `timeout` (the
-    /// server may start a little later).
-    pub fn connect(host: &str, port: u16, timeout: Duration) -> anyhow::Result<TcpLink> {
+    /// Connects to the server at `host` (from `source`, with
+    /// --bind_source_ip), retrying for at most `timeout` (the server may
+    /// start a little later).
+    pub fn connect(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        source: Option<IpAddr>,
+    ) -> anyhow::Result<TcpLink> {
         let deadline = Instant::now() + timeout;
         let mut last = String::from("no address");
         loop {
             let addrs: Vec<_> = (host, port)
                 .to_socket_addrs()
                 .map_err(|e| anyhow!("cannot resolve server address {host}: {e}"))?
+                .filter(|a| source.is_none_or(|ip| ip.is_ipv4() == a.is_ipv4()))
                 .collect();
+            if addrs.is_empty() {
+                let ip = source.expect("only a source filters addresses out");
+                bail!(
+                    "--bind_source_ip {ip}: server address {host} has no address of the same IP family; give an address of the other family"
+                );
+            }
             for addr in &addrs {
-                match TcpStream::connect_timeout(addr, Duration::from_secs(1)) {
+                let stream = match source {
+                    Some(ip) => dial(addr, ip)?,
+                    None => TcpStream::connect_timeout(addr, ATTEMPT_WAIT),
+                };
+                match stream {
                     Ok(stream) => return TcpLink::new(stream, addr.to_string(), true, timeout),
                     Err(e) => last = e.to_string(),
                 }
@@ -188,7 +244,7 @@ mod tests {
     fn tcp_handshake_and_disconnect() {
         let port = 20000 + (std::process::id() % 20000) as u16;
         let server = std::thread::spawn(move || {
-            let mut link = TcpLink::serve(port, Duration::from_secs(20)).unwrap();
+            let mut link = TcpLink::serve(port, Duration::from_secs(20), None).unwrap();
             let got = link
                 .swap(&Message::Ready { size: 2 }, Patience::Prompt)
                 .unwrap();
@@ -209,7 +265,8 @@ mod tests {
                 .to_string();
             (stopped, gone)
         });
-        let mut client = TcpLink::connect("127.0.0.1", port, Duration::from_secs(20)).unwrap();
+        let mut client =
+            TcpLink::connect("127.0.0.1", port, Duration::from_secs(20), None).unwrap();
         let got = client
             .swap(&Message::Hello(Box::new(hello())), Patience::Prompt)
             .unwrap();
@@ -232,7 +289,7 @@ mod tests {
     fn tcp_peer_sending_garbage_is_refused() {
         let port = 20001 + (std::process::id() % 20000) as u16;
         let server = std::thread::spawn(move || {
-            let mut link = TcpLink::serve(port, Duration::from_secs(20)).unwrap();
+            let mut link = TcpLink::serve(port, Duration::from_secs(20), None).unwrap();
             link.swap(&Message::Ready { size: 2 }, Patience::Prompt)
                 .unwrap_err()
                 .to_string()
@@ -251,7 +308,7 @@ mod tests {
     #[test]
     fn nobody_connecting_times_out() {
         let port = 20002 + (std::process::id() % 20000) as u16;
-        let e = TcpLink::serve(port, Duration::from_millis(200))
+        let e = TcpLink::serve(port, Duration::from_millis(200), None)
             .err()
             .unwrap()
             .to_string();
@@ -261,10 +318,57 @@ mod tests {
             )),
             "{e}"
         );
-        let e = TcpLink::connect("127.0.0.1", port, Duration::from_millis(200))
+        let e = TcpLink::connect("127.0.0.1", port, Duration::from_millis(200), None)
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("no server answered"), "{e}");
+    }
+
+    #[test]
+    fn bind_source_ip_binds_both_ends() {
+        // perftest: the server listens on the address only, the client connects from it.
+        let port = 20003 + (std::process::id() % 20000) as u16;
+        let (server_ip, client_ip): (IpAddr, IpAddr) =
+            ("127.0.0.3".parse().unwrap(), "127.0.0.2".parse().unwrap());
+        let server = std::thread::spawn(move || {
+            let link = TcpLink::serve(port, Duration::from_secs(20), Some(server_ip)).unwrap();
+            link.peer_address().to_string()
+        });
+        // Not on 127.0.0.1: the listener holds 127.0.0.3 alone.
+        let e = TcpLink::connect("127.0.0.1", port, Duration::from_millis(300), None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no server answered"), "{e}");
+        let client =
+            TcpLink::connect("127.0.0.3", port, Duration::from_secs(20), Some(client_ip)).unwrap();
+        assert_eq!(client.stream.local_addr().unwrap().ip(), client_ip);
+        let seen = server.join().unwrap();
+        assert!(seen.starts_with("127.0.0.2:"), "{seen}");
+    }
+
+    #[test]
+    fn bind_source_ip_of_another_host_is_one_line() {
+        let port = 20004 + (std::process::id() % 20000) as u16;
+        let foreign: IpAddr = "192.0.2.7".parse().unwrap();
+        let started = Instant::now();
+        let e = TcpLink::connect("127.0.0.1", port, Duration::from_secs(20), Some(foreign))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("--bind_source_ip 192.0.2.7: cannot bind to it (")
+                && e.ends_with("give an address of this host")
+                && e.lines().count() == 1,
+            "{e}"
+        );
+        // Refused at once, not retried for the --timeout.
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let e = TcpLink::connect("::1", port, Duration::from_secs(20), Some(foreign))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("--bind_source_ip 192.0.2.7: server address ::1 has no address of the same IP family"), "{e}");
     }
 }

@@ -5,14 +5,32 @@ use crate::verbs::args::Plan;
 use crate::verbs::device::Port;
 use crate::verbs::parity::Connection;
 use crate::verbs::path::route;
-use crate::verbs::ud;
+use crate::verbs::ud::{self, UdDest};
 use crate::verbs::wire::Hello;
+use rdma_mummy_sys::ibv_pd;
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::device_context::Mtu;
 use sideway::ibverbs::queue_pair::{QueuePairAttribute, QueuePairState};
 use std::net::Ipv6Addr;
 
 impl Endpoint {
+    /// -R with UD: QP `qp` takes rdma_cm's Q_Key, moves to RTS and sends to
+    /// the destination `dest` makes on this endpoint's protection domain.
+    pub fn ready_ud(
+        &mut self,
+        qp: usize,
+        qkey: u32,
+        dest: impl FnOnce(*mut ibv_pd) -> anyhow::Result<UdDest>,
+    ) -> anyhow::Result<()> {
+        // SAFETY: the PD is alive in `self`.
+        let pd = unsafe { self._pd.pd().as_ptr() };
+        let end = &mut self.qps[qp];
+        ud::set_qkey(end.qp.raw(), qkey)?;
+        ud::to_rts(end.qp.raw(), end.psn)?;
+        end.ud = Some(dest(pd)?);
+        Ok(())
+    }
+
     /// Connects every QP to the peer's: RTR with the path `mtu`, then RTS.
     pub fn connect(
         &mut self,
@@ -40,7 +58,7 @@ impl Endpoint {
                     pd,
                     port,
                     peer,
-                    remote.qpn,
+                    (remote.qpn, ud::QKEY),
                     route(&plan.path, qp_index),
                 )?);
                 continue;
