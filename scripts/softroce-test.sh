@@ -144,40 +144,51 @@ pair() { # log server-cmd... -- client-cmd...
 
 # One run of one tool; prints its figure, or nothing when it failed.
 # Runs in a subshell: the caller moves `port` on by 3 (one per attempt).
+# Flags after a "|" are ours only (a flag perftest refuses, against its
+# default); @LOG@ in a flag is the side's own log path (--out_json_file @LOG@.json).
 run_one() { # kind bin test size n [flags...]
-    local kind=$1 bin=$2 test=$3 size=$4 n=$5 log ok attempt
+    local kind=$1 bin=$2 test=$3 size=$4 n=$5 log ok attempt f rows=1
     shift 5
-    local extra=("$@")
+    local extra=()
+    for f in "$@"; do
+        if [ "$f" = "|" ]; then
+            [ "$kind" = perftest ] && break
+            continue
+        fi
+        extra+=("$f")
+    done
     local count=(-n "$n")
     [[ " ${extra[*]} " == *" -D "* ]] && count=()
-    local flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
+    # -b --report-both: the pair's row, then one per direction.
+    [[ " ${extra[*]} " == *" --report-both "* && " ${extra[*]} " == *" -b "* ]] && rows=3
     log="$OUT/$bin-$size-$kind-$port.log"
     for attempt in 1 2 3; do
+        local flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
+        local sflags=("${flags[@]//@LOG@/$log.server}") cflags=("${flags[@]//@LOG@/$log}")
         case $kind in
             perftest)
-                pair "$log" "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$SERVER_DEV" "${flags[@]}" -- \
-                    "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$CLIENT_DEV" "${flags[@]}" "$ADDR" ;;
+                pair "$log" "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$SERVER_DEV" "${sflags[@]}" -- \
+                    "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$CLIENT_DEV" "${cflags[@]}" "$ADDR" ;;
             tcp)
-                pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" "${flags[@]}" -- \
-                    "$BIN_DIR/$bin" -d "$CLIENT_DEV" "${flags[@]}" --csv "$log.csv" "$ADDR" ;;
+                pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" "${sflags[@]}" -- \
+                    "$BIN_DIR/$bin" -d "$CLIENT_DEV" "${cflags[@]}" --csv "$log.csv" "$ADDR" ;;
             mpirun)
                 timeout "$RUN_TIMEOUT" mpirun -np 2 "$BIN_DIR/$bin" -d "$CLIENT_DEV,$SERVER_DEV" \
-                    "${flags[@]}" --csv "$log.csv" >"$log" 2>&1 ;;
+                    "${cflags[@]}" --csv "$log.csv" >"$log" 2>&1 ;;
         esac
         ok=$?
         # perftest gives up when its rdtsc-vs-gettimeofday fit is noisy (a
         # preempted vCPU): rerun that one; any other failure stands.
         [ "$ok" = 0 ] || ! grep -qs "Can't produce a report" "$log" "$log.server" && break
         port=$((port + 1))
-        flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
     done
     if [ "$ok" != 0 ]; then
         echo "FAILED: $kind $bin -s $size (exit $ok); log $log" >&2
         tail -3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /' >&2
         return 1
     fi
-    if [ "$kind" != perftest ] && [ "$(wc -l <"$log.csv")" != 2 ]; then
-        echo "FAILED: $kind $bin -s $size wrote no CSV row ($log.csv)" >&2
+    if [ "$kind" != perftest ] && [ "$(wc -l <"$log.csv")" != $((rows + 1)) ]; then
+        echo "FAILED: $kind $bin -s $size wrote $(($(wc -l <"$log.csv") - 1)) CSV rows, not $rows ($log.csv)" >&2
         return 1
     fi
     # Atomic bandwidth: MsgRate (8-byte messages print 0.27 MiB/s, too coarse to compare).
