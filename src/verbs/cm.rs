@@ -229,7 +229,14 @@ impl Cm {
             .channel
             .create_id(PortSpace::Tcp)
             .map_err(|e| failed("creating an rdma_cm identifier", &e))?;
-        id.resolve_addr(self.source, server, RESOLVE_TIMEOUT)
+        // The source is bound first: sideway 0.4.3's resolve_addr drops the
+        // source's sockaddr before its rdma_resolve_addr call reads it (in
+        // release builds the call saw garbage and failed with EINVAL).
+        if let Some(source) = self.source {
+            id.bind_addr(source)
+                .map_err(|e| failed(&format!("binding to {source} (rdma_bind_addr)"), &e))?;
+        }
+        id.resolve_addr(None, server, RESOLVE_TIMEOUT)
             .map_err(|e| failed(&format!("resolving {server} (rdma_resolve_addr)"), &e))?;
         let answer = |phase: &str, want: EventType| -> anyhow::Result<Result<(), String>> {
             let Some(event) = self.wait(Some(&id), &format!("{phase} of {step}"), deadline)? else {
