@@ -29,6 +29,8 @@
 #   CASES       the comparisons, one "binary size [flags...]" per line (default: every
 #               binary at BW_SIZES/LAT_SIZES, then the modes above)
 #   REPEAT      runs of each tool per size (default 5); RUN_TIMEOUT seconds per run (300)
+#   KINDS       the runs of each case (default "perftest tcp mpirun"; "perftest tcp"
+#               compares the server/client pairs only, in half the time)
 #   OUT         log folder (default softroce-results/<UTC time>)
 #   FAULTS=0    skip the fault checks; FEATURES=0 skip the option runs (default: both
 #               run first); FEATURES=ci a short list of them (scripts/softroce-ci.sh);
@@ -83,6 +85,7 @@ BW_TARGET=${BW_TARGET:-0.98}
 LAT_TARGET=${LAT_TARGET:-1.05}
 QP_TIMEOUT=${QP_TIMEOUT:-18}
 REPEAT=${REPEAT:-5}
+KINDS=${KINDS:-perftest tcp mpirun}
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 OUT=${OUT:-softroce-results/$(date -u +%Y%m%dT%H%M%SZ)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -97,12 +100,17 @@ misses=0
 t_start=$(date +%s.%N)
 echo "softroce-test: $(uname -r), $(nproc) CPUs, ours from $BIN_DIR, server $SERVER_DEV, client $CLIENT_DEV -> $ADDR, -u $QP_TIMEOUT, logs in $OUT"
 
-# The result row of SIZE in a perftest-format log: BW average (bw), MsgRate (rate) or
-# t_typical (lat).
-figure() { # bw|rate|lat size log
+# The result row of SIZE in a perftest-format log: BW average (bw), MsgRate (rate),
+# t_typical (lat) or t_avg (avg: latency under -D, where perftest prints only
+# t_avg and tps; ours prints the whole latency row).
+figure() { # bw|rate|lat|avg size log
     local col=4
     [ "$1" != bw ] && col=5
-    awk -v s="$2" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ && NF >= 5 { print $c; exit }' "$3"
+    if [ "$1" = avg ]; then
+        col=6
+        grep -q 't_avg\[usec\] *tps average' "$3" && col=3
+    fi
+    awk -v s="$2" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ && NF >= 4 && NF >= c { print $c; exit }' "$3"
 }
 
 # "median min max" of the numbers on stdin (nothing when there are none).
@@ -117,11 +125,16 @@ pair() { # log server-cmd... -- client-cmd...
     client=("$@")
     timeout "$RUN_TIMEOUT" "${server[@]}" >"$log.server" 2>&1 &
     spid=$!
-    for _ in $(seq 200); do
-        ss -ltn 2>/dev/null | grep -q ":$port " && break
-        kill -0 "$spid" 2>/dev/null || break
-        sleep 0.1
-    done
+    # -R and -z exchange through rdma_cm: no TCP listener to wait for.
+    if [[ " ${server[*]} " == *" -R "* || " ${server[*]} " == *" -z "* ]]; then
+        sleep "${CM_WAIT:-2}"
+    else
+        for _ in $(seq 200); do
+            ss -ltn 2>/dev/null | grep -q ":$port " && break
+            kill -0 "$spid" 2>/dev/null || break
+            sleep 0.1
+        done
+    fi
     timeout "$RUN_TIMEOUT" "${client[@]}" >"$log" 2>&1
     crc=$?
     wait "$spid"
@@ -131,44 +144,61 @@ pair() { # log server-cmd... -- client-cmd...
 
 # One run of one tool; prints its figure, or nothing when it failed.
 # Runs in a subshell: the caller moves `port` on by 3 (one per attempt).
+# Flags after a "|" are ours only (a flag perftest refuses, against its
+# default); @LOG@ in a flag is the side's own log path (--out_json_file @LOG@.json).
 run_one() { # kind bin test size n [flags...]
-    local kind=$1 bin=$2 test=$3 size=$4 n=$5 log ok attempt
+    local kind=$1 bin=$2 test=$3 size=$4 n=$5 log ok attempt f rows=1
     shift 5
-    local extra=("$@")
+    local extra=()
+    for f in "$@"; do
+        if [ "$f" = "|" ]; then
+            [ "$kind" = perftest ] && break
+            continue
+        fi
+        extra+=("$f")
+    done
     local count=(-n "$n")
     [[ " ${extra[*]} " == *" -D "* ]] && count=()
-    local flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
+    # -b --report-both: the pair's row, then one per direction.
+    [[ " ${extra[*]} " == *" --report-both "* && " ${extra[*]} " == *" -b "* ]] && rows=3
     log="$OUT/$bin-$size-$kind-$port.log"
     for attempt in 1 2 3; do
+        local flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
+        local sflags=("${flags[@]//@LOG@/$log.server}") cflags=("${flags[@]//@LOG@/$log}")
         case $kind in
             perftest)
-                pair "$log" "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$SERVER_DEV" "${flags[@]}" -- \
-                    "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$CLIENT_DEV" "${flags[@]}" "$ADDR" ;;
+                pair "$log" "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$SERVER_DEV" "${sflags[@]}" -- \
+                    "${PERFTEST_DIR:+$PERFTEST_DIR/}$bin" -d "$CLIENT_DEV" "${cflags[@]}" "$ADDR" ;;
             tcp)
-                pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" "${flags[@]}" -- \
-                    "$BIN_DIR/$bin" -d "$CLIENT_DEV" "${flags[@]}" --csv "$log.csv" "$ADDR" ;;
+                pair "$log" "$BIN_DIR/$bin" -d "$SERVER_DEV" "${sflags[@]}" -- \
+                    "$BIN_DIR/$bin" -d "$CLIENT_DEV" "${cflags[@]}" --csv "$log.csv" "$ADDR" ;;
             mpirun)
                 timeout "$RUN_TIMEOUT" mpirun -np 2 "$BIN_DIR/$bin" -d "$CLIENT_DEV,$SERVER_DEV" \
-                    "${flags[@]}" --csv "$log.csv" >"$log" 2>&1 ;;
+                    "${cflags[@]}" --csv "$log.csv" >"$log" 2>&1 ;;
         esac
         ok=$?
         # perftest gives up when its rdtsc-vs-gettimeofday fit is noisy (a
         # preempted vCPU): rerun that one; any other failure stands.
         [ "$ok" = 0 ] || ! grep -qs "Can't produce a report" "$log" "$log.server" && break
         port=$((port + 1))
-        flags=(-s "$size" "${count[@]}" -u "$QP_TIMEOUT" -F -p "$port" "${extra[@]}")
     done
     if [ "$ok" != 0 ]; then
         echo "FAILED: $kind $bin -s $size (exit $ok); log $log" >&2
         tail -3 "$log" "$log.server" 2>/dev/null | sed 's/^/    /' >&2
         return 1
     fi
-    if [ "$kind" != perftest ] && [ "$(wc -l <"$log.csv")" != 2 ]; then
-        echo "FAILED: $kind $bin -s $size wrote no CSV row ($log.csv)" >&2
+    if [ "$kind" != perftest ] && [ "$(wc -l <"$log.csv")" != $((rows + 1)) ]; then
+        echo "FAILED: $kind $bin -s $size wrote $(($(wc -l <"$log.csv") - 1)) CSV rows, not $rows ($log.csv)" >&2
         return 1
     fi
     # Atomic bandwidth: MsgRate (8-byte messages print 0.27 MiB/s, too coarse to compare).
-    if [ "$bin" = ib_atomic_bw ]; then figure rate "$size" "$log"; else figure "$test" "$size" "$log"; fi
+    if [ "$bin" = ib_atomic_bw ]; then
+        figure rate "$size" "$log"
+    elif [ "$test" = lat ] && [ ${#count[@]} = 0 ]; then
+        figure avg "$size" "$log"
+    else
+        figure "$test" "$size" "$log"
+    fi
 }
 
 # CMD must exit with CODE and print EXPECTED (a fixed string) on stderr.
@@ -638,17 +668,21 @@ path_checks() { # ci|full
         "$W" -d rxe1 --bind_source_ip 10.99.0.77
     expect_error "sl range" 2 "-S/--sl 16: there are only 16 service levels" "$W" -S 16
     expect_error "flow label range" 2 "--flow_label '0x100000': '0x100000' is not a flow label" "$W" --flow_label 0x100000
-    # IPv6 on the veth pair: its link-local GIDs (the VM routes only IPv4 over the
-    # wire, so this may not connect: then both tools fail alike).
-    path_sniff "ours --ipv6 veth --tclass 40 --flow_label 0x12345" veth0 "ipv6 .* tclass 0x28 flow 0x12345" \
+    # IPv6 on the veth pair: its link-local GIDs. rxe writes flow label 0 into
+    # every IPv6 header it builds (rxe_net.c, prepare_ipv6_hdr), so the wire shows
+    # the traffic class only; the flow label given shows in the Path line.
+    path_sniff "ours --ipv6 veth --tclass 40 --flow_label 0x12345" veth0 "ipv6 .* tclass 0x28 flow 0x0 " \
         "$W" "${veth[@]}" -s 4096 -n 50 --timeout 20 --ipv6 --tclass 40 --flow_label 0x12345
+    path_header "flow label in the Path line" "$OUT/path-ours_--ipv6_veth_--tclass_40_--flow_label_0x12345.log" \
+        "Path +: SL 0, .*traffic class 40 .*flow label 0x12345"
     # IPv6 on rxe0 (lo, GID ::1): rxe delivers to itself without the netdev, so
     # no packet shows; the GID chosen does, beside perftest's.
     path_sniff "ours --ipv6 --tclass 40 --flow_label 0x12345" lo "" \
         "$W" rxe0 rxe0 127.0.0.1 -s 4096 -n 100 --ipv6 --tclass 40 --flow_label 0x12345
     path_header "GID by --ipv6" "$OUT/path-ours_--ipv6_--tclass_40_--flow_label_0x12345.log" \
         "GID index +: 2 \(RoCE v2 ::1 on lo, chosen by --ipv6"
-    path_sniff "perftest --ipv6 --tclass 40" lo "" ib_write_bw rxe0 rxe0 127.0.0.1 -s 4096 -n 100 --ipv6 --tclass 40
+    # perftest 4.5's --ipv6 takes GID 0 of rxe0 (a link-local address lo does not
+    # carry) and both sides wait until RUN_TIMEOUT: only its upstream release compares.
     if [ -n "$up" ]; then
         path_sniff "perftest upstream --ipv6 --tclass 40 --flow_label 0x12345" lo "" \
             "$up/ib_write_bw" rxe0 rxe0 127.0.0.1 -s 4096 -n 100 --ipv6 --tclass 40 --flow_label 0x12345
@@ -854,7 +888,7 @@ while read -r bin size extra; do
     t0=$(date +%s.%N)
     declare -A got=([perftest]="" [tcp]="" [mpirun]="")
     for _ in $(seq "$REPEAT"); do
-        for kind in perftest tcp mpirun; do
+        for kind in $KINDS; do
             port=$((port + 3))
             # stdin from /dev/null: mpirun and perftest would read the case list.
             if v=$(run_one "$kind" "$bin" "$test" "$size" "$n" "${extra_flags[@]}" </dev/null) && [ -n "$v" ]; then
@@ -869,11 +903,11 @@ while read -r bin size extra; do
     case $bin in
         ib_atomic_bw) line+="MsgRate Mpps" ;;
         *_bw) line+="BW average MiB/s" ;;
-        *) line+="t_typical us" ;;
+        *) [[ " $extra " == *" -D "* ]] && line+="t_avg us" || line+="t_typical us" ;;
     esac
     line+=$(printf '  perftest %s [%s-%s]' "${ref:-n/a}" "${ref_lo:-}" "${ref_hi:-}")
     verdict=ok
-    for kind in tcp mpirun; do
+    for kind in ${KINDS/perftest/}; do
         read -r ours lo hi <<<"$(echo "${got[$kind]}" | tr ' ' '\n' | grep . | spread)"
         if [ -z "$ours" ] || [ -z "$ref" ]; then
             line+=$(printf '  %s n/a' "$kind")
