@@ -229,16 +229,20 @@ impl Session<'_> {
         let mut periods = Periods::new(plan, &sizes)?;
         while let Some(size) = periods.next(link)? {
             let cpu = CpuWatch::start(plan.report.cpu_util, Root::new("/"));
-            let (report, counters) = fabric.around(|| self.measure(link, &peer.qps, size))?;
+            // The reports are gathered inside the counters' window: the passive side of
+            // a write or read bandwidth test returns from `measure` at the start, and its
+            // peer's report comes when the transfer is over.
+            let (reports, counters) = fabric.around(|| {
+                let report = self.measure(link, &peer.qps, size)?;
+                link.gather(&Message::Report(report), Patience::WhileMeasuring)?
+                    .into_iter()
+                    .map(|m| match m {
+                        Message::Report(r) if r.as_ref().map_or(true, |r| r.size == size) => Ok(r),
+                        other => Err(out_of_step(&other, &format!("the measurement of {size} B"))),
+                    })
+                    .collect::<anyhow::Result<Vec<Option<Report>>>>()
+            })?;
             let cpu_util = cpu.and_then(CpuWatch::finish);
-            let reports: Vec<Option<Report>> = link
-                .gather(&Message::Report(report), Patience::WhileMeasuring)?
-                .into_iter()
-                .map(|m| match m {
-                    Message::Report(r) if r.as_ref().map_or(true, |r| r.size == size) => Ok(r),
-                    other => Err(out_of_step(&other, &format!("the measurement of {size} B"))),
-                })
-                .collect::<Result<_, _>>()?;
             for c in reports.iter().flatten().filter_map(|r| r.validation) {
                 checked = checked.add(c);
             }
