@@ -186,7 +186,7 @@ sys.exit(0 if verdict == "within target" else 3)
 EOF
 }
 
-printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores, medians of %s (smallest size) and %s alternating runs, %s\n' \
+printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores, medians of %s rounds (smallest size) and %s rounds (each program once a round, in random order), %s\n' \
     "$np" "$(nproc)" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s\n' collective "size(B)" ours bare ours-z3 bare-bar osu \
     harness "(95%)" harn-z3 method vs-osu "(95%)" verdict
