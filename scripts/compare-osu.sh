@@ -74,6 +74,10 @@ for size in $large_sizes; do
         '' | *[!0-9]* | 0) echo "compare-osu.sh: LARGE_SIZES has '$size': give sizes in bytes, e.g. LARGE_SIZES=\"16777216 67108864\"" >&2; exit 2 ;;
     esac
 done
+if [ -n "${SAMPLES_DIR:-}" ] && ! { mkdir -p "$SAMPLES_DIR" 2>/dev/null && [ -d "$SAMPLES_DIR" ] && [ -w "$SAMPLES_DIR" ]; }; then
+    echo "compare-osu.sh: SAMPLES_DIR=$SAMPLES_DIR is not a folder this user can write; give a folder path, e.g. SAMPLES_DIR=osu-samples" >&2
+    exit 2
+fi
 bin=${FABRICBENCH_BIN:-target/release}
 if [ ! -x "$bin/all_reduce_perf" ]; then
     echo "# building release binaries into target/release" >&2
@@ -223,7 +227,6 @@ for pair in "${pairs[@]}"; do
             osu_precision_noted=1
         fi
         if [ -n "${SAMPLES_DIR:-}" ]; then
-            mkdir -p "$SAMPLES_DIR"
             for program in o:ours b:bare oz:ours-z3 bb:bare-bar u:osu; do
                 cp "$work/${program%%:*}" "$SAMPLES_DIR/${ours%_perf}-$our_size-${program#*:}.txt"
             done
