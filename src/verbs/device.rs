@@ -127,132 +127,153 @@ fn list_gids(table: &[GidEntry]) -> String {
         .join(", ")
 }
 
-/// Picks the GID of `port` on `device`: the -x entry after checking it, none on
-/// InfiniBand (LID routing, as perftest), else the RoCE v2 GID of an IPv4 address
-/// (then of a global IPv6 address), lowest index first, as NCCL >= 2.21 does.
-pub fn choose_gid(
-    device: &str,
-    port: u8,
-    link: LinkLayer,
-    table: &[GidEntry],
-    table_len: u32,
-    requested: Option<u32>,
-) -> Result<Option<GidChoice>, String> {
-    if let Some(index) = requested {
-        if index >= table_len {
-            return Err(format!(
-                "-x/--gid-index {index}: out of range: {device} port {port} has {table_len} GID entries (in use: {}); pass one of those",
+/// One port's GID table, as the GID choice reads it.
+#[derive(Clone, Copy)]
+pub struct PortGids<'a> {
+    pub device: &'a str,
+    pub port: u8,
+    pub link: LinkLayer,
+    /// The entries in use.
+    pub entries: &'a [GidEntry],
+    /// The table's size (`-x` may name any index below it).
+    pub len: u32,
+}
+
+impl PortGids<'_> {
+    /// Picks the GID of `port` on `device`: the -x entry after checking it, none on
+    /// InfiniBand (LID routing, as perftest), else the RoCE v2 GID of an IPv4 address
+    /// (then of a global IPv6 address), lowest index first, as NCCL >= 2.21 does.
+    pub fn choose(&self, requested: Option<u32>) -> Result<Option<GidChoice>, String> {
+        let PortGids {
+            device,
+            port,
+            link,
+            entries: table,
+            len: table_len,
+        } = *self;
+        if let Some(index) = requested {
+            if index >= table_len {
+                return Err(format!(
+                    "-x/--gid-index {index}: out of range: {device} port {port} has {table_len} GID entries (in use: {}); pass one of those",
+                    list_gids(table)
+                ));
+            }
+            let Some(entry) = table.iter().find(|e| e.index == index) else {
+                return Err(format!(
+                    "-x/--gid-index {index}: entry {index} of {device} port {port} is empty (in use: {}); pass one of those",
+                    list_gids(table)
+                ));
+            };
+            if link == LinkLayer::Ethernet && entry.kind != GidKind::RoceV2 {
+                return Err(format!(
+                    "-x/--gid-index {index}: GID {index} of {device} port {port} is {}, not RoCE v2 (GIDs: {}); pass a RoCE v2 index or drop -x to choose automatically",
+                    entry.kind,
+                    list_gids(table)
+                ));
+            }
+            return Ok(Some(GidChoice {
+                entry: entry.clone(),
+                automatic: None,
+                by_flag: None,
+            }));
+        }
+        if link == LinkLayer::InfiniBand {
+            return Ok(None);
+        }
+        let v2: Vec<&GidEntry> = table
+            .iter()
+            .filter(|e| e.kind == GidKind::RoceV2 && !e.gid.is_unspecified())
+            .collect();
+        let ipv4: Vec<&GidEntry> = v2
+            .iter()
+            .copied()
+            .filter(|e| e.gid.to_ipv4_mapped().is_some())
+            .collect();
+        let global_v6: Vec<&GidEntry> = v2
+            .iter()
+            .copied()
+            .filter(|e| e.gid.to_ipv4_mapped().is_none() && !is_link_local(&e.gid))
+            .collect();
+        let candidates = if ipv4.is_empty() { global_v6 } else { ipv4 };
+        let mut sorted = candidates;
+        sorted.sort_by_key(|e| e.index);
+        match sorted.split_first() {
+            Some((first, rest)) => Ok(Some(GidChoice {
+                entry: (*first).clone(),
+                automatic: Some(rest.iter().map(|e| e.index).collect()),
+                by_flag: None,
+            })),
+            None => Err(format!(
+                "{device} port {port} has no RoCE v2 GID with an IPv4 or global IPv6 address (GIDs: {}): give the port's network interface an IP address, or pass -x",
                 list_gids(table)
+            )),
+        }
+    }
+
+    /// `choose` as --ipv6 and --bind_source_ip ask: a RoCE v2 GID of an
+    /// IPv6 address (global before link-local, as perftest scores them), or the
+    /// GID whose address is the given one. -x still wins (clap refuses both).
+    pub fn choose_for(
+        &self,
+        prefer: &GidPreference,
+        requested: Option<u32>,
+    ) -> Result<Option<GidChoice>, String> {
+        let PortGids {
+            device,
+            port,
+            link,
+            entries: table,
+            ..
+        } = *self;
+        let flag = match prefer {
+            GidPreference::Ipv4 => "",
+            GidPreference::Ipv6 => "--ipv6",
+            GidPreference::Source(_) => "--bind_source_ip",
+        };
+        if flag.is_empty() || requested.is_some() {
+            return self.choose(requested);
+        }
+        if link == LinkLayer::InfiniBand {
+            return Err(format!(
+                "{flag}: {device} port {port} is InfiniBand, whose GIDs carry no IP address; drop {flag} (or pass -x)"
             ));
         }
-        let Some(entry) = table.iter().find(|e| e.index == index) else {
+        let mut found: Vec<&GidEntry> = table
+            .iter()
+            .filter(|e| e.kind == GidKind::RoceV2)
+            .filter(|e| match prefer {
+                GidPreference::Source(ip) => e.gid.to_canonical() == *ip,
+                _ => e.gid.to_ipv4_mapped().is_none() && !e.gid.is_unspecified(),
+            })
+            .collect();
+        found.sort_by_key(|e| (is_link_local(&e.gid), e.index));
+        let Some((first, rest)) = found.split_first() else {
+            let what = match prefer {
+                GidPreference::Source(ip) => {
+                    format!(
+                        "{flag} {ip}: no RoCE v2 GID of {device} port {port} carries this address"
+                    )
+                }
+                _ => {
+                    format!("{flag}: {device} port {port} has no RoCE v2 GID with an IPv6 address")
+                }
+            };
             return Err(format!(
-                "-x/--gid-index {index}: entry {index} of {device} port {port} is empty (in use: {}); pass one of those",
+                "{what} (GIDs: {}); give the port's interface that address, or choose another with -x",
                 list_gids(table)
             ));
         };
-        if link == LinkLayer::Ethernet && entry.kind != GidKind::RoceV2 {
-            return Err(format!(
-                "-x/--gid-index {index}: GID {index} of {device} port {port} is {}, not RoCE v2 (GIDs: {}); pass a RoCE v2 index or drop -x to choose automatically",
-                entry.kind,
-                list_gids(table)
-            ));
-        }
-        return Ok(Some(GidChoice {
-            entry: entry.clone(),
-            automatic: None,
-            by_flag: None,
-        }));
-    }
-    if link == LinkLayer::InfiniBand {
-        return Ok(None);
-    }
-    let v2: Vec<&GidEntry> = table
-        .iter()
-        .filter(|e| e.kind == GidKind::RoceV2 && !e.gid.is_unspecified())
-        .collect();
-    let ipv4: Vec<&GidEntry> = v2
-        .iter()
-        .copied()
-        .filter(|e| e.gid.to_ipv4_mapped().is_some())
-        .collect();
-    let global_v6: Vec<&GidEntry> = v2
-        .iter()
-        .copied()
-        .filter(|e| e.gid.to_ipv4_mapped().is_none() && !is_link_local(&e.gid))
-        .collect();
-    let candidates = if ipv4.is_empty() { global_v6 } else { ipv4 };
-    let mut sorted = candidates;
-    sorted.sort_by_key(|e| e.index);
-    match sorted.split_first() {
-        Some((first, rest)) => Ok(Some(GidChoice {
+        Ok(Some(GidChoice {
             entry: (*first).clone(),
             automatic: Some(rest.iter().map(|e| e.index).collect()),
-            by_flag: None,
-        })),
-        None => Err(format!(
-            "{device} port {port} has no RoCE v2 GID with an IPv4 or global IPv6 address (GIDs: {}): give the port's network interface an IP address, or pass -x",
-            list_gids(table)
-        )),
+            by_flag: Some(flag),
+        }))
     }
 }
 
 /// fe80::/10 (`Ipv6Addr::is_unicast_link_local` needs Rust 1.84).
 fn is_link_local(gid: &Ipv6Addr) -> bool {
     gid.segments()[0] & 0xffc0 == 0xfe80
-}
-
-/// `choose_gid` as --ipv6 and --bind_source_ip ask: a RoCE v2 GID of an
-/// IPv6 address (global before link-local, as perftest scores them), or the
-/// GID whose address is the given one. -x still wins (clap refuses both).
-pub fn choose_gid_for(
-    prefer: &GidPreference,
-    device: &str,
-    port: u8,
-    link: LinkLayer,
-    table: &[GidEntry],
-    table_len: u32,
-    requested: Option<u32>,
-) -> Result<Option<GidChoice>, String> {
-    let flag = match prefer {
-        GidPreference::Ipv4 => "",
-        GidPreference::Ipv6 => "--ipv6",
-        GidPreference::Source(_) => "--bind_source_ip",
-    };
-    if flag.is_empty() || requested.is_some() {
-        return choose_gid(device, port, link, table, table_len, requested);
-    }
-    if link == LinkLayer::InfiniBand {
-        return Err(format!(
-            "{flag}: {device} port {port} is InfiniBand, whose GIDs carry no IP address; drop {flag} (or pass -x)"
-        ));
-    }
-    let mut found: Vec<&GidEntry> = table
-        .iter()
-        .filter(|e| e.kind == GidKind::RoceV2)
-        .filter(|e| match prefer {
-            GidPreference::Source(ip) => e.gid.to_canonical() == *ip,
-            _ => e.gid.to_ipv4_mapped().is_none() && !e.gid.is_unspecified(),
-        })
-        .collect();
-    found.sort_by_key(|e| (is_link_local(&e.gid), e.index));
-    let Some((first, rest)) = found.split_first() else {
-        let what = match prefer {
-            GidPreference::Source(ip) => {
-                format!("{flag} {ip}: no RoCE v2 GID of {device} port {port} carries this address")
-            }
-            _ => format!("{flag}: {device} port {port} has no RoCE v2 GID with an IPv6 address"),
-        };
-        return Err(format!(
-            "{what} (GIDs: {}); give the port's interface that address, or choose another with -x",
-            list_gids(table)
-        ));
-    };
-    Ok(Some(GidChoice {
-        entry: (*first).clone(),
-        automatic: Some(rest.iter().map(|e| e.index).collect()),
-        by_flag: Some(flag),
-    }))
 }
 
 /// The port's rate for the limit column; None where sysfs has none to compare with.
@@ -373,15 +394,14 @@ pub fn open_port(
         LinkLayer::InfiniBand
     };
     let table = gid_table(&ctx, port);
-    let gid = choose_gid_for(
-        prefer,
-        &name,
+    let gid = PortGids {
+        device: &name,
         port,
         link,
-        &table,
-        pattr.gid_tbl_len.max(0) as u32,
-        gid_index,
-    )?;
+        entries: &table,
+        len: pattr.gid_tbl_len.max(0) as u32,
+    }
+    .choose_for(prefer, gid_index)?;
     let shown_gid = gid
         .as_ref()
         .map(|g| g.entry.gid)
@@ -457,6 +477,22 @@ fn gid_table(ctx: &Arc<DeviceContext>, port: u8) -> Vec<GidEntry> {
 mod tests {
     use super::*;
 
+    fn gids<'a>(
+        device: &'a str,
+        port: u8,
+        link: LinkLayer,
+        entries: &'a [GidEntry],
+        len: u32,
+    ) -> PortGids<'a> {
+        PortGids {
+            device,
+            port,
+            link,
+            entries,
+            len,
+        }
+    }
+
     fn entry(index: u32, gid: &str, kind: GidKind) -> GidEntry {
         GidEntry {
             index,
@@ -481,7 +517,8 @@ mod tests {
 
     #[test]
     fn picks_the_ipv4_roce_v2_gid() {
-        let c = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &roce_table(), 255, None)
+        let c = gids("mlx5_0", 1, LinkLayer::Ethernet, &roce_table(), 255)
+            .choose(None)
             .unwrap()
             .unwrap();
         assert_eq!(c.entry.index, 3);
@@ -498,12 +535,15 @@ mod tests {
             .into_iter()
             .filter(|e| e.gid.to_ipv4_mapped().is_none())
             .collect();
-        let c = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &table, 255, None)
+        let c = gids("mlx5_0", 1, LinkLayer::Ethernet, &table, 255)
+            .choose(None)
             .unwrap()
             .unwrap();
         assert_eq!(c.entry.index, 4);
         let link_local_only = vec![entry(1, "fe80::1", GidKind::RoceV2)];
-        let e = choose_gid("rxe0", 1, LinkLayer::Ethernet, &link_local_only, 16, None).unwrap_err();
+        let e = gids("rxe0", 1, LinkLayer::Ethernet, &link_local_only, 16)
+            .choose(None)
+            .unwrap_err();
         assert!(
             e.contains("no RoCE v2 GID") && e.contains("1 fe80::1 RoCE v2 on eth0"),
             "{e}"
@@ -518,7 +558,8 @@ mod tests {
             entry(1, "::ffff:127.0.0.1", GidKind::RoceV2),
             entry(2, "::1", GidKind::RoceV2),
         ];
-        let c = choose_gid("rxe0", 1, LinkLayer::Ethernet, &table, 1024, None)
+        let c = gids("rxe0", 1, LinkLayer::Ethernet, &table, 1024)
+            .choose(None)
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -530,19 +571,26 @@ mod tests {
     #[test]
     fn requested_index_is_checked() {
         let t = roce_table();
-        let ok = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(4))
+        let ok = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+            .choose(Some(4))
             .unwrap()
             .unwrap();
         assert_eq!((ok.entry.index, ok.automatic.clone()), (4, None));
         assert!(ok.describe().ends_with(", from -x)"));
-        let e = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(300)).unwrap_err();
+        let e = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+            .choose(Some(300))
+            .unwrap_err();
         assert!(
             e.starts_with("-x/--gid-index 300: out of range: mlx5_0 port 1 has 255"),
             "{e}"
         );
-        let e = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(5)).unwrap_err();
+        let e = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+            .choose(Some(5))
+            .unwrap_err();
         assert!(e.contains("entry 5 of mlx5_0 port 1 is empty"), "{e}");
-        let e = choose_gid("mlx5_0", 1, LinkLayer::Ethernet, &t, 255, Some(2)).unwrap_err();
+        let e = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+            .choose(Some(2))
+            .unwrap_err();
         assert!(e.contains("is RoCE v1, not RoCE v2"), "{e}");
     }
 
@@ -550,10 +598,14 @@ mod tests {
     fn infiniband_uses_lid_routing_unless_asked() {
         let t = vec![entry(0, "fe80::2:c903:1:2", GidKind::InfiniBand)];
         assert_eq!(
-            choose_gid("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128, None).unwrap(),
+            gids("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128)
+                .choose(None)
+                .unwrap(),
             None
         );
-        let c = choose_gid("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128, Some(0)).unwrap();
+        let c = gids("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128)
+            .choose(Some(0))
+            .unwrap();
         assert_eq!(c.unwrap().entry.kind, GidKind::InfiniBand);
     }
 

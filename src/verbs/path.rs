@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn ipv6_and_source_ip_choose_their_gid() {
-        use crate::verbs::device::{choose_gid_for, GidEntry, GidKind, LinkLayer};
+        use crate::verbs::device::{GidEntry, GidKind, LinkLayer, PortGids};
         use crate::verbs::path_args::GidPreference;
         let entry = |index, gid: &str, kind| GidEntry {
             index,
@@ -232,8 +232,22 @@ mod tests {
             entry(3, "fd00::1", GidKind::RoceV2),
             entry(4, "::ffff:10.99.0.9", GidKind::RoceV2),
         ];
+        fn port<'a>(
+            device: &'a str,
+            link: LinkLayer,
+            entries: &'a [GidEntry],
+            len: u32,
+        ) -> PortGids<'a> {
+            PortGids {
+                device,
+                port: 1,
+                link,
+                entries,
+                len,
+            }
+        }
         let pick = |prefer: &GidPreference, t: &[GidEntry]| {
-            choose_gid_for(prefer, "rxe1", 1, LinkLayer::Ethernet, t, 1024, None)
+            port("rxe1", LinkLayer::Ethernet, t, 1024).choose_for(prefer, None)
         };
         let v6 = pick(&GidPreference::Ipv6, &table).unwrap().unwrap();
         assert_eq!(
@@ -260,32 +274,18 @@ mod tests {
             e.starts_with("--ipv6: rxe1 port 1 has no RoCE v2 GID with an IPv6 address"),
             "{e}"
         );
-        let e = choose_gid_for(
-            &GidPreference::Ipv6,
-            "mlx5_0",
-            1,
-            LinkLayer::InfiniBand,
-            &table,
-            128,
-            None,
-        )
-        .unwrap_err();
+        let e = port("mlx5_0", LinkLayer::InfiniBand, &table, 128)
+            .choose_for(&GidPreference::Ipv6, None)
+            .unwrap_err();
         assert!(
             e.contains("is InfiniBand, whose GIDs carry no IP address"),
             "{e}"
         );
         // -x wins; the default rule is the one before.
-        let x = choose_gid_for(
-            &GidPreference::Ipv6,
-            "rxe1",
-            1,
-            LinkLayer::Ethernet,
-            &table,
-            1024,
-            Some(1),
-        )
-        .unwrap()
-        .unwrap();
+        let x = port("rxe1", LinkLayer::Ethernet, &table, 1024)
+            .choose_for(&GidPreference::Ipv6, Some(1))
+            .unwrap()
+            .unwrap();
         assert_eq!((x.entry.index, x.by_flag), (1, None));
         assert_eq!(
             pick(&GidPreference::Ipv4, &table)
