@@ -40,6 +40,9 @@
 # -z 3, within 5% of OSU; at 16 MiB and above our algbw within 3% of OSU's. Each ratio
 # comes with a 95% bootstrap interval over the launches: a verdict is "within" only
 # when the whole interval is, "outside" only when none of it is, else "unresolved".
+# The last two lines pool the rows (smallest sizes, then 16 MiB and above): each
+# ratio's geometric mean over the rows with a 95% interval, which can show a harness
+# cost, or a gap to OSU that the bare loop shares, where no single row resolves 3%.
 # Timings on a shared host are noisy: run it on an idle machine and read ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -190,6 +193,44 @@ sys.exit(0 if verdict == "within target" else 3)
 EOF
 }
 
+# The rows pooled, the smallest sizes apart from the bandwidth sizes: the geometric
+# mean over rows of each ratio of medians, with a 95% interval from resampling every
+# row's launches. One row rarely settles 3% on a noisy host; the rows together say
+# whether the harness costs anything (ours/bare), and whether a gap to OSU is the
+# method's (the bare loop's algbw ratio to OSU as far from 1 as ours) or ours.
+pooled() { # a folder holding 1/ (smallest sizes) and 0/, files <collective>-<size>.<program>
+    "$python" - "$1" <<'EOF'
+import math, os, random, statistics, sys
+med = statistics.median
+rng = random.Random(2)
+for small, label in (("1", "smallest sizes"), ("0", ">= 16 MiB")):
+    folder = os.path.join(sys.argv[1], small)
+    if not os.path.isdir(folder):
+        continue
+    rows = {}
+    for name in os.listdir(folder):
+        row, program = name.rsplit(".", 1)
+        rows.setdefault(row, {})[program] = [float(x) for x in open(os.path.join(folder, name)).read().split()]
+    rows = [r for r in rows.values() if all(r.get(p) for p in ("o", "b", "oz", "bb", "u"))]
+    if not rows:
+        continue
+    def pool(a, c, resample):
+        logs = []
+        for r in rows:
+            x, y = r[a], r[c]
+            if resample:
+                x, y = rng.choices(x, k=len(x)), rng.choices(y, k=len(y))
+            logs.append(math.log(med(x) / med(y)))
+        return math.exp(sum(logs) / len(logs))
+    parts = []
+    for a, c, what in (("o", "b", "ours/bare"), ("oz", "bb", "z3/bar"), ("bb", "u", "bar/osu"),
+                       ("oz", "u", "z3/osu time"), ("u", "o", "algbw ours/osu"), ("u", "b", "algbw bare/osu")):
+        boots = sorted(pool(a, c, True) for _ in range(1000))
+        parts.append("%s %.3f (%.2f-%.2f)" % (what, pool(a, c, False), boots[25], boots[974]))
+    print("# pooled, %s, %d rows (geometric means, 95%%): %s" % (label, len(rows), ", ".join(parts)))
+EOF
+}
+
 printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores, medians of %s rounds (smallest size) and %s rounds (each program once a round, in random order), %s\n' \
     "$np" "$(nproc)" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s\n' collective "size(B)" ours bare ours-z3 bare-bar osu \
@@ -232,6 +273,9 @@ for pair in "${pairs[@]}"; do
             done
         fi
         judge "$ours" "$our_size" "$small" "$work/o" "$work/b" "$work/oz" "$work/bb" "$work/u" && met=$((met + 1))
+        mkdir -p "$work/rows/$small"
+        for program in o b oz bb u; do cp "$work/$program" "$work/rows/$small/${ours%_perf}-$our_size.$program"; done
     done
 done
 echo "# $met of $total within target (smallest size: ours/bare and ours -z 3/OSU within 5%; >= 16 MiB: our algbw within 3% of OSU's; each with its whole 95% interval)"
+pooled "$work/rows"
