@@ -11,7 +11,7 @@
 use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::clock::Clock;
-use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
+use super::completion::{describe_failure, poll, quiet_peer_cause, Stall, Wc, SUCCESS};
 use super::cqe::CqePoller;
 use super::duration::{takes_receives, Window};
 use super::post::Chain;
@@ -251,7 +251,12 @@ pub fn run(
     let mut in_window = 0u64;
     let marks_end = takes_receives(plan);
     let mut stopping = false;
+    // A UD receiver short of messages has most likely lost them: UD does not
+    // retransmit (perftest's server, after its 120 s, reports what arrived).
     let mut stall = Stall::new(plan.timeout).with_events(ep.post.events.as_ref());
+    if roles.receiving {
+        stall = stall.with_cause(quiet_peer_cause(plan.options.connection));
+    }
     let mut wcs = Vec::with_capacity(64);
     let mut send_batch = CqePoller::new(plan, ep.post.dynamic_cqe);
     let mut recv_batch = CqePoller::new(plan, ep.post.dynamic_cqe);
@@ -392,8 +397,9 @@ pub fn run(
         if idle {
             stall.idle(|| {
                 format!(
-                    "waited for a {op:?} completion at {size} B (posted {posted_total}, completed {completed_total}, received {})",
-                    received.iter().sum::<u64>()
+                    "waited for a {op:?} completion at {size} B (posted {posted_total}, completed {completed_total}, received {}{})",
+                    received.iter().sum::<u64>(),
+                    total.map_or(String::new(), |t| format!(" of {t}"))
                 )
             })?;
         } else {

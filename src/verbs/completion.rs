@@ -9,6 +9,7 @@ use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 // -e: an idle loop sleeps on the completion channel.
 use super::events::Events;
+use super::parity::Connection;
 use std::sync::Arc;
 
 /// Completions fetched by one `ibv_poll_cq` call (perftest's CTX_POLL_BATCH).
@@ -75,7 +76,23 @@ pub struct Stall {
     timeout: Duration,
     /// -e: sleep on the completion channel instead of spinning.
     events: Option<Arc<Events>>,
+    /// What a timeout most likely means, for the error.
+    cause: &'static str,
 }
+
+/// What a receiver's timeout most likely means on `connection`.
+pub fn quiet_peer_cause(connection: Connection) -> &'static str {
+    match connection {
+        Connection::Ud => UD_LOSS,
+        _ => PEER_GONE,
+    }
+}
+
+/// A peer that went quiet, as a timeout reads on a reliable connection.
+pub const PEER_GONE: &str =
+    "the peer stopped responding (process gone, link down, or GID/MTU mismatch)";
+/// The same wait of a UD receiver, whose missing messages were most likely dropped.
+pub const UD_LOSS: &str = "the missing UD messages were most likely dropped (UD does not retransmit: a datagram that finds no posted receive, or is lost on the way, is gone), or the peer stopped sending; rerun, or use -c RC to measure without loss";
 
 impl Stall {
     pub fn new(timeout: Duration) -> Stall {
@@ -84,7 +101,14 @@ impl Stall {
             since: None,
             timeout,
             events: None,
+            cause: PEER_GONE,
         }
+    }
+
+    /// What the error names as the likely cause (default: the peer went quiet).
+    pub fn with_cause(mut self, cause: &'static str) -> Stall {
+        self.cause = cause;
+        self
     }
 
     /// -e: idle waits sleep on `events` (None: busy polling).
@@ -126,8 +150,9 @@ impl Stall {
 
     fn stalled(&self, waiting: String) -> anyhow::Error {
         anyhow!(
-            "{waiting} for {} s: the peer stopped responding (process gone, link down, or GID/MTU mismatch); raise --timeout if the fabric is this slow",
-            self.timeout.as_secs()
+            "{waiting} for {} s: {}; raise --timeout if the fabric is this slow",
+            self.timeout.as_secs(),
+            self.cause
         )
     }
 }
@@ -232,6 +257,19 @@ mod tests {
             e.starts_with("waited for message 3 for 0 s: the peer stopped responding"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_ud_receiver_short_of_messages_is_told_they_were_lost() {
+        let mut stall = Stall::new(Duration::ZERO).with_cause(quiet_peer_cause(Connection::Ud));
+        let e = (0..POLLS_PER_CHECK)
+            .find_map(|_| stall.idle(|| "received 702 of 2000".into()).err())
+            .unwrap()
+            .to_string();
+        assert!(e.contains("UD messages were most likely dropped"), "{e}");
+        assert!(!e.contains("stopped responding (process gone"), "{e}");
+        assert_eq!(quiet_peer_cause(Connection::Rc), PEER_GONE);
+        assert_eq!(quiet_peer_cause(Connection::Uc), PEER_GONE);
     }
 
     #[test]
