@@ -139,7 +139,23 @@ pub struct PortGids<'a> {
     pub len: u32,
 }
 
-impl PortGids<'_> {
+impl<'a> PortGids<'a> {
+    pub fn new(
+        device: &'a str,
+        port: u8,
+        link: LinkLayer,
+        entries: &'a [GidEntry],
+        len: u32,
+    ) -> PortGids<'a> {
+        PortGids {
+            device,
+            port,
+            link,
+            entries,
+            len,
+        }
+    }
+
     /// Picks the GID of `port` on `device`: the -x entry after checking it, none on
     /// InfiniBand (LID routing, as perftest), else the RoCE v2 GID of an IPv4 address
     /// (then of a global IPv6 address), lowest index first, as NCCL >= 2.21 does.
@@ -394,14 +410,8 @@ pub fn open_port(
         LinkLayer::InfiniBand
     };
     let table = gid_table(&ctx, port);
-    let gid = PortGids {
-        device: &name,
-        port,
-        link,
-        entries: &table,
-        len: pattr.gid_tbl_len.max(0) as u32,
-    }
-    .choose_for(prefer, gid_index)?;
+    let gid = PortGids::new(&name, port, link, &table, pattr.gid_tbl_len.max(0) as u32)
+        .choose_for(prefer, gid_index)?;
     let shown_gid = gid
         .as_ref()
         .map(|g| g.entry.gid)
@@ -477,22 +487,6 @@ fn gid_table(ctx: &Arc<DeviceContext>, port: u8) -> Vec<GidEntry> {
 mod tests {
     use super::*;
 
-    fn gids<'a>(
-        device: &'a str,
-        port: u8,
-        link: LinkLayer,
-        entries: &'a [GidEntry],
-        len: u32,
-    ) -> PortGids<'a> {
-        PortGids {
-            device,
-            port,
-            link,
-            entries,
-            len,
-        }
-    }
-
     fn entry(index: u32, gid: &str, kind: GidKind) -> GidEntry {
         GidEntry {
             index,
@@ -517,7 +511,7 @@ mod tests {
 
     #[test]
     fn picks_the_ipv4_roce_v2_gid() {
-        let c = gids("mlx5_0", 1, LinkLayer::Ethernet, &roce_table(), 255)
+        let c = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &roce_table(), 255)
             .choose(None)
             .unwrap()
             .unwrap();
@@ -535,13 +529,13 @@ mod tests {
             .into_iter()
             .filter(|e| e.gid.to_ipv4_mapped().is_none())
             .collect();
-        let c = gids("mlx5_0", 1, LinkLayer::Ethernet, &table, 255)
+        let c = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &table, 255)
             .choose(None)
             .unwrap()
             .unwrap();
         assert_eq!(c.entry.index, 4);
         let link_local_only = vec![entry(1, "fe80::1", GidKind::RoceV2)];
-        let e = gids("rxe0", 1, LinkLayer::Ethernet, &link_local_only, 16)
+        let e = PortGids::new("rxe0", 1, LinkLayer::Ethernet, &link_local_only, 16)
             .choose(None)
             .unwrap_err();
         assert!(
@@ -558,7 +552,7 @@ mod tests {
             entry(1, "::ffff:127.0.0.1", GidKind::RoceV2),
             entry(2, "::1", GidKind::RoceV2),
         ];
-        let c = gids("rxe0", 1, LinkLayer::Ethernet, &table, 1024)
+        let c = PortGids::new("rxe0", 1, LinkLayer::Ethernet, &table, 1024)
             .choose(None)
             .unwrap()
             .unwrap();
@@ -571,24 +565,24 @@ mod tests {
     #[test]
     fn requested_index_is_checked() {
         let t = roce_table();
-        let ok = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+        let ok = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
             .choose(Some(4))
             .unwrap()
             .unwrap();
         assert_eq!((ok.entry.index, ok.automatic.clone()), (4, None));
         assert!(ok.describe().ends_with(", from -x)"));
-        let e = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+        let e = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
             .choose(Some(300))
             .unwrap_err();
         assert!(
             e.starts_with("-x/--gid-index 300: out of range: mlx5_0 port 1 has 255"),
             "{e}"
         );
-        let e = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+        let e = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
             .choose(Some(5))
             .unwrap_err();
         assert!(e.contains("entry 5 of mlx5_0 port 1 is empty"), "{e}");
-        let e = gids("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
+        let e = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
             .choose(Some(2))
             .unwrap_err();
         assert!(e.contains("is RoCE v1, not RoCE v2"), "{e}");
@@ -598,12 +592,12 @@ mod tests {
     fn infiniband_uses_lid_routing_unless_asked() {
         let t = vec![entry(0, "fe80::2:c903:1:2", GidKind::InfiniBand)];
         assert_eq!(
-            gids("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128)
+            PortGids::new("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128)
                 .choose(None)
                 .unwrap(),
             None
         );
-        let c = gids("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128)
+        let c = PortGids::new("mlx5_0", 1, LinkLayer::InfiniBand, &t, 128)
             .choose(Some(0))
             .unwrap();
         assert_eq!(c.unwrap().entry.kind, GidKind::InfiniBand);

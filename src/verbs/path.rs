@@ -232,22 +232,8 @@ mod tests {
             entry(3, "fd00::1", GidKind::RoceV2),
             entry(4, "::ffff:10.99.0.9", GidKind::RoceV2),
         ];
-        fn port<'a>(
-            device: &'a str,
-            link: LinkLayer,
-            entries: &'a [GidEntry],
-            len: u32,
-        ) -> PortGids<'a> {
-            PortGids {
-                device,
-                port: 1,
-                link,
-                entries,
-                len,
-            }
-        }
         let pick = |prefer: &GidPreference, t: &[GidEntry]| {
-            port("rxe1", LinkLayer::Ethernet, t, 1024).choose_for(prefer, None)
+            PortGids::new("rxe1", 1, LinkLayer::Ethernet, t, 1024).choose_for(prefer, None)
         };
         let v6 = pick(&GidPreference::Ipv6, &table).unwrap().unwrap();
         assert_eq!(
@@ -274,7 +260,7 @@ mod tests {
             e.starts_with("--ipv6: rxe1 port 1 has no RoCE v2 GID with an IPv6 address"),
             "{e}"
         );
-        let e = port("mlx5_0", LinkLayer::InfiniBand, &table, 128)
+        let e = PortGids::new("mlx5_0", 1, LinkLayer::InfiniBand, &table, 128)
             .choose_for(&GidPreference::Ipv6, None)
             .unwrap_err();
         assert!(
@@ -282,7 +268,7 @@ mod tests {
             "{e}"
         );
         // -x wins; the default rule is the one before.
-        let x = port("rxe1", LinkLayer::Ethernet, &table, 1024)
+        let x = PortGids::new("rxe1", 1, LinkLayer::Ethernet, &table, 1024)
             .choose_for(&GidPreference::Ipv6, Some(1))
             .unwrap()
             .unwrap();
