@@ -89,10 +89,10 @@ pub fn quiet_peer_cause(connection: Connection) -> &'static str {
 }
 
 /// A peer that went quiet, as a timeout reads on a reliable connection.
-pub const PEER_GONE: &str =
+const PEER_GONE: &str =
     "the peer stopped responding (process gone, link down, or GID/MTU mismatch)";
 /// The same wait of a UD receiver, whose missing messages were most likely dropped.
-pub const UD_LOSS: &str = "the missing UD messages were most likely dropped (UD does not retransmit: a datagram that finds no posted receive, or is lost on the way, is gone), or the peer stopped sending; rerun, or use -c RC to measure without loss";
+const UD_LOSS: &str = "the missing UD messages were most likely dropped (UD does not retransmit: a datagram that finds no posted receive, or is lost on the way, is gone), or the peer stopped sending; rerun, or use -c RC to measure without loss";
 
 impl Stall {
     pub fn new(timeout: Duration) -> Stall {
