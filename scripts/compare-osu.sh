@@ -145,9 +145,19 @@ osu_time() {
 # a run too noisy to decide says "unresolved" rather than guess.
 judge() { # name size small(1|0) ours bare ours-z3 bare-bar osu
     "$python" - "$@" <<'EOF'
-import random, statistics, sys
+import math, random, statistics, sys
 name, size, small, *files = sys.argv[1:]
-samples = [[float(x) for x in open(f).read().split()] for f in files]
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan  # a line that is not a time (an error message) counts as bad
+samples = [[number(x) for x in open(f).read().split()] for f in files]
+bad = [k for k, s in zip(("ours", "bare", "ours-z3", "bare-bar", "osu"), samples)
+       if any(not (math.isfinite(x) and x > 0) for x in s)]
+if bad:
+    print("  %-20s %10s BAD DATA: a time of %s is not a positive number" % (name, size, ", ".join(bad)))
+    sys.exit(1)
 if any(not s for s in samples):
     print("  %-20s %10s NO DATA (%s)" % (name, size, ", ".join(
         "%s %d runs" % (k, len(s)) for k, s in zip(("ours", "bare", "ours-z3", "bare-bar", "osu"), samples))))
@@ -210,10 +220,18 @@ for small, label in (("1", "smallest sizes"), ("0", ">= 16 MiB")):
     rows = {}
     for name in os.listdir(folder):
         row, program = name.rsplit(".", 1)
-        rows.setdefault(row, {})[program] = [float(x) for x in open(os.path.join(folder, name)).read().split()]
-    rows = [r for r in rows.values() if all(r.get(p) for p in ("o", "b", "oz", "bb", "u"))]
+        try:
+            times = [float(x) for x in open(os.path.join(folder, name)).read().split()]
+        except ValueError:
+            times = [math.nan]  # left out below, as a bad time
+        rows.setdefault(row, {})[program] = times
+    found = len(rows)
+    rows = [r for r in rows.values() if all(
+        r.get(p) and all(math.isfinite(x) and x > 0 for x in r[p]) for p in ("o", "b", "oz", "bb", "u"))]
     if not rows:
+        print("# pooled, %s: no row with a time from every program" % label)
         continue
+    left = "" if len(rows) == found else ", %d left out (no data, or a time that is not a positive number)" % (found - len(rows))
     def pool(a, c, resample):
         logs = []
         for r in rows:
@@ -227,7 +245,7 @@ for small, label in (("1", "smallest sizes"), ("0", ">= 16 MiB")):
                        ("oz", "u", "z3/osu time"), ("u", "o", "algbw ours/osu"), ("u", "b", "algbw bare/osu")):
         boots = sorted(pool(a, c, True) for _ in range(1000))
         parts.append("%s %.3f (%.2f-%.2f)" % (what, pool(a, c, False), boots[25], boots[974]))
-    print("# pooled, %s, %d rows (geometric means, 95%%): %s" % (label, len(rows), ", ".join(parts)))
+    print("# pooled, %s, %d rows%s (geometric means, 95%%): %s" % (label, len(rows), left, ", ".join(parts)))
 EOF
 }
 
