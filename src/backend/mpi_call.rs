@@ -85,7 +85,7 @@ impl MpiCall {
             ),
             MpiCall::SendrecvReplace(Xfer { recv, n, dt, .. }, to, from) => check(
                 ffi::MPI_Sendrecv_replace(recv, n, dt, to, 0, from, 0, comm, ignore),
-                "MPI_Sendrecv",
+                "MPI_Sendrecv_replace",
             ),
         }
     }
