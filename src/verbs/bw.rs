@@ -252,7 +252,8 @@ pub fn run(
     let marks_end = takes_receives(plan);
     let mut stopping = false;
     // A UD receiver short of messages has most likely lost them: UD does not
-    // retransmit (perftest's server, after its 120 s, reports what arrived).
+    // retransmit (perftest's server, 120 s without one, exits with its count
+    // and no report; ours says how many arrived, after --timeout).
     let mut stall = Stall::new(plan.timeout).with_events(ep.post.events.as_ref());
     if roles.receiving {
         stall = stall.with_cause(quiet_peer_cause(plan.options.connection));
