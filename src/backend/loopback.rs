@@ -16,6 +16,8 @@ pub struct Loopback {
     pub budget: Option<MemoryBudget>,
     /// Calls issued, for tests that count them.
     pub calls: u64,
+    /// Writes of host data into the buffers (inputs, poison), for the same.
+    pub writes: u64,
 }
 
 impl Loopback {
@@ -65,6 +67,7 @@ impl Backend for Loopback {
     }
 
     fn write(&mut self, at: BufRef, data: &[u8]) -> anyhow::Result<()> {
+        self.writes += 1;
         self.buffer(at.slot)[at.offset..at.offset + data.len()].copy_from_slice(data);
         Ok(())
     }

@@ -50,8 +50,8 @@ impl Exporter for Recorder {
 }
 
 /// The sweep of `plan` on the loopback backend: the summary, what the exporter got,
-/// and the calls the backend saw.
-fn run_sweep(coll: &dyn Collective, plan: &Plan, faults: Faults) -> (Summary, Log, u64) {
+/// and the backend, with the calls and writes it saw.
+fn run_sweep(coll: &dyn Collective, plan: &Plan, faults: Faults) -> (Summary, Log, Loopback) {
     run_sweep_on(&Solo, coll, plan, faults)
 }
 
@@ -60,7 +60,7 @@ fn run_sweep_on<C: Comm>(
     coll: &dyn Collective,
     plan: &Plan,
     faults: Faults,
-) -> (Summary, Log, u64) {
+) -> (Summary, Log, Loopback) {
     let mut backend = Loopback::default();
     allocate(
         comm,
@@ -82,7 +82,7 @@ fn run_sweep_on<C: Comm>(
         .unwrap();
     drop(exporters);
     let log = Rc::try_unwrap(log).ok().unwrap().into_inner();
-    (summary, log, backend.calls)
+    (summary, log, backend)
 }
 
 #[test]
@@ -93,7 +93,8 @@ fn every_collective_sweeps_its_planned_rows_with_right_data() {
     let sizes = sweep(8, 1024, crate::sizes::Step::Factor(4));
     assert_eq!(sizes, [8, 32, 128, 512]);
     for coll in collective::all() {
-        let (summary, log, calls) = run_sweep(coll, &p, Faults::default());
+        let (summary, log, backend) = run_sweep(coll, &p, Faults::default());
+        let calls = backend.calls;
         let what = coll.name();
         let ops = if coll.reduces() { 6 } else { 1 };
         assert_eq!(planned_results(&p, coll, 1), Some(12 * ops * 4), "{what}");
@@ -109,6 +110,7 @@ fn every_collective_sweeps_its_planned_rows_with_right_data() {
         // datatype and op a warm-up of -w 2 calls at 8, 16, ..., 1K bytes.
         let warm_up = 2 * 8;
         assert_eq!(calls, 12 * ops * (warm_up + 4 * 2 * (3 + 1)), "{what}");
+        assert!(backend.writes > 0, "{what}: -c 1 writes inputs");
         for (i, r) in log.results.iter().enumerate() {
             let dtype: DataType = r.datatype.parse().unwrap();
             let counts = coll.counts(
@@ -157,7 +159,9 @@ fn without_check_wrong_is_unknown_and_cycles_repeat() {
     let p = plan(&[
         "-b", "64", "-e", "256", "-f", "2", "-n", "2", "-c", "0", "-N", "3",
     ]);
-    let (summary, log, _) = run_sweep(&collective::Broadcast, &p, Faults::default());
+    let (summary, log, backend) = run_sweep(&collective::Broadcast, &p, Faults::default());
+    // As nccl-tests: no input is written where nothing checks it.
+    assert_eq!(backend.writes, 0);
     assert_eq!(planned_results(&p, &collective::Broadcast, 1), Some(3 * 3));
     let cycles: Vec<u64> = log.results.iter().map(|r| r.cycle).collect();
     assert_eq!(cycles, [0, 0, 0, 1, 1, 1, 2, 2, 2]);
@@ -426,7 +430,7 @@ fn agg_iters_makes_m_calls_per_timed_iteration() {
         let p = plan(&[
             "-b", "8", "-e", "64", "-f", "8", "-n", "3", "-w", "1", "-m", m,
         ]);
-        run_sweep(coll, &p, Faults::default()).2
+        run_sweep(coll, &p, Faults::default()).2.calls
     };
     // 2 sizes x 2 placements x 3 iterations, each iteration 4 calls instead of 1.
     assert_eq!(calls("4") - calls("1"), 2 * 2 * 3 * 3);
