@@ -369,10 +369,8 @@ impl<'a, C: Comm> Bench<'a, C> {
         let mut measurements = Vec::new();
         for placement in Placement::BOTH {
             let args: Vec<OpArgs> = layouts.iter().map(|l| self.op_args(l, placement)).collect();
-            // As nccl-tests: inputs only where -c checks them. Without, the buffers keep
-            // the zeros every backend writes at allocation, which every op keeps zero (no
-            // NaN or denormal to slow a reduction), and no rank is still computing a
-            // pattern while the others wait in the barrier.
+            // As nccl-tests, inputs only where -c checks them; else the zeros every backend
+            // writes at allocation, which every op keeps zero (no NaN to slow a reduction).
             if self.plan.check > 0 {
                 self.write_inputs(&layouts, &args)?;
             }
