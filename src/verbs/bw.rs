@@ -11,7 +11,7 @@
 use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::clock::Clock;
-use super::completion::{describe_failure, poll, quiet_peer_cause, Stall, Wc, SUCCESS};
+use super::completion::{describe_failure, poll, Stall, Wc, SUCCESS};
 use super::cqe::CqePoller;
 use super::duration::{takes_receives, Window};
 use super::post::Chain;
@@ -256,7 +256,7 @@ pub fn run(
     // and no report; ours says how many arrived, after --timeout).
     let mut stall = Stall::new(plan.timeout).with_events(ep.post.events.as_ref());
     if roles.receiving {
-        stall = stall.with_cause(quiet_peer_cause(plan.options.connection));
+        stall = stall.receiving(plan.options.connection);
     }
     let mut wcs = Vec::with_capacity(64);
     let mut send_batch = CqePoller::new(plan, ep.post.dynamic_cqe);

@@ -81,7 +81,7 @@ pub struct Stall {
 }
 
 /// What a receiver's timeout most likely means on `connection`.
-pub fn quiet_peer_cause(connection: Connection) -> &'static str {
+fn quiet_peer_cause(connection: Connection) -> &'static str {
     match connection {
         Connection::Ud => UD_LOSS,
         _ => PEER_GONE,
@@ -105,9 +105,10 @@ impl Stall {
         }
     }
 
-    /// What the error names as the likely cause (default: the peer went quiet).
-    pub fn with_cause(mut self, cause: &'static str) -> Stall {
-        self.cause = cause;
+    /// A receiver's wait on `connection`: the error names the likely cause (on UD,
+    /// lost datagrams; else, as by default, a peer gone quiet).
+    pub fn receiving(mut self, connection: Connection) -> Stall {
+        self.cause = quiet_peer_cause(connection);
         self
     }
 
@@ -261,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_ud_receiver_short_of_messages_is_told_they_were_lost() {
-        let mut stall = Stall::new(Duration::ZERO).with_cause(quiet_peer_cause(Connection::Ud));
+        let mut stall = Stall::new(Duration::ZERO).receiving(Connection::Ud);
         let e = (0..POLLS_PER_CHECK)
             .find_map(|_| stall.idle(|| "received 702 of 2000".into()).err())
             .unwrap()

@@ -7,7 +7,7 @@
 use super::args::{Length, Plan};
 use super::bench::Verb;
 use super::clock::Clock;
-use super::completion::{describe_failure, poll_one, quiet_peer_cause, Stall, Wc, SUCCESS};
+use super::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
 use super::duration::Window;
 use super::qp::{Endpoint, QpEnd};
 use super::validate::Checked;
@@ -148,7 +148,7 @@ pub fn run(
     let mut recv_posted = plan.rx_depth as u64;
     let mut stall = Stall::new(plan.timeout)
         .with_events(ep.post.events.as_ref())
-        .with_cause(quiet_peer_cause(plan.options.connection));
+        .receiving(plan.options.connection);
     loop {
         // The peer's message first, except where the client opens the exchange.
         let answers_due = !verb.fetches() && received < iters && !(client && sent == 0);
