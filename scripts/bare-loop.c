@@ -12,10 +12,12 @@
  *         (OSU's method)
  *
  * The call, count, datatype, root (0) and buffers are those of fabricbench's mpi
- * backend (and of OSU's benchmark of the same call): page-aligned send and
- * receive buffers, out of place; for bcast the one buffer. Prints the mean over
- * ranks of each rank's microseconds per call, as fabricbench's -a 1 and OSU do:
- * one line "BYTES US" per size. */
+ * backend: page-aligned send and receive buffers, out of place (for bcast the
+ * receive buffer), sized as nccl-tests sizes them for the largest size
+ * (allgather's and gather's send buffer one rank's chunk, reduce_scatter's and
+ * scatter's receive buffer one chunk, the rest the whole) and zero, as a run with
+ * -c 0 leaves them. Prints the mean over ranks of each rank's microseconds per
+ * call, as fabricbench's -a 1 and OSU do: one line "BYTES US" per size. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,14 +60,17 @@ int main(int argc, char **argv)
     for (which = 0; which < 8 && strcmp(call, calls[which]) != 0; which++) {}
     if (which == 8) usage();
     int chunked = which >= 3;
+    /* reduce_scatter and scatter receive one chunk, allgather and gather send one */
+    size_t send_bytes = which == 4 || which == 6 ? largest / n : largest;
+    size_t recv_bytes = which == 3 || which == 7 ? largest / n : largest;
     void *send = NULL, *recv = NULL;
     long page = sysconf(_SC_PAGESIZE);
-    if (posix_memalign(&send, page, largest) || posix_memalign(&recv, page, largest)) {
+    if (posix_memalign(&send, page, send_bytes) || posix_memalign(&recv, page, recv_bytes)) {
         fprintf(stderr, "bare-loop: cannot allocate %zu bytes\n", largest);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    memset(send, 1, largest);
-    memset(recv, 0, largest);
+    memset(send, 0, send_bytes);
+    memset(recv, 0, recv_bytes);
     int *counts = malloc(sizeof(int) * n);
 
     for (size_t s = 0; s < nsizes; s++) {

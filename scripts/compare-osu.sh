@@ -29,12 +29,25 @@
 #                       2x, so resolving 5% takes many launches; see the intervals)
 #   SMALL_ITERS         timed iterations at the smallest size (default 100000); LARGE_ITERS
 #                       at the bandwidth sizes (default 20)
-#   SMALL_WARMUP        untimed iterations first (default 200, OSU's); LARGE_WARMUP (10, OSU's)
+#   SMALL_WARMUP        untimed iterations first, for all three programs (default: as many as
+#                       SMALL_ITERS; OSU's own default is 200); LARGE_WARMUP (10, OSU's). With
+#                       4 ranks on 2 cores, 200 left a loop of 8-byte broadcasts or reduces
+#                       still settling: the bare loop's first timed loop took 1.0-2.3x as
+#                       long as its second (median 1.3x), and our in-place column, our second
+#                       loop, looked 30% faster than the bare loop's one. After as many warm-up
+#                       calls as timed ones, the two loops agree.
 #   LARGE_SIZES         bandwidth sizes in OSU's bytes (default "16777216 67108864")
 #   COLLECTIVES         which rows (default: all eight)
 #   SAMPLES_DIR         keep every launch's time there, one file per row and program
 #                       (<collective>-<size>-<program>.txt, microseconds, in run order)
 #   FABRICBENCH_BIN     our binaries (default target/release; built when missing)
+#   BIND                core (default): every program's ranks bound round-robin to the
+#                       cores (--map-by core --bind-to core:overload-allowed), so every
+#                       launch places its ranks alike; none: unbound, where the scheduler
+#                       puts them. Open MPI binds up to one rank per core by itself, but
+#                       leaves oversubscribed ranks unbound, and there a 4-rank 256 MiB
+#                       allgather varied 130-240 ms from one launch to the next, bound
+#                       140-180 ms: unbound, rank placement swamps a 3% difference.
 #
 # Targets: at the smallest size ours within 5% of bare (-z 0 against b2b) and, with
 # -z 3, within 5% of OSU; at 16 MiB and above our algbw within 3% of OSU's. Each ratio
@@ -57,7 +70,7 @@ repeats=${REPEATS:-5}
 small_repeats=${SMALL_REPEATS:-31}
 small_iters=${SMALL_ITERS:-100000}
 large_iters=${LARGE_ITERS:-20}
-small_warmup=${SMALL_WARMUP:-200}
+small_warmup=${SMALL_WARMUP:-$small_iters}
 large_warmup=${LARGE_WARMUP:-10}
 large_sizes=${LARGE_SIZES:-"16777216 67108864"}
 only=${COLLECTIVES:-}
@@ -72,6 +85,11 @@ for setting in NP="$np" REPEATS="$repeats" SMALL_REPEATS="$small_repeats" SMALL_
     echo "compare-osu.sh: ${setting}: use a whole number >= $least, e.g. ${setting%%=*}=5" >&2
     exit 2
 done
+case ${BIND:-core} in
+    core) bind=(--map-by core --bind-to core:overload-allowed) ;;
+    none) bind=(--bind-to none) ;;
+    *) echo "compare-osu.sh: BIND=$BIND: use core (ranks bound round-robin to cores) or none (unbound)" >&2; exit 2 ;;
+esac
 for size in $large_sizes; do
     case $size in
         '' | *[!0-9]* | 0) echo "compare-osu.sh: LARGE_SIZES has '$size': give sizes in bytes, e.g. LARGE_SIZES=\"16777216 67108864\"" >&2; exit 2 ;;
@@ -116,7 +134,7 @@ pairs=(
 ours_time() {
     local binary=$1 dtype=$2 size=$3 iters=$4 warmup=$5 placement=$6 z=$7
     local csv="$work/ours-$RANDOM$RANDOM.csv"
-    mpirun -np "$np" "$bin/$binary" -b "$size" -e "$size" -n "$iters" -w "$warmup" -c 0 -d "$dtype" \
+    mpirun -np "$np" "${bind[@]}" "$bin/$binary" -b "$size" -e "$size" -n "$iters" -w "$warmup" -c 0 -d "$dtype" \
         -z "$z" -T 300 --csv "$csv" >/dev/null
     "$python" - "$csv" "$placement" <<'EOF'
 import csv, sys
@@ -129,13 +147,13 @@ EOF
 
 bare_time() {
     local call=$1 type=$2 size=$3 iters=$4 warmup=$5 mode=$6
-    mpirun -np "$np" "$work/bare-loop" "$call" "$type" "$size" "$iters" "$warmup" "$mode" | awk '{print $2}'
+    mpirun -np "$np" "${bind[@]}" "$work/bare-loop" "$call" "$type" "$size" "$iters" "$warmup" "$mode" | awk '{print $2}'
 }
 
 # OSU's average latency (us) for one size.
 osu_time() {
     local binary=$1 type=$2 size=$3 iters=$4 warmup=$5
-    mpirun -np "$np" "$osu/$binary" -m "$size:$size" -i "$iters" -x "$warmup" -T "$type" |
+    mpirun -np "$np" "${bind[@]}" "$osu/$binary" -m "$size:$size" -i "$iters" -x "$warmup" -T "$type" |
         awk -v s="$size" '$1 == s {print $2; exit}'
 }
 
@@ -249,8 +267,8 @@ for small, label in (("1", "smallest sizes"), ("0", ">= 16 MiB")):
 EOF
 }
 
-printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores, medians of %s rounds (smallest size) and %s rounds (each program once a round, in random order), %s\n' \
-    "$np" "$(nproc)" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
+printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores (BIND=%s), medians of %s rounds (smallest size) and %s rounds (each program once a round, in random order), %s\n' \
+    "$np" "$(nproc)" "${BIND:-core}" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s\n' collective "size(B)" ours bare ours-z3 bare-bar osu \
     harness "(95%)" harn-z3 method vs-osu "(95%)" verdict
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s\n' "" "" "(us)" "(us)" "(us)" "(us)" "(us)" \

@@ -1,6 +1,6 @@
 //! scripts/compare-osu.sh's pieces that run without OSU: the bare loop builds with
 //! mpicc and times every call it knows both ways, and the script refuses to start
-//! without OSU in one line.
+//! without OSU, or with a binding it does not know, in one line.
 
 mod common;
 
@@ -62,4 +62,25 @@ fn compare_osu_without_osu_is_one_line_and_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("set OSU_COLLECTIVE_DIR"), "{stderr}");
+}
+
+#[test]
+fn compare_osu_refuses_an_unknown_binding_in_one_line() {
+    // A folder that passes the OSU check; the binding is refused before anything runs.
+    let dir = scratch("compare_osu_bind");
+    let fake = dir.join("osu_allreduce");
+    std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
+    let mut perms = std::fs::metadata(&fake).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&fake, perms).unwrap();
+    let out = Command::new("bash")
+        .arg("scripts/compare-osu.sh")
+        .env("OSU_COLLECTIVE_DIR", &dir)
+        .env("BIND", "socket")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("BIND=socket: use core"), "{stderr}");
 }

@@ -3,7 +3,7 @@
 
 use super::bench::{Benchmark, Test, Verb};
 use super::cm_args::{CmArgs, CmPlan};
-use super::parity::{atomic_sizes, Options, ParityArgs};
+use super::parity::{atomic_sizes, Connection, Options, ParityArgs};
 use super::path_args::{PathArgs, PathPlan};
 use crate::allpairs::Thresholds;
 use crate::cli::{check_csv_target, parse_one_line};
@@ -30,6 +30,8 @@ const DEFAULT_SIZE_LAT: u64 = 2;
 const DEFAULT_TX_DEPTH_BW: u32 = 128;
 const MAX_TX_DEPTH: u32 = 15000;
 const DEFAULT_RX_DEPTH_SEND: u32 = 512;
+/// perftest's UC_MAX_RX: the most receives a UC or UD receiver posts up front.
+const UNRELIABLE_MAX_RX: u64 = 16000;
 const MAX_RX_DEPTH: u32 = 16384;
 const DEFAULT_CQ_MOD: u32 = 100;
 const MAX_CQ_MOD: u32 = 1024;
@@ -317,6 +319,22 @@ impl VerbsArgs {
             }
             Some(r) => r,
             None => DEFAULT_RX_DEPTH_SEND,
+        };
+        // perftest (force_dependecies): at the default depth a UC or UD receiver
+        // posts a receive for every message up front, up to UC_MAX_RX, so its
+        // timed loop never posts one. Not with --data_validation, whose receive
+        // slots are a message each (perftest validates only RC writes and reads).
+        let unreliable = matches!(options.connection, Connection::Uc | Connection::Ud);
+        let rx_depth = match length {
+            Length::Iters(n)
+                if unreliable
+                    && rx_depth == DEFAULT_RX_DEPTH_SEND
+                    && !self.timed.run_infinitely
+                    && !options.validate =>
+            {
+                n.min(UNRELIABLE_MAX_RX) as u32
+            }
+            _ => rx_depth,
         };
         // A receiver needs room for every message in flight, and for the
         // zero-length message that ends a -D run.
@@ -634,6 +652,28 @@ mod tests {
         assert!(err(WRITE_LAT, &["--use_cuda=0"])
             .starts_with("--use_cuda=0: ib_write_lat polls its buffer from the CPU"));
         assert!(err(WRITE_BW, &["-d", "rxe1,"]).contains("-d/--ib-dev"));
+    }
+
+    #[test]
+    fn unreliable_receivers_post_every_message_up_front() {
+        // perftest: UC and UD at the default depth post -n receives (at most
+        // 16000) before the timed loop; RC keeps 512 and reposts.
+        let depth = |bench, args: &[&str]| plan(bench, args).unwrap().rx_depth;
+        assert_eq!(depth(SEND_LAT, &["-c", "UC", "-n", "3000"]), 3000);
+        assert_eq!(depth(SEND_LAT, &["-c", "UD", "-n", "3000"]), 3000);
+        assert_eq!(depth(SEND_BW, &["-c", "UD", "-n", "40000"]), 16000);
+        assert_eq!(depth(SEND_LAT, &["-n", "3000"]), 512);
+        // -r 512 is perftest's default as given: the same rule; any other -r stands.
+        assert_eq!(
+            depth(SEND_LAT, &["-c", "UC", "-n", "3000", "-r", "512"]),
+            3000
+        );
+        assert_eq!(depth(SEND_LAT, &["-c", "UC", "-n", "3000", "-r", "64"]), 64);
+        // --data_validation keeps a slot per receive: the default depth stays.
+        assert_eq!(
+            depth(SEND_LAT, &["-c", "UC", "-n", "3000", "--data_validation"]),
+            512
+        );
     }
 
     #[test]
