@@ -63,9 +63,10 @@ fn invariant_tsc() -> bool {
     false
 }
 
+/// The time-stamp counter; call only where `TickSource::Tsc` was detected.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn read_tsc() -> u64 {
+pub fn read_tsc() -> u64 {
     // Not serialised (no lfence): the read may start a few cycles before the call's last
     // instructions retire, the same few cycles at every mark, so differences stay unbiased.
     // SAFETY: RDTSC exists on every x86_64 CPU; TickSource::Tsc is chosen only where the
@@ -75,7 +76,7 @@ fn read_tsc() -> u64 {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn read_tsc() -> u64 {
+pub fn read_tsc() -> u64 {
     unreachable!("TickSource::Tsc is detected only on x86_64")
 }
 

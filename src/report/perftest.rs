@@ -100,7 +100,7 @@ pub struct PerftestHeader {
     pub qp_timeout: u8,
     /// "100 Gb/sec (4X EDR)"; None where sysfs has no rate.
     pub port_rate: Option<String>,
-    /// What the figures time, after "CLOCK_MONOTONIC; ".
+    /// The clock and what the figures time: "TSC; latency = half the round trip".
     pub timing: String,
     /// One line per pair under mpirun.
     pub pairs: Vec<String>,
@@ -359,7 +359,7 @@ pub fn header_block(h: &PerftestHeader, tool_version: &str) -> Vec<String> {
         h.port_rate.as_deref().unwrap_or("unknown (no sysfs rate)")
     ));
     out.push(format!(" Path            : {}", h.path));
-    out.push(format!(" Timing          : CLOCK_MONOTONIC; {}", h.timing));
+    out.push(format!(" Timing          : {}", h.timing));
     out.push(format!(
         " Tool            : fabricbench {tool_version} (perftest-compatible output)"
     ));
@@ -507,7 +507,7 @@ pub(crate) mod tests {
             rdma_cm_qps: false,
             qp_timeout: 18,
             port_rate: None,
-            timing: "BW from first post to last completion, peak over any window".into(),
+            timing: "TSC; BW from first post to last completion, peak over any window".into(),
             pairs: vec![],
             warnings: vec!["w".into()],
             local: Connection {

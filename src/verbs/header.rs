@@ -87,17 +87,20 @@ impl Header<'_> {
             rdma_cm_qps: p.cm.connect_qps,
             qp_timeout: p.qp_timeout,
             port_rate: self.mine.rate.as_ref().map(|r| r.text.clone()),
-            timing: match test {
-                // -D: perftest's SAMPLE window (-f margins left out).
-                Test::Bw if matches!(p.length, crate::verbs::args::Length::Duration(_)) => {
-                    "BW of the completions inside the -D window (-f margins left out), peak over any window"
+            timing: format!(
+                "{}; {}",
+                crate::backend::TickSource::host().name(),
+                match test {
+                    // -D: perftest's SAMPLE window (-f margins left out).
+                    Test::Bw if matches!(p.length, crate::verbs::args::Length::Duration(_)) => {
+                        "BW of the completions inside the -D window (-f margins left out), peak over any window"
+                    }
+                    Test::Bw => "BW from first post to last completion, peak over any window",
+                    Test::Lat if verb == Verb::Read => "latency = round trip of one read",
+                    Test::Lat if verb == Verb::Atomic => "latency = round trip of one atomic",
+                    Test::Lat => "latency = half the round trip",
                 }
-                Test::Bw => "BW from first post to last completion, peak over any window",
-                Test::Lat if verb == Verb::Read => "latency = round trip of one read",
-                Test::Lat if verb == Verb::Atomic => "latency = round trip of one atomic",
-                Test::Lat => "latency = half the round trip",
-            }
-            .to_string(),
+            ),
             pairs: self.pairs,
             warnings: self.warnings,
             local: connection(self.mine),
