@@ -63,10 +63,9 @@ fn invariant_tsc() -> bool {
     false
 }
 
-/// The time-stamp counter; call only where `TickSource::Tsc` was detected.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub fn read_tsc() -> u64 {
+fn read_tsc() -> u64 {
     // Not serialised (no lfence): the read may start a few cycles before the call's last
     // instructions retire, the same few cycles at every mark, so differences stay unbiased.
     // SAFETY: RDTSC exists on every x86_64 CPU; TickSource::Tsc is chosen only where the
@@ -76,21 +75,73 @@ pub fn read_tsc() -> u64 {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-pub fn read_tsc() -> u64 {
+fn read_tsc() -> u64 {
     unreachable!("TickSource::Tsc is detected only on x86_64")
 }
 
-/// Timestamps of one timed loop, in ticks of `source`.
-pub struct HostClock {
+/// Raw readings of one source and their rate: the counter, or CLOCK_MONOTONIC's
+/// nanoseconds since the reader was made.
+#[derive(Clone, Copy)]
+pub struct Ticks {
     source: TickSource,
+    /// When the reader was made, on both scales: the counter's rate is measured over the
+    /// reader's whole life, so it is exact to parts per million after a millisecond.
+    origin: Instant,
+    origin_ticks: u64,
+}
+
+impl Ticks {
+    pub fn new(source: TickSource) -> Ticks {
+        let mut ticks = Ticks {
+            source,
+            origin: Instant::now(),
+            origin_ticks: 0,
+        };
+        ticks.origin_ticks = ticks.now();
+        ticks
+    }
+
+    pub fn source(&self) -> TickSource {
+        self.source
+    }
+
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        match self.source {
+            TickSource::Tsc => read_tsc(),
+            TickSource::Monotonic => self.origin.elapsed().as_nanos() as u64,
+        }
+    }
+
+    /// The reading when the reader was made.
+    pub fn origin(&self) -> u64 {
+        self.origin_ticks
+    }
+
+    /// Seconds a tick lasts, measured now.
+    pub fn seconds_per_tick(&self) -> f64 {
+        match self.source {
+            TickSource::Monotonic => 1e-9,
+            TickSource::Tsc => {
+                let seconds = self.origin.elapsed().as_secs_f64();
+                let ticks = read_tsc().saturating_sub(self.origin_ticks);
+                if ticks == 0 {
+                    0.0
+                } else {
+                    seconds / ticks as f64
+                }
+            }
+        }
+    }
+}
+
+/// Timestamps of one timed loop, in ticks of its source.
+pub struct HostClock {
+    ticks: Ticks,
     /// Room for every planned mark, and how many were taken.
     marks: Vec<u64>,
     taken: usize,
     pattern: Option<Marks>,
-    /// When the clock was made, on both scales: the counter's rate is measured over the
-    /// clock's whole life, so it is exact to parts per million after a millisecond.
-    origin: Instant,
-    origin_ticks: u64,
 }
 
 /// The best source this host has.
@@ -102,28 +153,16 @@ impl Default for HostClock {
 
 impl HostClock {
     pub fn new(source: TickSource) -> HostClock {
-        let mut clock = HostClock {
-            source,
+        HostClock {
+            ticks: Ticks::new(source),
             marks: Vec::new(),
             taken: 0,
             pattern: None,
-            origin: Instant::now(),
-            origin_ticks: 0,
-        };
-        clock.origin_ticks = clock.ticks();
-        clock
+        }
     }
 
     pub fn source(&self) -> TickSource {
-        self.source
-    }
-
-    #[inline(always)]
-    fn ticks(&self) -> u64 {
-        match self.source {
-            TickSource::Tsc => read_tsc(),
-            TickSource::Monotonic => self.origin.elapsed().as_nanos() as u64,
-        }
+        self.ticks.source()
     }
 
     /// `Backend::timer_start`: room for every mark, so that `mark` never allocates.
@@ -143,33 +182,17 @@ impl HostClock {
     pub fn mark(&mut self) {
         // A store into the planned room, never a push: no growth path, so the mark
         // needs no stack frame. A mark past the plan is dropped (and `read` ignores it).
-        let now = self.ticks();
+        let now = self.ticks.now();
         if let Some(slot) = self.marks.get_mut(self.taken) {
             *slot = now;
         }
         self.taken += 1;
     }
 
-    /// Seconds a tick lasts, measured now.
-    fn tick_seconds(&self) -> f64 {
-        match self.source {
-            TickSource::Monotonic => 1e-9,
-            TickSource::Tsc => {
-                let seconds = self.origin.elapsed().as_secs_f64();
-                let ticks = read_tsc().saturating_sub(self.origin_ticks);
-                if ticks == 0 {
-                    0.0
-                } else {
-                    seconds / ticks as f64
-                }
-            }
-        }
-    }
-
     /// `Backend::timer_read`: each iteration's seconds, and the whole loop's.
     pub fn read(&self, per_iteration: &mut [f64]) -> f64 {
         let marks = &self.marks[..self.taken.min(self.marks.len())];
-        let scale = self.tick_seconds();
+        let scale = self.ticks.seconds_per_tick();
         let pattern = self.pattern.unwrap_or(Marks::Chained);
         let seconds = pattern.read(marks.len(), per_iteration, |i, j| {
             Ok(marks[j].saturating_sub(marks[i]) as f64 * scale)

@@ -18,7 +18,7 @@ use crate::datatype::{DataType, RedOp};
 use crate::watchdog::CallCount;
 use serde::{Deserialize, Serialize};
 
-pub use host_clock::{read_tsc, HostClock, TickSource};
+pub use host_clock::{HostClock, TickSource, Ticks};
 
 /// Which backend runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! was 133 instructions of the 1,139 of a 2-byte `ib_send_lat` iteration
 //! (callgrind, Soft-RoCE); the counter is one.
 
-use crate::backend::{read_tsc, TickSource};
+use crate::backend::{TickSource, Ticks};
 use std::time::{Duration, Instant};
 
 /// How long the counter's rate is measured against CLOCK_MONOTONIC at start:
@@ -13,9 +13,8 @@ use std::time::{Duration, Instant};
 const CALIBRATION: Duration = Duration::from_millis(5);
 
 pub struct Clock {
-    source: TickSource,
-    origin: Instant,
-    origin_ticks: u64,
+    ticks: Ticks,
+    /// Fixed at start, so that a stamp is one read and one multiply.
     ns_per_tick: f64,
 }
 
@@ -25,39 +24,22 @@ impl Clock {
     }
 
     pub fn with_source(source: TickSource) -> Clock {
-        let origin = Instant::now();
-        let (origin_ticks, ns_per_tick) = match source {
-            TickSource::Monotonic => (0, 1.0),
-            TickSource::Tsc => {
-                let start = read_tsc();
-                while origin.elapsed() < CALIBRATION {
-                    std::hint::spin_loop();
-                }
-                let elapsed = origin.elapsed();
-                let ticks = read_tsc().saturating_sub(start).max(1);
-                (start, elapsed.as_nanos() as f64 / ticks as f64)
+        let ticks = Ticks::new(source);
+        if source == TickSource::Tsc {
+            let start = Instant::now();
+            while start.elapsed() < CALIBRATION {
+                std::hint::spin_loop();
             }
-        };
-        Clock {
-            source,
-            origin,
-            origin_ticks,
-            ns_per_tick,
         }
-    }
-
-    pub fn source(&self) -> TickSource {
-        self.source
+        Clock {
+            ticks,
+            ns_per_tick: ticks.seconds_per_tick() * 1e9,
+        }
     }
 
     #[inline]
     pub fn now_ns(&self) -> u64 {
-        match self.source {
-            TickSource::Tsc => {
-                (read_tsc().saturating_sub(self.origin_ticks) as f64 * self.ns_per_tick) as u64
-            }
-            TickSource::Monotonic => self.origin.elapsed().as_nanos() as u64,
-        }
+        (self.ticks.now().saturating_sub(self.ticks.origin()) as f64 * self.ns_per_tick) as u64
     }
 }
 
