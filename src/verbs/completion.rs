@@ -119,6 +119,7 @@ impl Stall {
     }
 
     /// Something arrived.
+    #[inline]
     pub fn progress(&mut self) {
         self.idle_polls = 0;
         self.since = None;
@@ -126,7 +127,20 @@ impl Stall {
 
     /// Nothing arrived: an error once nothing did for the timeout. `waiting`
     /// says for what ("waited for ...").
+    #[inline]
     pub fn idle(&mut self, waiting: impl FnOnce() -> String) -> anyhow::Result<()> {
+        if self.events.is_none() {
+            self.idle_polls += 1;
+            if self.idle_polls < POLLS_PER_CHECK {
+                return Ok(());
+            }
+        }
+        self.idle_checked(waiting)
+    }
+
+    /// `idle` past its fast path: -e's sleep, or every `POLLS_PER_CHECK` empty polls.
+    #[cold]
+    fn idle_checked(&mut self, waiting: impl FnOnce() -> String) -> anyhow::Result<()> {
         if let Some(events) = &self.events {
             let now = Instant::now();
             let left = self
@@ -136,10 +150,6 @@ impl Stall {
                 return Ok(());
             }
             return Err(self.stalled(waiting()));
-        }
-        self.idle_polls += 1;
-        if self.idle_polls < POLLS_PER_CHECK {
-            return Ok(());
         }
         self.idle_polls = 0;
         let now = Instant::now();
@@ -160,6 +170,7 @@ impl Stall {
 
 /// The next completion waiting on `cq`, if any: `ibv_poll_cq` for one entry,
 /// as perftest's latency loops poll.
+#[inline]
 pub fn poll_one(cq: &GenericCompletionQueue) -> anyhow::Result<Option<Wc>> {
     let mut wc = MaybeUninit::<rdma_mummy_sys::ibv_wc>::uninit();
     // SAFETY: as in `poll`, for one entry.

@@ -77,20 +77,27 @@ pub fn histogram_of(samples: &[f64]) -> Histogram<u64> {
     h
 }
 
+#[inline(always)]
 fn check(wc: &Wc, qp: &QpEnd, what: &str, size: u32, iteration: u64) -> anyhow::Result<()> {
     if wc.status == SUCCESS {
         return Ok(());
     }
-    Err(anyhow::Error::msg(describe_failure(
+    Err(failed(wc, qp, what, size, iteration))
+}
+
+#[cold]
+fn failed(wc: &Wc, qp: &QpEnd, what: &str, size: u32, iteration: u64) -> anyhow::Error {
+    anyhow::Error::msg(describe_failure(
         wc,
         &format!(
             "on {what} of QP 0x{:x} at {size} B, iteration {iteration}",
             qp.qpn()
         ),
-    )))
+    ))
 }
 
 /// Polls `cq` until one completion arrives.
+#[inline(always)]
 fn one_completion(
     ep: &Endpoint,
     recv: bool,
@@ -174,7 +181,7 @@ pub fn run(
                     }
                     checked.record(ep.qps[0].received_ok(&wc, expect - 1, size));
                     if deadline.is_some() || recv_posted < iters {
-                        ep.qps[0].post_recvs(std::iter::once(recv_posted), size)?;
+                        ep.qps[0].post_recv(recv_posted, size)?;
                         recv_posted += 1;
                     }
                 }

@@ -35,6 +35,7 @@ pub enum Buffer {
 
 impl Buffer {
     /// The address work requests carry (a device address for GPU memory).
+    #[inline]
     pub fn addr(&self) -> u64 {
         match self {
             Buffer::Host(h) => h.ptr as u64,
@@ -55,6 +56,7 @@ impl Buffer {
 
     /// The CPU's pointer to host memory, for the latency tests' flag bytes
     /// (args refuses --use_cuda for them: the CPU cannot poll GPU memory).
+    #[inline]
     pub fn as_ptr(&self) -> *mut u8 {
         match self {
             Buffer::Host(h) => h.ptr,

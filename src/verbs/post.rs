@@ -67,9 +67,11 @@ impl<'a> Chain<'a> {
 
 enum Kind {
     Basic(BasicQueuePair),
+    /// `qpx`: the handle the `ibv_wr_*` calls take, looked up once.
     /// `ud`: sends name their destination (ibv_wr_set_ud_addr).
     Extended {
         qp: ExtendedQueuePair,
+        qpx: *mut ibv_qp_ex,
         ud: bool,
     },
 }
@@ -122,7 +124,9 @@ impl Qp {
             match builder.build_ex() {
                 Ok(qp) => {
                     let ud = connection == Connection::Ud;
-                    (Kind::Extended { qp, ud }, PostApi::WrApi)
+                    // SAFETY: the QP is extended and outlives the pointer (both in `Kind`).
+                    let qpx = unsafe { ibv_qp_to_qp_ex(qp.qp().as_ptr()) };
+                    (Kind::Extended { qp, qpx, ud }, PostApi::WrApi)
                 }
                 Err(e) => {
                     let why = format!("ibv_create_qp_ex: {}", super::device::source_text(&e));
@@ -167,7 +171,9 @@ impl Qp {
     }
 
     /// Posts `count` copies of `template` in one call, the k-th with id
-    /// `template.wr_id + k`, signalled where `signaled(id)` says.
+    /// `template.wr_id + k`, signalled where `signaled(id)` says. Inlined into the
+    /// timed loops: every call and return costs there (Soft-RoCE's emulated CPU).
+    #[inline(always)]
     pub fn post_send(
         &mut self,
         template: &ibv_send_wr,
@@ -204,19 +210,18 @@ impl Qp {
                 // data is copied before ibv_post_send returns.
                 unsafe { ibv_post_send(qp.qp().as_ptr(), base, &mut bad) }
             }
-            Kind::Extended { qp, ud } => {
+            &Kind::Extended { qpx, ud, .. } => {
                 // SAFETY: the QP was created with ibv_create_qp_ex and the
                 // operations this test posts; the template's SGE (and UD
                 // destination) are valid for the call.
                 unsafe {
-                    let qpx: *mut ibv_qp_ex = ibv_qp_to_qp_ex(qp.qp().as_ptr());
                     ibv_wr_start(qpx);
                     for k in 0..count {
                         let (id, f) = flags(k);
                         (*qpx).wr_id = id;
                         (*qpx).wr_flags = f;
                         wr_op(qpx, template);
-                        if *ud {
+                        if ud {
                             let d = template.wr.ud;
                             ibv_wr_set_ud_addr(qpx, d.ah, d.remote_qpn, d.remote_qkey);
                         }
@@ -336,15 +341,37 @@ impl RecvChain {
     /// Posts the gathered receives on `qp` in one call and empties the chain.
     pub fn post(&mut self, qp: *mut ibv_qp) -> std::io::Result<()> {
         let base = link(&mut self.wrs, &mut self.sges);
-        let mut bad = std::ptr::null_mut();
         // SAFETY: a chain of `n` receives into the QP's registered buffer.
-        let errno = unsafe { ibv_post_recv(qp, base, &mut bad) };
+        let posted = unsafe { post_recv_list(qp, base) };
         self.wrs.clear();
         self.sges.clear();
-        match errno {
-            0 => Ok(()),
-            e => Err(std::io::Error::from_raw_os_error(e)),
-        }
+        posted
+    }
+
+    /// Posts one receive of `sge` on `qp`, with no chain.
+    #[inline]
+    pub fn post_one(qp: *mut ibv_qp, wr_id: u64, mut sge: ibv_sge) -> std::io::Result<()> {
+        let mut wr = ibv_recv_wr {
+            wr_id,
+            next: std::ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+        };
+        // SAFETY: one receive into the QP's registered buffer (the caller's contract).
+        unsafe { post_recv_list(qp, &mut wr) }
+    }
+}
+
+/// `ibv_post_recv` of the chain at `head`.
+///
+/// # Safety
+/// `qp` is live and the chain's requests and SGEs are valid for the call.
+#[inline]
+unsafe fn post_recv_list(qp: *mut ibv_qp, head: *mut ibv_recv_wr) -> std::io::Result<()> {
+    let mut bad = std::ptr::null_mut();
+    match ibv_post_recv(qp, head, &mut bad) {
+        0 => Ok(()),
+        e => Err(std::io::Error::from_raw_os_error(e)),
     }
 }
 

@@ -18,6 +18,7 @@ pub struct Checked {
 }
 
 impl Checked {
+    #[inline]
     pub fn record(&mut self, ok: bool) {
         self.messages += 1;
         self.wrong += u64::from(!ok);

@@ -96,8 +96,14 @@ impl QpEnd {
 
     /// --data_validation: writes message `seq`'s pattern into its send slot
     /// (and the fault hook's flipped byte).
+    #[inline(always)]
     fn fill_slot(&mut self, wr_id: u64, len: u32) {
-        let Some(slots) = self.slots else { return };
+        if let Some(slots) = self.slots {
+            self.fill_pattern(slots, wr_id, len);
+        }
+    }
+
+    fn fill_pattern(&mut self, slots: Slots, wr_id: u64, len: u32) {
         let at = self.send_offset(wr_id);
         assert!(at + len as usize <= self.half);
         // SAFETY: the slot lies in the local half, and no request in flight
@@ -119,10 +125,12 @@ impl QpEnd {
 
     /// --data_validation: whether the receive `wc` holds message `seq` of
     /// `size` bytes (always true without validation).
+    #[inline]
     pub fn received_ok(&self, wc: &Wc, seq: u64, size: u32) -> bool {
-        if self.slots.is_none() {
-            return true;
-        }
+        self.slots.is_none() || self.received_pattern(wc, seq, size)
+    }
+
+    fn received_pattern(&self, wc: &Wc, seq: u64, size: u32) -> bool {
         if self.payload_len(wc) != size {
             return false;
         }
@@ -136,6 +144,7 @@ impl QpEnd {
     }
 
     /// The bytes a received message carried (UD's GRH left out).
+    #[inline]
     pub fn payload_len(&self, wc: &Wc) -> u32 {
         wc.byte_len.saturating_sub(self.grh)
     }
@@ -161,6 +170,7 @@ impl QpEnd {
     }
 
     /// Sets byte `offset` of the local half (what the next write or send carries).
+    #[inline]
     pub fn set_local_byte(&mut self, offset: usize, value: u8) {
         assert!(offset < self.half);
         // SAFETY: in bounds of the buffer; volatile so the store is not elided.
@@ -168,6 +178,7 @@ impl QpEnd {
     }
 
     /// Byte `offset` of the target half, as the peer's last write left it.
+    #[inline]
     pub fn target_byte(&self, offset: usize) -> u8 {
         assert!(offset < self.half);
         // SAFETY: in bounds; volatile because the NIC writes it behind our back.
@@ -187,6 +198,7 @@ impl QpEnd {
     }
 
     /// The control word the peer writes to end a -D latency run.
+    #[inline]
     pub fn control(&self) -> u8 {
         // SAFETY: the control area follows the target half inside the buffer.
         unsafe { self.buffer.as_ptr().add(2 * self.half).read_volatile() }
@@ -205,6 +217,7 @@ impl QpEnd {
     }
 
     /// Posts one work request of `len` bytes to the peer's `remote` QP.
+    #[inline]
     pub fn post(
         &mut self,
         op: Verb,
@@ -218,6 +231,7 @@ impl QpEnd {
     }
 
     /// -l: `list.count` work requests (ids `wr_id`, `wr_id + 1`, ...) in one post call.
+    #[inline(always)]
     pub fn post_list(
         &mut self,
         op: Verb,
@@ -321,6 +335,7 @@ impl QpEnd {
     /// request built on the stack, `list.count` times: perftest's data path,
     /// with nothing allocated per message. `local` is (address, length) in
     /// this QP's buffer, `remote` the peer's side of the request.
+    #[inline(always)]
     pub(super) fn post_send(
         &mut self,
         wr_id: u64,
@@ -356,6 +371,28 @@ impl QpEnd {
         self.post_recv_lists(ids, len, 1)
     }
 
+    /// One receive, posted straight from the stack: the latency loops' re-post
+    /// after each message, without a chain to fill, link and empty.
+    #[inline]
+    pub fn post_recv(&mut self, id: u64, len: u32) -> anyhow::Result<()> {
+        let sge = self.recv_sge(id, len);
+        super::post::RecvChain::post_one(self.qp.raw(), id, sge).map_err(|e| self.recv_failed(e))
+    }
+
+    /// The SGE of receive `id`: its slot of the target half (>= len).
+    fn recv_sge(&self, id: u64, len: u32) -> ibv_sge {
+        ibv_sge {
+            addr: self.target_addr() + self.recv_offset(id) as u64,
+            length: len + self.grh,
+            lkey: self.mr.lkey(),
+        }
+    }
+
+    #[cold]
+    fn recv_failed(&self, e: std::io::Error) -> anyhow::Error {
+        anyhow!("posting a receive on QP 0x{:x} failed: {e}", self.qpn())
+    }
+
     /// --recv_post_list: the receives chained `list` to a post call.
     pub fn post_recv_lists(
         &mut self,
@@ -365,13 +402,7 @@ impl QpEnd {
     ) -> anyhow::Result<()> {
         let mut chain = std::mem::take(&mut self.qp.recv);
         for id in ids {
-            // The SGE covers the target half (>= len).
-            let sge = ibv_sge {
-                addr: self.target_addr() + self.recv_offset(id) as u64,
-                length: len + self.grh,
-                lkey: self.mr.lkey(),
-            };
-            chain.push(id, sge);
+            chain.push(id, self.recv_sge(id, len));
             if chain.len() == list {
                 self.post_recv_chain(&mut chain)?;
             }
@@ -384,9 +415,7 @@ impl QpEnd {
     }
 
     fn post_recv_chain(&self, chain: &mut super::post::RecvChain) -> anyhow::Result<()> {
-        chain
-            .post(self.qp.raw())
-            .map_err(|e| anyhow!("posting a receive on QP 0x{:x} failed: {e}", self.qpn()))
+        chain.post(self.qp.raw()).map_err(|e| self.recv_failed(e))
     }
 
     pub(super) fn modify(
