@@ -368,7 +368,10 @@ impl QpEnd {
 
     /// Posts receives into the target half, one per id (with room for UD's GRH).
     pub fn post_recvs(&mut self, ids: impl Iterator<Item = u64>, len: u32) -> anyhow::Result<()> {
-        self.post_recv_lists(ids, len, 1)
+        for id in ids {
+            self.post_recv(id, len)?;
+        }
+        Ok(())
     }
 
     /// One receive, posted straight from the stack: the latency loops' re-post
