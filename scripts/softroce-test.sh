@@ -987,13 +987,19 @@ for family, target in (("bw", float(bw_target)), ("lat", float(lat_target))):
                     ours, ref = rng.choices(ours, k=len(ours)), rng.choices(ref, k=len(ref))
                 logs.append(math.log(med(ours) / med(ref)))
             return math.exp(sum(logs) / len(logs))
+        head = "pooled %-3s %s / perftest over %d cases: x%.3f" % (family, kind, len(rows), pool(False))
+        fewest = min(len(c[k]) for c in rows for k in (kind, "perftest"))
+        if fewest < 3:
+            # Resampling one or two runs gives an interval of no width: no verdict.
+            print("%s, not judged: %d run(s) of a case (REPEAT >= 3 for an interval)" % (head, fewest))
+            continue
         boots = sorted(pool(True) for _ in range(2000))
         lo, hi = boots[50], boots[1949]
         within, outside = (lo >= target, hi < target) if family == "bw" else (hi <= target, lo > target)
         verdict = "within target" if within else "outside target" if outside else "unresolved (more REPEAT)"
         status |= outside
-        print("pooled %-3s %s / perftest over %d cases: x%.3f (95%% %.3f-%.3f), target %s %s: %s" % (
-            family, kind, len(rows), pool(False), lo, hi, ">=" if family == "bw" else "<=", target, verdict))
+        print("%s (95%% %.3f-%.3f), target %s %s: %s" % (
+            head, lo, hi, ">=" if family == "bw" else "<=", target, verdict))
 sys.exit(3 if status else 0)
 PY
 }
