@@ -919,7 +919,7 @@ while read -r bin size extra; do
         done
     done
     # Each kind's figures for the pooled lines at the end (one file per case and kind).
-    sample=$OUT/samples/$(echo "$test $bin $size $extra" | tr -c 'A-Za-z0-9_.-' '_')
+    sample=$OUT/samples/$(printf '%s' "$test $bin $size $extra" | tr -c 'A-Za-z0-9_.-' '_')
     for kind in $KINDS; do
         echo "${got[$kind]}" | tr ' ' '\n' | grep . >"$sample.$kind"
     done
@@ -975,7 +975,7 @@ for name in sorted(os.listdir(folder)):
         cases.setdefault(case, {})[kind] = values
 status = 0
 for family, target in (("bw", float(bw_target)), ("lat", float(lat_target))):
-    for kind in kinds[1:]:
+    for kind in [k for k in kinds if k != "perftest"]:
         rows = [c for name, c in cases.items() if name.startswith(family + "_") and kind in c and "perftest" in c]
         if not rows:
             continue
