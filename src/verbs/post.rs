@@ -347,19 +347,22 @@ impl RecvChain {
         self.sges.clear();
         posted
     }
+}
 
-    /// Posts one receive of `sge` on `qp`, with no chain.
-    #[inline]
-    pub fn post_one(qp: *mut ibv_qp, wr_id: u64, mut sge: ibv_sge) -> std::io::Result<()> {
-        let mut wr = ibv_recv_wr {
-            wr_id,
-            next: std::ptr::null_mut(),
-            sg_list: &mut sge,
-            num_sge: 1,
-        };
-        // SAFETY: one receive into the QP's registered buffer (the caller's contract).
-        unsafe { post_recv_list(qp, &mut wr) }
-    }
+/// Posts one receive of `sge` on `qp`, built on the stack: no chain to fill, link
+/// and empty.
+///
+/// # Safety
+/// `qp` is live and `sge` lies in a buffer registered for it.
+#[inline]
+pub unsafe fn post_one_recv(qp: *mut ibv_qp, wr_id: u64, mut sge: ibv_sge) -> std::io::Result<()> {
+    let mut wr = ibv_recv_wr {
+        wr_id,
+        next: std::ptr::null_mut(),
+        sg_list: &mut sge,
+        num_sge: 1,
+    };
+    post_recv_list(qp, &mut wr)
 }
 
 /// `ibv_post_recv` of the chain at `head`.

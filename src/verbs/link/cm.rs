@@ -10,11 +10,10 @@ use crate::verbs::cm::Cm;
 use crate::verbs::completion::{describe_failure, poll, Wc, SUCCESS};
 use crate::verbs::device::source_text;
 use crate::verbs::memory::{allocate, register, Buffer};
+use crate::verbs::post::post_one_recv;
 use crate::verbs::wire::{decode_body, encode, Message, MAX_FRAME};
 use anyhow::{anyhow, bail};
-use rdma_mummy_sys::{
-    ibv_post_recv, ibv_post_send, ibv_recv_wr, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode,
-};
+use rdma_mummy_sys::{ibv_post_send, ibv_send_flags, ibv_send_wr, ibv_sge, ibv_wr_opcode};
 use sideway::ibverbs::completion::{GenericCompletionQueue, WorkCompletionStatus as S};
 use sideway::ibverbs::memory_region::MemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
@@ -126,26 +125,14 @@ impl Comm {
     }
 
     fn post_recv(&mut self, slot: u64) -> anyhow::Result<()> {
-        let mut sge = ibv_sge {
+        let sge = ibv_sge {
             addr: self.slot(slot) as u64,
             length: CHUNK as u32,
             lkey: self.mr.lkey(),
         };
-        let mut wr = ibv_recv_wr {
-            wr_id: slot,
-            next: std::ptr::null_mut(),
-            sg_list: &mut sge,
-            num_sge: 1,
-        };
-        let mut bad = std::ptr::null_mut();
         // SAFETY: the QP, the buffer and its registration live in `self`.
-        match unsafe { ibv_post_recv(self.qp.qp().as_ptr(), &mut wr, &mut bad) } {
-            0 => Ok(()),
-            errno => bail!(
-                "posting a receive of the rdma_cm exchange failed: {}",
-                std::io::Error::from_raw_os_error(errno)
-            ),
-        }
+        unsafe { post_one_recv(self.qp.qp().as_ptr(), slot, sge) }
+            .map_err(|e| anyhow!("posting a receive of the rdma_cm exchange failed: {e}"))
     }
 
     fn post_send(&mut self, bytes: &[u8]) -> anyhow::Result<()> {

@@ -379,7 +379,9 @@ impl QpEnd {
     #[inline]
     pub fn post_recv(&mut self, id: u64, len: u32) -> anyhow::Result<()> {
         let sge = self.recv_sge(id, len);
-        super::post::RecvChain::post_one(self.qp.raw(), id, sge).map_err(|e| self.recv_failed(e))
+        // SAFETY: the QP and the registered buffer the SGE lies in live in `self`.
+        unsafe { super::post::post_one_recv(self.qp.raw(), id, sge) }
+            .map_err(|e| self.recv_failed(e))
     }
 
     /// The SGE of receive `id`: its slot of the target half (>= len).
@@ -396,13 +398,17 @@ impl QpEnd {
         anyhow!("posting a receive on QP 0x{:x} failed: {e}", self.qpn())
     }
 
-    /// --recv_post_list: the receives chained `list` to a post call.
+    /// --recv_post_list: the receives chained `list` to a post call (a list of 1
+    /// posts each alone, as `post_recvs`).
     pub fn post_recv_lists(
         &mut self,
         ids: impl Iterator<Item = u64>,
         len: u32,
         list: usize,
     ) -> anyhow::Result<()> {
+        if list <= 1 {
+            return self.post_recvs(ids, len);
+        }
         let mut chain = std::mem::take(&mut self.qp.recv);
         for id in ids {
             chain.push(id, self.recv_sge(id, len));
