@@ -38,6 +38,10 @@
 #                       calls as timed ones, the two loops agree.
 #   LARGE_SIZES         bandwidth sizes in OSU's bytes (default "16777216 67108864")
 #   COLLECTIVES         which rows (default: all eight)
+#   PERCENTILES         1 (default): ours back to back as users run it, one clock read after
+#                       every call (for the p50..max columns; about 4% of an 8-byte
+#                       allreduce here); 0: with --percentiles 0, the loop timed whole as
+#                       nccl-tests and the bare loop time it (-z 3 always times each call)
 #   SAMPLES_DIR         keep every launch's time there, one file per row and program
 #                       (<collective>-<size>-<program>.txt, microseconds, in run order)
 #   FABRICBENCH_BIN     our binaries (default target/release; built when missing)
@@ -85,6 +89,10 @@ for setting in NP="$np" REPEATS="$repeats" SMALL_REPEATS="$small_repeats" SMALL_
     echo "compare-osu.sh: ${setting}: use a whole number >= $least, e.g. ${setting%%=*}=5" >&2
     exit 2
 done
+case ${PERCENTILES:-1} in
+    0 | 1) ;;
+    *) echo "compare-osu.sh: PERCENTILES=$PERCENTILES: use 1 (ours times every call) or 0 (ours times the loop whole)" >&2; exit 2 ;;
+esac
 case ${BIND:-core} in
     core) bind=(--map-by core --bind-to core:overload-allowed) ;;
     none) bind=(--bind-to none) ;;
@@ -133,9 +141,10 @@ pairs=(
 # Our time (us) for one size and placement, from the CSV (the table rounds to 0.01 us).
 ours_time() {
     local binary=$1 dtype=$2 size=$3 iters=$4 warmup=$5 placement=$6 z=$7
-    local csv="$work/ours-$RANDOM$RANDOM.csv"
+    local csv="$work/ours-$RANDOM$RANDOM.csv" whole=()
+    [ "$z" = 0 ] && [ "${PERCENTILES:-1}" = 0 ] && whole=(--percentiles 0)
     mpirun -np "$np" "${bind[@]}" "$bin/$binary" -b "$size" -e "$size" -n "$iters" -w "$warmup" -c 0 -d "$dtype" \
-        -z "$z" -T 300 --csv "$csv" >/dev/null
+        -z "$z" "${whole[@]}" -T 300 --csv "$csv" >/dev/null
     "$python" - "$csv" "$placement" <<'EOF'
 import csv, sys
 for row in csv.DictReader(open(sys.argv[1])):
@@ -267,8 +276,8 @@ for small, label in (("1", "smallest sizes"), ("0", ">= 16 MiB")):
 EOF
 }
 
-printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores (BIND=%s), medians of %s rounds (smallest size) and %s rounds (each program once a round, in random order), %s\n' \
-    "$np" "$(nproc)" "${BIND:-core}" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
+printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores (BIND=%s, PERCENTILES=%s), medians of %s rounds (smallest size) and %s rounds (each program once a round, in random order), %s\n' \
+    "$np" "$(nproc)" "${BIND:-core}" "${PERCENTILES:-1}" "$small_repeats" "$repeats" "$(mpirun --version | head -1)"
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s\n' collective "size(B)" ours bare ours-z3 bare-bar osu \
     harness "(95%)" harn-z3 method vs-osu "(95%)" verdict
 printf '# %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s\n' "" "" "(us)" "(us)" "(us)" "(us)" "(us)" \

@@ -405,7 +405,7 @@ impl CollArgs {
                 self.iters, self.agg_iters
             )));
         }
-        let reporting = self.report.plan(self.iters, self.cudagraph > 0)?;
+        let reporting = self.report.plan(self.iters, launch, self.hist.is_some())?;
         let tests_env = TestsEnv::from_env()?;
         let memory_report = flag01("-M/--memory", self.memory)?;
         if self.unalign > MAX_UNALIGN {

@@ -29,6 +29,18 @@ pub fn histogram(seconds: &[f64]) -> Histogram<u64> {
 }
 
 impl IterStats {
+    /// A loop timed whole (`--percentiles 0`): no iteration's time, so every figure
+    /// is NaN, which the CSV writes as `NaN` and the table as `N/A`.
+    pub fn not_measured() -> IterStats {
+        IterStats {
+            min_us: f64::NAN,
+            p50_us: f64::NAN,
+            p99_us: f64::NAN,
+            p999_us: f64::NAN,
+            max_us: f64::NAN,
+        }
+    }
+
     pub fn from_seconds(seconds: &[f64], h: &Histogram<u64>) -> IterStats {
         let min_us = seconds.iter().copied().fold(f64::INFINITY, f64::min) * 1e6;
         let max_us = seconds.iter().copied().fold(0.0, f64::max) * 1e6;

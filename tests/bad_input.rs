@@ -87,6 +87,26 @@ fn types_ops_roots() {
     );
 }
 
+#[test]
+fn percentiles_off_against_what_needs_every_call() {
+    usage_error(
+        &["--percentiles", "0", "-I", "1"],
+        "--percentiles 0 and -I/--per_iter_timing 1: the i_* columns need every call's time",
+    );
+    usage_error(
+        &["--percentiles", "0", "-z", "3"],
+        "--percentiles 0 and -z/--blocking 3: -z 3 times every call on its own",
+    );
+    usage_error(
+        &["--percentiles", "0", "--hist", "target"],
+        "--percentiles 0 and --hist: the histograms are of every call's time",
+    );
+    usage_error(
+        &["--percentiles", "5"],
+        "--percentiles 5: use 1 (time every call",
+    );
+}
+
 fn mem_available_bytes() -> u64 {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
     let line = meminfo

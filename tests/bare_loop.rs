@@ -1,10 +1,11 @@
 //! scripts/compare-osu.sh's pieces that run without OSU: the bare loop builds with
-//! mpicc and times every call it knows both ways, and the script refuses to start
-//! without OSU, or with a binding it does not know, in one line.
+//! mpicc and times every call it knows both ways, the script refuses to start
+//! without OSU, or with a binding or PERCENTILES it does not know, in one line; and
+//! our side of its PERCENTILES=0, a loop timed whole (`--percentiles 0`).
 
 mod common;
 
-use common::{mpirun, scratch};
+use common::{assert_rows_load, mpirun, read_rows, scratch, text};
 use std::process::Command;
 
 #[test]
@@ -65,7 +66,7 @@ fn compare_osu_without_osu_is_one_line_and_exit_2() {
 }
 
 #[test]
-fn compare_osu_refuses_an_unknown_binding_in_one_line() {
+fn compare_osu_refuses_an_unknown_setting_in_one_line() {
     // A folder that passes the OSU check; the binding is refused before anything runs.
     let dir = scratch("compare_osu_bind");
     let fake = dir.join("osu_allreduce");
@@ -73,14 +74,61 @@ fn compare_osu_refuses_an_unknown_binding_in_one_line() {
     let mut perms = std::fs::metadata(&fake).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(&fake, perms).unwrap();
-    let out = Command::new("bash")
-        .arg("scripts/compare-osu.sh")
-        .env("OSU_COLLECTIVE_DIR", &dir)
-        .env("BIND", "socket")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("BIND=socket: use core"), "{stderr}");
+    for (name, value, expected) in [
+        ("BIND", "socket", "BIND=socket: use core"),
+        ("PERCENTILES", "2", "PERCENTILES=2: use 1"),
+    ] {
+        let out = Command::new("bash")
+            .arg("scripts/compare-osu.sh")
+            .env("OSU_COLLECTIVE_DIR", &dir)
+            .env(name, value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}
+
+/// --percentiles 0 on 2 ranks: every size timed (the loop whole), rows that load, and
+/// no percentile made up: NaN in the CSV, N/A in the table.
+#[test]
+fn a_loop_timed_whole_reports_its_time_and_no_percentiles() {
+    let dir = scratch("timed_whole");
+    let csv = dir.join("whole.csv");
+    let out = mpirun(
+        2,
+        env!("CARGO_BIN_EXE_all_reduce_perf"),
+        &[
+            "-b",
+            "8",
+            "-e",
+            "512",
+            "-f",
+            "4",
+            "-n",
+            "200",
+            "--percentiles",
+            "0",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_rows_load(&csv, 8);
+    for row in read_rows(&csv) {
+        assert!(row.time_us > 0.0 && row.busbw_gbs > 0.0, "{row:?}");
+        assert!(
+            [row.min_us, row.p50_us, row.p99_us, row.p999_us, row.max_us]
+                .iter()
+                .all(|v| v.is_nan())
+        );
+    }
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("512 "))
+        .expect("the 512 B line");
+    assert_eq!(line.matches("N/A").count(), 8, "{line}");
 }

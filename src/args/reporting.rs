@@ -1,13 +1,15 @@
 //! nccl-tests' reporting flags: `-J` (its JSON document), `-I`/`-K` (per-iteration
 //! timing) and `-S` (timestamps), validated as nccl-tests validates them: a value
-//! it turns off with a message is turned off with the same message, as a warning.
+//! it turns off with a message is turned off with the same message, as a warning;
+//! and ours, `--percentiles`.
 
+use super::Launch;
 use crate::cli::{check_folder_target, file_kind, whole};
 use crate::job::UsageError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+#[derive(clap::Args, Debug, Clone, Serialize)]
 pub struct ReportArgs {
     /// Write nccl-tests' JSON document to FILE.json, rewritten after every size
     /// (FILE.json.0, .1, ... when FILE.json exists, as nccl-tests does)
@@ -33,6 +35,22 @@ pub struct ReportArgs {
     /// 1: the local time at the end of each table line
     #[arg(short = 'S', long = "report_timestamps", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
     pub report_timestamps: u8,
+    /// 0: time the loop whole, as nccl-tests does (no clock read between calls, no
+    /// p50..max columns); 1: time every call, for the percentiles
+    #[arg(long = "percentiles", default_value_t = 1, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    pub percentiles: u8,
+}
+
+impl Default for ReportArgs {
+    fn default() -> ReportArgs {
+        ReportArgs {
+            output_file: None,
+            per_iter_timing: 0,
+            per_iter_skip: 0,
+            report_timestamps: 0,
+            percentiles: 1,
+        }
+    }
 }
 
 /// The reporting part of the plan.
@@ -46,14 +64,17 @@ pub struct Reporting {
     pub per_iter_skip: usize,
     /// -S 1.
     pub timestamps: bool,
+    /// --percentiles 1: every call timed (else only the loop, with no clock read inside).
+    pub percentiles: bool,
     /// What nccl-tests would have said on stderr when it turned -I or -K off.
     pub warnings: Vec<String>,
 }
 
 impl ReportArgs {
     /// nccl-tests' rules (common.cu, after its option parsing), in its order and
-    /// words. `graph`: -G is on.
-    pub fn plan(&self, iters: usize, graph: bool) -> Result<Reporting, UsageError> {
+    /// words; then --percentiles against what needs every call's time (`hist`: --hist).
+    pub fn plan(&self, iters: usize, launch: Launch, hist: bool) -> Result<Reporting, UsageError> {
+        let graph = matches!(launch, Launch::Graph(_));
         let mut warnings = Vec::new();
         let mut per_iter = self.per_iter_timing;
         if per_iter != 0 && per_iter != 1 {
@@ -93,11 +114,28 @@ impl ReportArgs {
         if let Some(path) = &self.output_file {
             check_json_target(path)?;
         }
+        let percentiles = match self.percentiles {
+            1 => true,
+            0 if per_iter == 1 => return Err(UsageError(
+                "--percentiles 0 and -I/--per_iter_timing 1: the i_* columns need every call's time; drop one of them".into(),
+            )),
+            0 if hist => return Err(UsageError(
+                "--percentiles 0 and --hist: the histograms are of every call's time; drop one of them".into(),
+            )),
+            0 if launch == Launch::BarrierOutside => return Err(UsageError(
+                "--percentiles 0 and -z/--blocking 3: -z 3 times every call on its own, at no cost; drop --percentiles 0".into(),
+            )),
+            0 => false,
+            v => return Err(UsageError(format!(
+                "--percentiles {v}: use 1 (time every call, for the p50..max columns) or 0 (time the loop whole, as nccl-tests does)"
+            ))),
+        };
         Ok(Reporting {
             json: self.output_file.clone(),
             per_iter: per_iter == 1,
             per_iter_skip: skip as usize,
             timestamps,
+            percentiles,
             warnings,
         })
     }
@@ -138,8 +176,49 @@ mod tests {
             per_iter_skip: k,
             ..ReportArgs::default()
         }
-        .plan(20, graph)
+        .plan(
+            20,
+            if graph {
+                Launch::Graph(2)
+            } else {
+                Launch::Stream
+            },
+            false,
+        )
         .unwrap()
+    }
+
+    #[test]
+    fn percentiles_off_only_where_nothing_needs_every_call() {
+        let with = |p: u8, i: i64, launch: Launch, hist: bool| {
+            ReportArgs {
+                percentiles: p,
+                per_iter_timing: i,
+                ..ReportArgs::default()
+            }
+            .plan(20, launch, hist)
+        };
+        assert!(with(1, 0, Launch::Stream, false).unwrap().percentiles);
+        for launch in [
+            Launch::Stream,
+            Launch::Blocking,
+            Launch::Synced,
+            Launch::Graph(3),
+        ] {
+            assert!(
+                !with(0, 0, launch, false).unwrap().percentiles,
+                "{launch:?}"
+            );
+        }
+        let err = |p, i, launch, hist| with(p, i, launch, hist).unwrap_err().0;
+        assert!(err(0, 1, Launch::Stream, false)
+            .starts_with("--percentiles 0 and -I/--per_iter_timing 1:"));
+        assert!(err(0, 0, Launch::Stream, true).starts_with("--percentiles 0 and --hist:"));
+        assert!(err(0, 0, Launch::BarrierOutside, false)
+            .starts_with("--percentiles 0 and -z/--blocking 3:"));
+        assert!(err(2, 0, Launch::Stream, false).starts_with("--percentiles 2: use 1"));
+        // -I 1 turned off by -G (nccl-tests' rule, a warning) leaves nothing in the way.
+        assert!(!with(0, 1, Launch::Graph(2), false).unwrap().percentiles);
     }
 
     #[test]

@@ -152,6 +152,11 @@ impl HostClock {
         self.ticks.source()
     }
 
+    /// Whether the loop started last marks every call (`Marks::each_call`).
+    pub fn marks_each_call(&self) -> bool {
+        self.pattern.map_or(true, Marks::each_call)
+    }
+
     /// `Backend::timer_start`: room for every mark, so that `mark` never allocates.
     pub fn start(&mut self, iterations: usize, marks: Marks) {
         // Written once here, so that the timed loop's marks never fault a fresh page
@@ -160,7 +165,7 @@ impl HostClock {
         self.marks.resize(marks.count(iterations), 0);
         self.taken = 0;
         self.pattern = Some(marks);
-        if marks == Marks::Chained {
+        if marks != Marks::Paired {
             self.mark();
         }
     }

@@ -218,9 +218,10 @@ pub trait Backend {
         false
     }
     /// `iterations` issues of the bound call, each after a bump of `calls` (the
-    /// watchdog's view): back to back, each followed by a mark (`Marks::Chained`), or
-    /// with `between` each marked before and after and `between` run outside the marks
-    /// (`Marks::Paired`: -z 3's barrier).
+    /// watchdog's view): back to back, each followed by a mark (`Marks::Chained`) or
+    /// none (`Marks::Whole`: the caller marks the end), or with `between` each marked
+    /// before and after and `between` run outside the marks (`Marks::Paired`: -z 3's
+    /// barrier).
     fn run_bound(
         &mut self,
         _iterations: usize,
@@ -297,8 +298,8 @@ pub trait Backend {
     }
 
     /// Prepares `iterations` timed iterations marked as `marks` says, and takes the
-    /// starting timestamp of `Marks::Chained`. Must not allocate later: `mark` runs
-    /// inside the timed loop.
+    /// starting timestamp of `Marks::Chained` and `Marks::Whole`. Must not allocate
+    /// later: `mark` runs inside the timed loop.
     fn timer_start(&mut self, iterations: usize, marks: Marks) -> anyhow::Result<()>;
     /// Takes a timestamp after the work just issued.
     fn mark(&mut self);
@@ -321,6 +322,9 @@ pub enum Marks {
     /// One before and one after each iteration: what runs between iterations (the
     /// barrier of `-z 3`) is not timed.
     Paired,
+    /// One before the loop and one after it, none between calls (`--percentiles 0`,
+    /// nccl-tests' own way): no per-iteration times, no clock read in the loop.
+    Whole,
 }
 
 impl Marks {
@@ -329,7 +333,13 @@ impl Marks {
         match self {
             Marks::Chained => iterations + 1,
             Marks::Paired => 2 * iterations,
+            Marks::Whole => 2,
         }
+    }
+
+    /// Whether a mark follows every call (else only the loop's end is marked).
+    pub fn each_call(self) -> bool {
+        self != Marks::Whole
     }
 
     /// Each iteration's seconds into `per_iteration` and the timed seconds of the
@@ -343,6 +353,7 @@ impl Marks {
         let (iterations, bounds): (usize, fn(usize) -> (usize, usize)) = match self {
             Marks::Chained => (taken.saturating_sub(1), |k| (k, k + 1)),
             Marks::Paired => (taken / 2, |k| (2 * k, 2 * k + 1)),
+            Marks::Whole => (0, |k| (k, k + 1)),
         };
         let mut sum = 0.0;
         for (k, slot) in per_iteration.iter_mut().enumerate().take(iterations) {
@@ -351,8 +362,8 @@ impl Marks {
             sum += *slot;
         }
         match self {
-            Marks::Chained if taken > 0 => elapsed(0, taken - 1),
-            Marks::Chained => Ok(0.0),
+            Marks::Chained | Marks::Whole if taken > 0 => elapsed(0, taken - 1),
+            Marks::Chained | Marks::Whole => Ok(0.0),
             Marks::Paired => Ok(sum),
         }
     }

@@ -495,6 +495,14 @@ impl Backend for MpiBackend {
         // what `unsafe` relies on: resolved by end_bind from these buffers, which
         // nothing has reallocated since.)
         match between {
+            // --percentiles 0 (Marks::Whole): no mark between calls; the driver marks the end.
+            None if !self.clock.marks_each_call() => {
+                for _ in 0..iterations {
+                    calls.bump();
+                    // SAFETY: as above.
+                    unsafe { call.issue(self.comm) }?;
+                }
+            }
             None => {
                 for _ in 0..iterations {
                     calls.bump();

@@ -192,9 +192,12 @@ pub fn compare(
         let busbw_pct = change_pct(b.busbw_gbs, c.busbw_gbs);
         let p99_pct = change_pct(b.p99_us, c.p99_us);
         let mut regressed = Vec::new();
+        // Neither run timed each call (--percentiles 0): no p99 to compare, busbw decides.
+        let p99_in_neither = b.p99_us.is_nan() && c.p99_us.is_nan();
         for (side, f) in [(Side::Baseline, b), (Side::Candidate, c)] {
             for (figure, value) in [("busbw", f.busbw_gbs), ("p99", f.p99_us)] {
-                if !value.is_finite() {
+                let absent = figure == "p99" && p99_in_neither;
+                if !(value.is_finite() || absent) {
                     regressed.push(Regression::NotMeasured {
                         side,
                         figure,
@@ -539,5 +542,22 @@ mod tests {
         assert!(c
             .render("a", "b")
             .contains("REGRESSED (wrong data: 7 elements)"));
+    }
+
+    /// Two runs with --percentiles 0 have no p99 (NaN): busbw alone decides; one such
+    /// run against one with percentiles still cannot pass on p99.
+    #[test]
+    fn no_p99_on_either_side_is_judged_on_busbw() {
+        let whole = |busbw| row(8, busbw, f64::NAN);
+        let c = compare(&[whole(10.0)], &[whole(9.9)], STRICT).unwrap();
+        assert!(
+            c.deltas[0].regressed.is_empty(),
+            "{:?}",
+            c.deltas[0].regressed
+        );
+        let c = compare(&[whole(10.0)], &[whole(5.0)], STRICT).unwrap();
+        assert_eq!(c.deltas[0].regressed, [Regression::Busbw]);
+        let c = compare(&[row(8, 10.0, 1.0)], &[whole(10.0)], STRICT).unwrap();
+        assert_eq!(c.deltas[0].regressed[0].label(), "p99 NaN in candidate");
     }
 }

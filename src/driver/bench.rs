@@ -3,17 +3,16 @@
 //! place, validated, and combined over ranks into one table line.
 
 use super::faults::Faults;
-use crate::args::{Average, Launch, Plan};
+use super::timing::Timing;
+use crate::args::{Launch, Plan};
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::counters::Watch;
-use crate::report::run::now_utc;
-use crate::report::{Exporter, Measurement, PerIteration, Placement, RunInfo, SizeResult, Summary};
+use crate::report::{Exporter, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::{sizes, sweep_len, Step};
-use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats, SpreadStats};
 use crate::watchdog::Watchdog;
 use std::time::Instant;
 
@@ -59,6 +58,12 @@ impl<'a, C: Comm> Bench<'a, C> {
         faults: Faults,
     ) -> Self {
         let local_ranks = backend.devices();
+        // --percentiles 0: no iteration is timed on its own.
+        let timed_iterations = if plan.reporting.percentiles {
+            plan.iters
+        } else {
+            0
+        };
         Bench {
             comm,
             coll,
@@ -70,7 +75,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             plan,
             watchdog,
             faults,
-            per_iteration: vec![0.0; plan.iters],
+            per_iteration: vec![0.0; timed_iterations],
         }
     }
 
@@ -266,6 +271,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         let graph = launch.graph_launches();
         let marks = match launch {
             Launch::BarrierOutside => Marks::Paired,
+            _ if !plan.reporting.percentiles => Marks::Whole,
             _ => Marks::Chained,
         };
         if graph > 0 {
@@ -311,26 +317,26 @@ impl<'a, C: Comm> Bench<'a, C> {
                 self.watchdog.enter_call();
                 self.launch(args, agg)?;
                 match launch {
-                    Launch::Stream | Launch::Graph(_) => self.backend.mark(),
+                    Launch::Stream | Launch::Graph(_) => {}
                     Launch::Blocking => {
                         self.backend.synchronize()?;
                         self.comm.barrier();
-                        self.backend.mark();
                     }
-                    Launch::Synced => {
-                        self.backend.synchronize()?;
-                        self.backend.mark();
+                    Launch::Synced | Launch::BarrierOutside => self.backend.synchronize()?,
+                }
+                if marks.each_call() {
+                    self.backend.mark();
+                }
+                if launch == Launch::BarrierOutside {
+                    if time_issuing {
+                        issuing += issued.elapsed().as_secs_f64();
                     }
-                    Launch::BarrierOutside => {
-                        self.backend.synchronize()?;
-                        self.backend.mark();
-                        if time_issuing {
-                            issuing += issued.elapsed().as_secs_f64();
-                        }
-                        self.comm.barrier();
-                    }
+                    self.comm.barrier();
                 }
             }
+        }
+        if !marks.each_call() {
+            self.backend.mark();
         }
         let mut calls = iters * agg;
         if graph > 0 {
@@ -341,7 +347,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             self.backend.replay(graph)?;
             calls *= graph;
         }
-        if marks == Marks::Chained {
+        if marks != Marks::Paired {
             issuing = issued.elapsed().as_secs_f64();
         }
         self.backend.synchronize()?;
@@ -403,7 +409,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             let gathered = self.comm.gather_f64s(&mine);
             self.watchdog.end();
             if let Some(all) = gathered {
-                let timing = Timing::combine(&all, self.plan.iters, self.plan.average);
+                let timing = Timing::combine(&all, self.per_iteration.len(), self.plan.average);
                 let elt = dtype.size();
                 for line in self
                     .coll
@@ -498,76 +504,6 @@ impl<'a, C: Comm> Bench<'a, C> {
             }
         }
         Ok(wrong)
-    }
-}
-
-/// One placement's timings combined over processes, from what each sent rank 0:
-/// [seconds per call, CPU seconds per call, then each iteration's seconds].
-#[derive(Debug)]
-pub(super) struct Timing {
-    /// Per-call seconds combined by -a.
-    pub seconds: f64,
-    /// CPU seconds to issue a call, combined by -a.
-    pub cpu_seconds: f64,
-    /// Each iteration's time, the max over ranks.
-    pub worst: Vec<f64>,
-    /// The rank with the largest mean per-iteration time.
-    pub slowest_rank: usize,
-    /// Each process's per-iteration times, process order.
-    pub per_process: Vec<Vec<f64>>,
-}
-
-impl Timing {
-    pub(super) fn combine(all: &[f64], iters: usize, average: Average) -> Timing {
-        let per_process = all.chunks_exact(iters + 2);
-        let per_rank_time: Vec<f64> = per_process.clone().map(|c| c[0]).collect();
-        let per_rank_cpu: Vec<f64> = per_process.clone().map(|c| c[1]).collect();
-        let rows: Vec<Vec<f64>> = per_process.map(|c| c[2..].to_vec()).collect();
-        let per_iter = rows.concat();
-        Timing {
-            seconds: average.combine(&per_rank_time),
-            cpu_seconds: average.combine(&per_rank_cpu),
-            worst: max_over_ranks(&per_iter, iters),
-            slowest_rank: slowest(&mean_per_rank(&per_iter, iters)),
-            per_process: rows,
-        }
-    }
-
-    /// -I: nccl-tests' per-iteration report, its summary without the first `skip`
-    /// iterations (-K).
-    pub(super) fn per_iteration(&self, skip: usize) -> Option<PerIteration> {
-        Some(PerIteration {
-            skipped: skip,
-            stats: SpreadStats::of(self.worst.get(skip..)?)?,
-            times: self.worst.clone(),
-            per_process: self.per_process.clone(),
-        })
-    }
-
-    /// `alg_bytes`: what algbw divides by the time (the size but for hypercube).
-    pub(super) fn measurement(
-        &self,
-        placement: Placement,
-        alg_bytes: u64,
-        busbw_factor: f64,
-        wrong: Option<u64>,
-    ) -> Measurement {
-        let algbw = alg_bytes as f64 / 1e9 / self.seconds;
-        let h = histogram(&self.worst);
-        Measurement {
-            placement,
-            time_us: self.seconds * 1e6,
-            algbw_gbs: algbw,
-            busbw_gbs: algbw * busbw_factor,
-            wrong,
-            latency: IterStats::from_seconds(&self.worst, &h),
-            histogram: h,
-            slowest_rank: self.slowest_rank,
-            timestamp: now_utc(),
-            cpu_us: Some(self.cpu_seconds * 1e6),
-            wrong_ranks: Vec::new(),
-            per_iter: None,
-        }
     }
 }
 

@@ -18,6 +18,7 @@ mod open;
 mod outputs;
 #[cfg(test)]
 mod tests;
+mod timing;
 
 use crate::args::{parse_args, CollArgs, Plan};
 use crate::backend::{host_memory, BackendKind};

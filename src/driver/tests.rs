@@ -1,10 +1,11 @@
 //! The driver on one rank without MPI: the loopback backend (every call a copy)
 //! and a job of one (`Solo`) run the real sweep, validation, faults and exporters.
 
-use super::bench::{planned_results, Bench, Timing};
+use super::bench::{planned_results, Bench};
 use super::faults::Faults;
 use super::header::{describe_run, Opened};
 use super::open::{allocate, buffer_bytes, timing_bytes};
+use super::timing::Timing;
 use crate::args::{parse_args, Average, Plan};
 use crate::backend::loopback::Loopback;
 use crate::backend::{Backend, BackendKind, MemoryBudget};
@@ -434,4 +435,51 @@ fn agg_iters_makes_m_calls_per_timed_iteration() {
     };
     // 2 sizes x 2 placements x 3 iterations, each iteration 4 calls instead of 1.
     assert_eq!(calls("4") - calls("1"), 2 * 2 * 3 * 3);
+}
+
+/// --percentiles 0: the loop is timed whole (one mark before it, one after), so each
+/// size still has its time, and no percentile: NaN, never a made-up figure.
+#[test]
+fn a_loop_timed_whole_has_its_time_and_no_percentiles() {
+    for z in ["0", "1", "2"] {
+        let flags = |p| {
+            plan(&[
+                "-b",
+                "8",
+                "-e",
+                "64",
+                "-n",
+                "5",
+                "-z",
+                z,
+                "--percentiles",
+                p,
+            ])
+        };
+        let p = flags("0");
+        assert!(!p.reporting.percentiles);
+        let (summary, log, backend) = run_sweep(&collective::AllReduce, &p, Faults::default());
+        assert_eq!(summary.wrong_total, 0);
+        let (_, _, each) = run_sweep(&collective::AllReduce, &flags("1"), Faults::default());
+        assert_eq!(
+            backend.calls, each.calls,
+            "-z {z}: the calls of a sweep timing each"
+        );
+        for m in log.results.iter().flat_map(|r| &r.measurements) {
+            assert!(m.time_us > 0.0 && m.algbw_gbs > 0.0, "-z {z}: {m:?}");
+            let l = &m.latency;
+            assert!([l.min_us, l.p50_us, l.p99_us, l.p999_us, l.max_us]
+                .iter()
+                .all(|v| v.is_nan()));
+            assert_eq!(m.slowest_rank, 0);
+        }
+    }
+    // Without per-iteration times, the slowest rank is the one whose loop took longest.
+    let t = Timing::combine(&[1e-3, 2e-4, 3e-3, 4e-4, 2e-3, 1e-4], 0, Average::Mean);
+    assert_eq!((t.worst.len(), t.slowest_rank), (0, 1));
+    assert!(t
+        .measurement(Placement::OutOfPlace, 8, 1.0, None)
+        .latency
+        .p99_us
+        .is_nan());
 }

@@ -264,17 +264,22 @@ fn undrawable(row: &Row) -> Option<(&'static str, String)> {
     if row.size_bytes == 0 {
         return Some(("size_bytes", "0".into()));
     }
-    [
-        ("busbw_gbs", row.busbw_gbs),
+    let percentiles = [
         ("min_us", row.min_us),
         ("p50_us", row.p50_us),
         ("p99_us", row.p99_us),
         ("p999_us", row.p999_us),
         ("max_us", row.max_us),
+    ];
+    // All NaN: a loop timed whole (--percentiles 0), drawn in busbw, absent from latency.
+    let timed_whole = percentiles.iter().all(|(_, v)| v.is_nan());
+    [
+        ("busbw_gbs", row.busbw_gbs),
         ("pct_of_limit", row.pct_of_limit.unwrap_or(0.0)),
         ("limit_gbs", row.limit_gbs.unwrap_or(0.0)),
     ]
     .into_iter()
+    .chain(percentiles.into_iter().filter(|_| !timed_whole))
     .find(|(_, v)| !(v.is_finite() && *v >= 0.0))
     .map(|(column, v)| (column, v.to_string()))
 }
@@ -363,7 +368,7 @@ fn csv_ladder(row: &Row) -> Vec<Percentile> {
         (1.0, row.max_us),
     ]
     .into_iter()
-    .filter(|&(q, _)| q == 1.0 || 1.0 / (1.0 - q) <= n as f64)
+    .filter(|&(q, v)| !v.is_nan() && (q == 1.0 || 1.0 / (1.0 - q) <= n as f64))
     .map(|(q, v)| Percentile {
         value_us: v,
         quantile: q,
@@ -416,6 +421,9 @@ pub fn render(
                 limits,
             },
         )?);
+        if rows.iter().all(|r| r.p50_us.is_nan()) {
+            continue; // every loop timed whole (--percentiles 0): no latency to draw
+        }
         let iters: BTreeSet<usize> = rows.iter().map(|r| r.iters).collect();
         written.extend(draw::save(
             dir,
@@ -535,5 +543,16 @@ mod tests {
         assert_eq!(q, [0.0, 0.5, 1.0]);
         r.iters = 1000;
         assert_eq!(csv_ladder(&r).len(), 5);
+    }
+
+    #[test]
+    fn a_loop_timed_whole_is_drawn_in_busbw_only() {
+        let mut r = row("out-of-place", 8, 1.0);
+        (r.min_us, r.p50_us, r.p99_us, r.p999_us, r.max_us) =
+            (f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN);
+        assert_eq!(undrawable(&r), None);
+        assert!(csv_ladder(&r).is_empty());
+        r.min_us = 1.0; // one figure measured and the others NaN is a broken row
+        assert_eq!(undrawable(&r).map(|u| u.0), Some("p50_us"));
     }
 }

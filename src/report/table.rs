@@ -313,7 +313,11 @@ impl<W: Write> Exporter for Table<W> {
                     }
                     let l = &m.latency;
                     for v in [l.p50_us, l.p99_us, l.p999_us, l.max_us] {
-                        percentiles += &format!("  {}", fit(v, 7));
+                        // NaN: the loop was timed whole (--percentiles 0).
+                        match v.is_nan() {
+                            true => percentiles += &format!("  {:>7}", "N/A"),
+                            false => percentiles += &format!("  {}", fit(v, 7)),
+                        }
                     }
                 }
                 None => {

@@ -78,7 +78,7 @@ impl NcclBackend {
         self.next_mark = 0;
         self.mark_error = None;
         self.pattern = marks;
-        if marks == Marks::Chained {
+        if marks != Marks::Paired {
             self.event_mark();
         }
         Ok(())
