@@ -50,7 +50,8 @@ impl std::fmt::Display for Key {
 }
 
 /// The rows of one key (several with -N cycles, -r -1 roots or appended runs),
-/// averaged; a row that is NaN or inf makes its average so.
+/// averaged; a row that is NaN or inf makes its average so (but for a p99 that is
+/// NaN: not measured, `--percentiles 0`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Figures {
     pub busbw_gbs: f64,
@@ -60,21 +61,30 @@ pub struct Figures {
 }
 
 fn aggregate(rows: &[Row]) -> BTreeMap<Key, Figures> {
-    let mut sums: BTreeMap<Key, (Figures, usize)> = BTreeMap::new();
+    // Rows and, apart, rows with a p99: a row of a loop timed whole (--percentiles 0,
+    // p99 NaN) appended to timed ones leaves their p99 standing (inf still spreads).
+    let mut sums: BTreeMap<Key, (Figures, usize, usize)> = BTreeMap::new();
     for r in rows {
-        let (s, n) = sums.entry(Key::of(r)).or_default();
+        let (s, n, timed) = sums.entry(Key::of(r)).or_default();
         s.busbw_gbs += r.busbw_gbs;
-        s.p99_us += r.p99_us;
+        if !r.p99_us.is_nan() {
+            s.p99_us += r.p99_us;
+            *timed += 1;
+        }
         s.wrong = s.wrong.saturating_add(r.wrong.unwrap_or(0));
         *n += 1;
     }
     sums.into_iter()
-        .map(|(k, (s, n))| {
+        .map(|(k, (s, n, timed))| {
             (
                 k,
                 Figures {
                     busbw_gbs: s.busbw_gbs / n as f64,
-                    p99_us: s.p99_us / n as f64,
+                    p99_us: if timed == 0 {
+                        f64::NAN
+                    } else {
+                        s.p99_us / timed as f64
+                    },
                     wrong: s.wrong,
                 },
             )
@@ -559,5 +569,14 @@ mod tests {
         assert_eq!(c.deltas[0].regressed, [Regression::Busbw]);
         let c = compare(&[row(8, 10.0, 1.0)], &[whole(10.0)], STRICT).unwrap();
         assert_eq!(c.deltas[0].regressed[0].label(), "p99 NaN in candidate");
+        // Appended to a timed row of the same key, the p99 of the timed one stands.
+        let c = compare(
+            &[row(8, 10.0, 1.0)],
+            &[row(8, 10.0, 1.5), whole(10.0)],
+            STRICT,
+        )
+        .unwrap();
+        assert_eq!(c.deltas[0].p99_pct, Some(50.0));
+        assert_eq!(c.deltas[0].regressed, [Regression::P99]);
     }
 }
