@@ -131,4 +131,8 @@ fn a_loop_timed_whole_reports_its_time_and_no_percentiles() {
         .find(|l| l.trim_start().starts_with("512 "))
         .expect("the 512 B line");
     assert_eq!(line.matches("N/A").count(), 8, "{line}");
+    assert!(
+        stdout.contains("# Per-iteration columns: N/A: --percentiles 0 timed each loop whole"),
+        "{stdout}"
+    );
 }

@@ -107,6 +107,7 @@ impl Groups {
 pub(super) fn describe(plan: &Plan, kind: BackendKind, run: &mut RunInfo) {
     let r = &plan.reporting;
     run.per_iter_timing = r.per_iter;
+    run.timed_whole = !r.percentiles;
     run.report_timestamps = r.timestamps;
     run.min_busbw_gbs = plan.tests_env.min_busbw_gbs;
     run.notes.extend(r.warnings.iter().cloned());

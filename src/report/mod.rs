@@ -69,6 +69,8 @@ pub struct RunInfo {
     pub report_cputime: bool,
     /// -I 1: the table's per-placement i_* columns (nccl-tests' -I layout).
     pub per_iter_timing: bool,
+    /// --percentiles 0: each loop timed whole, so no per-iteration figure exists.
+    pub timed_whole: bool,
     /// -S 1: the local time at the end of each table line.
     pub report_timestamps: bool,
     /// NCCL_TESTS_MIN_BW: the average busbw (GB/s) the run must reach.

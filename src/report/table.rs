@@ -219,7 +219,12 @@ impl<W: Write> Exporter for Table<W> {
             o,
             "# Units: size in bytes, time in us, algbw and busbw in GB/s (1 GB/s = 1e9 bytes/s)"
         )?;
-        if !run.per_iter_timing {
+        if run.timed_whole {
+            writeln!(
+                o,
+                "# Per-iteration columns: N/A: --percentiles 0 timed each loop whole, with no clock read between calls"
+            )?;
+        } else if !run.per_iter_timing {
             writeln!(
                 o,
                 "# Per-iteration columns: p50/p99/p99.9/max of each iteration's time, taken as the max over ranks"
