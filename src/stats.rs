@@ -41,7 +41,11 @@ impl IterStats {
         }
     }
 
+    /// No times (a loop timed whole) give `not_measured`.
     pub fn from_seconds(seconds: &[f64], h: &Histogram<u64>) -> IterStats {
+        if seconds.is_empty() {
+            return IterStats::not_measured();
+        }
         let min_us = seconds.iter().copied().fold(f64::INFINITY, f64::min) * 1e6;
         let max_us = seconds.iter().copied().fold(0.0, f64::max) * 1e6;
         // A histogram bucket's top can overshoot the exact extremes by its 0.1% width.

@@ -31,18 +31,18 @@ impl Timing {
         let rows: Vec<Vec<f64>> = per_process.map(|c| c[2..].to_vec()).collect();
         let per_iter = rows.concat();
         // Without per-iteration times, a rank's mean iteration is its loop's time a call.
-        let (worst, mean) = match iters {
-            0 => (Vec::new(), per_rank_time.clone()),
+        let (worst, slowest_rank) = match iters {
+            0 => (Vec::new(), slowest(&per_rank_time)),
             _ => (
                 max_over_ranks(&per_iter, iters),
-                mean_per_rank(&per_iter, iters),
+                slowest(&mean_per_rank(&per_iter, iters)),
             ),
         };
         Timing {
             seconds: average.combine(&per_rank_time),
             cpu_seconds: average.combine(&per_rank_cpu),
             worst,
-            slowest_rank: slowest(&mean),
+            slowest_rank,
             per_process: rows,
         }
     }
@@ -74,10 +74,7 @@ impl Timing {
             algbw_gbs: algbw,
             busbw_gbs: algbw * busbw_factor,
             wrong,
-            latency: match self.worst.is_empty() {
-                true => IterStats::not_measured(),
-                false => IterStats::from_seconds(&self.worst, &h),
-            },
+            latency: IterStats::from_seconds(&self.worst, &h),
             histogram: h,
             slowest_rank: self.slowest_rank,
             timestamp: now_utc(),

@@ -271,8 +271,8 @@ fn undrawable(row: &Row) -> Option<(&'static str, String)> {
         ("p999_us", row.p999_us),
         ("max_us", row.max_us),
     ];
-    // All NaN: a loop timed whole (--percentiles 0), drawn in busbw, absent from latency.
-    let timed_whole = percentiles.iter().all(|(_, v)| v.is_nan());
+    // A loop timed whole is drawn in busbw and absent from the latency charts.
+    let timed_whole = row.timed_whole();
     [
         ("busbw_gbs", row.busbw_gbs),
         ("pct_of_limit", row.pct_of_limit.unwrap_or(0.0)),
@@ -421,7 +421,7 @@ pub fn render(
                 limits,
             },
         )?);
-        if rows.iter().all(|r| r.p50_us.is_nan()) {
+        if rows.iter().all(|r| r.timed_whole()) {
             continue; // every loop timed whole (--percentiles 0): no latency to draw
         }
         let iters: BTreeSet<usize> = rows.iter().map(|r| r.iters).collect();

@@ -172,6 +172,20 @@ impl Row {
         row
     }
 
+    /// Whether the row's loop was timed whole (`--percentiles 0`): every per-iteration
+    /// figure NaN, none measured.
+    pub fn timed_whole(&self) -> bool {
+        [
+            self.min_us,
+            self.p50_us,
+            self.p99_us,
+            self.p999_us,
+            self.max_us,
+        ]
+        .iter()
+        .all(|v| v.is_nan())
+    }
+
     /// Fills the counter columns from a size's deltas (all empty without them).
     pub fn set_counters(&mut self, counters: Option<&SizeCounters>) {
         let Some(c) = counters else { return };
