@@ -260,6 +260,40 @@ fn rank_0_stopped_ends_the_job_from_a_peer() {
     assert_rows_load(&csv, FINISHED_ROWS);
 }
 
+/// Rank 0, stopped, is woken the moment a peer has printed the verdict (as
+/// mpirun's SIGCONT before its SIGTERM may do): it must neither judge again nor
+/// blame the peer that ended the job as gone.
+#[test]
+fn rank_0_woken_after_a_peers_verdict_stays_silent() {
+    let (job, csv) = sweep(
+        &scratch("rank0-woken"),
+        &[(FAULT_SIGNAL_ENV, "0:8192:stop")],
+    );
+    let started = Instant::now();
+    while !job.read("stderr").contains("-T/--timeout") {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no verdict: {}",
+            job.read("stderr")
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let rank0 = header_pids(&job.read("stdout"))[0];
+    let _ = Command::new("kill")
+        .args(["-CONT", &rank0.to_string()])
+        .status();
+    let ended = job.wait(None);
+    assert_eq!(ended.code, Some(3), "exit status 3 (-T):\n{}", ended.stderr);
+    for v in ended.verdicts() {
+        assert!(
+            v.contains("at fault: rank 0 ("),
+            "only the peers judge: {v}"
+        );
+        assert!(!v.contains("gone"), "{v}");
+    }
+    assert_rows_load(&csv, FINISHED_ROWS);
+}
+
 #[test]
 fn a_killed_rank_is_named_by_mpirun() {
     let (job, csv) = sweep(&scratch("killed"), &[(FAULT_SIGNAL_ENV, "1:8192:kill")]);

@@ -7,8 +7,8 @@
 //! strangers do.
 
 use super::protocol::{Lines, Message, Token};
-use super::state::{LocalClock, State, Where};
-use super::verdict::{verdict, Answer};
+use super::state::{LocalClock, PauseWatch, State, Where, PAUSE_BOUND};
+use super::verdict::{own_pause, verdict, Answer};
 use super::{end_job, ANSWER_BOUND};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -47,8 +47,22 @@ enum Link {
 /// What a peer's connection brought this tick.
 enum Heard {
     Nothing,
-    At { stuck: bool, at: Where },
+    At {
+        stuck: bool,
+        at: Where,
+    },
     Gone,
+    /// The peer printed the verdict itself and ends the job.
+    Ended,
+}
+
+/// How the watch ended.
+#[derive(Debug)]
+enum Ending {
+    /// Rank 0's verdict, to print.
+    Verdict(String),
+    /// A peer printed the verdict and ends the job.
+    ByPeer,
 }
 
 /// What rank 0's watchdog needs to judge.
@@ -79,39 +93,65 @@ impl Listener {
         }
     }
 
-    /// Watches this rank and hears the peers until a call lasts -T somewhere,
-    /// then asks every rank where it is, prints the verdict and ends the job.
+    /// Watches until the job must end, prints rank 0's verdict when it is this
+    /// rank's to give, and ends the job.
     pub fn run(mut self, state: &State, judge: &Judge) -> ! {
-        let timeout = Duration::from_secs(judge.timeout_s);
-        let mut clock = LocalClock::new();
-        loop {
-            self.screen();
-            let peer_stuck = (1..self.peers.len())
-                .any(|r| matches!(self.hear(r), Heard::At { stuck: true, .. }));
-            if peer_stuck || clock.stuck(state, timeout) {
-                break;
-            }
-            std::thread::sleep(TICK);
+        if let Ending::Verdict(line) = self.watch(state, judge) {
+            eprintln!("{line}");
         }
-        let answers = self.ask(state);
-        eprintln!(
-            "{}",
-            verdict(
-                &judge.program,
-                judge.timeout_s,
-                ANSWER_BOUND.as_secs(),
-                &judge.hosts,
-                &answers
-            )
-        );
         for rank in 1..self.peers.len() {
             self.send(rank, &Message::Abort);
         }
         end_job()
     }
 
-    /// Every rank's answer: a Query to each peer, and what comes back within `ANSWER_BOUND`.
-    fn ask(&mut self, state: &State) -> Vec<Answer> {
+    /// Watches this rank and hears the peers until a call lasts -T somewhere,
+    /// then asks every rank where it is and gives the verdict. A peer that
+    /// already printed one (`Ended`: this rank was silent) ends the job alone:
+    /// no second verdict, and it is not blamed as gone.
+    fn watch(&mut self, state: &State, judge: &Judge) -> Ending {
+        let timeout = Duration::from_secs(judge.timeout_s);
+        let mut clock = LocalClock::new();
+        let mut pauses = PauseWatch::new(PAUSE_BOUND);
+        loop {
+            self.screen();
+            let heard: Vec<Heard> = (1..self.peers.len()).map(|r| self.hear(r)).collect();
+            if heard.iter().any(|h| matches!(h, Heard::Ended)) {
+                return Ending::ByPeer;
+            }
+            if pauses.tick().is_some() {
+                clock.restart();
+            }
+            let peer_stuck = heard
+                .iter()
+                .any(|h| matches!(h, Heard::At { stuck: true, .. }));
+            if peer_stuck || clock.stuck(state, timeout) {
+                break;
+            }
+            std::thread::sleep(TICK);
+        }
+        let Some(answers) = self.ask(state) else {
+            return Ending::ByPeer;
+        };
+        // Its own recent pause, when long beside -T, may be the cause of what it saw: say so.
+        let note = pauses
+            .recent(timeout / 2, timeout + 2 * ANSWER_BOUND)
+            .map_or(String::new(), |(length, since)| {
+                own_pause(&judge.hosts[0], length, since)
+            });
+        Ending::Verdict(verdict(
+            &judge.program,
+            judge.timeout_s,
+            ANSWER_BOUND.as_secs(),
+            &judge.hosts,
+            &answers,
+            &note,
+        ))
+    }
+
+    /// Every rank's answer: a Query to each peer, and what comes back within
+    /// `ANSWER_BOUND`; None when a peer printed the verdict meanwhile.
+    fn ask(&mut self, state: &State) -> Option<Vec<Answer>> {
         let mut answers = vec![Answer::Unreached; self.peers.len()];
         answers[0] = Answer::At(state.snapshot());
         let deadline = Instant::now() + ANSWER_BOUND;
@@ -132,12 +172,13 @@ impl Listener {
                 match self.hear(rank) {
                     Heard::At { at, .. } if asked[rank] => answers[rank] = Answer::At(at),
                     Heard::Gone => answers[rank] = Answer::Gone,
+                    Heard::Ended => return None,
                     _ => {}
                 }
             }
             let waiting = answers.contains(&Answer::Silent);
             if !waiting || Instant::now() >= deadline {
-                return answers;
+                return Some(answers);
             }
             std::thread::sleep(TICK);
         }
@@ -159,6 +200,8 @@ impl Listener {
         let open = read_available(&mut p.stream, &mut p.lines);
         while let Some(line) = p.lines.next_line() {
             match Message::decode(&line, &self.token) {
+                // Whatever came before or after, the job is ending without us.
+                Ok(Message::Ended) => return Heard::Ended,
                 Ok(Message::Stuck(at)) => heard = Heard::At { stuck: true, at },
                 Ok(Message::State(at)) => {
                     let stuck = matches!(heard, Heard::At { stuck: true, .. });
@@ -169,7 +212,10 @@ impl Listener {
         }
         if !open {
             self.peers[rank] = Link::Closed;
-            return Heard::Gone;
+            // A claim it made before it left still stands.
+            if !matches!(heard, Heard::At { stuck: true, .. }) {
+                return Heard::Gone;
+            }
         }
         heard
     }
@@ -256,4 +302,102 @@ fn oldest_of_the_busiest(strangers: &[Stranger]) -> usize {
         .iter()
         .position(|s| Some(s.from) == busiest)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+
+    fn judge() -> Judge {
+        Judge {
+            program: "all_reduce_perf".into(),
+            // Rank 0's own call never lasts this long here: only the peers speak.
+            timeout_s: 600,
+            hosts: (0..3).map(|r| format!("node{r}")).collect(),
+        }
+    }
+
+    fn listener(token: &Token) -> (Listener, std::net::SocketAddr) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        (Listener::new(vec![l], token.clone(), 3), addr)
+    }
+
+    fn at(calls: u64) -> Where {
+        Where {
+            calls,
+            in_call: true,
+            label: "AllReduce float sum 8 B".into(),
+        }
+    }
+
+    /// A peer that proves itself, sends `lines` and, unless it closes, answers
+    /// every Query with `at` until rank 0 aborts.
+    fn peer(
+        addr: std::net::SocketAddr,
+        token: &Token,
+        rank: usize,
+        lines: Vec<Message>,
+        close: bool,
+    ) {
+        let token = token.clone();
+        let mut stream = TcpStream::connect(addr).unwrap();
+        std::thread::spawn(move || {
+            let mut out: String = Message::Hello { rank }.encode(&token);
+            out.extend(lines.iter().map(|m| m.encode(&token)));
+            stream.write_all(out.as_bytes()).unwrap();
+            if close {
+                return;
+            }
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                match Message::decode(line.trim_end().as_bytes(), &token) {
+                    Ok(Message::Query) => {
+                        let state = Message::State(at(41)).encode(&token);
+                        let _ = stream.write_all(state.as_bytes());
+                    }
+                    Ok(Message::Abort) => return,
+                    _ => {}
+                }
+                line.clear();
+            }
+        });
+    }
+
+    #[test]
+    fn a_peer_that_gave_the_verdict_is_neither_judged_again_nor_blamed() {
+        let token = Token::generate().unwrap();
+        let (mut rank0, addr) = listener(&token);
+        peer(addr, &token, 2, Vec::new(), false);
+        // Rank 1 told rank 0 it was stuck, printed the verdict itself and left.
+        peer(
+            addr,
+            &token,
+            1,
+            vec![Message::Stuck(at(42)), Message::Ended],
+            true,
+        );
+        let ending = rank0.watch(&State::default(), &judge());
+        assert!(matches!(ending, Ending::ByPeer), "{ending:?}");
+    }
+
+    #[test]
+    fn a_peer_that_left_without_a_verdict_is_gone() {
+        let token = Token::generate().unwrap();
+        let (mut rank0, addr) = listener(&token);
+        peer(addr, &token, 2, Vec::new(), false);
+        peer(addr, &token, 1, vec![Message::Stuck(at(42))], true);
+        let Ending::Verdict(v) = rank0.watch(&State::default(), &judge()) else {
+            panic!("rank 0 judges")
+        };
+        assert!(v.contains("call 41 (AllReduce float sum 8 B)"), "{v}");
+        assert!(v.contains("1 (on node1: gone: its process ended)"), "{v}");
+        assert!(
+            v.contains("ranks between calls: 0 (on node0, after call 0)"),
+            "{v}"
+        );
+        assert!(!v.contains("note:"), "rank 0 did not pause: {v}");
+    }
 }

@@ -4,7 +4,7 @@
 //! cut off), or its connection is gone, this rank gives the verdict itself.
 
 use super::protocol::{Lines, Message, Token};
-use super::state::{LocalClock, State};
+use super::state::{LocalClock, PauseWatch, State, PAUSE_BOUND};
 use super::verdict::{rank0_lost, Rank0Lost};
 use super::{end_job, ANSWER_BOUND};
 use crate::job::ExitStatus;
@@ -49,6 +49,7 @@ impl Peer {
         let timeout = Duration::from_secs(self.timeout_s);
         let turn = STAGGER * (self.rank - 1).min(STAGGERED_RANKS) as u32;
         let mut clock = LocalClock::new();
+        let mut pauses = PauseWatch::new(PAUSE_BOUND);
         let mut link = self.connect();
         let mut reached = link.is_some();
         let mut gone = false;
@@ -61,6 +62,7 @@ impl Peer {
             if (link.is_none() && !gone) || stale {
                 link = self.connect();
                 reached |= link.is_some();
+                pauses.waited();
             }
             match &mut link {
                 // Waits up to POLL for rank 0's next line.
@@ -73,6 +75,12 @@ impl Peer {
                     }
                 },
                 None => std::thread::sleep(POLL),
+            }
+            // This rank did not run for a while (stopped or starved): neither its
+            // call nor rank 0's silence is to be judged by that time.
+            if pauses.tick().is_some() {
+                clock.restart();
+                told = told.map(|_| Instant::now());
             }
             if told.is_none() && clock.stuck(state, timeout) {
                 told = Some(Instant::now());
@@ -105,6 +113,10 @@ impl Peer {
                     why,
                 );
                 eprintln!("{line}");
+                // Rank 0, should it wake, ends the job without judging again.
+                if let Some(l) = link.as_mut() {
+                    let _ = l.send(&Message::Ended, &self.token);
+                }
                 end_job();
             }
         }

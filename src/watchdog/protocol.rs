@@ -64,8 +64,12 @@ pub enum Message {
     Query,
     /// A peer's answer to Query.
     State(Where),
-    /// Rank 0 has printed the verdict: end.
+    /// The verdict is printed (by rank 0, or by the peer that told it
+    /// `Ended`): end without a word.
     Abort,
+    /// A peer printed the verdict itself (rank 0 was silent) and ends the job:
+    /// rank 0, if it wakes, must not judge again.
+    Ended,
 }
 
 /// Why a line was refused.
@@ -88,6 +92,7 @@ impl Message {
             Message::Query => "QUERY".into(),
             Message::State(w) => format!("STATE\t{}", encode_where(w)),
             Message::Abort => "ABORT".into(),
+            Message::Ended => "ENDED".into(),
         };
         format!("{MAGIC}\t{}\t{body}\n", token.as_str())
     }
@@ -112,6 +117,7 @@ impl Message {
             ["QUERY"] => Some(Message::Query),
             ["STATE", w @ ..] => decode_where(w).map(Message::State),
             ["ABORT"] => Some(Message::Abort),
+            ["ENDED"] => Some(Message::Ended),
             _ => None,
         };
         message.ok_or(Refused::Malformed)
@@ -219,6 +225,7 @@ mod tests {
             Message::Query,
             Message::State(at(0, false, "")),
             Message::Abort,
+            Message::Ended,
         ] {
             assert_eq!(Message::decode(&line(&m, &t), &t), Ok(m));
         }
@@ -276,6 +283,7 @@ mod tests {
             Just(Message::Query),
             any_where().prop_map(Message::State),
             Just(Message::Abort),
+            Just(Message::Ended),
         ]
     }
 
@@ -314,7 +322,7 @@ mod tests {
 
         #[test]
         fn arbitrary_lines_with_the_token_never_panic(
-            kind in "(HELLO|WELCOME|STUCK|QUERY|STATE|ABORT|[A-Z]{0,6})",
+            kind in "(HELLO|WELCOME|STUCK|QUERY|STATE|ABORT|ENDED|[A-Z]{0,6})",
             fields in proptest::collection::vec("[^\t\n]{0,40}", 0..5),
         ) {
             let t = token();

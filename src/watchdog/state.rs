@@ -69,6 +69,12 @@ impl LocalClock {
         }
     }
 
+    /// Starts the clock again: after this process's own pause, the time it did
+    /// not run says nothing of the call.
+    pub fn restart(&mut self) {
+        self.since = Instant::now();
+    }
+
     pub fn stuck(&mut self, state: &State, timeout: Duration) -> bool {
         let calls = state.calls.get();
         if calls != self.last_calls || !state.in_call.load(Ordering::Relaxed) {
@@ -77,5 +83,97 @@ impl LocalClock {
             return false;
         }
         self.since.elapsed() >= timeout
+    }
+}
+
+/// How long the watchdog thread may go without running before this process
+/// counts as paused (stopped, or starved by a loaded host): its ticks are 20 to
+/// 50 ms apart.
+pub(super) const PAUSE_BOUND: Duration = Duration::from_secs(1);
+
+/// Notices when this process itself did not run: a rank that was stopped or
+/// starved must not count its own pause as others' delay when it wakes.
+pub(super) struct PauseWatch {
+    bound: Duration,
+    last_tick: Instant,
+    /// The last pause: when it ended and how long it lasted.
+    last_pause: Option<(Instant, Duration)>,
+}
+
+impl PauseWatch {
+    pub fn new(bound: Duration) -> Self {
+        PauseWatch {
+            bound,
+            last_tick: Instant::now(),
+            last_pause: None,
+        }
+    }
+
+    /// Called every tick: the length of the pause that just ended, if there was one.
+    pub fn tick(&mut self) -> Option<Duration> {
+        let now = Instant::now();
+        let gap = now.duration_since(self.last_tick);
+        self.last_tick = now;
+        (gap >= self.bound).then(|| {
+            self.last_pause = Some((now, gap));
+            gap
+        })
+    }
+
+    /// The time since the last tick was spent waiting on purpose (a connection
+    /// attempt with its own bound), not paused.
+    pub fn waited(&mut self) {
+        self.last_tick = Instant::now();
+    }
+
+    /// The last pause of at least `at_least`, when it ended less than `within`
+    /// ago: (its length, since when it ended).
+    pub fn recent(&self, at_least: Duration, within: Duration) -> Option<(Duration, Duration)> {
+        let (ended, length) = self.last_pause?;
+        let since = ended.elapsed();
+        (length >= at_least && since < within).then_some((length, since))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gap_between_ticks_is_a_pause_and_is_forgotten_later() {
+        let mut watch = PauseWatch::new(Duration::from_millis(30));
+        assert_eq!(watch.tick(), None);
+        assert_eq!(watch.recent(Duration::ZERO, Duration::from_secs(60)), None);
+        std::thread::sleep(Duration::from_millis(60));
+        let gap = watch.tick().expect("60 ms without a tick is a pause");
+        assert!(gap >= Duration::from_millis(60), "{gap:?}");
+        let (length, _) = watch
+            .recent(Duration::ZERO, Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(length, gap);
+        assert_eq!(watch.tick(), None, "the next prompt tick is no pause");
+        assert_eq!(
+            watch.recent(Duration::ZERO, Duration::ZERO),
+            None,
+            "older than the window"
+        );
+        assert_eq!(
+            watch.recent(Duration::from_secs(60), Duration::from_secs(60)),
+            None,
+            "too short"
+        );
+    }
+
+    #[test]
+    fn a_restarted_clock_does_not_count_the_pause() {
+        let state = State::default();
+        state.in_call.store(true, Ordering::Relaxed);
+        let mut clock = LocalClock::new();
+        assert!(!clock.stuck(&state, Duration::from_millis(20)));
+        std::thread::sleep(Duration::from_millis(40));
+        clock.restart();
+        assert!(!clock.stuck(&state, Duration::from_millis(20)));
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(clock.stuck(&state, Duration::from_millis(20)));
     }
 }

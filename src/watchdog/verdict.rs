@@ -2,6 +2,7 @@
 //! when rank 0 itself cannot be heard.
 
 use super::state::Where;
+use std::time::Duration;
 
 /// What rank 0 learnt of one rank when it asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +42,7 @@ pub fn verdict(
     answer_s: u64,
     hosts: &[String],
     answers: &[Answer],
+    note: &str,
 ) -> String {
     let placed: Vec<(usize, &Where)> = answers
         .iter()
@@ -111,8 +113,19 @@ pub fn verdict(
     };
     format!(
         "{program}: -T/--timeout {timeout_s}: call {stuck_at} ({label}) did not finish within {timeout_s} s; \
-         ranks waiting in it: {}; {fault}; aborting the job",
+         ranks waiting in it: {}; {fault}{note}; aborting the job",
         if waiting.is_empty() { "none".into() } else { waiting.join(",") },
+    )
+}
+
+/// What rank 0 adds to its verdict when it did not run itself shortly before:
+/// the others' waits may be its own doing.
+pub fn own_pause(host0: &str, length: Duration, since: Duration) -> String {
+    format!(
+        "; note: rank 0 (on {host0}) itself did not run for {:.1} s until {:.1} s ago \
+         (stopped, or its host starved): the waits above may be its own doing",
+        length.as_secs_f64(),
+        since.as_secs_f64()
     )
 }
 
@@ -169,7 +182,7 @@ mod tests {
     }
 
     fn check(answers: &[Answer]) -> String {
-        let v = verdict("all_reduce_perf", 5, 3, &hosts(answers.len()), answers);
+        let v = verdict("all_reduce_perf", 5, 3, &hosts(answers.len()), answers, "");
         assert!(!v.contains('\n'), "{v}");
         v
     }
@@ -231,6 +244,31 @@ mod tests {
         let v = check(&[at(9, true), at(9, true)]);
         assert!(
             v.contains("none (all arrived: the library itself is stuck)"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn rank_0_says_when_it_did_not_run_itself() {
+        let note = own_pause(
+            "node0",
+            Duration::from_millis(7_240),
+            Duration::from_millis(1_310),
+        );
+        let v = verdict(
+            "all_reduce_perf",
+            5,
+            3,
+            &hosts(2),
+            &[at(9, true), at(10, true)],
+            &note,
+        );
+        assert!(
+            v.ends_with(
+                "had not arrived: 0 (on node0, in an earlier call, call 9); note: rank 0 (on node0) \
+                 itself did not run for 7.2 s until 1.3 s ago (stopped, or its host starved): the \
+                 waits above may be its own doing; aborting the job"
+            ),
             "{v}"
         );
     }
