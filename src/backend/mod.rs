@@ -1,8 +1,10 @@
 //! Where the collectives run. A backend owns one send and one receive buffer per
-//! rank (allocated once for the largest size, as nccl-tests does), issues the nine
-//! calls on them, and times loops of calls with its own clock (host clock for MPI,
-//! stream events for NCCL). A process drives one rank, or with `-g N` (nccl) N
-//! ranks on N GPUs, whose calls the driver brackets with `group_start`/`group_end`.
+//! rank (allocated once for the largest size, as nccl-tests does), issues the
+//! collective calls on them (one per `CollectiveId` but hypercube, which is built,
+//! like all-pairs, from the pairwise `exchange`), and times loops of calls with its
+//! own clock (host clock for MPI, stream events for NCCL). A process drives one
+//! rank, or with `-g N` (nccl) N ranks on N GPUs, whose calls the driver brackets
+//! with `group_start`/`group_end`.
 //! The `loopback` backend (unit tests only) is one rank in host memory.
 
 mod host_clock;

@@ -1,7 +1,7 @@
 //! The rack spec (TOML): how to launch, what doctor gets, the tests to run and
 //! the checks on their results. Loading validates everything up front, so a typo
-//! is one line naming the field before anything runs. See README ("Rack
-//! acceptance") and scripts/rack-*.toml for the format.
+//! is one line naming the field before anything runs. See docs/rack-acceptance.md
+//! ("rack_check") and scripts/rack-*.toml for the format.
 
 use super::check::{parse_bound, Bound, Check, CheckKind, RowMetric, Side};
 use super::launch::Launch;

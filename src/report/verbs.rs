@@ -1,5 +1,5 @@
 //! The verbs family's results (perftest's figures of one size, for each pair
-//! and for every pair together) and their CSV rows; the README's verbs section
+//! and for every pair together) and their CSV rows; docs/verbs.md ("CSV rows")
 //! documents the mapping.
 
 use super::counters::{SizeCounters, WithCounters};

@@ -1,6 +1,6 @@
 //! The one generator of every sysfs/procfs fixture tree: unit tests build the
 //! trees they read from here, in a temporary folder, and the trees committed
-//! under `tests/fixtures/` (read by the integration tests, the README's examples
+//! under `tests/fixtures/` (read by the integration tests, the docs' examples
 //! and rack specs) are checked to be exactly what it writes. To change one, edit
 //! it here and rewrite them:
 //!

@@ -1,5 +1,6 @@
-//! The raw RDMA verbs benchmarks, perftest's ib_{write,read,send}_{bw,lat} over
-//! RC queue pairs, on the `sideway` crate.
+//! The raw RDMA verbs benchmarks, perftest's ib_{write,read,send,atomic}_{bw,lat}
+//! over RC, UC and UD queue pairs, connected over TCP, MPI or rdma_cm (`-R`, `-z`),
+//! on the `sideway` crate.
 //!
 //! Every process is one endpoint of a pair. mpirun with 2k ranks makes k pairs
 //! (rank i is the client of pair i, rank i + k its server) that exchange their
@@ -71,7 +72,7 @@ use seat::seat;
 use session::{open_side, Session};
 use std::process::ExitCode;
 
-/// Entry point of the six binaries. A plain start runs alone, without MPI's
+/// Entry point of the eight binaries. A plain start runs alone, without MPI's
 /// runtime: no daemon or progress thread competes with the timed loops for the CPU.
 pub fn main(bench: Benchmark) -> ExitCode {
     job::main(Start::MpiWhenLaunched, bench.program(), |job, _| {
