@@ -1,4 +1,7 @@
-//! Per-iteration latency: the distribution of one size's timed calls.
+//! Statistics: per-iteration latency (the distribution of one size's timed
+//! calls, here) and, in `interval`, how sure a figure from repeated rounds is.
+
+pub mod interval;
 
 use hdrhistogram::Histogram;
 
