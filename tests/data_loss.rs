@@ -144,15 +144,16 @@ fn an_unwritable_folder_is_refused_before_the_csv_is_made() {
     let dir = scratch("unwritable-plot");
     let csv = dir.join("run.csv");
     let path = csv.to_str().unwrap();
-    // /proc takes no new folder, even from root: found when the folder is made.
+    // /proc takes no new file or folder, even from root (whom access(2) lets
+    // pass): found by trying, before the run.
     let out = run(
         2,
         &with(&["--csv", path, "--plot", "/proc/fabricbench-plots"]),
     );
     one_error(
         &out,
-        1,
-        "--plot /proc/fabricbench-plots: cannot create the directory: No such file or directory",
+        2,
+        "--plot /proc/fabricbench-plots: cannot create files in /proc (No such file or directory); choose a folder you can write",
     );
     assert!(
         !csv.exists(),

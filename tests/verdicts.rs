@@ -347,7 +347,7 @@ fn doctor_checks_its_outputs_before_it_runs() {
         (
             vec!["--csv", path(&inside_file)],
             format!(
-                "--csv {}: {} is a file, not a folder",
+                "--csv {}: {} is not a directory; give a path in a folder",
                 inside_file.display(),
                 existing.display()
             ),
@@ -378,7 +378,7 @@ fn doctor_checks_its_outputs_before_it_runs() {
             &["--sysfs-root", path(&root), "--json", "/sys/doctor.json"],
         );
         let e = one_line_error(&out, "doctor");
-        has(&e, "--json /sys/doctor.json: cannot write in /sys: ");
+        has(&e, "--json /sys/doctor.json: cannot create files in /sys (");
     }
 }
 
