@@ -8,6 +8,7 @@ mod common;
 
 use common::{
     assert_rows_load, mpirun, mpirun_command, mpirun_env, one_error, pandas_rows, scratch, text,
+    Tmpfs,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,40 +31,6 @@ fn assert_header_only(path: &Path) {
     assert_eq!(pandas_rows(path), 0, "{}", path.display());
     let e = fabricbench::report::csv::read_rows(path).unwrap_err();
     assert_eq!(format!("{e:#}"), format!("{}: no rows", path.display()));
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// A tmpfs mounted for one test (root only), unmounted when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(name: &str, options: &str) -> Option<Tmpfs> {
-        if !is_root() {
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
-        let dir = scratch(name);
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
-            .arg(&dir)
-            .status()
-            .ok()?;
-        if !status.success() {
-            eprintln!("skipped: mount -t tmpfs failed here");
-            return None;
-        }
-        Some(Tmpfs(dir))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! with every node's facts as JSON. Files are created, never overwritten.
 
 use super::{count, Finding, NodeFacts, Severity};
+use crate::cli::io_reason;
 use crate::output::{write_whole, Replace};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -134,11 +135,14 @@ pub fn write_json(path: &Path, report: &Report) -> anyhow::Result<()> {
 fn write_new(path: &Path, flag: &str, bytes: &[u8]) -> anyhow::Result<()> {
     write_whole(path, Replace::IfEmpty, bytes)
         .map(drop)
-        .with_context(|| {
-            format!(
-                "{flag} {}: cannot create it (findings are never overwritten: choose a new path)",
-                path.display()
-            )
+        .map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::AlreadyExists => {
+                    "the file exists and findings are never overwritten; choose a new path".into()
+                }
+                _ => format!("cannot write it: {}", io_reason(&e)),
+            };
+            anyhow::anyhow!("{flag} {}: {why}", path.display())
         })
 }
 

@@ -327,3 +327,66 @@ impl RunReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rack::nodes::NodeProblem;
+
+    /// Text from a hostile node or spec reaches summary.md as text: no table
+    /// row broken, no HTML, no markup, every line one line.
+    #[test]
+    fn hostile_node_text_is_escaped_in_summary_md() {
+        let hostile = "evil|host*`x`\nnext <script>alert(1)</script> _em_";
+        let report = RunReport {
+            name: "rack # one <b>".into(),
+            spec_file: "spec.toml".into(),
+            started: "now".into(),
+            doctor: None,
+            tests: Vec::new(),
+            checks: vec![CheckResult {
+                label: format!("busbw on {hostile}"),
+                measured: "1 GB/s".into(),
+                threshold: ">= 2 GB/s".into(),
+                passed: false,
+                details: vec![format!("node {hostile} is slow")],
+            }],
+            nodes: vec![NodeVerdict {
+                node: hostile.into(),
+                problems: vec![NodeProblem {
+                    fails: true,
+                    what: format!("port down on {hostile}"),
+                    fix: "`rm -rf /` | *now*".into(),
+                }],
+            }],
+        };
+        let md = report.markdown();
+        // Every `<` is escaped: no HTML.
+        assert!(
+            md.match_indices('<').all(|(i, _)| md[..i].ends_with('\\')),
+            "{md}"
+        );
+        assert!(md.contains("\\<script>alert(1)\\</script>"), "{md}");
+        assert!(md.contains("# Rack acceptance: rack # one \\<b>\n"), "{md}");
+        let escaped = "evil\\|host\\*\\`x\\` next \\<script>alert(1)\\</script> \\_em\\_";
+        // Each table row keeps its columns: only escaped pipes inside cells.
+        let row = |start: &str| {
+            md.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no row {start}: {md}"))
+                .to_string()
+        };
+        let cells = |line: &str| line.replace("\\|", "").matches('|').count();
+        let node_row = row(&format!("| {escaped} |"));
+        assert_eq!(cells(&node_row), 4, "{node_row}");
+        assert!(
+            node_row.contains("\\`rm -rf /\\` \\| \\*now\\*"),
+            "{node_row}"
+        );
+        let check_row = row("| 1 | busbw on ");
+        assert_eq!(cells(&check_row), 6, "{check_row}");
+        assert!(md.contains(&format!("- busbw on {escaped}: node {escaped} is slow\n")));
+        // No line of node text was split: the newline became a space.
+        assert!(!md.lines().any(|l| l.starts_with("next ")), "{md}");
+    }
+}

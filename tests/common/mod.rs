@@ -180,3 +180,37 @@ pub fn sweep_row(placement: &str, size: u64, busbw: f64, p99: f64) -> fabricbenc
         ..fabricbench::report::Row::default()
     }
 }
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A tmpfs mounted for one test (root only), unmounted when dropped.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    pub fn mount(name: &str, options: &str) -> Option<Tmpfs> {
+        if !is_root() {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        let dir = scratch(name);
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(&dir)
+            .status()
+            .ok()?;
+        if !status.success() {
+            eprintln!("skipped: mount -t tmpfs failed here");
+            return None;
+        }
+        Some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
