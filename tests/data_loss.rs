@@ -10,7 +10,7 @@ use common::{
     assert_rows_load, mpirun, mpirun_command, mpirun_env, one_error, pandas_rows, scratch, text,
     Tmpfs,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");

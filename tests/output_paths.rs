@@ -7,8 +7,8 @@
 mod common;
 
 use common::{
-    assert_rows_load, fixture, log, mpirun, mpirun_command, one_error, scratch, sweep_row, text,
-    Tmpfs,
+    alone, assert_rows_load, fixture, log, mpirun, mpirun_command, one_error, scratch, sweep_row,
+    text, Tmpfs,
 };
 use std::os::unix::fs::symlink;
 use std::os::unix::process::ExitStatusExt;
@@ -25,14 +25,12 @@ const PLOT: &str = env!("CARGO_BIN_EXE_plot");
 const COMPARE: &str = env!("CARGO_BIN_EXE_compare");
 const RACK_CHECK: &str = env!("CARGO_BIN_EXE_rack_check");
 
-/// A binary outside mpirun (doctor, plot, the verbs binaries' flag checks).
-fn alone(binary: &str, args: &[&str]) -> Output {
-    Command::new(binary)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("the binary runs")
+/// A short sweep: 8 to 64 bytes, 4 sizes of 2 iterations.
+const SWEEP: [&str; 8] = ["-b", "8", "-e", "64", "-f", "2", "-n", "2"];
+
+/// `binary` on 2 ranks: `SWEEP`, then `extra`.
+fn sweep(binary: &str, extra: &[&str]) -> Output {
+    mpirun(2, binary, &[&SWEEP[..], extra].concat())
 }
 
 /// How a binary is started: the collectives under mpirun on 2 ranks.
@@ -313,21 +311,7 @@ fn charts_json_and_heatmaps_take_the_place_of_a_link_never_its_target() {
     // The all-pairs heatmap beside the CSV: a link there is left alone, said so.
     let matrix = dir.join("m.csv");
     let png = victim.plant(&dir.join("m.png"));
-    let out = mpirun(
-        2,
-        SENDRECV,
-        &[
-            "--all-pairs",
-            "-b",
-            "8",
-            "-e",
-            "8",
-            "-n",
-            "2",
-            "--csv",
-            &s(&matrix),
-        ],
-    );
+    let out = sweep(SENDRECV, &["--all-pairs", "--csv", &s(&matrix)]);
     assert!(
         text(&out).1.contains(&format!(
             "{png} exists and is never overwritten: no heatmap drawn"
@@ -359,20 +343,9 @@ fn json_is_never_written_through_a_link_at_its_name_or_a_predicted_temporary_nam
     let json = dir.join("r.json");
     let link = victim.plant(&json);
     let path = s(&json);
-    let args = [
-        "-b",
-        "8",
-        "-e",
-        "64",
-        "-f",
-        "2",
-        "-n",
-        "2",
-        "-J",
-        path.as_str(),
-    ];
+    let args = ["-J", path.as_str()];
     one_error(
-        &mpirun(2, ALL_REDUCE, &args),
+        &sweep(ALL_REDUCE, &args),
         2,
         &format!("-J/--output_file {link}: is a symbolic link"),
     );
@@ -390,7 +363,7 @@ fn json_is_never_written_through_a_link_at_its_name_or_a_predicted_temporary_nam
         }
     }
     let planted = listing(&dir);
-    let out = mpirun(2, ALL_REDUCE, &args);
+    let out = sweep(ALL_REDUCE, &args);
     assert!(out.status.success(), "{}", log(&out));
     victim.assert_untouched("-J");
     assert_eq!(std::fs::read_to_string(&json).unwrap(), "{}");
@@ -433,11 +406,7 @@ fn a_full_disk_leaves_no_partial_or_empty_file_and_every_row_loads() {
         while std::io::Write::write_all(&mut f, &[0]).is_ok() {}
         let json = disk.0.join("r.json");
         for _ in 0..2 {
-            let out = mpirun(
-                2,
-                ALL_REDUCE,
-                &["-b", "8", "-e", "8", "-n", "1", "-J", &s(&json)],
-            );
+            let out = sweep(ALL_REDUCE, &["-J", &s(&json)]);
             one_error(
                 &out,
                 1,
@@ -471,24 +440,7 @@ fn a_full_disk_leaves_no_partial_or_empty_file_and_every_row_loads() {
     if let Some(disk) = Tmpfs::mount("full-plot", "size=64k") {
         let csv = disk.0.join("r.csv");
         let plots = disk.0.join("plots");
-        let out = mpirun(
-            2,
-            ALL_REDUCE,
-            &[
-                "-b",
-                "8",
-                "-e",
-                "64",
-                "-f",
-                "2",
-                "-n",
-                "2",
-                "--csv",
-                &s(&csv),
-                "--plot",
-                &s(&plots),
-            ],
-        );
+        let out = sweep(ALL_REDUCE, &["--csv", &s(&csv), "--plot", &s(&plots)]);
         let line = one_error(&out, 1, "--plot ");
         assert!(line.contains(": No space left on device"), "{line}");
         assert_rows_load(&csv, 8);

@@ -21,14 +21,7 @@ const DOCTOR: &str = env!("CARGO_BIN_EXE_doctor");
 const PLOT: &str = env!("CARGO_BIN_EXE_plot");
 const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 
-fn run(binary: &str, args: &[&str]) -> Output {
-    Command::new(binary)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("the binary runs")
-}
+use common::alone as run;
 
 /// Runs `binary args`, killed after `limit`: a spin is a failure, not a hung test.
 fn run_within(binary: &str, args: &[&str], limit: Duration) -> Output {

@@ -179,14 +179,7 @@ fn check_writable(flag: &str, dir: &Path) -> Result<(), UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("fb-output-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::sysfs::fixture::Tree;
 
     const CSV: FileFlag = FileFlag {
         flag: "--csv",
@@ -196,7 +189,8 @@ mod tests {
 
     #[test]
     fn csv_targets() {
-        let dir = scratch("csv");
+        let tree = Tree::temp("csv");
+        let dir = tree.dir().to_path_buf();
         let check = |p: &Path, append| {
             let f = FileFlag {
                 existing: Existing::Rows { append },
@@ -247,12 +241,12 @@ mod tests {
             .filter(|n| n.to_string_lossy().starts_with(".fabricbench-probe"))
             .collect();
         assert!(left.is_empty(), "{left:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn refused_and_numbered_files() {
-        let dir = scratch("files");
+        let tree = Tree::temp("files");
+        let dir = tree.dir().to_path_buf();
         let full = dir.join("full.json");
         std::fs::write(&full, "{}").unwrap();
         let empty = dir.join("empty.json");
@@ -279,12 +273,12 @@ mod tests {
             check_file(&numbered, Some(Path::new("/dev/null"))).unwrap_err().0,
             "--json /dev/null: is a character device, not a regular file; give the path of a .json file"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn folders() {
-        let dir = scratch("folders");
+        let tree = Tree::temp("folders");
+        let dir = tree.dir().to_path_buf();
         let file = dir.join("f");
         std::fs::write(&file, "x").unwrap();
         assert_eq!(
@@ -302,6 +296,5 @@ mod tests {
             .0
             .ends_with("exists, and reports are never overwritten; choose a new directory"));
         assert!(check_new_folder("--out", &dir.join("new"), "reports").is_ok());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -150,8 +150,8 @@ pub fn create_new_folder(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sysfs::fixture::Tree;
     use std::os::unix::fs::symlink;
-    use std::path::PathBuf;
 
     /// Hidden files left in `dir`: temporary files that should be gone.
     fn leftovers(dir: &Path) -> Vec<String> {
@@ -162,16 +162,10 @@ mod tests {
             .collect()
     }
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("fb-create-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn nothing_is_written_through_a_link() {
-        let dir = scratch("links");
+        let tree = Tree::temp("links");
+        let dir = tree.dir().to_path_buf();
         let precious = dir.join("precious");
         std::fs::write(&precious, "kept\n").unwrap();
         let link = dir.join("out.json");
@@ -196,12 +190,12 @@ mod tests {
         assert!(create_subfolder(&sub).is_err());
         create_subfolder(&dir.join("real")).unwrap();
         create_subfolder(&dir.join("real")).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn whole_files_replace_only_what_they_may() {
-        let dir = scratch("whole");
+        let tree = Tree::temp("whole");
+        let dir = tree.dir().to_path_buf();
         let path = dir.join("a.json");
         write_whole(&path, Replace::Never, b"one").unwrap();
         assert!(write_whole(&path, Replace::IfEmpty, b"two").is_err());
@@ -218,6 +212,5 @@ mod tests {
             .unwrap();
         assert_eq!(mode, 0o666 & !umask);
         assert_eq!(leftovers(&dir), Vec::<String>::new());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -126,13 +126,13 @@ fn resolved(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sysfs::fixture::Tree;
 
     #[test]
     fn one_file_under_two_spellings_is_refused() {
-        let dir = std::env::temp_dir().join(format!("fb-identity-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("x")).unwrap();
-        let dir = dir.canonicalize().unwrap();
+        let tree = Tree::temp("identity");
+        std::fs::create_dir_all(tree.dir().join("x")).unwrap();
+        let dir = tree.dir().canonicalize().unwrap();
         let a = dir.join("a.csv");
         let twisted = dir.join("x/../a.csv");
         let e = Outputs::new()
@@ -189,17 +189,12 @@ mod tests {
             .file("-J", None)
             .distinct()
             .is_ok());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn paths_resolve_as_they_would_be_created() {
-        let dir = {
-            let d = std::env::temp_dir().join(format!("fb-resolve-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&d);
-            std::fs::create_dir_all(&d).unwrap();
-            d.canonicalize().unwrap()
-        };
+        let tree = Tree::temp("resolve");
+        let dir = tree.dir().canonicalize().unwrap();
         std::fs::create_dir_all(dir.join("x")).unwrap();
         let real = dir.join("a.csv");
         assert_eq!(resolved(&dir.join("x/../a.csv")), real);
@@ -209,6 +204,5 @@ mod tests {
             resolved(&dir.join("new/deeper/b.csv")),
             dir.join("new/deeper/b.csv")
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -129,15 +129,9 @@ impl GrowingDocument {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sysfs::fixture::Tree;
 
     const DOC: &str = r#"{"version":3,"fabricbench":{"run":"r","complete":false},"results":[]}"#;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("fb-json-file-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
 
     fn load(path: &Path) -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -145,7 +139,8 @@ mod tests {
 
     #[test]
     fn valid_after_every_write_and_probed_names() {
-        let dir = scratch("valid");
+        let tree = Tree::temp("valid");
+        let dir = tree.dir().to_path_buf();
         let path = dir.join("r.json");
         let mut doc = GrowingDocument::create(&path, DOC).unwrap();
         assert_eq!(doc.path(), path);
@@ -170,14 +165,14 @@ mod tests {
             GrowingDocument::create(&path, DOC).unwrap().path(),
             dir.join("r.json.2")
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// What a size costs does not grow with the sizes before it: the bytes
     /// written for the 2000th are those written for the 2nd.
     #[test]
     fn a_size_costs_the_same_however_many_came_before() {
-        let dir = scratch("cost");
+        let tree = Tree::temp("cost");
+        let dir = tree.dir().to_path_buf();
         let mut doc = GrowingDocument::create(&dir.join("r.json"), DOC).unwrap();
         let record = br#"{"size":1048576,"time":12.5,"alg_bw":80.1,"bus_bw":150.2}"#;
         let mut costs = Vec::new();
@@ -196,6 +191,5 @@ mod tests {
                 .len(),
             2000
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

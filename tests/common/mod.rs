@@ -32,6 +32,16 @@ pub fn mpirun_command() -> Command {
     cmd
 }
 
+/// Runs one of our binaries outside mpirun (as a singleton, root allowed).
+pub fn alone(binary: &str, args: &[&str]) -> Output {
+    Command::new(binary)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("the binary runs")
+}
+
 /// stdout then stderr, for messages and searches.
 pub fn log(out: &Output) -> String {
     let (stdout, stderr) = text(out);
