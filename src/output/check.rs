@@ -87,6 +87,10 @@ pub fn check_file(f: &FileFlag, path: Option<&Path>) -> Result<(), UsageError> {
                 "the file exists and runs are never overwritten; choose a new path or add --append"
                     .into(),
             ),
+            // Added to where it is: the folder need not take new files.
+            Existing::Rows { .. } => super::create::open_existing(path, true)
+                .map(drop)
+                .or_else(|e| refuse(format!("cannot write it ({})", io_reason(&e)))),
             _ => check_new_file(&flag, path),
         },
     }
@@ -95,7 +99,7 @@ pub fn check_file(f: &FileFlag, path: Option<&Path>) -> Result<(), UsageError> {
 /// Whether a regular file of `len` bytes holds anything but a fabricbench header
 /// line (whose first column is schema_version): a run that stopped before its
 /// first row lost nothing, so the same command may run again.
-pub(crate) fn holds_rows(path: &Path, len: u64) -> bool {
+fn holds_rows(path: &Path, len: u64) -> bool {
     use std::io::Read;
     if len > HEADER_MAX {
         return true;

@@ -13,10 +13,12 @@ const MODE: u32 = 0o666;
 
 /// A new file, its folders made first: O_EXCL|O_NOFOLLOW, so a file or link
 /// that appeared at the path since it was checked is refused, never followed.
+/// O_APPEND: another process that reuses the file (the other side of a verbs
+/// pair given the same --csv) adds its rows after ours, never over them.
 pub fn create_new(path: &Path) -> io::Result<File> {
     std::fs::create_dir_all(folder_of(path))?;
     OpenOptions::new()
-        .write(true)
+        .append(true)
         .create_new(true)
         .mode(MODE)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
