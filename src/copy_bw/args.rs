@@ -172,7 +172,9 @@ mod tests {
             .starts_with("-f/--stepfactor 1"));
         assert!(plan(&["-n", "0"]).unwrap_err().starts_with("-n/--iters 0"));
         assert_eq!(plan(&["--gpus", "0,2"]).unwrap().gpus, Some(vec![0, 2]));
-        let exists = std::env::current_exe().unwrap();
+        let tree = crate::sysfs::fixture::Tree::temp("copy-bw-csv");
+        let exists = tree.dir().join("runs.csv");
+        std::fs::write(&exists, "rows\n").unwrap();
         let exists = exists.to_str().unwrap();
         assert!(plan(&["--csv", exists])
             .unwrap_err()
