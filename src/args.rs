@@ -4,12 +4,10 @@
 
 use crate::backend::nccl::options::{NcclFlags, NcclOptions};
 use crate::backend::BackendKind;
-use crate::cli::{
-    check_csv_target, check_folder_target, parse_one_line, size_arg, whole, AllPairsArgs,
-    CountersArgs, CsvArgs,
-};
+use crate::cli::{parse_one_line, size_arg, whole, AllPairsArgs, CountersArgs, CsvArgs};
 use crate::datatype::{DataType, RedOp};
 use crate::limits::{parse_limit, Limit};
+use crate::output::{check_file, check_folder, csv_flag, Outputs, COUNTERS_FLAG};
 use crate::sizes::Step;
 use clap::Parser;
 use serde::Serialize;
@@ -379,10 +377,7 @@ impl CollArgs {
                 "-z/--blocking {z}: use 0 (back to back), 1 (sync and barrier after each call), 2 (sync after each call) or 3 (sync each iteration, barrier outside the timed time)"
             ))),
         };
-        check_csv_target(self.output.csv.as_deref(), self.output.append)?;
-        self.counters.check(self.output.csv.as_deref())?;
-        check_folder_target("--plot", self.plot.as_deref())?;
-        check_folder_target("--hist", self.hist.as_deref())?;
+        self.check_outputs()?;
         if self.ngpus > MAX_GPUS_PER_PROCESS {
             return Err(usage(format!(
                 "-g/--ngpus {}: a process drives at most {MAX_GPUS_PER_PROCESS} GPUs; use e.g. -g 8",
@@ -443,6 +438,30 @@ impl CollArgs {
             memory_report,
             gpu,
         })
+    }
+}
+
+impl CollArgs {
+    /// Where each output goes, and that no two of them are one file (-J's own
+    /// rules are the reporting plan's).
+    fn check_outputs(&self) -> Result<(), UsageError> {
+        let csv = self.output.csv.as_deref();
+        let counters = self.counters.counters.as_deref();
+        check_file(&csv_flag(self.output.append), csv)?;
+        check_file(&COUNTERS_FLAG, counters)?;
+        check_folder("--plot", self.plot.as_deref(), "pictures")?;
+        check_folder("--hist", self.hist.as_deref(), "histograms")?;
+        let heatmap = csv
+            .filter(|_| self.pairs.all_pairs)
+            .map(crate::output::heatmap_of);
+        Outputs::new()
+            .file("--csv", csv)
+            .file("--counters", counters)
+            .file("-J/--output_file", self.report.output_file.as_deref())
+            .file("the --all-pairs heatmap", heatmap.as_deref())
+            .folder("--plot", self.plot.as_deref())
+            .folder("--hist", self.hist.as_deref())
+            .distinct()
     }
 }
 
@@ -560,8 +579,9 @@ mod tests {
         assert!(err(&["--bogus"]).contains("--bogus"));
         assert!(err(&["--limit", "nvlink9"]).contains("--limit"));
         assert!(err(&["--limit", "400gb/s"]).contains("Gb/s (bits)"));
-        assert!(err(&["--plot", "Cargo.toml"])
-            .starts_with("--plot Cargo.toml: exists and is not a directory"));
+        assert!(err(&["--plot", "Cargo.toml"]).starts_with(
+            "--plot Cargo.toml: is a file, not a folder; give a folder for the pictures"
+        ));
         assert!(err(&["-g", "0"]).starts_with("-g/--ngpus 0"));
         assert!(err(&["-z", "4"]).starts_with("-z/--blocking 4: use 0 (back to back)"));
         assert_eq!(plan(&["-z", "2"]).unwrap().launch, Launch::Synced);

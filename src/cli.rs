@@ -5,7 +5,7 @@ use crate::job::UsageError;
 use crate::sizes::parse_size;
 use clap::Parser;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A size flag's value: bytes, with binary K, M, G suffixes (1K = 1024).
 pub fn size_arg(text: &str) -> Result<u64, String> {
@@ -62,33 +62,6 @@ pub struct CountersArgs {
     pub counters: Option<PathBuf>,
 }
 
-impl CountersArgs {
-    /// The file must be new (or empty) and not the --csv file.
-    pub fn check(&self, csv: Option<&Path>) -> Result<(), UsageError> {
-        let Some(path) = &self.counters else {
-            return Ok(());
-        };
-        let flag = format!("--counters {}", path.display());
-        if csv == Some(path.as_path()) {
-            return Err(UsageError(format!(
-                "{flag}: is the --csv file too; give the counters a file of their own, e.g. --counters counters.csv"
-            )));
-        }
-        match std::fs::metadata(path) {
-            Ok(meta) => match file_kind(&meta) {
-                Some(kind) => Err(UsageError(format!(
-                    "{flag}: is {kind}, not a regular file; give the path of a new .csv file"
-                ))),
-                None if meta.len() > 0 => Err(UsageError(format!(
-                    "{flag}: the file exists and runs are never overwritten; choose a new path"
-                ))),
-                None => Ok(()),
-            },
-            Err(_) => check_new_file(&flag, path),
-        }
-    }
-}
-
 /// `--all-pairs` and how a slow pair is judged.
 #[derive(clap::Args, Debug, Clone, Serialize)]
 pub struct AllPairsArgs {
@@ -101,151 +74,6 @@ pub struct AllPairsArgs {
     /// With --all-pairs: a pair whose latency is above this multiple of the lowest is slow
     #[arg(long = "slow-latency", default_value_t = 2.0)]
     pub slow_latency: f64,
-}
-
-/// What a path other than a regular file is, for messages ("a directory", "a FIFO").
-pub fn file_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    [
-        (t.is_dir(), "a directory"),
-        (t.is_fifo(), "a FIFO"),
-        (t.is_char_device(), "a character device"),
-        (t.is_block_device(), "a block device"),
-        (t.is_socket(), "a socket"),
-    ]
-    .into_iter()
-    .find_map(|(is, kind)| is.then_some(kind))
-    .or((!t.is_file()).then_some("not a regular file"))
-}
-
-/// A file longer than this holds more than a header line.
-const HEADER_MAX: u64 = 64 << 10;
-
-/// `--csv PATH`, checked before anything is created: a regular file, or a new one
-/// in a folder that can be created and written; an existing file is refused
-/// unless `append` or it holds no rows (empty, or one header line left by a run
-/// that stopped before its first row: that run lost nothing, so the same command
-/// may run again). Never opens what is not a regular file (a FIFO would block).
-pub fn check_csv_target(csv: Option<&Path>, append: bool) -> Result<(), UsageError> {
-    let Some(path) = csv else {
-        return Ok(());
-    };
-    let flag = format!("--csv {}", path.display());
-    match std::fs::metadata(path) {
-        Ok(meta) => match file_kind(&meta) {
-            Some("a directory") => Err(UsageError(format!(
-                "{flag}: is a directory; give a file in it, e.g. --csv {}",
-                path.join("results.csv").display()
-            ))),
-            Some(kind) => Err(UsageError(format!(
-                "{flag}: is {kind}, not a regular file; give the path of a .csv file"
-            ))),
-            None if !append && holds_rows(path, meta.len()) => Err(UsageError(format!(
-                "{flag}: the file exists and runs are never overwritten; choose a new path or add --append"
-            ))),
-            None => Ok(()),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => check_new_file(&flag, path),
-        // A file where a folder should be, or a folder that cannot be searched.
-        Err(e) => check_new_file(&flag, path)
-            .and(Err(UsageError(format!("{flag}: {}", io_reason(&e))))),
-    }
-}
-
-/// A results file other than the CSV (`--out_json_file`), checked as `--csv` is
-/// without `--append`: a new file in a folder this process can write, or an
-/// empty regular file; never a FIFO, device or directory, never one with contents.
-pub fn check_output_target(flag: &str, path: &Path, ext: &str) -> Result<(), UsageError> {
-    let flag = format!("{flag} {}", path.display());
-    match std::fs::metadata(path) {
-        Ok(meta) => match file_kind(&meta) {
-            Some(kind) => Err(UsageError(format!(
-                "{flag}: is {kind}, not a regular file; give the path of a .{ext} file"
-            ))),
-            None if meta.len() > 0 => Err(UsageError(format!(
-                "{flag}: the file exists and runs are never overwritten; choose a new path"
-            ))),
-            None => Ok(()),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => check_new_file(&flag, path),
-        Err(e) => {
-            check_new_file(&flag, path).and(Err(UsageError(format!("{flag}: {}", io_reason(&e)))))
-        }
-    }
-}
-
-/// Whether a regular file of `len` bytes holds anything but a fabricbench header
-/// line (whose first column is schema_version).
-fn holds_rows(path: &Path, len: u64) -> bool {
-    use std::io::Read;
-    if len > HEADER_MAX {
-        return true;
-    }
-    let mut text = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(HEADER_MAX).read_to_end(&mut text));
-    let header_only = text.starts_with(b"schema_version,")
-        && text.iter().position(|&b| b == b'\n') == Some(text.len() - 1);
-    read.is_err() || !(text.is_empty() || header_only)
-}
-
-/// A file that does not exist yet: the folder it goes in must be one this
-/// process can create and write.
-fn check_new_file(flag: &str, path: &Path) -> Result<(), UsageError> {
-    let folder = path.parent().filter(|d| !d.as_os_str().is_empty());
-    check_folder(flag, folder.unwrap_or(Path::new(".")))
-}
-
-/// `--plot DIR`, `--hist DIR`: a folder this process can write, or one it can create.
-pub fn check_folder_target(flag: &str, dir: Option<&Path>) -> Result<(), UsageError> {
-    match dir {
-        Some(dir) if dir.exists() && !dir.is_dir() => Err(UsageError(format!(
-            "{flag} {}: exists and is not a directory; give a directory",
-            dir.display()
-        ))),
-        Some(dir) => check_folder(&format!("{flag} {}", dir.display()), dir),
-        None => Ok(()),
-    }
-}
-
-/// `dir`, or its nearest existing parent when the folders below are still to be
-/// created, must be a directory this process may write in.
-fn check_folder(flag: &str, dir: &Path) -> Result<(), UsageError> {
-    let mut existing = dir;
-    while !existing.exists() {
-        match existing.parent().filter(|d| !d.as_os_str().is_empty()) {
-            Some(up) => existing = up,
-            None => {
-                existing = Path::new(".");
-                break;
-            }
-        }
-    }
-    if !existing.is_dir() {
-        return Err(UsageError(format!(
-            "{flag}: {} is not a directory; give a path in a folder",
-            existing.display()
-        )));
-    }
-    writable(existing).map_err(|e| {
-        UsageError(format!(
-            "{flag}: cannot create files in {} ({}); choose a folder you can write",
-            existing.display(),
-            io_reason(&e)
-        ))
-    })
-}
-
-/// access(2) W_OK: permissions and read-only mounts (root passes the first).
-fn writable(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    match unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
 }
 
 /// An I/O error as words: "No space left on device", without Rust's "(os error 28)".
@@ -385,33 +213,5 @@ mod tests {
             "cannot read x: No such file or directory"
         );
         assert_eq!(in_words("a (os error 2); b (os error 28)!"), "a; b!");
-    }
-
-    #[test]
-    fn csv_targets() {
-        let dir = std::env::temp_dir().join(format!("fb-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let check = |p: &Path, append| check_csv_target(Some(p), append).map_err(|e| e.0);
-        let new = dir.join("sub/new.csv");
-        assert_eq!(check(&new, false), Ok(()));
-        let header_only = dir.join("header.csv");
-        std::fs::write(&header_only, "schema_version,run_id\n").unwrap();
-        assert_eq!(check(&header_only, false), Ok(()));
-        let rows = dir.join("rows.csv");
-        std::fs::write(&rows, "schema_version,run_id\n1,x\n").unwrap();
-        assert!(check(&rows, false).unwrap_err().ends_with(
-            "the file exists and runs are never overwritten; choose a new path or add --append"
-        ));
-        assert_eq!(check(&rows, true), Ok(()));
-        let other = dir.join("other.csv");
-        std::fs::write(&other, "precious\n").unwrap();
-        assert!(check(&other, false).is_err());
-        assert!(check(&dir, true)
-            .unwrap_err()
-            .contains("is a directory; give a file in it"));
-        assert!(check(&rows.join("x.csv"), false)
-            .unwrap_err()
-            .contains("rows.csv is not a directory"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,7 +9,7 @@
 //!   `gpu` (CUDA and NCCL loaded at run time), `watchdog` (`-T`);
 //! - report: `report` (rows and the exporters), `limits`, `plot`;
 //! - foundation: `job` (the world, agreement, exit statuses and the one exit
-//!   policy), `cli`, `sysfs` (the one reader of /sys and /proc), `sizes`, `stats`,
+//!   policy), `cli`, `output` (where every output file goes and how it is made), `sysfs` (the one reader of /sys and /proc), `sizes`, `stats`,
 //!   `datatype`, `pattern`.
 
 pub mod allpairs;
@@ -25,6 +25,7 @@ pub mod driver;
 pub mod gpu;
 pub mod job;
 pub mod limits;
+pub mod output;
 pub mod pattern;
 pub mod plot;
 pub mod rack;

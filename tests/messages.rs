@@ -162,7 +162,7 @@ fn csv_targets_that_cannot_be_written_are_one_line_each() {
     common::assert_rows_load(&nested, 2);
     one_error(
         &mpirun(2, ALL_REDUCE, &["--csv", "/proc/fabricbench/run.csv"]),
-        1,
-        "--csv /proc/fabricbench/run.csv: cannot create /proc/fabricbench: No such file or directory",
+        2,
+        "--csv /proc/fabricbench/run.csv: cannot create files in /proc (No such file or directory); choose a folder you can write",
     );
 }

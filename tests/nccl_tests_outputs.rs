@@ -550,7 +550,14 @@ fn split_runs_two_groups_side_by_side() {
 fn json_targets_refused_in_one_line() {
     let dir = scratch("json-bad");
     let out = mpirun(2, ALL_REDUCE, &["-n", "1", "-J", dir.to_str().unwrap()]);
-    one_error(&out, 2, "is a directory, not a regular file");
+    one_error(
+        &out,
+        2,
+        &format!(
+            "-J/--output_file {0}: is a directory; give a file in it, e.g. -J {0}/results.json",
+            dir.display()
+        ),
+    );
     let txt = dir.join("out.txt");
     let out = mpirun(2, ALL_REDUCE, &["-n", "1", "-J", txt.to_str().unwrap()]);
     one_error(

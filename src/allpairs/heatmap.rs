@@ -2,8 +2,10 @@
 //! green (fastest), with its bandwidth written in it and slow pairs outlined.
 
 use super::judging::Verdict;
-use super::matrix::PairResults;
+use super::matrix::{PairResults, SizeMatrices};
+use crate::output::{write_whole, Replace};
 use anyhow::{anyhow, Context};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -13,24 +15,40 @@ const MARGIN_TOP: u32 = 70;
 const MARGIN_RIGHT: u32 = 20;
 const MARGIN_BOTTOM: u32 = 40;
 
-/// Draws the algbw matrix of the size bandwidth was judged at into a PNG.
+/// Draws the algbw matrix of the size bandwidth was judged at into a new PNG,
+/// written whole (never over a file or through a link at `path`).
 pub fn write_png(
     path: &Path,
     results: &PairResults,
     verdict: &Verdict,
     what: &str,
 ) -> anyhow::Result<()> {
-    crate::plot::register_fonts();
     let Some(sizes) = results.at(verdict.bw_size) else {
         return Ok(());
     };
     let n = results.labels.len() as u32;
-    let (w, h) = (
-        MARGIN_LEFT + n * CELL + MARGIN_RIGHT,
+    let size = (
+        (MARGIN_LEFT + n * CELL + MARGIN_RIGHT).max(480),
         MARGIN_TOP + n * CELL + MARGIN_BOTTOM,
     );
-    let root = BitMapBackend::new(path, (w.max(480), h)).into_drawing_area();
-    let plot = |e: &dyn std::fmt::Display| anyhow!("heatmap {}: {e}", path.display());
+    let png = crate::plot::png_bytes(size, |root| {
+        draw(root, results, sizes, verdict, what)
+            .map_err(|e| anyhow!("heatmap {}: {e}", path.display()))
+    })?;
+    write_whole(path, Replace::Never, &png)
+        .map(drop)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn draw(
+    root: &DrawingArea<BitMapBackend, Shift>,
+    results: &PairResults,
+    sizes: &SizeMatrices,
+    verdict: &Verdict,
+    what: &str,
+) -> anyhow::Result<()> {
+    let n = results.labels.len();
+    let plot = |e: &dyn std::fmt::Display| anyhow!("{e}");
     root.fill(&WHITE).map_err(|e| plot(&e))?;
     let values: Vec<f64> = sizes.algbw_gbs.pairs().iter().map(|p| p.2).collect();
     let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
@@ -66,8 +84,8 @@ pub fn write_png(
         ))
         .map_err(|e| plot(&e))?;
     }
-    for a in 0..n as usize {
-        for b in 0..n as usize {
+    for a in 0..n {
+        for b in 0..n {
             let x0 = MARGIN_LEFT as i32 + cell(b as u32);
             let y0 = MARGIN_TOP as i32 + cell(a as u32);
             let corners = [(x0, y0), (x0 + CELL as i32 - 2, y0 + CELL as i32 - 2)];
@@ -99,7 +117,5 @@ pub fn write_png(
             .map_err(|e| plot(&e))?;
         }
     }
-    root.present()
-        .map_err(|e| plot(&e))
-        .with_context(|| format!("cannot write {}", path.display()))
+    Ok(())
 }

@@ -13,12 +13,12 @@ use super::table::{write_header, write_table, Header};
 use crate::cli::io_reason;
 use crate::job::world::World;
 use crate::job::{agree, ExitStatus, Failure};
+use crate::output::{heatmap_of, write_whole, Replace};
 use crate::report::counters::{CounterCsv, FabricPlan};
 use crate::report::csv::new_file;
 use crate::report::RunInfo;
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
-use std::io::Write;
 use std::path::Path;
 
 /// One pair measurement as one rank of the pair timed it.
@@ -312,12 +312,12 @@ pub(crate) fn run_pairs_watched(
             status = ExitStatus::Failed;
         }
     }
-    if let (Some(mut file), Some(path)) = (csv, run.csv) {
-        // One write of the whole file; one that fails leaves it empty, for a rerun.
+    if let (Some(_claimed), Some(path)) = (csv, run.csv) {
+        // Written whole over the empty file claimed at the start: one that
+        // fails leaves it empty, for a rerun.
         let mut bytes = Vec::new();
         write_csv(&mut bytes, &results)?;
-        if let Err(e) = file.write_all(&bytes) {
-            let _ = file.set_len(0);
+        if let Err(e) = write_whole(path, Replace::IfEmpty, &bytes) {
             eprintln!(
                 "{program}: error: --csv {}: writing the matrices failed ({}); the file is left empty",
                 path.display(),
@@ -325,8 +325,8 @@ pub(crate) fn run_pairs_watched(
             );
             return Ok(ExitStatus::Failed);
         }
-        let png = path.with_extension("png");
-        let drawn = if png.exists() {
+        let png = heatmap_of(path);
+        let drawn = if png.symlink_metadata().is_ok() {
             Err(anyhow::anyhow!(
                 "{} exists and is never overwritten: no heatmap drawn",
                 png.display()

@@ -4,8 +4,9 @@
 //! and ours, `--percentiles`.
 
 use super::Launch;
-use crate::cli::{check_folder_target, file_kind, whole};
+use crate::cli::whole;
 use crate::job::UsageError;
+use crate::output::{check_file, Existing, FileFlag};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -142,28 +143,26 @@ impl ReportArgs {
 }
 
 /// `-J PATH`: a .json name (nccl-tests writes JSON only there, and nothing
-/// otherwise) that is not a folder, FIFO or device, in a folder this process can
-/// write. An existing regular file is kept: the document goes to PATH.0, PATH.1, ...
+/// otherwise) that `output::check_file` takes. An existing regular file is
+/// kept: the document goes to PATH.0, PATH.1, ...
 pub fn check_json_target(path: &Path) -> Result<(), UsageError> {
-    let flag = format!("-J/--output_file {}", path.display());
-    let is_json = path
+    let json = FileFlag {
+        flag: "-J/--output_file",
+        example: "results.json",
+        existing: Existing::Numbered,
+    };
+    check_file(&json, Some(path))?;
+    match path
         .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    if let Ok(meta) = std::fs::metadata(path) {
-        if let Some(kind) = file_kind(&meta) {
-            return Err(UsageError(format!(
-                "{flag}: is {kind}, not a regular file; give the path of a .json file"
-            )));
-        }
-    }
-    if !is_json {
-        return Err(UsageError(format!(
-            "{flag}: nccl-tests' document is written only to a .json file; name it e.g. {}",
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        true => Ok(()),
+        false => Err(UsageError(format!(
+            "-J/--output_file {}: nccl-tests' document is written only to a .json file; name it e.g. {}",
+            path.display(),
             path.with_extension("json").display()
-        )));
+        ))),
     }
-    let folder = path.parent().filter(|d| !d.as_os_str().is_empty());
-    check_folder_target("-J/--output_file", Some(folder.unwrap_or(Path::new("."))))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use super::{compare, Counts, Thresholds};
 use crate::cli::parse_one_line;
 use crate::job::{self, ExitStatus, Failure, Start};
+use crate::output::check_folder;
 use crate::plot::{file_labels, limits_in, render, RunData};
 use crate::report::csv::read_rows;
 use anyhow::Context;
@@ -58,6 +59,7 @@ pub fn main() -> ExitCode {
 /// many rows count against the candidates (beyond the thresholds, wrong data,
 /// figures that are not numbers).
 pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
+    check_folder("--plot", args.plot.as_deref(), "pictures")?;
     let paths: Vec<PathBuf> = std::iter::once(args.baseline.clone())
         .chain(args.candidates.iter().cloned())
         .collect();

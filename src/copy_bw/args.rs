@@ -1,8 +1,9 @@
 //! copy_bw's command line and the plan it validates into.
 
 use crate::backend::MemoryBudget;
-use crate::cli::{check_csv_target, size_arg, whole, CsvArgs};
+use crate::cli::{size_arg, whole, CsvArgs};
 use crate::job::UsageError;
+use crate::output::{check_file, csv_flag};
 use crate::report::copy::CopyKind;
 use crate::sizes::{sweep, Step};
 use clap::Parser;
@@ -123,7 +124,7 @@ impl CopyArgs {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        check_csv_target(self.csv.csv.as_deref(), self.csv.append)?;
+        check_file(&csv_flag(self.csv.append), self.csv.csv.as_deref())?;
         Ok(CopyPlan {
             sizes: sweep(self.minbytes, self.maxbytes, Step::Factor(self.stepfactor)),
             iters: self.iters,
@@ -171,7 +172,9 @@ mod tests {
             .starts_with("-f/--stepfactor 1"));
         assert!(plan(&["-n", "0"]).unwrap_err().starts_with("-n/--iters 0"));
         assert_eq!(plan(&["--gpus", "0,2"]).unwrap().gpus, Some(vec![0, 2]));
-        let exists = std::env::current_exe().unwrap();
+        let tree = crate::sysfs::fixture::Tree::temp("copy-bw-csv");
+        let exists = tree.dir().join("runs.csv");
+        std::fs::write(&exists, "rows\n").unwrap();
         let exists = exists.to_str().unwrap();
         assert!(plan(&["--csv", exists])
             .unwrap_err()

@@ -2,11 +2,12 @@
 //! MPI, checks, prints the table and writes the CSV and JSON.
 
 use super::facts::NodeFacts;
-use super::output::{check_target, write_csv, write_json, write_table, Report};
+use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
 use super::{check, collect, count, one_per_node, Selection, Severity};
 use crate::cli::parse_one_line;
 use crate::job::{self, ExitStatus, Failure, Group, Job, Start, UsageError};
+use crate::output::{check_file, Existing, FileFlag, Outputs};
 use crate::sysfs::rdma::MAX_PORT_GBIT_PER_S;
 use crate::sysfs::Root;
 use clap::Parser;
@@ -98,21 +99,24 @@ fn valid(args: DoctorArgs) -> Result<DoctorArgs, String> {
     Ok(args)
 }
 
-/// --csv and --json name new files that can be created.
+/// --csv and --json name new files that can be created, and not one file.
 fn outputs_writable(args: DoctorArgs) -> Result<DoctorArgs, String> {
-    if let (Some(csv), Some(json)) = (&args.csv, &args.json) {
-        if csv == json {
-            return Err(format!(
-                "--csv and --json both name {}: give each its own file",
-                csv.display()
-            ));
-        }
+    for (flag, example, path) in [
+        ("--csv", "doctor.csv", &args.csv),
+        ("--json", "doctor.json", &args.json),
+    ] {
+        let output = FileFlag {
+            flag,
+            example,
+            existing: Existing::Refused { what: "findings" },
+        };
+        check_file(&output, path.as_deref()).map_err(|e| e.0)?;
     }
-    for (flag, path) in [("--csv", &args.csv), ("--json", &args.json)] {
-        if let Some(path) = path {
-            check_target(flag, path)?;
-        }
-    }
+    Outputs::new()
+        .file("--csv", args.csv.as_deref())
+        .file("--json", args.json.as_deref())
+        .distinct()
+        .map_err(|e| e.0)?;
     Ok(args)
 }
 

@@ -2,10 +2,12 @@
 //! with every node's facts as JSON. Files are created, never overwritten.
 
 use super::{count, Finding, NodeFacts, Severity};
+use crate::cli::io_reason;
+use crate::output::{write_whole, Replace};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The JSON document: what was found and what it was found from.
 #[derive(Debug, Serialize, Deserialize)]
@@ -101,9 +103,9 @@ pub fn write_table(
     writeln!(out, "{}", summary_line(nodes, findings))
 }
 
+/// The findings as CSV, written whole (see `output::write_whole`).
 pub fn write_csv(path: &Path, findings: &[Finding]) -> anyhow::Result<()> {
-    let file = create_new(path, "--csv")?;
-    let mut w = csv::Writer::from_writer(file);
+    let mut w = csv::Writer::from_writer(Vec::new());
     for f in findings {
         w.serialize(f)?;
     }
@@ -118,14 +120,30 @@ pub fn write_csv(path: &Path, findings: &[Finding]) -> anyhow::Result<()> {
             "fix",
         ])?;
     }
-    w.flush()
-        .with_context(|| format!("--csv {}: write failed", path.display()))
+    let bytes = w
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("{}", e.error()))?;
+    write_new(path, "--csv", &bytes)
 }
 
+/// The findings and the facts as JSON, written whole.
 pub fn write_json(path: &Path, report: &Report) -> anyhow::Result<()> {
-    let file = create_new(path, "--json")?;
-    serde_json::to_writer_pretty(file, report)
-        .with_context(|| format!("--json {}: write failed", path.display()))
+    write_new(path, "--json", &serde_json::to_vec_pretty(report)?)
+}
+
+/// Findings are never written over: a new file, or one a run left empty.
+fn write_new(path: &Path, flag: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    write_whole(path, Replace::IfEmpty, bytes)
+        .map(drop)
+        .map_err(|e| {
+            let why = match e.kind() {
+                std::io::ErrorKind::AlreadyExists => {
+                    "the file exists and findings are never overwritten; choose a new path".into()
+                }
+                _ => format!("cannot write it: {}", io_reason(&e)),
+            };
+            anyhow::anyhow!("{flag} {}: {why}", path.display())
+        })
 }
 
 pub fn read_csv(path: &Path) -> anyhow::Result<Vec<Finding>> {
@@ -135,71 +153,4 @@ pub fn read_csv(path: &Path) -> anyhow::Result<Vec<Finding>> {
         .deserialize()
         .collect::<Result<Vec<Finding>, _>>()
         .with_context(|| format!("{}: not a doctor findings CSV", path.display()))
-}
-
-/// Refuses, before doctor reads anything, a `flag` path that `create_new` would
-/// refuse at the end: a folder, a file that exists, or a place where no file
-/// can be created.
-pub fn check_target(flag: &str, path: &Path) -> Result<(), String> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(format!(
-            "{flag} {shown}: is a directory; give the path of a new file in it"
-        ));
-    }
-    if path.symlink_metadata().is_ok() {
-        return Err(format!(
-            "{flag} {shown}: the file exists and findings are never overwritten; choose a new path"
-        ));
-    }
-    let cannot = |dir: &Path, e: std::io::Error| {
-        format!(
-            "{flag} {shown}: cannot write in {}: {e}; choose a folder this user can write",
-            dir.display()
-        )
-    };
-    let parent = |p: &Path| -> PathBuf {
-        p.parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-    };
-    let dir = parent(path);
-    let mut existing = dir.clone();
-    while existing.symlink_metadata().is_err() {
-        existing = parent(&existing);
-    }
-    if !existing.is_dir() {
-        return Err(format!(
-            "{flag} {shown}: {} is a file, not a folder; choose a path in a folder",
-            existing.display()
-        ));
-    }
-    // The folders would be created at the end anyway; creating the file is the
-    // one sure test of writing there (root passes access(2) on folders it still
-    // cannot write in: sysfs, a read-only mount).
-    std::fs::create_dir_all(&dir).map_err(|e| cannot(&dir, e))?;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| cannot(&dir, e))?;
-    std::fs::remove_file(path).map_err(|e| cannot(&dir, e))
-}
-
-fn create_new(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| {
-            format!("{flag} {}: cannot create {}", path.display(), dir.display())
-        })?;
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "{flag} {}: cannot create it (results are never overwritten: choose a new path)",
-                path.display()
-            )
-        })
 }

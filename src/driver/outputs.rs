@@ -160,7 +160,8 @@ pub(super) fn open_json(
             })
             .collect(),
     };
-    let json = JsonExport::create(path, header, settings).map_err(|e| in_words(&format!("{e:#}")));
+    let json =
+        JsonExport::create(path, header, settings, run).map_err(|e| in_words(&format!("{e:#}")));
     let json = agree_each_rank(world, program, ExitStatus::Failed, json)?;
     run.details
         .push(format!("Writing JSON output to {}", json.path().display()));

@@ -10,10 +10,12 @@
 //! protocol of each call: `Choice`.
 //!
 //! Capture: unless NCCL_DEBUG_FILE is set, NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING
-//! and NCCL_DEBUG_FILE=<tmp>/fabricbench-nccl-<host>-<pid>.log are set before NCCL
+//! and NCCL_DEBUG_FILE=<tmp>/fabricbench-nccl-XXXXXX/nccl-<host>-<pid>.log (a
+//! folder of this process's, made with mkdtemp: NCCL opens the file with
+//! fopen, which would follow a link planted at a predictable /tmp name) are set before NCCL
 //! initialises (it reads them once). They stay set (changing the environment once
 //! NCCL's threads run would race with their getenv); the run records the environment
-//! as it was before. That file is removed at exit unless the user had set
+//! as it was before. That folder is removed at exit unless the user had set
 //! NCCL_DEBUG; NCCL's WARN lines are echoed to stderr either way. A user's own
 //! NCCL_DEBUG_FILE is read (%h and %p expanded) and left alone.
 
@@ -283,7 +285,9 @@ fn expand(pattern: &str, host: &str, pid: u32) -> String {
 /// The INFO log of this process's NCCL: where it goes and the environment set for it.
 pub struct LogCapture {
     path: PathBuf,
-    /// Remove the file at exit (ours, and the user did not ask for NCCL_DEBUG).
+    /// The private folder of our own log (None: the user's NCCL_DEBUG_FILE).
+    folder: Option<tempfile::TempDir>,
+    /// Remove it at exit (ours, and the user did not ask for NCCL_DEBUG).
     remove: bool,
 }
 
@@ -298,11 +302,28 @@ impl LogCapture {
         if let Ok(file) = std::env::var("NCCL_DEBUG_FILE") {
             return LogCapture {
                 path: PathBuf::from(expand(&file, &host, pid)),
+                folder: None,
                 remove: false,
             };
         }
-        let path = std::env::temp_dir().join(format!("fabricbench-nccl-{host}-{pid}.log"));
-        let _ = std::fs::remove_file(&path);
+        let folder = match tempfile::Builder::new()
+            .prefix("fabricbench-nccl-")
+            .tempdir()
+        {
+            Ok(folder) => folder,
+            Err(e) => {
+                eprintln!(
+                    "fabricbench: warning: cannot make a folder for NCCL's log in {} ({e}); NCCL's transports are not reported",
+                    std::env::temp_dir().display()
+                );
+                return LogCapture {
+                    path: PathBuf::new(),
+                    folder: None,
+                    remove: false,
+                };
+            }
+        };
+        let path = folder.path().join(format!("nccl-{host}-{pid}.log"));
         let user_level = std::env::var("NCCL_DEBUG").ok();
         let level = match user_level.as_deref() {
             Some(l) if l.eq_ignore_ascii_case("TRACE") => "TRACE",
@@ -316,6 +337,7 @@ impl LogCapture {
         }
         LogCapture {
             path,
+            folder: Some(folder),
             remove: user_level.is_none(),
         }
     }
@@ -354,10 +376,15 @@ impl Drop for LogCapture {
         for warning in &report.warnings {
             eprintln!("NCCL WARN {warning}");
         }
-        if self.remove {
-            let _ = std::fs::remove_file(&self.path);
-        } else if self.path.exists() {
-            eprintln!("NCCL log kept in {}", self.path.display());
+        match (self.folder.take(), self.remove) {
+            // Dropped: the folder and the log go.
+            (Some(_folder), true) => {}
+            (folder, _) => {
+                folder.map(tempfile::TempDir::keep);
+                if self.path.is_file() {
+                    eprintln!("NCCL log kept in {}", self.path.display());
+                }
+            }
         }
     }
 }
@@ -518,12 +545,12 @@ gpu01:4242:4242 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
 
     #[test]
     fn choices_are_read_from_where_the_timed_loop_began() {
-        let dir = std::env::temp_dir().join(format!("fabricbench-tuning-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("nccl.log");
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("nccl.log");
         std::fs::write(&path, TUNING.lines().next().unwrap().to_string() + "\n").unwrap();
         let log = LogCapture {
             path: path.clone(),
+            folder: Some(folder),
             remove: true,
         };
         let from = log.written();
@@ -533,8 +560,7 @@ gpu01:4242:4242 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
         std::fs::write(&path, text).unwrap();
         assert_eq!(log.choices_since(from), vec![choice("PAT", "SIMPLE")]);
         drop(log);
-        assert!(!path.exists());
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(!path.exists() && !path.parent().unwrap().exists());
     }
 
     #[test]

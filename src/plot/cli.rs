@@ -6,6 +6,7 @@ use crate::cli::parse_one_line;
 use crate::cli::size_arg;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::limits::{parse_limit, Limit};
+use crate::output::check_folder;
 use anyhow::Context;
 use clap::Parser;
 use std::path::PathBuf;
@@ -45,6 +46,7 @@ pub fn main() -> ExitCode {
 
 /// Draws the charts and prints the path of each picture written.
 pub fn run(args: &PlotArgs) -> anyhow::Result<()> {
+    check_folder("-o", Some(&args.out), "pictures")?;
     let mut runs = load_runs(&args.csv)?;
     for dir in &args.hist {
         if !dir.is_dir() {

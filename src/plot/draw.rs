@@ -3,6 +3,7 @@
 //! the palette, strokes and axis labels; writing PNG and SVG.
 
 use super::{Series, HEIGHT, WIDTH};
+use crate::output::{write_whole, Replace};
 use crate::sizes::human_bytes;
 use anyhow::{anyhow, Context};
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
@@ -33,7 +34,7 @@ const GRID: RGBColor = RGBColor(225, 225, 225);
 
 /// plotters draws text with the fonts registered here (DejaVu, built in), so
 /// no system font is needed.
-pub(crate) fn register_fonts() {
+fn register_fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
@@ -69,24 +70,14 @@ pub trait Chart {
         DB::ErrorType: 'static;
 }
 
-/// Writes `<dir>/<stem>.png` and `.svg`. A file that cannot be written is said
-/// so in words: plotters reports its backend's errors in Rust's debug notation,
-/// so the PNG is created here first and the SVG is written from memory.
+/// Writes `<dir>/<stem>.png` and `.svg`, each drawn in memory and written whole
+/// (`output::write_whole`): a full disk or a kill leaves the last chart of
+/// that name or none, never a part of one; a link at either name is replaced,
+/// not followed.
 pub fn save(dir: &Path, stem: &str, chart: &impl Chart) -> anyhow::Result<Vec<PathBuf>> {
-    register_fonts();
     let png = dir.join(format!("{stem}.png"));
-    let cannot = |path: &Path| format!("cannot write {}", path.display());
-    std::fs::File::create(&png).with_context(|| cannot(&png))?;
-    {
-        let root = BitMapBackend::new(&png, (WIDTH, HEIGHT)).into_drawing_area();
-        chart.draw(&root)?;
-        root.present().map_err(|_| {
-            anyhow!(
-                "{}: the picture could not be written out (is the disk full?)",
-                cannot(&png)
-            )
-        })?;
-    }
+    let bytes = png_bytes((WIDTH, HEIGHT), |root| chart.draw(root))?;
+    write(&png, &bytes)?;
     let svg = dir.join(format!("{stem}.svg"));
     let mut text = String::new();
     {
@@ -94,8 +85,39 @@ pub fn save(dir: &Path, stem: &str, chart: &impl Chart) -> anyhow::Result<Vec<Pa
         chart.draw(&root)?;
         root.present()?;
     }
-    std::fs::write(&svg, text).with_context(|| cannot(&svg))?;
+    write(&svg, text.as_bytes())?;
     Ok(vec![png, svg])
+}
+
+fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_whole(path, Replace::Always, bytes)
+        .map(drop)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A picture of `size` pixels drawn in memory by `draw`, encoded as PNG as
+/// plotters' own file backend encodes it.
+pub fn png_bytes(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<BitMapBackend, Shift>) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<u8>> {
+    use image::ImageEncoder;
+    register_fonts();
+    let mut pixels = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
+        draw(&root)?;
+        root.present()
+            .map_err(|e| anyhow!("the picture could not be drawn: {e}"))?;
+    }
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png).write_image(
+        &pixels,
+        size.0,
+        size.1,
+        image::ColorType::Rgb8,
+    )?;
+    Ok(png)
 }
 
 /// Draws a segment of `stroke` from `a` to `b` (pixel coordinates).

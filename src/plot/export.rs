@@ -3,6 +3,7 @@
 //! per-iteration histograms are at hand here, unlike in the CSV).
 
 use super::{render, RunData};
+use crate::output::create_subfolder;
 use crate::report::{hist, Exporter, Row, RunInfo, SizeResult, Summary};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,8 @@ impl Exporter for PlotExport {
             return Ok(());
         }
         let dir = self.dir.join(&run.run_id);
+        create_subfolder(&dir)
+            .with_context(|| format!("--plot: cannot create {}", dir.display()))?;
         let written = render(std::slice::from_ref(&self.run), &run.limits, None, &dir)
             .with_context(|| format!("--plot {}", dir.display()))?;
         if let Some(line) = &written.left_out {

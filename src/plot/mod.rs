@@ -24,7 +24,7 @@ pub mod export;
 mod latency;
 
 /// For charts drawn outside this module (the all-pairs heatmap).
-pub(crate) use draw::register_fonts;
+pub(crate) use draw::png_bytes;
 
 use crate::limits::Limit;
 use crate::report::hist::{self, Percentile};
@@ -386,10 +386,8 @@ pub fn render(
     dist_size: Option<u64>,
     dir: &Path,
 ) -> anyhow::Result<Rendered> {
-    // The callers name the flag and the folder (-o DIR, --plot DIR).
-    if dir.exists() && !dir.is_dir() {
-        bail!("is a file, not a folder; give a folder for the pictures");
-    }
+    // The callers checked the folder (`output::check_folder`), and name the
+    // flag and the folder in errors (-o DIR, --plot DIR).
     std::fs::create_dir_all(dir).context("cannot create the folder")?;
     let (runs, left_out) = drawable(runs);
     let runs = &runs[..];

@@ -7,9 +7,10 @@ use super::nodes::{doctor_nodes, node_verdicts, pairs_outcomes};
 use super::report::{shell_line, DoctorStep, RunReport, TestStep};
 use super::runner::run_step;
 use super::spec::Spec;
-use crate::cli::parse_one_line;
+use crate::cli::{io_reason, parse_one_line};
 use crate::doctor::output::read_csv as read_findings;
 use crate::job::{self, ExitStatus, Failure, Start};
+use crate::output::{check_new_folder, create_new_folder, write_whole, Replace};
 use crate::report::run::compact_utc;
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -77,15 +78,12 @@ fn run() -> Result<ExitStatus, String> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("rack-report-{}", compact_utc(started))));
-    if out.exists() {
-        return Err(format!(
-            "--out {}: exists, and reports are never overwritten; choose a new directory",
-            out.display()
-        ));
-    }
-    std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    std::fs::copy(&args.spec, out.join("spec.toml"))
-        .map_err(|e| format!("--out {}: cannot copy the spec: {e}", out.display()))?;
+    check_new_folder("--out", &out, "reports").map_err(|e| e.0)?;
+    // mkdir, not mkdir -p: a folder (or link) that appeared since is refused.
+    create_new_folder(&out).map_err(|e| format!("--out {}: {}", out.display(), io_reason(&e)))?;
+    let spec_text = std::fs::read(&args.spec)
+        .map_err(|e| format!("--spec {}: {}", args.spec.display(), io_reason(&e)))?;
+    write_report_file(&out.join("spec.toml"), &spec_text)?;
 
     let timeout = Duration::from_secs(spec.launch.timeout_s);
     let launch = &spec.launch;
@@ -204,11 +202,9 @@ fn run() -> Result<ExitStatus, String> {
         nodes,
     };
     let summary = out.join("summary.md");
-    std::fs::write(&summary, report.markdown())
-        .map_err(|e| format!("cannot write {}: {e}", summary.display()))?;
-    let page = out.join("report.html");
-    std::fs::write(&page, super::html::render(&report, &pairs, &spec.checks))
-        .map_err(|e| format!("cannot write {}: {e}", page.display()))?;
+    write_report_file(&summary, report.markdown().as_bytes())?;
+    let page = super::html::render(&report, &pairs, &spec.checks);
+    write_report_file(&out.join("report.html"), page.as_bytes())?;
     println!(
         "rack_check: {}; report: {}",
         report.headline(),
@@ -219,4 +215,11 @@ fn run() -> Result<ExitStatus, String> {
     } else {
         ExitStatus::Failed
     })
+}
+
+/// A file of the report, written whole into the new report folder.
+fn write_report_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_whole(path, Replace::Never, bytes)
+        .map(drop)
+        .map_err(|e| format!("cannot write {}: {}", path.display(), io_reason(&e)))
 }

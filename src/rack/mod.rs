@@ -4,7 +4,7 @@
 //! limit of `crate::limits`). The run (`cli`) starts doctor and each test as a
 //! child process with a timeout (`runner`), reads the CSVs they write back
 //! (`evaluate`), and writes one report directory with a Markdown summary
-//! (`report`) and a self-contained HTML page (`html`), both listing every node
+//! (`report`, its node text escaped by `markdown`) and a self-contained HTML page (`html`), both listing every node
 //! and what failed on it (`nodes`). Exit 0 only when all passed.
 
 pub mod check;
@@ -12,6 +12,7 @@ pub mod cli;
 pub mod evaluate;
 pub mod html;
 pub mod launch;
+pub mod markdown;
 pub mod nodes;
 pub mod report;
 pub mod runner;

@@ -3,6 +3,7 @@
 //! and plot beside it.
 
 use super::evaluate::CheckResult;
+use super::markdown::{code, text};
 use super::nodes::NodeVerdict;
 use super::runner::StepOutcome;
 use crate::doctor::output::counts;
@@ -39,7 +40,7 @@ impl TestStep {
     }
 
     pub fn heatmap(&self) -> Option<PathBuf> {
-        let png = self.csv.with_extension("png");
+        let png = crate::output::heatmap_of(&self.csv);
         png.exists().then_some(png)
     }
 }
@@ -70,9 +71,10 @@ fn file_name(p: &Path) -> String {
         .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
 }
 
+/// A link to a file of the report (named by rack_check: `<test>.log`).
 fn link(p: &Path) -> String {
     let f = file_name(p);
-    format!("[{f}]({f})")
+    format!("[{}]({f})", text(&f))
 }
 
 /// A command line as a shell would take it back.
@@ -89,11 +91,6 @@ pub fn shell_line(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Markdown table cells hold no pipes or newlines.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }
 
 fn verdict(passed: bool) -> &'static str {
@@ -164,7 +161,7 @@ impl RunReport {
 
     pub fn markdown(&self) -> String {
         let mut md = String::new();
-        let _ = writeln!(md, "# Rack acceptance: {}\n", self.name);
+        let _ = writeln!(md, "# Rack acceptance: {}\n", text(&self.name));
         let _ = writeln!(md, "**{}**\n", self.headline());
         let _ = writeln!(
             md,
@@ -179,9 +176,9 @@ impl RunReport {
                 md,
                 "| {} | {} | {} | {} | {} |",
                 i + 1,
-                cell(&r.what),
-                cell(&r.measured),
-                cell(&r.threshold),
+                text(&r.what),
+                text(&r.measured),
+                text(&r.threshold),
                 verdict(r.passed)
             );
         }
@@ -202,12 +199,12 @@ impl RunReport {
                         md,
                         "| {} | {} | {} | {} | {} | {} | {} |",
                         f.severity.name(),
-                        cell(&f.node),
-                        cell(&f.component),
-                        cell(&f.check),
-                        cell(&f.seen),
-                        cell(&f.expected),
-                        cell(&f.fix)
+                        text(&f.node),
+                        text(&f.component),
+                        text(&f.check),
+                        text(&f.seen),
+                        text(&f.expected),
+                        text(&f.fix)
                     );
                 }
                 md.push('\n');
@@ -221,15 +218,15 @@ impl RunReport {
         let mut lines = Vec::new();
         if let Some(d) = &self.doctor {
             for f in d.findings.iter().filter(|f| f.severity == Severity::Error) {
-                lines.push(format!(
+                lines.push(text(&format!(
                     "doctor: {} {}: {} ({}); fix: {}",
                     f.node, f.component, f.seen, f.check, f.fix
-                ));
+                )));
             }
             if !d.passed() && d.findings.is_empty() {
                 lines.push(format!(
                     "doctor: {} (see {})",
-                    d.outcome.status(),
+                    text(&d.outcome.status()),
                     link(&d.outcome.log)
                 ));
             }
@@ -237,14 +234,14 @@ impl RunReport {
         for t in self.tests.iter().filter(|t| !t.ran()) {
             lines.push(format!(
                 "test {}: {} (see {})",
-                t.name,
-                t.outcome.status(),
+                text(&t.name),
+                text(&t.outcome.status()),
                 link(&t.outcome.log)
             ));
         }
         for c in self.checks.iter().filter(|c| !c.passed) {
             for d in &c.details {
-                lines.push(format!("{}: {d}", c.label));
+                lines.push(text(&format!("{}: {d}", c.label)));
             }
         }
         if lines.is_empty() {
@@ -252,7 +249,7 @@ impl RunReport {
         }
         md.push_str("## Failing nodes, pairs and steps\n\n");
         for l in lines {
-            let _ = writeln!(md, "- {}", l.replace('\n', " "));
+            let _ = writeln!(md, "- {l}");
         }
         md.push('\n');
     }
@@ -264,23 +261,23 @@ impl RunReport {
                 .problems
                 .iter()
                 .map(|p| {
-                    format!(
+                    text(&format!(
                         "{}{}; fix: {}",
                         if p.fails { "" } else { "warning: " },
                         p.what,
                         p.fix
-                    )
+                    ))
                 })
                 .collect();
             let _ = writeln!(
                 md,
                 "| {} | {} | {} |",
-                cell(&n.node),
+                text(&n.node),
                 verdict(n.passed()),
                 if found.is_empty() {
                     "nothing found".to_string()
                 } else {
-                    cell(&found.join("<br>"))
+                    found.join("<br>")
                 }
             );
         }
@@ -294,9 +291,9 @@ impl RunReport {
         if let Some(d) = &self.doctor {
             let _ = writeln!(
                 md,
-                "| doctor | `{}` | {} | [doctor.csv](doctor.csv), [doctor.json](doctor.json) | {} |",
-                cell(&shell_line(&d.outcome.argv)),
-                d.outcome.status(),
+                "| doctor | {} | {} | [doctor.csv](doctor.csv), [doctor.json](doctor.json) | {} |",
+                code(&shell_line(&d.outcome.argv)),
+                text(&d.outcome.status()),
                 link(&d.outcome.log)
             );
         }
@@ -308,10 +305,10 @@ impl RunReport {
             };
             let _ = writeln!(
                 md,
-                "| {} | `{}` | {} | {} | {} |",
-                t.name,
-                cell(&shell_line(&t.outcome.argv)),
-                t.outcome.status(),
+                "| {} | {} | {} | {} | {} |",
+                text(&t.name),
+                code(&shell_line(&t.outcome.argv)),
+                text(&t.outcome.status()),
                 results,
                 link(&t.outcome.log)
             );
@@ -322,11 +319,74 @@ impl RunReport {
                 let _ = writeln!(
                     md,
                     "### {}: all-pairs heatmap\n\n![{}]({})\n",
-                    t.name,
-                    t.name,
+                    text(&t.name),
+                    text(&t.name),
                     file_name(&png)
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rack::nodes::NodeProblem;
+
+    /// Text from a hostile node or spec reaches summary.md as text: no table
+    /// row broken, no HTML, no markup, every line one line.
+    #[test]
+    fn hostile_node_text_is_escaped_in_summary_md() {
+        let hostile = "evil|host*`x`\nnext <script>alert(1)</script> _em_";
+        let report = RunReport {
+            name: "rack # one <b>".into(),
+            spec_file: "spec.toml".into(),
+            started: "now".into(),
+            doctor: None,
+            tests: Vec::new(),
+            checks: vec![CheckResult {
+                label: format!("busbw on {hostile}"),
+                measured: "1 GB/s".into(),
+                threshold: ">= 2 GB/s".into(),
+                passed: false,
+                details: vec![format!("node {hostile} is slow")],
+            }],
+            nodes: vec![NodeVerdict {
+                node: hostile.into(),
+                problems: vec![NodeProblem {
+                    fails: true,
+                    what: format!("port down on {hostile}"),
+                    fix: "`rm -rf /` | *now*".into(),
+                }],
+            }],
+        };
+        let md = report.markdown();
+        // Every `<` is escaped: no HTML.
+        assert!(
+            md.match_indices('<').all(|(i, _)| md[..i].ends_with('\\')),
+            "{md}"
+        );
+        assert!(md.contains("\\<script>alert(1)\\</script>"), "{md}");
+        assert!(md.contains("# Rack acceptance: rack # one \\<b>\n"), "{md}");
+        let escaped = "evil\\|host\\*\\`x\\` next \\<script>alert(1)\\</script> \\_em\\_";
+        // Each table row keeps its columns: only escaped pipes inside cells.
+        let row = |start: &str| {
+            md.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no row {start}: {md}"))
+                .to_string()
+        };
+        let cells = |line: &str| line.replace("\\|", "").matches('|').count();
+        let node_row = row(&format!("| {escaped} |"));
+        assert_eq!(cells(&node_row), 4, "{node_row}");
+        assert!(
+            node_row.contains("\\`rm -rf /\\` \\| \\*now\\*"),
+            "{node_row}"
+        );
+        let check_row = row("| 1 | busbw on ");
+        assert_eq!(cells(&check_row), 6, "{check_row}");
+        assert!(md.contains(&format!("- busbw on {escaped}: node {escaped} is slow\n")));
+        // No line of node text was split: the newline became a space.
+        assert!(!md.lines().any(|l| l.starts_with("next ")), "{md}");
     }
 }

@@ -2,9 +2,9 @@
 //! its output in a log file, and stops it when it outlives the spec's timeout: a
 //! hang becomes a failed step, never a rack_check that waits for ever.
 
+use crate::output::create_new;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -59,7 +59,8 @@ pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
         seconds: 0.0,
         log: log.to_path_buf(),
     };
-    let spawned = File::create(log).and_then(|out| {
+    // A new file in the new report folder: never through a link.
+    let spawned = create_new(log).and_then(|out| {
         let err = out.try_clone()?;
         Command::new(&argv[0])
             .args(&argv[1..])

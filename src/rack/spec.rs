@@ -140,6 +140,11 @@ impl Spec {
                     "{at}: name must be letters, digits, '_' or '-' (it names the report's files)"
                 ));
             }
+            if t.name == "doctor" {
+                return Err(format!(
+                    "{at}: the name 'doctor' is doctor's in the report (doctor.csv, doctor.log); choose another"
+                ));
+            }
             if raw.tests[..i].iter().any(|o| o.name == t.name) {
                 return Err(format!("{at}: another test has this name"));
             }
@@ -470,6 +475,8 @@ slow_fraction = 0.8
             .contains("needs a test run with --all-pairs"));
         assert!(err(("slow_fraction = 0.8", "slow_fraction = 3.0")).contains("slow_fraction 3"));
         assert!(err(("name = \"pairs\"", "name = \"ar\"")).contains("another test has this name"));
+        assert!(err(("name = \"pairs\"", "name = \"doctor\""))
+            .contains("the name 'doctor' is doctor's"));
         assert!(err(("args = [\"-b\", \"8\"", "args = [\"--csv\", \"x\"")).contains("drop --csv"));
         assert!(err(("hosts = [\"a\", \"b\"]", "hosts = [\"a\"]"))
             .contains("hosts lists 1 hosts for nodes = 2"));

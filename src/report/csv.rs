@@ -4,13 +4,14 @@
 //!
 //! The header is written when the file is created, so a run that stops before its
 //! first row leaves a header-only file, which the same command accepts again
-//! (`cli::check_csv_target`). `--append` checks the header and every row's
+//! (`output::check_file`). `--append` checks the header and every row's
 //! schema_version, and cuts away a partial last line (a crash or a full disk in
 //! the middle of a row) before adding to the file. A write that fails is cut back
 //! to the last whole row, so every row written before it still loads.
 
 use super::{Exporter, Row, RunInfo, Summary, ToRows, SCHEMA_VERSION};
-use crate::cli::{file_kind, io_reason};
+use crate::cli::io_reason;
+use crate::output::{create_new, file_kind, open_existing};
 use crate::sizes::human_bytes;
 use anyhow::{anyhow, bail, Context};
 use std::fs::{File, OpenOptions};
@@ -72,8 +73,20 @@ pub fn open_regular(path: &Path, what: &str) -> anyhow::Result<(File, u64)> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("{what}: no such file"),
         other => other.map_err(|e| anyhow!("{what}: {}", io_reason(&e)))?,
     };
-    let refuse = |meta: &std::fs::Metadata| {
-        match file_kind(meta) {
+    regular_len(&meta, what)?;
+    // O_NONBLOCK: should a FIFO replace the file after the check, opening it does not block.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| anyhow!("{what}: cannot read: {}", io_reason(&e)))?;
+    let len = regular_len(&file.metadata()?, what)?;
+    Ok((file, len))
+}
+
+/// The length of a regular file no larger than a results file, or why not.
+fn regular_len(meta: &std::fs::Metadata, what: &str) -> anyhow::Result<u64> {
+    match file_kind(meta) {
         Some(kind) => Err(anyhow!(
             "{what}: is {kind}, not a regular file; give a fabricbench CSV"
         )),
@@ -84,16 +97,6 @@ pub fn open_regular(path: &Path, what: &str) -> anyhow::Result<(File, u64)> {
         )),
         None => Ok(meta.len()),
     }
-    };
-    refuse(&meta)?;
-    // O_NONBLOCK: should a FIFO replace the file after the check, opening it does not block.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| anyhow!("{what}: cannot read: {}", io_reason(&e)))?;
-    let len = refuse(&file.metadata()?)?;
-    Ok((file, len))
 }
 
 /// Where the last whole line of `file` (`len` bytes) ends: `len` when the file
@@ -173,19 +176,16 @@ impl CsvExport {
     /// this version after checking it (see the module's comment).
     pub fn open(path: &Path, append: bool) -> anyhow::Result<CsvExport> {
         let flag = format!("--csv {}", path.display());
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                anyhow!("{flag}: cannot create {}: {}", dir.display(), io_reason(&e))
-            })?;
-        }
-        let len = match path.exists() {
-            true => check_existing(path, append, &flag)?,
-            false => new_file(path, &flag).map(|_| 0)?,
+        let (file, len) = match create_new(path) {
+            Ok(file) => (file, 0),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let file = open_existing(path, true)
+                    .map_err(|e| anyhow!("{flag}: cannot open for writing: {}", io_reason(&e)))?;
+                let len = check_existing(&file, append, &flag)?;
+                (file, len)
+            }
+            Err(e) => bail!("{flag}: cannot create the file: {}", io_reason(&e)),
         };
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|e| anyhow!("{flag}: cannot open for writing: {}", io_reason(&e)))?;
         let mut csv = CsvExport {
             flag: flag.clone(),
             file,
@@ -265,35 +265,36 @@ impl CsvExport {
     }
 }
 
-/// A new file for writing: created (never a file that appeared since the
-/// arguments were checked), or an empty regular one, left by a run that stopped
-/// before it wrote anything.
+/// A new file for writing: created (never a file or link that appeared since
+/// the arguments were checked), or an empty regular one, left by a run that
+/// stopped before it wrote anything.
 pub fn new_file(path: &Path, flag: &str) -> anyhow::Result<File> {
-    let created = OpenOptions::new().write(true).create_new(true).open(path);
-    match created {
+    let exists =
+        || anyhow!("{flag}: the file exists and runs are never overwritten; choose a new path");
+    match create_new(path) {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta = std::fs::symlink_metadata(path)?;
-            if !meta.is_file() || meta.len() > 0 {
-                bail!("{flag}: the file exists and runs are never overwritten; choose a new path");
+            let file = open_existing(path, true).map_err(|_| exists())?;
+            match file.metadata()?.len() {
+                0 => Ok(file),
+                _ => Err(exists()),
             }
-            OpenOptions::new().write(true).open(path)
         }
-        other => other,
+        other => other.map_err(|e| anyhow!("{flag}: cannot create the file: {}", io_reason(&e))),
     }
-    .map_err(|e| anyhow!("{flag}: cannot create the file: {}", io_reason(&e)))
 }
 
-/// An existing file. Without `append` it is reused only when it holds no rows
-/// (empty, or this version's header alone); with `append` its header and rows
-/// must be this version's, and a partial last line is cut away and said so.
-/// Returns where its whole lines end.
-fn check_existing(path: &Path, append: bool, flag: &str) -> anyhow::Result<u64> {
-    let (mut file, len) = open_regular(path, flag)?;
-    let whole = whole_lines_end(&mut file, len, flag)?;
+/// An existing file, opened to add to. Without `append` it is reused only when
+/// it holds no rows (empty, or this version's header alone); with `append` its
+/// header and rows must be this version's, and a partial last line is cut away
+/// and said so. Returns where its whole lines end.
+fn check_existing(file: &File, append: bool, flag: &str) -> anyhow::Result<u64> {
+    let len = regular_len(&file.metadata()?, flag)?;
+    let mut reader = file.try_clone()?;
+    let whole = whole_lines_end(&mut reader, len, flag)?;
     let ours = header_line();
     let mut start = vec![0u8; ours.len().min(len as usize)];
-    file.read_exact(&mut start)?;
-    file.seek(SeekFrom::Start(0))?;
+    reader.read_exact(&mut start)?;
+    reader.seek(SeekFrom::Start(0))?;
     if !append {
         if len == 0 || (len == ours.len() as u64 && start == ours.as_bytes()) {
             return Ok(len);
@@ -309,20 +310,16 @@ fn check_existing(path: &Path, append: bool, flag: &str) -> anyhow::Result<u64> 
         bail!("{flag} --append: the file has other columns (another schema_version); write to a new file");
     }
     if whole > 0 {
-        parse_rows(file, whole, &path.display().to_string())
+        parse_rows(reader, whole, flag.trim_start_matches("--csv "))
             .with_context(|| format!("{flag} --append"))?;
     }
     if whole < len {
-        OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|f| f.set_len(whole))
-            .map_err(|e| {
-                anyhow!(
-                    "{flag}: cannot remove a partial last row: {}",
-                    io_reason(&e)
-                )
-            })?;
+        file.set_len(whole).map_err(|e| {
+            anyhow!(
+                "{flag}: cannot remove a partial last row: {}",
+                io_reason(&e)
+            )
+        })?;
         eprintln!(
             "fabricbench: {flag}: removed a partial last row ({} bytes) left by an interrupted run",
             len - whole

@@ -4,9 +4,10 @@
 //! microseconds; files go to `DIR/<run_id>/` and are never overwritten.
 
 use super::{Exporter, Row, RunInfo, SizeResult, Summary};
+use crate::output::{create_subfolder, write_whole, Replace};
 use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Percentile steps per halving of the distance to 100%, as HdrHistogram's tools use.
@@ -166,21 +167,17 @@ impl HistExport {
 impl Exporter for HistExport {
     fn start(&mut self, run: &RunInfo) -> anyhow::Result<()> {
         self.dir = self.dir.join(&run.run_id);
-        std::fs::create_dir_all(&self.dir)
+        create_subfolder(&self.dir)
             .with_context(|| format!("--hist: cannot create {}", self.dir.display()))
     }
 
+    /// Each histogram written whole: a full disk leaves none of it.
     fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
         for m in &result.measurements {
             let path = self.dir.join(file_name(&Row::collective(run, result, m)));
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .with_context(|| format!("--hist: cannot create {}", path.display()))?;
-            let mut out = BufWriter::new(file);
-            write_hgrm(&m.histogram, &mut out)
-                .and_then(|_| out.flush())
+            let mut text = Vec::new();
+            write_hgrm(&m.histogram, &mut text)?;
+            write_whole(&path, Replace::Never, &text)
                 .with_context(|| format!("--hist: cannot write {}", path.display()))?;
             self.written += 1;
         }

@@ -6,18 +6,19 @@
 //! `end_time`. What only fabricbench measures is under the key `fabricbench`, at
 //! the top and in each result.
 //!
-//! The whole document is rewritten after every size, to a temporary file renamed
-//! over the last one: a run killed at any moment leaves a valid document of its
-//! finished sizes (without the closing keys, and with `fabricbench.complete` false).
+//! The document grows in place (`json_file`): each size adds its record and
+//! nothing else, so a size costs the same however many came before it; a run
+//! killed between sizes leaves a valid document of its finished sizes (without
+//! the closing keys, and with `fabricbench.complete` false).
 
+use super::json_file::GrowingDocument;
 use super::run::local_time;
 use super::table::Header;
 use super::{Exporter, Measurement, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::Step;
 use anyhow::Context;
 use serde::Serialize;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// nccl-tests' JSON_FILE_VERSION.
 pub const JSON_FILE_VERSION: u32 = 3;
@@ -191,6 +192,26 @@ struct RunExtra {
     complete: bool,
 }
 
+impl RunExtra {
+    /// The run's facts, not yet complete (`json_file` marks it at the end).
+    fn of(run: &RunInfo) -> RunExtra {
+        RunExtra {
+            program: run.program.clone(),
+            run_id: run.run_id.clone(),
+            tool_version: run.tool_version.clone(),
+            backend: run.backend.clone(),
+            transport: run.transport.clone(),
+            library_version: run.library_version.clone(),
+            hosts: run.hosts.clone(),
+            nranks: run.nranks,
+            env_note: "env lists only the variables that shape results (NCCL_*, UCX_*, FI_*, chosen OMPI_MCA_*)",
+            groups: run.groups.clone(),
+            min_busbw_gbs: run.min_busbw_gbs,
+            complete: false,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Document<'a> {
     version: u32,
@@ -200,26 +221,24 @@ struct Document<'a> {
     nccl_version: Option<u64>,
     config: &'a Config,
     fabricbench: RunExtra,
-    results: &'a [Record],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    out_of_bounds: Option<OutOfBounds>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    average_bus_bandwidth: Option<AverageBusBandwidth>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    errors: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    end_time: Option<String>,
+    /// Empty when written: the records are added in place (`json_file`).
+    results: [Record; 0],
+}
+
+/// The keys after `results`, written when the run ends.
+#[derive(Serialize)]
+struct Closing {
+    out_of_bounds: OutOfBounds,
+    average_bus_bandwidth: AverageBusBandwidth,
+    errors: Vec<String>,
+    end_time: String,
 }
 
 pub struct JsonExport {
-    path: PathBuf,
-    start_time: String,
-    args: Vec<String>,
-    config: Config,
+    file: GrowingDocument,
     /// Host of each rank, by rank.
     hosts: Vec<String>,
     iters: usize,
-    results: Vec<Record>,
 }
 
 /// NCCL's version code (22703) from "NCCL 2.27.3"; None for another library.
@@ -229,34 +248,15 @@ fn nccl_version(library: &str) -> Option<u64> {
     Some(next()? * 10000 + next()? * 100 + next()?)
 }
 
-/// `path` if it does not exist, else the first of `path.0`, `path.1`, ... that
-/// does not, as nccl-tests probes; created empty so that no other run takes it.
-fn claim(path: &Path) -> anyhow::Result<PathBuf> {
-    let flag = || format!("-J/--output_file {}", path.display());
-    if let Some(folder) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder).with_context(flag)?;
-    }
-    let mut candidate = path.to_path_buf();
-    for n in 0.. {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
-            Ok(_) => return Ok(candidate),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                candidate = PathBuf::from(format!("{}.{n}", path.display()));
-            }
-            Err(e) => return Err(e).with_context(flag),
-        }
-    }
-    unreachable!("an unbounded probe returns")
-}
-
 impl JsonExport {
-    /// Claims the file (see `claim`); `path()` says which one was taken.
-    pub fn create(path: &Path, header: &Header, settings: Settings) -> anyhow::Result<JsonExport> {
-        let path = claim(path)?;
+    /// Writes the document, its results to come, to `path` or the first free
+    /// `path.N` (see `json_file`); `path()` says which one was taken.
+    pub fn create(
+        path: &Path,
+        header: &Header,
+        settings: Settings,
+        run: &RunInfo,
+    ) -> anyhow::Result<JsonExport> {
         let devices = header
             .ranks
             .iter()
@@ -292,20 +292,34 @@ impl JsonExport {
             parallel_init: flag(false),
             devices,
         };
+        let doc = Document {
+            version: JSON_FILE_VERSION,
+            start_time: &local_time(),
+            args: &settings.args,
+            env: &run.env,
+            nccl_version: nccl_version(&run.library_version),
+            config: &config,
+            fabricbench: RunExtra::of(run),
+            results: [],
+        };
+        let text = serde_json::to_string(&doc)?;
+        let file = GrowingDocument::create(path, &text)
+            .with_context(|| format!("-J/--output_file {}", path.display()))?;
         Ok(JsonExport {
-            path,
-            start_time: local_time(),
-            args: settings.args,
+            file,
             hosts: header.ranks.iter().map(|r| r.host.clone()).collect(),
-            config,
             iters: header.iters,
-            results: Vec::new(),
         })
     }
 
     /// The file the document goes to.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
+    }
+
+    /// "-J/--output_file PATH", for messages.
+    fn named(&self) -> String {
+        format!("-J/--output_file {}", self.path().display())
     }
 
     fn host(&self, rank: usize) -> String {
@@ -345,46 +359,23 @@ impl JsonExport {
         }
     }
 
-    /// Writes the document as it stands: a temporary file in the same folder,
-    /// renamed over the last version.
-    fn write(&self, run: &RunInfo, footer: Option<&Summary>) -> anyhow::Result<()> {
-        let doc = Document {
-            version: JSON_FILE_VERSION,
-            start_time: &self.start_time,
-            args: &self.args,
-            env: &run.env,
-            nccl_version: nccl_version(&run.library_version),
-            config: &self.config,
-            fabricbench: RunExtra {
-                program: run.program.clone(),
-                run_id: run.run_id.clone(),
-                tool_version: run.tool_version.clone(),
-                backend: run.backend.clone(),
-                transport: run.transport.clone(),
-                library_version: run.library_version.clone(),
-                hosts: run.hosts.clone(),
-                nranks: run.nranks,
-                env_note: "env lists only the variables that shape results (NCCL_*, UCX_*, FI_*, chosen OMPI_MCA_*)",
-                groups: run.groups.clone(),
-                min_busbw_gbs: run.min_busbw_gbs,
-                complete: footer.is_some(),
-            },
-            results: &self.results,
-            out_of_bounds: footer.map(|s| OutOfBounds {
+    /// The closing keys, as nccl-tests writes them after the results.
+    fn closing(run: &RunInfo, s: &Summary) -> Closing {
+        Closing {
+            out_of_bounds: OutOfBounds {
                 count: s.wrong_total,
                 okay: flag(s.wrong_total == 0),
-            }),
-            average_bus_bandwidth: footer.map(|s| AverageBusBandwidth {
+            },
+            average_bus_bandwidth: AverageBusBandwidth {
                 bandwidth: s.avg_busbw_gbs,
                 okay: match run.min_busbw_gbs {
                     None => "unchecked",
                     Some(min) => flag(!super::below_min_busbw(s.avg_busbw_gbs, min)),
                 },
-            }),
-            errors: footer.map(|_| Vec::new()),
-            end_time: footer.map(|_| local_time()),
-        };
-        replace_document(&self.path, "-J/--output_file", &doc)
+            },
+            errors: Vec::new(),
+            end_time: local_time(),
+        }
     }
 
     fn per_iter(&self, p: &PerIteration) -> PerIter {
@@ -406,28 +397,9 @@ impl JsonExport {
     }
 }
 
-/// Writes `doc` to `path` as a whole: a temporary file in the same folder,
-/// renamed over the last version, so that a reader (or a run killed at any
-/// moment) only ever sees a complete document. `flag` names the file in errors.
-pub fn replace_document(path: &Path, flag: &str, doc: &impl Serialize) -> anyhow::Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        serde_json::to_writer(&mut file, doc)?;
-        file.write_all(b"\n")?;
-        file.into_inner().map_err(|e| e.into_error())?.sync_data()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.with_context(|| format!("{flag} {}", path.display()))
-}
-
 impl Exporter for JsonExport {
-    fn start(&mut self, run: &RunInfo) -> anyhow::Result<()> {
-        self.write(run, None)
+    fn start(&mut self, _run: &RunInfo) -> anyhow::Result<()> {
+        Ok(())
     }
 
     fn record(&mut self, run: &RunInfo, r: &SizeResult) -> anyhow::Result<()> {
@@ -457,12 +429,15 @@ impl Exporter for JsonExport {
                 in_place: ip.map(|m| self.extra(m)),
             },
         };
-        self.results.push(record);
-        self.write(run, None)
+        let bytes = serde_json::to_vec(&record)?;
+        self.file.append(&bytes).with_context(|| self.named())
     }
 
     fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
-        self.write(run, Some(summary))
+        let closing = serde_json::to_string(&JsonExport::closing(run, summary))?;
+        // `{"a":..,"b":..}` without its braces: the keys after `results`.
+        let keys = &closing[1..closing.len() - 1];
+        self.file.close(keys).with_context(|| self.named())
     }
 }
 
@@ -471,16 +446,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn version_codes_and_probed_names() {
+    fn version_codes() {
         assert_eq!(nccl_version("NCCL 2.27.3"), Some(22703));
         assert_eq!(nccl_version("Open MPI v4.1.4"), None);
-        let dir = std::env::temp_dir().join(format!("fabricbench-json-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("r.json");
-        assert_eq!(claim(&path).unwrap(), path);
-        assert_eq!(claim(&path).unwrap(), dir.join("r.json.0"));
-        assert_eq!(claim(&path).unwrap(), dir.join("r.json.1"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -11,6 +11,7 @@ pub mod counters;
 pub mod csv;
 pub mod hist;
 pub mod json;
+pub mod json_file;
 pub mod perftest;
 pub mod perftest_extra;
 pub mod perftest_hist;

@@ -7,15 +7,17 @@
 //! line of every size, in table order, with `pair` and `direction` where the
 //! table has them.
 //!
-//! The document is replaced whole after each size (`json::replace_document`):
-//! a run that stops midway leaves a valid document of its finished sizes, with
-//! `fabricbench.complete` false.
+//! The document is replaced whole after each size (`output::write_whole`): a
+//! run that stops midway leaves a valid document of its finished sizes, with
+//! `fabricbench.complete` false. The first write takes only a new (or empty)
+//! file; a link at the path is never followed.
 
-use super::json::replace_document;
 use super::perftest::{shown_bw, PerftestHeader, ReadsOrInline};
 use super::perftest_extra::{Direction, ExtraColumns};
 use super::verbs::{Figures, Line, VerbsResult};
 use super::{Exporter, RunInfo, Summary};
+use crate::output::{write_whole, Replace};
+use anyhow::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -196,10 +198,12 @@ pub struct PerftestJson {
     /// Every line so far, and the index of the last size's headline.
     lines: Vec<Figure>,
     headline: Option<usize>,
+    /// Whether the file has been written yet (and may now be replaced).
+    written: bool,
 }
 
 impl PerftestJson {
-    /// Writes to `path` (checked beforehand by `cli::check_output_target`).
+    /// Writes to `path` (checked beforehand by `output::check_file`).
     pub fn new(path: &Path, header: &PerftestHeader, extra: ExtraColumns) -> PerftestJson {
         PerftestJson {
             path: path.to_path_buf(),
@@ -208,6 +212,7 @@ impl PerftestJson {
             extra,
             lines: Vec::new(),
             headline: None,
+            written: false,
         }
     }
 
@@ -251,7 +256,7 @@ impl PerftestJson {
         }
     }
 
-    fn write(&self, run: &RunInfo, complete: bool) -> anyhow::Result<()> {
+    fn write(&mut self, run: &RunInfo, complete: bool) -> anyhow::Result<()> {
         let doc = Document {
             test_info: &self.info,
             results: self.headline.map(|i| &self.lines[i]),
@@ -264,7 +269,16 @@ impl PerftestJson {
                 complete,
             },
         };
-        replace_document(&self.path, "--out_json_file", &doc)
+        let mut bytes = serde_json::to_vec(&doc)?;
+        bytes.push(b'\n');
+        let replace = match self.written {
+            true => Replace::Always,
+            false => Replace::IfEmpty,
+        };
+        write_whole(&self.path, replace, &bytes)
+            .with_context(|| format!("--out_json_file {}", self.path.display()))?;
+        self.written = true;
+        Ok(())
     }
 }
 

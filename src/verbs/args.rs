@@ -6,9 +6,10 @@ use super::cm_args::{CmArgs, CmPlan};
 use super::parity::{atomic_sizes, Connection, Options, ParityArgs};
 use super::path_args::{PathArgs, PathPlan};
 use crate::allpairs::Thresholds;
-use crate::cli::{check_csv_target, parse_one_line};
+use crate::cli::parse_one_line;
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
+use crate::output::{check_file, csv_flag, Outputs};
 use crate::verbs::counters::{CounterArgs, CounterPlan};
 use crate::verbs::duration_args::{Context, DurationArgs, Timing};
 use crate::verbs::post_args::{self, PostArgs, PostPlan};
@@ -443,7 +444,7 @@ impl VerbsArgs {
             None => Vec::new(),
         };
         let (csv, append) = (&self.csv.csv, self.csv.append);
-        check_csv_target(csv.as_deref(), append)?;
+        check_file(&csv_flag(append), csv.as_deref())?;
         let all_pairs = if self.pairs.all_pairs {
             if bench.verb != Verb::Write {
                 return Err(usage(format!(
@@ -469,7 +470,7 @@ impl VerbsArgs {
             validate: options.validate,
             warm_up: options.warm_up,
         })?;
-        Ok(Plan {
+        let plan = Plan {
             bench,
             sizes,
             length,
@@ -501,7 +502,7 @@ impl VerbsArgs {
             ib_port: self.ib_port,
             gid_index: self.gid_index,
             all_pairs,
-            counters: self.counters.plan(csv.as_deref())?,
+            counters: self.counters.plan()?,
             cm: self.cm.plan(options.connection, self.pairs.all_pairs)?,
             options,
             path: self.path.plan()?,
@@ -513,11 +514,27 @@ impl VerbsArgs {
                 self.duration.is_some(),
                 self.pairs.all_pairs,
             )?,
-        })
+        };
+        plan.distinct_outputs()?;
+        Ok(plan)
     }
 }
 
 impl Plan {
+    /// No two outputs on one file (each flag's plan checked its own path).
+    fn distinct_outputs(&self) -> Result<(), UsageError> {
+        let csv = self.csv.as_deref();
+        let heatmap = csv
+            .filter(|_| self.all_pairs.is_some())
+            .map(crate::output::heatmap_of);
+        Outputs::new()
+            .file("--csv", csv)
+            .file("--counters", self.counters.file.as_deref())
+            .file("--out_json_file", self.report.json.as_deref())
+            .file("the --all-pairs heatmap", heatmap.as_deref())
+            .distinct()
+    }
+
     /// The plan on a software RDMA device (Soft-RoCE, siw): no inline data
     /// unless -I asks for it, as perftest, which does not know these devices.
     pub fn on_device(&self, software: bool) -> Plan {

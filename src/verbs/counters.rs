@@ -5,6 +5,7 @@
 
 use crate::cli::CountersArgs;
 use crate::job::UsageError;
+use crate::output::{check_file, COUNTERS_FLAG};
 use crate::report::counters::{
     CounterCsv, FabricPlan, Footer, Meant, SizeCounters, Watch, WithCounters,
 };
@@ -13,7 +14,7 @@ use crate::report::{Exporter, RunInfo, Summary};
 use crate::sysfs::counters::{classes, Delta, Family};
 use crate::sysfs::rdma::port_dir;
 use crate::sysfs::Root;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The verbs binaries' counter flags.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -35,8 +36,8 @@ pub struct CounterPlan {
 }
 
 impl CounterArgs {
-    pub fn plan(&self, csv: Option<&Path>) -> Result<CounterPlan, UsageError> {
-        self.file.check(csv)?;
+    pub fn plan(&self) -> Result<CounterPlan, UsageError> {
+        check_file(&COUNTERS_FLAG, self.file.counters.as_deref())?;
         let report = match &self.report_counters {
             None => Vec::new(),
             Some(list) => list
@@ -193,7 +194,7 @@ mod tests {
             report_counters: w.map(str::to_string),
             file: CountersArgs::default(),
         }
-        .plan(None)
+        .plan()
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! `--cpu_util`, `--out_json` and `--out_json_file`, and their checks.
 
 use super::bench::{Benchmark, Test};
-use crate::cli::check_output_target;
 use crate::job::UsageError;
+use crate::output::{check_file, Existing, FileFlag};
 use crate::report::perftest::{column_titles, Columns};
 use crate::report::perftest_extra::ExtraColumns;
 use crate::report::perftest_hist::SampleDump;
@@ -136,7 +136,12 @@ impl ReportArgs {
             (None, false) => None,
         };
         if let Some(path) = &json {
-            check_output_target("--out_json_file", path, "json")?;
+            let json = FileFlag {
+                flag: "--out_json_file",
+                example: DEFAULT_JSON_FILE,
+                existing: Existing::Refused { what: "runs" },
+            };
+            check_file(&json, Some(path))?;
         }
         Ok(ReportPlan {
             dump: SampleDump {

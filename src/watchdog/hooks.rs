@@ -3,9 +3,9 @@
 //! prove that `-T` ends the job and names that rank, whichever it is).
 
 use super::state::State;
+use crate::output::{write_whole, Replace};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -67,11 +67,7 @@ pub fn publish_addresses(addresses: &[SocketAddr]) {
     };
     let text: String = addresses.iter().map(|a| format!("{a}\n")).collect();
     // Whole or nothing: the test reads the file as soon as it appears.
-    let partial = path.with_extension("partial");
-    let written = std::fs::File::create(&partial)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .and_then(|_| std::fs::rename(&partial, &path));
-    if let Err(e) = written {
+    if let Err(e) = write_whole(&path, Replace::Always, text.as_bytes()) {
         eprintln!("{ADDRESS_FILE_ENV}={}: {e}", path.display());
     }
 }

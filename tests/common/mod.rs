@@ -32,6 +32,16 @@ pub fn mpirun_command() -> Command {
     cmd
 }
 
+/// Runs one of our binaries outside mpirun (as a singleton, root allowed).
+pub fn alone(binary: &str, args: &[&str]) -> Output {
+    Command::new(binary)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("the binary runs")
+}
+
 /// stdout then stderr, for messages and searches.
 pub fn log(out: &Output) -> String {
     let (stdout, stderr) = text(out);
@@ -178,5 +188,39 @@ pub fn sweep_row(placement: &str, size: u64, busbw: f64, p99: f64) -> fabricbenc
         limit_gbs: Some(50.0),
         pct_of_limit: Some(busbw / 50.0 * 100.0),
         ..fabricbench::report::Row::default()
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A tmpfs mounted for one test (root only), unmounted when dropped.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    pub fn mount(name: &str, options: &str) -> Option<Tmpfs> {
+        if !is_root() {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        let dir = scratch(name);
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(&dir)
+            .status()
+            .ok()?;
+        if !status.success() {
+            eprintln!("skipped: mount -t tmpfs failed here");
+            return None;
+        }
+        Some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
     }
 }
