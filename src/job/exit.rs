@@ -14,6 +14,9 @@ pub enum ExitStatus {
     Usage = 2,
     /// `-T`: a call did not finish in time.
     Timeout = 3,
+    /// A verdict could not be reached: a figure's interval lies across its
+    /// threshold, and more rounds would tell (nothing was found wrong).
+    Inconclusive = 4,
 }
 
 impl ExitStatus {
