@@ -1,5 +1,5 @@
-//! The raw RDMA verbs benchmarks, perftest's ib_{write,read,send}_{bw,lat} over
-//! RC queue pairs, on the `sideway` crate.
+//! The raw RDMA verbs benchmarks, perftest's ib_{write,read,send,atomic}_{bw,lat}
+//! over RC, UC and UD queue pairs, on the `sideway` crate.
 //!
 //! Every process is one endpoint of a pair. mpirun with 2k ranks makes k pairs
 //! (rank i is the client of pair i, rank i + k its server) that exchange their
@@ -7,7 +7,8 @@
 //! not start MPI and finds its peer over TCP, perftest-style (without HOST the
 //! server, with HOST the client).
 //!
-//! - `bench`: which binary; `args`: perftest's flags into a `Plan`; `seat`: a
+//! - `bench`: which binary; `args`: perftest's flags into a `Plan`; `offered`:
+//!   which of them each binary offers in its `--help`; `seat`: a
 //!   process's place among the pairs; `device`: device, port, GID, rate;
 //! - `memory`, `qp`, `completion`: buffers, queue pairs, completions;
 //! - `wire`: the validated messages; `peer`: the peer's details checked against
@@ -41,6 +42,7 @@ pub mod lat;
 pub mod link;
 pub mod memory;
 pub mod numa;
+pub mod offered;
 pub mod pairs;
 pub mod parity;
 pub mod path;
@@ -71,7 +73,7 @@ use seat::seat;
 use session::{open_side, Session};
 use std::process::ExitCode;
 
-/// Entry point of the six binaries. A plain start runs alone, without MPI's
+/// Entry point of the eight binaries. A plain start runs alone, without MPI's
 /// runtime: no daemon or progress thread competes with the timed loops for the CPU.
 pub fn main(bench: Benchmark) -> ExitCode {
     job::main(Start::MpiWhenLaunched, bench.program(), |job, _| {
