@@ -5,6 +5,7 @@ use crate::cli::{check_csv_target, size_arg, whole, CsvArgs};
 use crate::job::UsageError;
 use crate::report::copy::CopyKind;
 use crate::sizes::{sweep, Step};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::Parser;
 
 #[derive(Parser, Debug, Clone)]
@@ -35,11 +36,12 @@ pub struct CopyArgs {
     /// GPUs to measure, e.g. 0,1,3 (default: every visible GPU)
     #[arg(long = "gpus", value_delimiter = ',', value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub gpus: Vec<usize>,
-    /// Copies to run: h2d, d2h, d2d, p2p (comma-separated)
+    /// Copies to run, comma-separated
     #[arg(
         long = "tests",
         value_delimiter = ',',
-        default_value = "h2d,d2h,d2d,p2p"
+        default_value = "h2d,d2h,d2d,p2p",
+        value_parser = PossibleValuesParser::new(CopyKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.meaning())))
     )]
     pub tests: Vec<String>,
     #[command(flatten)]
