@@ -35,7 +35,7 @@ impl Benchmark {
         Benchmark { verb, test }
     }
 
-    /// The eight binaries, in perftest's order.
+    /// The eight binaries: the bandwidth tests, then the latency tests.
     pub const ALL: [Benchmark; 8] = [
         Benchmark::new(Verb::Write, Test::Bw),
         Benchmark::new(Verb::Read, Test::Bw),
