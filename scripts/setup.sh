@@ -6,14 +6,15 @@
 # (scripts/compare.ipynb executed headless), and for the virtual rack and its
 # tests (scripts/virtual-rack.sh, tests/virtual_rack.rs): iproute2 (ip, tc),
 # util-linux (nsenter, unshare, setpriv), and Debian's chromium with python3-pil
-# (report.html rendered and its screenshot checked).
+# (report.html rendered and its screenshot checked); man-db (tests/docs_drift.rs
+# reads every generated man page with `man -l`).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(openmpi-bin libopenmpi-dev libclang-dev clang cmake pkg-config
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
           python3 python3-pandas python3-matplotlib
           python3-nbconvert python3-nbclient python3-ipykernel
-          iproute2 util-linux chromium python3-pil)
+          iproute2 util-linux chromium python3-pil man-db)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

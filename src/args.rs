@@ -4,12 +4,14 @@
 
 use crate::backend::nccl::options::{NcclFlags, NcclOptions};
 use crate::backend::BackendKind;
-use crate::cli::{parse_one_line, size_arg, whole, AllPairsArgs, CountersArgs, CsvArgs};
-use crate::datatype::{DataType, RedOp};
+use crate::cli::{parse_with, size_arg, whole, AllPairsArgs, CountersArgs, CsvArgs};
+use crate::collective::Collective;
+use crate::datatype::{datatype_values, op_values, DataType, RedOp, ALL_VALUE};
 use crate::limits::{parse_limit, Limit};
 use crate::output::{check_file, check_folder, csv_flag, Outputs, COUNTERS_FLAG};
 use crate::sizes::Step;
-use clap::Parser;
+use clap::builder::PossibleValuesParser;
+use clap::{CommandFactory, Parser};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -55,11 +57,11 @@ pub struct CollArgs {
     /// Validate results this many times per size (0 = no check)
     #[arg(short = 'c', long = "check", default_value_t = 1, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub check: usize,
-    /// Reduction: sum, prod, min, max, avg, or all
-    #[arg(short = 'o', long = "op", default_value = "sum")]
+    /// Reduction operation of the reducing collectives
+    #[arg(short = 'o', long = "op", default_value = "sum", value_parser = PossibleValuesParser::new(op_values()))]
     pub op: String,
-    /// Element type: int8, uint8, int32, uint32, int64, uint64, half, bfloat16, float, double, or all
-    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    /// Element type
+    #[arg(short = 'd', long = "datatype", default_value = "float", value_parser = PossibleValuesParser::new(datatype_values()))]
     pub datatype: String,
     /// Root rank of rooted collectives (-1 = every rank in turn)
     #[arg(
@@ -104,14 +106,16 @@ pub struct CollArgs {
     /// GPUs each process drives through grouped calls (nccl backend)
     #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
     pub ngpus: usize,
-    /// 1: wait for each call to complete on every rank before the next
+    /// How the timed calls are issued: 0 back to back; 1 each call completed on every
+    /// rank, then a barrier; 2 each call completed before the next, no barrier; 3 each
+    /// iteration completed and timed on its own, with a barrier between iterations
+    /// outside the timed time
     #[arg(short = 'z', long = "blocking", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
     pub blocking: u8,
-    /// Capture the timed calls in a CUDA graph and launch it this many times (0 = no graph; nccl backend)
-    /// Calls per timed iteration, issued as one group (nccl-tests' -m).
+    /// Calls per timed iteration, issued as one group (nccl-tests' -m)
     #[arg(short = 'm', long = "agg_iters", default_value_t = 1, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
     pub agg_iters: usize,
-
+    /// Capture the timed calls in a CUDA graph and launch it this many times (0 = no graph; nccl backend)
     #[arg(short = 'G', long = "cudagraph", default_value_t = 0, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub cudagraph: usize,
     /// 1: report the CPU time to issue each call in the time column instead of its completion time
@@ -318,7 +322,7 @@ impl CollArgs {
                 "-m/--agg_iters 0: each timed iteration makes at least one call; use e.g. -m 1",
             ));
         }
-        let datatypes = if self.datatype == "all" {
+        let datatypes = if self.datatype == ALL_VALUE {
             DataType::ALL.to_vec()
         } else {
             vec![self
@@ -326,7 +330,7 @@ impl CollArgs {
                 .parse()
                 .map_err(|e| usage(format!("-d/--datatype: {e}")))?]
         };
-        let ops = if self.op == "all" {
+        let ops = if self.op == ALL_VALUE {
             RedOp::ALL.to_vec()
         } else {
             vec![self
@@ -480,24 +484,62 @@ impl Plan {
     }
 }
 
-/// Parses the command line, turning clap's multi-line errors into one line.
-/// `--help` and `--version` print and exit 0 as usual.
-pub fn parse_args<I, T>(argv: I) -> Result<CollArgs, UsageError>
+/// The command line of `coll`'s binary: the shared flags, less those it would
+/// ignore (-o without a reduction, -r without a root) or refuse (--all-pairs
+/// but on sendrecv_perf), which it still accepts, as nccl-tests does, but does
+/// not offer.
+pub fn command(coll: &dyn Collective) -> clap::Command {
+    let name = format!("{}_perf", coll.id().as_str());
+    let about = format!(
+        "{} bandwidth and latency, as nccl-tests' {name} measures them: on the mpi backend \
+         (host memory, MPI's collectives) or the nccl backend (GPU memory, NCCL)",
+        coll.name()
+    );
+    let pairs = coll.pairs();
+    let hidden = [
+        ("op", !coll.reduces()),
+        ("root", !coll.rooted()),
+        ("all_pairs", !pairs),
+        ("slow_fraction", !pairs),
+        ("slow_latency", !pairs),
+    ];
+    hidden
+        .into_iter()
+        .filter(|(_, hide)| *hide)
+        .fold(CollArgs::command(), |cmd, (id, _)| {
+            cmd.mut_arg(id, |a| a.hide(true))
+        })
+        .name(name.clone())
+        .bin_name(name)
+        .about(about)
+}
+
+/// Parses `coll`'s command line, turning clap's multi-line errors into one
+/// line. `--help` and `--version` print and exit 0 as usual.
+pub fn parse_args<I, T>(coll: &dyn Collective, argv: I) -> Result<CollArgs, UsageError>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    parse_one_line(argv)
+    let args: CollArgs = parse_with(command(coll), argv)?;
+    if args.pairs.all_pairs && !coll.pairs() {
+        return Err(usage(format!(
+            "--all-pairs: {}_perf has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)",
+            coll.id().as_str()
+        )));
+    }
+    Ok(args)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::AllReduce;
 
     fn plan(args: &[&str]) -> Result<Plan, UsageError> {
         let mut argv = vec!["all_reduce_perf"];
         argv.extend_from_slice(args);
-        parse_args(argv)?.plan()
+        parse_args(&AllReduce, argv)?.plan()
     }
 
     fn err(args: &[&str]) -> String {
@@ -525,7 +567,7 @@ mod tests {
         assert_eq!((p.gpus_per_process, p.launch), (4, Launch::Graph(10)));
         assert!(p.report_cputime && p.launch != Launch::Blocking);
         assert_eq!(plan(&["--blocking", "1"]).unwrap().launch, Launch::Blocking);
-        let args = parse_args(["x", "--nccl-lib", "/opt/nccl/lib"]).unwrap();
+        let args = parse_args(&AllReduce, ["x", "--nccl-lib", "/opt/nccl/lib"]).unwrap();
         assert_eq!(
             args.nccl_lib.as_deref(),
             Some(std::path::Path::new("/opt/nccl/lib"))
@@ -571,8 +613,18 @@ mod tests {
         assert!(err(&["-b", "12Q"]).contains("--minbytes"));
         assert!(err(&["-f", "1"]).starts_with("-f/--stepfactor 1: must be an integer > 1"));
         assert!(err(&["-f", "1.5"]).starts_with("-f/--stepfactor"));
-        assert!(err(&["-d", "int7"]).starts_with("-d/--datatype: unknown datatype 'int7'"));
-        assert!(err(&["-o", "xor"]).starts_with("-o/--op: unknown op 'xor'"));
+        assert_eq!(
+            err(&["-d", "int7"]),
+            "-d/--datatype int7: use int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2 or all"
+        );
+        assert_eq!(
+            err(&["-o", "xor"]),
+            "-o/--op xor: use sum, prod, max, min, avg, mulsum or all"
+        );
+        assert_eq!(
+            plan(&["-d", "bf16"]).unwrap().datatypes,
+            [DataType::Bfloat16]
+        );
         assert!(err(&["-a", "7"]).starts_with("-a/--average 7"));
         assert!(err(&["-n", "0"]).starts_with("-n/--iters 0"));
         assert!(err(&["--backend", "tcp"]).starts_with("--backend tcp"));
@@ -622,12 +674,40 @@ mod tests {
     }
 
     #[test]
+    fn all_pairs_is_sendrecv_perfs_alone() {
+        let refused = parse_args(&AllReduce, ["all_reduce_perf", "--all-pairs"]).unwrap_err();
+        assert!(refused
+            .0
+            .starts_with("--all-pairs: all_reduce_perf has no pair mode; use sendrecv_perf"));
+        let pairs = parse_args(
+            &crate::collective::SendRecv,
+            ["sendrecv_perf", "--all-pairs"],
+        );
+        assert!(pairs.unwrap().pairs.all_pairs);
+        // Not offered where ignored, but still taken: nccl-tests' scripts pass them.
+        let gather = &crate::collective::AllGather;
+        let hidden = |id: &str| {
+            let cmd = command(gather);
+            let arg = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+            arg.is_hide_set()
+        };
+        assert!(hidden("op") && hidden("root") && !hidden("datatype"));
+        assert!(parse_args(gather, ["all_gather_perf", "-o", "max", "-r", "1"]).is_ok());
+    }
+
+    #[test]
     fn limits_repeat() {
-        let args =
-            parse_args(["all_reduce_perf", "--limit", "ib-ndr", "--limit", "25 GB/s"]).unwrap();
+        let args = parse_args(
+            &AllReduce,
+            ["all_reduce_perf", "--limit", "ib-ndr", "--limit", "25 GB/s"],
+        )
+        .unwrap();
         let gbs: Vec<f64> = args.limit.iter().map(|l| l.gbs).collect();
         assert_eq!(gbs, [50.0, 25.0]);
-        assert!(parse_args(["all_reduce_perf"]).unwrap().limit.is_empty());
+        assert!(parse_args(&AllReduce, ["all_reduce_perf"])
+            .unwrap()
+            .limit
+            .is_empty());
     }
 
     #[test]

@@ -69,10 +69,10 @@ pub struct AllPairsArgs {
     #[arg(long = "all-pairs")]
     pub all_pairs: bool,
     /// With --all-pairs: a pair whose bandwidth is below this fraction of the median is slow
-    #[arg(long = "slow-fraction", default_value_t = 0.9)]
+    #[arg(long = "slow-fraction", default_value_t = 0.9, requires = "all_pairs")]
     pub slow_fraction: f64,
     /// With --all-pairs: a pair whose latency is above this multiple of the lowest is slow
-    #[arg(long = "slow-latency", default_value_t = 2.0)]
+    #[arg(long = "slow-latency", default_value_t = 2.0, requires = "all_pairs")]
     pub slow_latency: f64,
 }
 
@@ -101,14 +101,30 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    P::try_parse_from(argv).map_err(|e| match e.kind() {
+    parse_with(P::command(), argv)
+}
+
+/// `parse_one_line` with the binary's own `command` (a family's arguments with
+/// what that binary offers of them: its name, its help, the flags it hides).
+pub fn parse_with<P, I, T>(command: clap::Command, argv: I) -> Result<P, UsageError>
+where
+    P: clap::FromArgMatches,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let one_line_error = |e: clap::Error, command: &clap::Command| match e.kind() {
         clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => e.exit(),
         _ => UsageError(
-            invalid_choice(&e)
-                .or_else(|| invalid_value(&e, &P::command()))
+            invalid_choice(&e, command)
+                .or_else(|| invalid_value(&e, command))
                 .unwrap_or_else(|| one_line(&e)),
         ),
-    })
+    };
+    let matches = command
+        .clone()
+        .try_get_matches_from(argv)
+        .map_err(|e| one_line_error(e, &command))?;
+    P::from_arg_matches(&matches).map_err(|e| one_line_error(e, &command))
 }
 
 /// A value its parser refused, in the house style: "-n/--iters -1: use a whole
@@ -130,8 +146,18 @@ fn invalid_value(e: &clap::Error, command: &clap::Command) -> Option<String> {
         return None;
     };
     let reason = std::error::Error::source(e)?.to_string();
+    let flag = flag_name(arg, command);
+    Some(match reason.starts_with(&format!("'{value}'")) {
+        true => format!("{flag}: {reason}"),
+        false => format!("{flag} {value}: {reason}"),
+    })
+}
+
+/// The flag clap's error names (`--datatype <DATATYPE>`) as the house style
+/// names it: `-d/--datatype` when it has both spellings.
+fn flag_name(arg: &str, command: &clap::Command) -> String {
     let token = arg.split_whitespace().next().unwrap_or(arg);
-    let flag = command
+    command
         .get_arguments()
         .find(|a| {
             a.get_long().map(|l| format!("--{l}")).as_deref() == Some(token)
@@ -140,11 +166,7 @@ fn invalid_value(e: &clap::Error, command: &clap::Command) -> Option<String> {
         .map_or(token.to_string(), |a| match (a.get_short(), a.get_long()) {
             (Some(s), Some(l)) => format!("-{s}/--{l}"),
             _ => token.to_string(),
-        });
-    Some(match reason.starts_with(&format!("'{value}'")) {
-        true => format!("{flag}: {reason}"),
-        false => format!("{flag} {value}: {reason}"),
-    })
+        })
 }
 
 /// clap's message up to its usage block, on one line (a missing argument is named
@@ -165,7 +187,7 @@ fn one_line(e: &clap::Error) -> String {
 
 /// A value outside a flag's fixed choices, in the house style: "--backend tcp: use
 /// mpi, nccl or auto" (clap's own message spans lines and lists them in brackets).
-fn invalid_choice(e: &clap::Error) -> Option<String> {
+fn invalid_choice(e: &clap::Error, command: &clap::Command) -> Option<String> {
     use clap::error::{ContextKind, ContextValue};
     let (
         Some(ContextValue::String(arg)),
@@ -179,13 +201,18 @@ fn invalid_choice(e: &clap::Error) -> Option<String> {
     else {
         return None;
     };
-    let flag = arg.split_whitespace().next().unwrap_or(arg);
-    let choices = match valid.split_last() {
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => return None,
-    };
+    let flag = flag_name(arg, command);
+    let choices = or_list(valid)?;
     Some(format!("{flag} {value}: use {choices}"))
+}
+
+/// Words as a sentence lists them: "a", "a or b", "a, b or c"; None for none.
+pub fn or_list(words: &[String]) -> Option<String> {
+    match words.split_last() {
+        Some((last, [])) => Some(last.clone()),
+        Some((last, rest)) => Some(format!("{} or {last}", rest.join(", "))),
+        None => None,
+    }
 }
 
 #[cfg(test)]

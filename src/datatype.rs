@@ -1,5 +1,6 @@
 //! Element types and reduction operations, spelled as nccl-tests spells them.
 
+use clap::builder::PossibleValue;
 use half::{bf16, f16};
 use serde::Serialize;
 use std::fmt;
@@ -57,6 +58,36 @@ impl DataType {
         }
     }
 
+    /// What the type is, for `--help` and the reference.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            DataType::Int8 => "8-bit signed integer",
+            DataType::Uint8 => "8-bit unsigned integer",
+            DataType::Int32 => "32-bit signed integer",
+            DataType::Uint32 => "32-bit unsigned integer",
+            DataType::Int64 => "64-bit signed integer",
+            DataType::Uint64 => "64-bit unsigned integer",
+            DataType::Half => "16-bit IEEE float",
+            DataType::Float => "32-bit IEEE float",
+            DataType::Double => "64-bit IEEE float",
+            DataType::Bfloat16 => "16-bit brain float",
+            DataType::F8e4m3 => {
+                "8-bit float, 4 exponent and 3 mantissa bits (nccl backend: NCCL 2.24+ on sm90+)"
+            }
+            DataType::F8e5m2 => {
+                "8-bit float, 5 exponent and 2 mantissa bits (nccl backend: NCCL 2.24+ on sm90+)"
+            }
+        }
+    }
+
+    /// nccl-tests' other spellings of this type.
+    pub fn aliases(self) -> impl Iterator<Item = &'static str> {
+        DATATYPE_ALIASES
+            .into_iter()
+            .filter(move |(_, t)| *t == self)
+            .map(|(alias, _)| alias)
+    }
+
     pub fn size(self) -> usize {
         match self {
             DataType::Int8 | DataType::Uint8 | DataType::F8e4m3 | DataType::F8e5m2 => 1,
@@ -104,29 +135,65 @@ impl fmt::Display for DataType {
     }
 }
 
+/// The other names nccl-tests accepts for `-d` types.
+const DATATYPE_ALIASES: [(&str, DataType); 9] = [
+    ("char", DataType::Int8),
+    ("int", DataType::Int32),
+    ("fp16", DataType::Half),
+    ("float16", DataType::Half),
+    ("fp32", DataType::Float),
+    ("float32", DataType::Float),
+    ("fp64", DataType::Double),
+    ("float64", DataType::Double),
+    ("bf16", DataType::Bfloat16),
+];
+
+/// `-d/--datatype` and `-o/--op`'s value meaning every type or op in turn.
+pub const ALL_VALUE: &str = "all";
+
 impl FromStr for DataType {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        // nccl-tests also accepts these aliases.
-        let canonical = match s {
-            "char" => "int8",
-            "int" => "int32",
-            "fp16" | "float16" => "half",
-            "fp32" | "float32" => "float",
-            "fp64" | "float64" => "double",
-            "bf16" => "bfloat16",
-            other => other,
-        };
+        let canonical = DATATYPE_ALIASES
+            .into_iter()
+            .find(|(alias, _)| *alias == s)
+            .map_or(s, |(_, t)| t.name());
         DataType::ALL
             .into_iter()
             .find(|t| t.name() == canonical)
             .ok_or_else(|| {
                 format!(
-                    "unknown datatype '{s}'; use one of: {}, all",
+                    "unknown datatype '{s}'; use one of: {}, {ALL_VALUE}",
                     DataType::ALL.map(|t| t.name()).join(", ")
                 )
             })
     }
+}
+
+/// `-d/--datatype`'s values as clap lists and checks them: every type (with
+/// its aliases) and `all`, from the tables the parser reads.
+pub fn datatype_values() -> Vec<PossibleValue> {
+    DataType::ALL
+        .into_iter()
+        .map(|t| {
+            let aliases: Vec<&str> = t.aliases().collect();
+            let help = match aliases.is_empty() {
+                true => t.meaning().to_string(),
+                false => format!("{} (also: {})", t.meaning(), aliases.join(", ")),
+            };
+            PossibleValue::new(t.name()).aliases(aliases).help(help)
+        })
+        .chain([PossibleValue::new(ALL_VALUE).help("every type in turn")])
+        .collect()
+}
+
+/// `-o/--op`'s values as clap lists and checks them: every op and `all`.
+pub fn op_values() -> Vec<PossibleValue> {
+    RedOp::ALL
+        .into_iter()
+        .map(|o| PossibleValue::new(o.name()).help(o.meaning()))
+        .chain([PossibleValue::new(ALL_VALUE).help("every op in turn")])
+        .collect()
 }
 
 /// The reduction operations of `-o/--op`.
@@ -163,6 +230,18 @@ impl RedOp {
         }
     }
 
+    /// What the op computes, for `--help` and the reference.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            RedOp::Sum => "sum",
+            RedOp::Prod => "product",
+            RedOp::Max => "maximum",
+            RedOp::Min => "minimum",
+            RedOp::Avg => "average over the ranks",
+            RedOp::Mulsum => "each rank's input times its own scalar (1 on even ranks, 2 on odd), summed (NCCL's PreMulSum)",
+        }
+    }
+
     /// Combines two exact values as the operation does (avg and mulsum combine as
     /// sum; the division by the rank count, the multiplication by each rank's
     /// scalar, happen apart).
@@ -189,7 +268,10 @@ impl FromStr for RedOp {
             .into_iter()
             .find(|o| o.name() == s)
             .ok_or_else(|| {
-                format!("unknown op '{s}'; use one of: sum, prod, min, max, avg, mulsum, all")
+                format!(
+                    "unknown op '{s}'; use one of: {}, {ALL_VALUE}",
+                    RedOp::ALL.map(|o| o.name()).join(", ")
+                )
             })
     }
 }

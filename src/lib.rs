@@ -3,6 +3,8 @@
 //!
 //! Layers, top to bottom (each uses only its own and those below; `tests/layers.rs`
 //! checks it):
+//! - documentation: `docgen` (the reference, man pages and completions, from
+//!   every binary's command line, the CSV row and the exit statuses);
 //! - families: `driver` (the collective binaries, flags in `args`), `allpairs`,
 //!   `verbs`, `copy_bw`, `doctor`, `rack`, `compare`;
 //! - backends and transport: `backend`, `collective` (one file per collective),
@@ -20,6 +22,7 @@ pub mod collective;
 pub mod compare;
 pub mod copy_bw;
 pub mod datatype;
+pub mod docgen;
 pub mod doctor;
 pub mod driver;
 pub mod gpu;

@@ -61,11 +61,11 @@ fn sizes() {
 fn types_ops_roots() {
     usage_error(
         &["-d", "int7"],
-        "-d/--datatype: unknown datatype 'int7'; use one of: int8,",
+        "-d/--datatype int7: use int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2 or all",
     );
     usage_error(
         &["-o", "xor"],
-        "-o/--op: unknown op 'xor'; use one of: sum, prod, min, max, avg, mulsum, all",
+        "-o/--op xor: use sum, prod, max, min, avg, mulsum or all",
     );
     let (code, errors) = {
         let out = mpirun(2, env!("CARGO_BIN_EXE_broadcast_perf"), &["-r", "5"]);

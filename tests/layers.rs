@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "args", "driver", "allpairs", "verbs", "copy_bw", "doctor", "rack", "compare",
         ],
     ),
+    ("documentation", &["docgen"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

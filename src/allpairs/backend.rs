@@ -9,7 +9,6 @@ use super::judging::Thresholds;
 use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun, PairSample};
 use crate::args::{CollArgs, Plan};
 use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
-use crate::collective::{Collective, CollectiveId};
 use crate::datatype::{DataType, RedOp};
 use crate::job::world::World;
 use crate::job::{agree_each_rank, ExitStatus, Failure};
@@ -155,19 +154,14 @@ impl PairMeasure for BackendPair<'_> {
 }
 
 /// What an all-pairs run needs before any backend opens, checked on every rank
-/// alike: only sendrecv_perf has one, on 2 or more ranks, and its host memory fits.
+/// alike (`args::parse_args` refused it already where the collective has no
+/// pair mode): 2 or more ranks, and host memory that fits.
 pub(crate) fn prepare<'a>(
     world: &World,
-    coll: &dyn Collective,
     args: &'a CollArgs,
     plan: &Plan,
     program: &'a str,
 ) -> Result<PairRun<'a>, Failure> {
-    if coll.id() != CollectiveId::SendRecv {
-        return Err(Failure::Usage(format!(
-            "--all-pairs: {program} has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)"
-        )));
-    }
     if world.size < 2 {
         return Err(Failure::Usage(
             "--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node sendrecv_perf --all-pairs".into(),
@@ -226,10 +220,13 @@ mod tests {
     #[test]
     fn a_pair_is_timed_and_validated_through_the_backend() {
         let mut backend = Loopback::default();
-        let plan = crate::args::parse_args(["t", "-n", "4", "-w", "2", "-c", "1"])
-            .unwrap()
-            .plan()
-            .unwrap();
+        let plan = crate::args::parse_args(
+            &crate::collective::SendRecv,
+            ["t", "-n", "4", "-w", "2", "-c", "1"],
+        )
+        .unwrap()
+        .plan()
+        .unwrap();
         let watchdog = Watchdog::start(&crate::job::comm::Solo, "t", 0).unwrap();
         let mut pair = BackendPair::new(&mut backend, 64, &plan).unwrap();
         // The loopback "peer" is rank 0 itself: its own pattern comes back intact.

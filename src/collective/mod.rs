@@ -131,6 +131,10 @@ pub trait Collective: Sync {
     fn rooted(&self) -> bool {
         false
     }
+    /// Whether `--all-pairs` runs: measures every pair of ranks with this collective.
+    fn pairs(&self) -> bool {
+        false
+    }
     fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts;
     /// busbw = algbw x this: comparable with the link's speed whatever the rank count.
     fn busbw_factor(&self, nranks: usize) -> f64;

@@ -11,6 +11,9 @@ impl Collective for SendRecv {
     fn id(&self) -> CollectiveId {
         CollectiveId::SendRecv
     }
+    fn pairs(&self) -> bool {
+        true
+    }
     fn counts(&self, count: usize, _elt_size: usize, _nranks: usize) -> Counts {
         Counts::same(count)
     }

@@ -6,6 +6,7 @@ use crate::job::UsageError;
 use crate::output::{check_file, csv_flag};
 use crate::report::copy::CopyKind;
 use crate::sizes::{sweep, Step};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::Parser;
 
 #[derive(Parser, Debug, Clone)]
@@ -36,11 +37,12 @@ pub struct CopyArgs {
     /// GPUs to measure, e.g. 0,1,3 (default: every visible GPU)
     #[arg(long = "gpus", value_delimiter = ',', value_parser = whole::<usize>(0), allow_negative_numbers = true)]
     pub gpus: Vec<usize>,
-    /// Copies to run: h2d, d2h, d2d, p2p (comma-separated)
+    /// Copies to run, comma-separated
     #[arg(
         long = "tests",
         value_delimiter = ',',
-        default_value = "h2d,d2h,d2d,p2p"
+        default_value = "h2d,d2h,d2d,p2p",
+        value_parser = PossibleValuesParser::new(CopyKind::ALL.map(|k| PossibleValue::new(k.name()).help(k.meaning())))
     )]
     pub tests: Vec<String>,
     #[command(flatten)]

@@ -46,14 +46,14 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
         let world = job
             .world()
             .ok_or_else(|| anyhow::anyhow!("the collectives run inside MPI"))?;
-        let parsed = parse_args(std::env::args_os());
+        let parsed = parse_args(collective, std::env::args_os());
         job::agree_on_binary(world, program, collective.id().as_str())?;
         agree_on_arguments(world, &parsed)?;
         let args = parsed?;
         let plan = args.plan()?;
         if args.pairs.all_pairs {
             outputs::refuse_with_all_pairs(&plan)?;
-            return all_pairs(world, collective, &args, &plan, program);
+            return all_pairs(world, &args, &plan, program);
         }
         run(world, collective, &args, &plan, program)
     })
@@ -63,12 +63,11 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
 /// NCCL's initialisation is a collective that can hang).
 fn all_pairs(
     world: &World,
-    coll: &dyn Collective,
     args: &CollArgs,
     plan: &Plan,
     program: &str,
 ) -> Result<ExitStatus, Failure> {
-    let setup = crate::allpairs::backend::prepare(world, coll, args, plan, program)?;
+    let setup = crate::allpairs::backend::prepare(world, args, plan, program)?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog, None)?;
     crate::allpairs::backend::run(world, &mut *backend, plan, &setup, &watchdog)

@@ -22,7 +22,10 @@ use std::rc::Rc;
 
 fn plan(flags: &[&str]) -> Plan {
     let argv = std::iter::once("all_reduce_perf").chain(flags.iter().copied());
-    parse_args(argv).unwrap().plan().unwrap()
+    parse_args(&crate::collective::AllReduce, argv)
+        .unwrap()
+        .plan()
+        .unwrap()
 }
 
 /// What the sweep handed its exporter.

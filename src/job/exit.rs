@@ -3,16 +3,12 @@
 
 use std::process::ExitCode;
 
-/// Every binary's exit status.
+/// Every binary's exit status; `meaning` says what each one means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitStatus {
-    /// Everything asked for was done and nothing was wrong.
     Ok = 0,
-    /// Wrong data, a failed check, a regression, or a failure during the run.
     Failed = 1,
-    /// A mistake in the command line or the input files.
     Usage = 2,
-    /// `-T`: a call did not finish in time.
     Timeout = 3,
     /// A verdict could not be reached: a figure's interval lies across its
     /// threshold, and more rounds would tell (nothing was found wrong).
@@ -20,8 +16,38 @@ pub enum ExitStatus {
 }
 
 impl ExitStatus {
+    pub const ALL: [ExitStatus; 4] = [
+        ExitStatus::Ok,
+        ExitStatus::Failed,
+        ExitStatus::Usage,
+        ExitStatus::Timeout,
+    ];
+
     pub fn code(self) -> u8 {
         self as u8
+    }
+
+    /// What the status means, for the reference (docs/reference/exit-status.md).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ExitStatus::Ok => "Everything asked for was done and nothing was wrong.",
+            ExitStatus::Failed => {
+                "Wrong data, a failed check or threshold, a regression (compare), a failed rack \
+                 (rack_check), or a failure during the run."
+            }
+            ExitStatus::Usage => {
+                "A mistake in the command line or the input files (one line names the flag or \
+                 file and the fix), or ranks started with different arguments or binaries."
+            }
+            ExitStatus::Timeout => {
+                "The collectives' watchdog (`-T`/`--timeout`): a call did not finish in time \
+                 and the job was ended. (A verbs binary's `--timeout` exits 1.)"
+            }
+            ExitStatus::Inconclusive => {
+                "A verdict could not be reached: a figure's 95% interval lies across its \
+                 threshold, and more rounds would tell (nothing was found wrong)."
+            }
+        }
     }
 }
 

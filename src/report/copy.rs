@@ -32,6 +32,16 @@ impl CopyKind {
         }
     }
 
+    /// What the copy is, for `--help` and the reference.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            CopyKind::HostToDevice => "host memory to GPU memory",
+            CopyKind::DeviceToHost => "GPU memory to host memory",
+            CopyKind::DeviceToDevice => "within one GPU's memory",
+            CopyKind::Peer => "from one GPU's memory to another's",
+        }
+    }
+
     /// Bytes of memory traffic per byte copied: a copy within one GPU's memory reads
     /// and writes each byte, as CUDA's bandwidthTest counts it.
     pub fn traffic_factor(self) -> f64 {

@@ -17,84 +17,213 @@ pub trait ToRows {
     fn rows(&self, run: &RunInfo) -> Vec<Row>;
 }
 
-/// One CSV row: one measurement with its run facts. The README documents each
-/// column; pandas reads the file with a plain `pd.read_csv(path)`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Row {
-    pub schema_version: u32,
-    pub run_id: String,
-    pub timestamp: String,
-    pub tool_version: String,
-    pub backend: String,
-    pub transport: String,
-    pub library_version: String,
-    pub device: String,
-    pub hosts: String,
-    pub nranks: usize,
-    pub nnodes: usize,
-    pub collective: String,
-    pub datatype: String,
-    pub redop: String,
-    pub root: i64,
-    pub placement: String,
-    pub size_bytes: u64,
-    pub count: u64,
-    pub iters: usize,
-    pub warmup_iters: usize,
-    pub avg_mode: String,
-    pub cycle: u64,
-    pub time_us: f64,
-    pub algbw_gbs: f64,
-    pub busbw_gbs: f64,
-    pub busbw_factor: f64,
-    pub min_us: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-    pub wrong: Option<u64>,
-    pub slowest_rank: usize,
-    /// The lowest limit of the run (the one busbw cannot pass); empty: no limit.
-    pub limit_name: Option<String>,
-    /// That limit per direction, GB/s.
-    pub limit_gbs: Option<f64>,
-    /// busbw / limit_gbs in percent (100 = the link's data rate).
-    pub pct_of_limit: Option<f64>,
-    pub env: String,
-    pub cpu_us: Option<f64>,
-    pub launch: Option<String>,
-    /// Verbs bandwidth rows: perftest's BW peak, GB/s.
-    pub peak_gbs: Option<f64>,
-    /// Verbs bandwidth rows: perftest's MsgRate, million messages per second.
-    pub msg_rate_mpps: Option<f64>,
-    /// Verbs latency rows: perftest's t_stdev, us.
-    pub stdev_us: Option<f64>,
-    /// Verbs rows: the pair ("0", "1", ...) or "sum"/"all" over every pair.
-    pub pair: Option<String>,
-    /// -c: the ranks whose result held wrong elements, "rank:count;..."; empty
-    /// when none did or nothing was checked.
-    pub wrong_ranks: Option<String>,
-    /// NCCL_TESTS_SPLIT(_MASK): the groups that ran side by side,
-    /// "group:rank,rank;..."; empty for one group.
-    pub groups: Option<String>,
-    /// nccl backend: NCCL's algorithm (RING, TREE, NVLS, ...) and protocol (LL,
-    /// LL128, SIMPLE) for the timed calls, from its TUNING log; empty on mpi.
-    pub nccl_algo: Option<String>,
-    pub nccl_proto: Option<String>,
-    // The fabric counters over the row's size (both placements of a size
-    // share them), summed over every node; empty where none were read.
-    /// Bytes sent + received on RDMA ports; empty where no port counts bytes (rxe).
-    pub rdma_bytes: Option<u64>,
-    /// Packets sent + received on RDMA ports.
-    pub rdma_packets: Option<u64>,
-    pub counter_errors: Option<u64>,
-    pub counter_retransmits: Option<u64>,
-    pub counter_congestion: Option<u64>,
-    pub counter_pauses: Option<u64>,
-    /// Verbs --report-both: `client->server`, `server->client` or `both`; empty without it.
-    pub direction: Option<String>,
-    /// Verbs --cpu_util: perftest's CPU_Util[%] of the printing side's host over the size.
-    pub cpu_util_pct: Option<f64>,
+/// A CSV column as the reference documents it: its name, its Rust type and
+/// its meaning (the field's doc comment).
+#[derive(Clone, Copy, Debug)]
+pub struct ColumnDoc {
+    pub name: &'static str,
+    pub rust_type: &'static str,
+    pub doc: &'static str,
+}
+
+impl ColumnDoc {
+    /// The doc comment as one line.
+    pub fn meaning(&self) -> String {
+        let lines: Vec<&str> = self.doc.lines().map(str::trim).collect();
+        lines.join(" ").trim().to_string()
+    }
+
+    /// The type as pandas sees it: integer, float or text, and whether a field
+    /// may be empty (a missing value).
+    pub fn kind(&self) -> String {
+        let compact: String = self.rust_type.split_whitespace().collect();
+        let (base, optional) = match compact.strip_prefix("Option<") {
+            Some(inner) => (inner.trim_end_matches('>'), true),
+            None => (compact.as_str(), false),
+        };
+        let kind = match base {
+            "u32" | "u64" | "usize" | "i64" => "integer",
+            "f64" => "float",
+            "String" => "text",
+            other => panic!("column {}: no CSV kind for Rust type {other}", self.name),
+        };
+        match optional {
+            true => format!("{kind}, may be empty"),
+            false => kind.to_string(),
+        }
+    }
+}
+
+/// Declares `Row` and `Row::COLUMNS` from one list: each field is a CSV column,
+/// in order, and its doc comment is the column's meaning in
+/// docs/reference/csv-columns.md, so no column goes without one.
+macro_rules! csv_row {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[doc = $doc:literal])+ pub $field:ident: $ty:ty, )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[doc = $doc])+ pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// The columns, in the order the CSV has them.
+            pub const COLUMNS: &'static [ColumnDoc] = &[$(ColumnDoc {
+                name: stringify!($field),
+                rust_type: stringify!($ty),
+                doc: concat!($($doc, "\n"),+),
+            }),*];
+        }
+    };
+}
+
+csv_row! {
+    /// One CSV row: one measurement with its run facts; pandas reads the file
+    /// with a plain `pd.read_csv(path)`.
+    #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+    pub struct Row {
+        /// Version of the columns (`SCHEMA_VERSION`): bumped when a column changes
+        /// meaning or goes away; new columns are only ever added at the end.
+        pub schema_version: u32,
+        /// One id per run: its UTC start time and rank 0's process id
+        /// (`20250102T030405Z-01234`).
+        pub run_id: String,
+        /// UTC time (RFC 3339) at which the row's measurement finished.
+        pub timestamp: String,
+        /// The fabricbench version that wrote the row.
+        pub tool_version: String,
+        /// `mpi` or `nccl` (collectives), `verbs` (the ib_* binaries), `cuda` (copy_bw).
+        pub backend: String,
+        /// The transport actually used, as far as it can be known (MPI's or NCCL's
+        /// own report; the queue pair type and link layer for verbs).
+        pub transport: String,
+        /// The MPI, NCCL, libibverbs or CUDA driver version.
+        pub library_version: String,
+        /// Where the buffers live: `host`, or the GPUs' (or RDMA devices') names.
+        pub device: String,
+        /// The distinct host names, `;`-separated, in rank order.
+        pub hosts: String,
+        /// Ranks in the job (with `-g`, processes x GPUs each).
+        pub nranks: usize,
+        /// Distinct hosts in the job.
+        pub nnodes: usize,
+        /// What was measured: the collective (`all_reduce`, `all_gather`, `broadcast`,
+        /// `reduce`, `reduce_scatter`, `alltoall`, `alltoallv`, `gather`, `scatter`,
+        /// `sendrecv`, `hypercube`), the verb (`ib_write`, `ib_read`, `ib_send`,
+        /// `ib_atomic`) or the copy (`copy_h2d`, `copy_d2h`, `copy_d2d`, `copy_p2p`).
+        pub collective: String,
+        /// The `-d` element type; `none` for verbs, `uint8` for copies.
+        pub datatype: String,
+        /// The `-o` reduction; `none` where nothing is reduced.
+        pub redop: String,
+        /// The root rank; -1 where there is none.
+        pub root: i64,
+        /// Collectives: `out-of-place` or `in-place`; verbs: `bw`, `bw_bidir` or
+        /// `lat`; copies: the path (`gpu0`, `gpu0->gpu1`).
+        pub placement: String,
+        /// nccl-tests' size: max(send, receive) bytes per rank; verbs and copies:
+        /// the message or copy size.
+        pub size_bytes: u64,
+        /// Elements passed to the call; verbs: messages (bw) or round trips (lat)
+        /// measured; copies: bytes.
+        pub count: u64,
+        /// Timed iterations (`-n`).
+        pub iters: usize,
+        /// Untimed warm-up iterations (`-w`).
+        pub warmup_iters: usize,
+        /// How ranks' times are combined (`-a`): `rank0`, `avg`, `min` or `max`;
+        /// `none` for verbs.
+        pub avg_mode: String,
+        /// The pass of `-N` (run cycles), from 0.
+        pub cycle: u64,
+        /// Time per call in microseconds, combined across ranks by `-a`; verbs
+        /// latency: t_avg; verbs bandwidth: 1 / message rate.
+        pub time_us: f64,
+        /// Algorithm bandwidth in GB/s (1e9 bytes per second): bytes over time.
+        pub algbw_gbs: f64,
+        /// Bus bandwidth in GB/s: algbw x busbw_factor, comparable with the link's speed.
+        pub busbw_gbs: f64,
+        /// busbw / algbw for this collective and rank count (1 for verbs; 2 for
+        /// d2d copies, which read and write each byte).
+        pub busbw_factor: f64,
+        /// Fastest iteration, us (each iteration the max over ranks); NaN with
+        /// `--percentiles 0` (the loop timed whole).
+        pub min_us: f64,
+        /// Median iteration, us (HdrHistogram); NaN with `--percentiles 0`.
+        pub p50_us: f64,
+        /// 99th percentile iteration, us; NaN with `--percentiles 0`.
+        pub p99_us: f64,
+        /// 99.9th percentile iteration, us; NaN with `--percentiles 0`.
+        pub p999_us: f64,
+        /// Slowest iteration, us; NaN with `--percentiles 0`.
+        pub max_us: f64,
+        /// Wrong elements over all ranks (verbs: wrong messages; copies: wrong
+        /// bytes); empty when nothing was checked (`-c 0`).
+        pub wrong: Option<u64>,
+        /// The rank with the largest mean per-iteration time.
+        pub slowest_rank: usize,
+        /// The lowest limit of the run (the one busbw cannot pass); empty: no limit.
+        pub limit_name: Option<String>,
+        /// That limit per direction, GB/s.
+        pub limit_gbs: Option<f64>,
+        /// busbw / limit_gbs in percent (100 = the link's data rate).
+        pub pct_of_limit: Option<f64>,
+        /// `;`-separated `K=V` of the variables set to shape the result (`NCCL_*`,
+        /// `UCX_*`, `FI_*`, Open MPI's selection parameters); never a secret.
+        pub env: String,
+        /// Collectives (both backends): CPU time to issue one call, us, combined
+        /// by `-a`; empty for verbs and copies.
+        pub cpu_us: Option<f64>,
+        /// How the timed calls were issued: `stream` (`-z 0`), `blocking` (`-z 1`),
+        /// `synced` (`-z 2`), `barrier-outside` (`-z 3`) or `graph xN` (`-G N`).
+        pub launch: Option<String>,
+        /// Verbs bandwidth rows: perftest's BW peak, GB/s.
+        pub peak_gbs: Option<f64>,
+        /// Verbs bandwidth rows: perftest's MsgRate, million messages per second.
+        pub msg_rate_mpps: Option<f64>,
+        /// Verbs latency rows: perftest's t_stdev, us.
+        pub stdev_us: Option<f64>,
+        /// Verbs rows: the pair ("0", "1", ...) or "sum"/"all" over every pair.
+        pub pair: Option<String>,
+        /// -c: the ranks whose result held wrong elements, "rank:count;..."; empty
+        /// when none did or nothing was checked.
+        pub wrong_ranks: Option<String>,
+        /// NCCL_TESTS_SPLIT(_MASK): the groups that ran side by side,
+        /// "group:rank,rank;..."; empty for one group.
+        pub groups: Option<String>,
+        /// nccl backend: NCCL's algorithm (RING, TREE, NVLS, ...) for the timed
+        /// calls, from its TUNING log; empty on mpi.
+        pub nccl_algo: Option<String>,
+        /// nccl backend: NCCL's protocol (LL, LL128, SIMPLE) for the timed calls;
+        /// empty on mpi.
+        pub nccl_proto: Option<String>,
+        // The fabric counters over the row's size (both placements of a size
+        // share them), summed over every node; empty where none were read.
+        /// Fabric counters: bytes sent + received on every node's RDMA ports over
+        /// the size; empty where no port counts bytes (Soft-RoCE) or none were read.
+        pub rdma_bytes: Option<u64>,
+        /// Fabric counters: packets sent + received on every node's RDMA ports.
+        pub rdma_packets: Option<u64>,
+        /// Fabric counters: link, symbol and receive errors, discards, drops and
+        /// fatal QP errors over the size, summed over every node.
+        pub counter_errors: Option<u64>,
+        /// Fabric counters: retransmissions and their causes (NAKs, timeouts,
+        /// duplicates, out of sequence) over the size.
+        pub counter_retransmits: Option<u64>,
+        /// Fabric counters: ECN marks, congestion notifications (CNP) and time
+        /// waiting for credits over the size.
+        pub counter_congestion: Option<u64>,
+        /// Fabric counters: link-level (802.3x) and per-priority (PFC) pause frames
+        /// over the size.
+        pub counter_pauses: Option<u64>,
+        /// Verbs --report-both: `client->server`, `server->client` or `both`; empty without it.
+        pub direction: Option<String>,
+        /// Verbs --cpu_util: perftest's CPU_Util[%] of the printing side's host over the size.
+        pub cpu_util_pct: Option<f64>,
+    }
 }
 
 impl ToRows for SizeResult {
@@ -342,6 +471,20 @@ mod tests {
         assert_eq!(row, expected);
         assert_eq!((row.min_us, row.max_us), (1.0, 4.0));
         assert_eq!(result.rows(&run()), vec![expected]);
+    }
+
+    #[test]
+    fn the_documented_columns_are_the_header_in_order() {
+        let names: Vec<&str> = Row::COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(names, crate::report::csv::header());
+        for column in Row::COLUMNS {
+            assert!(column.meaning().len() > 10, "{}", column.name);
+            assert!(!column.meaning().contains('\n'));
+        }
+        let kind = |name: &str| Row::COLUMNS.iter().find(|c| c.name == name).unwrap().kind();
+        assert_eq!(kind("root"), "integer");
+        assert_eq!(kind("cpu_us"), "float, may be empty");
+        assert_eq!(kind("pair"), "text, may be empty");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::cm_args::{CmArgs, CmPlan};
 use super::parity::{atomic_sizes, Connection, Options, ParityArgs};
 use super::path_args::{PathArgs, PathPlan};
 use crate::allpairs::Thresholds;
-use crate::cli::parse_one_line;
+use crate::cli::parse_with;
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::UsageError;
 use crate::output::{check_file, csv_flag, Outputs};
@@ -14,7 +14,7 @@ use crate::verbs::counters::{CounterArgs, CounterPlan};
 use crate::verbs::duration_args::{Context, DurationArgs, Timing};
 use crate::verbs::post_args::{self, PostArgs, PostPlan};
 use crate::verbs::report_args::{ReportArgs, ReportPlan};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -47,15 +47,10 @@ const DEFAULT_INLINE_WRITE_LAT: u32 = 220;
 const DEFAULT_INLINE_SEND_LAT: u32 = 236;
 
 #[derive(Parser, Debug, Clone)]
+// Each binary's name, description and the flags it offers: `command`.
 #[command(
     version,
-    about = "RDMA verbs benchmark over RC queue pairs, perftest-compatible. \
-             Server: run without HOST; client: run with the server's HOST. \
-             Under mpirun, 2k ranks form k pairs (rank i with rank i+k).",
-    // The shared flag groups, as verbs means them: the slow-pair thresholds
-    // mean nothing without --all-pairs.
-    mut_arg("slow_fraction", |a| a.requires("all_pairs")),
-    mut_arg("slow_latency", |a| a.requires("all_pairs")),
+    // The shared flag groups, as verbs means them.
     mut_arg("all_pairs", |a| a.help(
         "ib_write_bw/ib_write_lat under mpirun: measure every pair of ranks in rounds of disjoint pairs; \
          --csv gets the N x N matrices and a heatmap"
@@ -220,13 +215,18 @@ fn usage(msg: impl Into<String>) -> UsageError {
     UsageError(msg.into())
 }
 
+/// The command line of `bench`'s binary.
+pub fn command(bench: Benchmark) -> clap::Command {
+    super::offered::apply(bench, VerbsArgs::command())
+}
+
 /// Parses the command line of `bench` (argv[0] included).
 pub fn parse<I, T>(bench: Benchmark, argv: I) -> Result<Plan, UsageError>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    parse_one_line::<VerbsArgs, _, _>(argv)?.plan(bench)
+    parse_with::<VerbsArgs, _, _>(command(bench), argv)?.plan(bench)
 }
 
 impl VerbsArgs {

@@ -35,6 +35,18 @@ impl Benchmark {
         Benchmark { verb, test }
     }
 
+    /// The eight binaries: the bandwidth tests, then the latency tests.
+    pub const ALL: [Benchmark; 8] = [
+        Benchmark::new(Verb::Write, Test::Bw),
+        Benchmark::new(Verb::Read, Test::Bw),
+        Benchmark::new(Verb::Send, Test::Bw),
+        Benchmark::new(Verb::Atomic, Test::Bw),
+        Benchmark::new(Verb::Write, Test::Lat),
+        Benchmark::new(Verb::Read, Test::Lat),
+        Benchmark::new(Verb::Send, Test::Lat),
+        Benchmark::new(Verb::Atomic, Test::Lat),
+    ];
+
     pub fn program(self) -> &'static str {
         match (self.verb, self.test) {
             (Verb::Write, Test::Bw) => "ib_write_bw",

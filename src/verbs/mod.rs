@@ -8,7 +8,8 @@
 //! not start MPI and finds its peer over TCP, perftest-style (without HOST the
 //! server, with HOST the client).
 //!
-//! - `bench`: which binary; `args`: perftest's flags into a `Plan`; `seat`: a
+//! - `bench`: which binary; `args`: perftest's flags into a `Plan`; `offered`:
+//!   which of them each binary offers in its `--help`; `seat`: a
 //!   process's place among the pairs; `device`: device, port, GID, rate;
 //! - `memory`, `qp`, `completion`: buffers, queue pairs, completions;
 //! - `wire`: the validated messages; `peer`: the peer's details checked against
@@ -42,6 +43,7 @@ pub mod lat;
 pub mod link;
 pub mod memory;
 pub mod numa;
+pub mod offered;
 pub mod pairs;
 pub mod parity;
 pub mod path;

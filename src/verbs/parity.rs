@@ -24,13 +24,13 @@ const IBV_ATOMIC_NONE: u32 = 0;
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ParityArgs {
-    /// Atomic operation of ib_atomic_bw/ib_atomic_lat: CMP_AND_SWAP or FETCH_AND_ADD (default FETCH_AND_ADD)
+    /// Atomic operation
     #[arg(short = 'A', long = "atomic_type", value_name = "TYPE")]
     pub atomic_type: Option<String>,
     /// Reads or atomics in flight per QP (read and atomic tests; default: the most both devices allow)
     #[arg(short = 'o', long = "outs", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
     pub outs: Option<u32>,
-    /// Connection type: RC, UC (write, send) or UD (send); XRC, DC and SRD need devices that have them
+    /// Connection type (transport service) of the queue pairs
     #[arg(short = 'c', long = "connection", value_name = "TYPE")]
     pub connection: Option<String>,
     /// Send tests and write/read bandwidth tests (RC): fill each message with a pattern of its iteration and check it where it lands; the table counts the wrong ones
@@ -80,6 +80,15 @@ pub enum Connection {
 }
 
 impl Connection {
+    pub const ALL: [Connection; 6] = [
+        Connection::Rc,
+        Connection::Uc,
+        Connection::Ud,
+        Connection::Xrc,
+        Connection::Dc,
+        Connection::Srd,
+    ];
+
     /// perftest's spelling (connStr).
     pub fn name(self) -> &'static str {
         match self {
@@ -93,16 +102,7 @@ impl Connection {
     }
 
     fn parse(text: &str) -> Option<Connection> {
-        [
-            Connection::Rc,
-            Connection::Uc,
-            Connection::Ud,
-            Connection::Xrc,
-            Connection::Dc,
-            Connection::Srd,
-        ]
-        .into_iter()
-        .find(|c| c.name() == text)
+        Connection::ALL.into_iter().find(|c| c.name() == text)
     }
 }
 
@@ -360,7 +360,7 @@ mod tests {
                 Verb::Atomic,
                 Test::Bw,
                 vec!["-A", "ADD"],
-                "-A/--atomic_type 'ADD': use CMP_AND_SWAP or FETCH_AND_ADD",
+                "-A/--atomic_type ADD: use FETCH_AND_ADD or CMP_AND_SWAP",
             ),
             (
                 Verb::Atomic,
@@ -408,7 +408,7 @@ mod tests {
                 Verb::Write,
                 Test::Bw,
                 vec!["-c", "rc"],
-                "-c/--connection 'rc': use RC, UC or UD",
+                "-c/--connection rc: use RC or UC",
             ),
             (
                 Verb::Send,
