@@ -179,11 +179,17 @@ pub fn check_output_target(flag: &str, path: &Path, ext: &str) -> Result<(), Usa
 /// line (whose first column is schema_version).
 fn holds_rows(path: &Path, len: u64) -> bool {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     if len > HEADER_MAX {
         return true;
     }
     let mut text = Vec::new();
-    let read = std::fs::File::open(path).and_then(|f| f.take(HEADER_MAX).read_to_end(&mut text));
+    // O_NONBLOCK: should a FIFO replace the file after its check, the open does not block.
+    let read = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .and_then(|f| f.take(HEADER_MAX).read_to_end(&mut text));
     let header_only = text.starts_with(b"schema_version,")
         && text.iter().position(|&b| b == b'\n') == Some(text.len() - 1);
     read.is_err() || !(text.is_empty() || header_only)

@@ -9,7 +9,8 @@
 //!   `gpu` (CUDA and NCCL loaded at run time), `watchdog` (`-T`);
 //! - report: `report` (rows and the exporters), `limits`, `plot`;
 //! - foundation: `job` (the world, agreement, exit statuses and the one exit
-//!   policy), `cli`, `sysfs` (the one reader of /sys and /proc), `sizes`, `stats`,
+//!   policy), `cli`, `input` (the one bounded reader of a file something names),
+//!   `sysfs` (the one reader of /sys and /proc), `sizes`, `stats`,
 //!   `datatype`, `pattern`.
 
 pub mod allpairs;
@@ -23,6 +24,7 @@ pub mod datatype;
 pub mod doctor;
 pub mod driver;
 pub mod gpu;
+pub mod input;
 pub mod job;
 pub mod limits;
 pub mod pattern;

@@ -6,11 +6,15 @@
 use super::check::{parse_bound, Bound, Check, CheckKind, RowMetric, Side};
 use super::launch::Launch;
 use crate::allpairs::Thresholds;
+use crate::input::read_text;
 use crate::report::Placement;
 use crate::sizes::{human_bytes, parse_size};
 use crate::sysfs::counters::Class;
 use serde::Deserialize;
 use std::path::Path;
+
+/// The most of a spec file read: a rack spec is a few KiB of TOML.
+pub const MAX_SPEC_BYTES: u64 = 1 << 20;
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,8 +113,12 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 
 impl Spec {
     pub fn load(path: &Path) -> Result<Spec, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("--spec {}: {e}", path.display()))?;
+        let text = read_text(path, MAX_SPEC_BYTES).map_err(|e| {
+            format!(
+                "--spec {}: {e}; give the path of a rack spec (.toml, see scripts/rack-*.toml)",
+                path.display()
+            )
+        })?;
         Spec::parse(&text).map_err(|e| format!("--spec {}: {e}", path.display()))
     }
 

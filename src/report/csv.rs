@@ -10,12 +10,12 @@
 //! to the last whole row, so every row written before it still loads.
 
 use super::{Exporter, Row, RunInfo, Summary, ToRows, SCHEMA_VERSION};
-use crate::cli::{file_kind, io_reason};
+use crate::cli::io_reason;
+use crate::input::{self, InputError};
 use crate::sizes::human_bytes;
 use anyhow::{anyhow, bail, Context};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The most a results file may hold: what `read_rows` and the `--append` check
@@ -68,32 +68,17 @@ fn row_line<T: serde::Serialize>(row: &T) -> anyhow::Result<Vec<u8>> {
 /// not a regular file (opening a FIFO blocks; a device has no end) or is larger
 /// than a results file; `what` names it in messages. Returns the file and its length.
 pub fn open_regular(path: &Path, what: &str) -> anyhow::Result<(File, u64)> {
-    let meta = match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("{what}: no such file"),
-        other => other.map_err(|e| anyhow!("{what}: {}", io_reason(&e)))?,
-    };
-    let refuse = |meta: &std::fs::Metadata| {
-        match file_kind(meta) {
-        Some(kind) => Err(anyhow!(
-            "{what}: is {kind}, not a regular file; give a fabricbench CSV"
-        )),
-        None if meta.len() > MAX_CSV_BYTES => Err(anyhow!(
+    input::open_regular(path, MAX_CSV_BYTES).map_err(|e| match e {
+        InputError::NotRegular(kind) => {
+            anyhow!("{what}: is {kind}, not a regular file; give a fabricbench CSV")
+        }
+        InputError::TooLarge { max } => anyhow!(
             "{what}: {} is larger than a fabricbench CSV may be ({}); split it or give another file",
-            human_bytes(meta.len()),
-            human_bytes(MAX_CSV_BYTES)
-        )),
-        None => Ok(meta.len()),
-    }
-    };
-    refuse(&meta)?;
-    // O_NONBLOCK: should a FIFO replace the file after the check, opening it does not block.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| anyhow!("{what}: cannot read: {}", io_reason(&e)))?;
-    let len = refuse(&file.metadata()?)?;
-    Ok((file, len))
+            std::fs::metadata(path).map_or_else(|_| "it".into(), |m| human_bytes(m.len())),
+            human_bytes(max)
+        ),
+        other => anyhow!("{what}: {other}"),
+    })
 }
 
 /// Where the last whole line of `file` (`len` bytes) ends: `len` when the file
