@@ -83,11 +83,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
         let runs: Vec<RunData> = files
             .into_iter()
             .zip(&labels)
-            .map(|(rows, label)| RunData {
-                label: label.clone(),
-                rows,
-                ..RunData::default()
-            })
+            .map(|(rows, label)| RunData::from_rows(label, rows))
             .collect();
         let written = render(&runs, &limits_in(&runs), None, dir)
             .with_context(|| format!("--plot {}", dir.display()))?;

@@ -100,9 +100,15 @@ fn whole_lines_end(file: &mut File, len: u64, what: &str) -> anyhow::Result<u64>
     }
 }
 
-/// Reads the rows of the first `len` bytes of a fabricbench CSV, refusing rows
-/// of another schema_version. `label` starts each message.
-fn parse_rows(file: File, len: u64, label: &str) -> anyhow::Result<Vec<Row>> {
+/// Hands `each` the rows of the first `len` bytes of a fabricbench CSV, one
+/// at a time, refusing rows of another schema_version; returns how many.
+/// `label` starts each message.
+fn parse_rows(
+    file: File,
+    len: u64,
+    label: &str,
+    each: &mut dyn FnMut(Row) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
     let mut reader = csv::Reader::from_reader(std::io::BufReader::new(file.take(len)));
     let headers = reader
         .headers()
@@ -111,10 +117,16 @@ fn parse_rows(file: File, len: u64, label: &str) -> anyhow::Result<Vec<Row>> {
     let Some(version_column) = headers.iter().position(|h| h == "schema_version") else {
         bail!("{label}: not a fabricbench CSV (no schema_version column)");
     };
-    let mut rows = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let line = i + 2;
-        let record = record.with_context(|| format!("{label}:{line}: unreadable"))?;
+    let mut record = csv::StringRecord::new();
+    let mut rows = 0;
+    loop {
+        let line = rows + 2;
+        let more = reader
+            .read_record(&mut record)
+            .with_context(|| format!("{label}:{line}: unreadable"))?;
+        if !more {
+            return Ok(rows);
+        }
         let version = record.get(version_column).unwrap_or("");
         if version != SCHEMA_VERSION.to_string() {
             bail!(
@@ -125,30 +137,44 @@ fn parse_rows(file: File, len: u64, label: &str) -> anyhow::Result<Vec<Row>> {
         let row: Row = record.deserialize(Some(&headers)).with_context(|| {
             format!("{label}:{line}: not a schema_version {SCHEMA_VERSION} row")
         })?;
-        rows.push(row);
+        each(row)?;
+        rows += 1;
     }
-    Ok(rows)
 }
 
-/// Reads every row of a fabricbench CSV, refusing files of another schema_version,
-/// a partial last row, what is not a regular file, and files larger than
-/// `MAX_CSV_BYTES`.
-pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
+/// Hands `each` every row of a fabricbench CSV as it is read, so that a file
+/// of any length takes no more memory than what `each` keeps; refuses files of
+/// another schema_version, a partial last row, what is not a regular file,
+/// files larger than `MAX_CSV_BYTES`, and files of no rows.
+pub fn for_each_row(
+    path: &Path,
+    mut each: impl FnMut(Row) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let label = path.display().to_string();
     let (mut file, len) = open_regular(path, &label)?;
     let whole = whole_lines_end(&mut file, len, &label)?;
-    let rows = parse_rows(file, whole, &label)?;
+    let rows = parse_rows(file, whole, &label, &mut each)?;
     if whole < len {
         bail!(
             "{label}:{}: a partial last row ({} bytes without a line break: the run that wrote it was \
              interrupted); --append to this file removes it",
-            rows.len() + 2,
+            rows + 2,
             len - whole
         );
     }
-    if rows.is_empty() {
+    if rows == 0 {
         bail!("{label}: no rows");
     }
+    Ok(())
+}
+
+/// Reads every row of a fabricbench CSV (see `for_each_row`).
+pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for_each_row(path, |row| {
+        rows.push(row);
+        Ok(())
+    })?;
     Ok(rows)
 }
 
@@ -294,7 +320,8 @@ fn check_existing(path: &Path, append: bool, flag: &str) -> anyhow::Result<u64> 
         bail!("{flag} --append: the file has other columns (another schema_version); write to a new file");
     }
     if whole > 0 {
-        parse_rows(file, whole, &path.display().to_string())
+        // Every row is checked, none kept: a file of any length in constant memory.
+        parse_rows(file, whole, &path.display().to_string(), &mut |_| Ok(()))
             .with_context(|| format!("{flag} --append"))?;
     }
     if whole < len {
