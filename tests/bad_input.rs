@@ -127,28 +127,29 @@ fn mem_available_bytes() -> u64 {
 }
 
 #[test]
-fn buffers_that_do_not_fit_are_refused_before_allocating() {
-    // Two ranks of doubles at size S need 4 S each (send, receive and their host
+fn buffers_that_do_not_fit_are_refused_before_allocating_once_per_job() {
+    // Three ranks of doubles at size S need 4 S each (send, receive and their host
     // staging): S = a quarter of this host's available memory cannot fit.
     let size = (mem_available_bytes() / 4).next_multiple_of(1 << 30);
     let arg = size.to_string();
-    let (code, errors) = fails(&["-b", &arg, "-e", &arg, "-d", "double"]);
-    assert_eq!(code, Some(1));
-    assert!(!errors.is_empty());
-    for e in &errors {
-        let gib = 4 * size >> 30;
-        assert!(
-            e.contains(&format!(
-                "-e/--maxbytes {size}: each rank needs {gib} GiB (buffers"
-            )),
-            "{e}"
-        );
-        assert!(
-            e.contains("of available host memory shared by 2 ranks on this node"),
-            "{e}"
-        );
-        assert!(e.contains("lower -e/--maxbytes"), "{e}");
-    }
+    let out = mpirun(3, ALL_REDUCE, &["-b", &arg, "-e", &arg, "-d", "double"]);
+    let line = one_error(
+        &out,
+        1,
+        &format!(
+            "all_reduce_perf: ranks 0-2 ({}): error: -e/--maxbytes {size}: each rank needs {} GiB (buffers",
+            fabricbench::job::hostname(),
+            4 * size >> 30
+        ),
+    );
+    assert!(
+        line.contains("of available host memory shared by 3 ranks on this node")
+            && line.ends_with("; lower -e/--maxbytes"),
+        "{line}"
+    );
+    // The one line is the whole of it: no rank repeats it.
+    let stderr = text(&out).1;
+    assert_eq!(stderr.matches("each rank needs").count(), 1, "{stderr}");
 }
 
 #[test]
