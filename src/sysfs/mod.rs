@@ -118,7 +118,7 @@ impl std::fmt::Display for Unreadable {
         match (&self.text, &self.why) {
             (Some(t), _) => write!(f, "could not read {}: '{t}'", self.path),
             (None, Some(why)) => write!(f, "could not read {}: {why}", self.path),
-            (None, None) => write!(f, "could not read {}", self.path),
+            (None, None) => write!(f, "could not read {}: no value in it", self.path),
         }
     }
 }
