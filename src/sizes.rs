@@ -135,6 +135,23 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// A byte count for a label that must tell sizes apart: [`human_bytes`] where
+/// it is exact ("1.5 KiB" is 1536 bytes), else the bytes themselves ("1537 B",
+/// which `human_bytes` rounds to "1.5 KiB" too).
+pub fn exact_bytes(bytes: u64) -> String {
+    let unit = std::iter::successors(Some(1u128), |u| Some(u * 1024))
+        .take(5)
+        .take_while(|u| bytes as u128 >= *u)
+        .last()
+        .unwrap_or(1);
+    // human_bytes shows at most one decimal: exact when ten times the bytes
+    // are a whole number of units.
+    match (bytes as u128 * 10) % unit {
+        0 => human_bytes(bytes),
+        _ => format!("{bytes} B"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +167,19 @@ mod tests {
         assert!(parse_size("abc").is_err());
         assert!(parse_size("").is_err());
         assert!(parse_size("-4").is_err());
+    }
+
+    #[test]
+    fn exact_labels_tell_sizes_apart() {
+        assert_eq!(exact_bytes(1536), "1.5 KiB");
+        assert_eq!(exact_bytes(1537), "1537 B");
+        assert_eq!(exact_bytes(1000), "1000 B");
+        assert_eq!(exact_bytes(1024), "1 KiB");
+        assert_eq!(exact_bytes(1 << 20), "1 MiB");
+        assert_eq!(exact_bytes((1 << 20) + 1), "1048577 B");
+        assert_eq!(exact_bytes(0), "0 B");
+        assert_eq!(exact_bytes(u64::MAX), "18446744073709551615 B");
+        assert_eq!(exact_bytes(5 << 40), "5 TiB");
     }
 
     #[test]
