@@ -7,7 +7,7 @@ use common::{
     assert_rows_load, mpirun, mpirun_command, mpirun_env, one_error, output_within, read_rows,
     scratch, text,
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -283,21 +283,27 @@ fn alltoallv_with_matrix(matrix: &Path, csv: &Path) -> std::process::Output {
     output_within(cmd, Duration::from_secs(120))
 }
 
-#[test]
-fn a_matrix_file_that_never_ends_or_never_opens_is_refused_at_once() {
-    let dir = scratch("matrix-files");
-    let fifo = dir.join("matrix.fifo");
+/// In a new scratch folder: a FIFO no one writes, and a regular file of 1 MiB
+/// and a byte (past the bound of a matrix for 2 ranks and of a spec), sparse.
+fn hostile_files(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let fifo = dir.join("named.fifo");
     assert!(Command::new("mkfifo")
         .arg(&fifo)
         .status()
         .unwrap()
         .success());
-    // A regular file past the bound of a 2-rank job (1 MiB), sparse: no disk used.
     let huge = dir.join("huge.txt");
     std::fs::File::create(&huge)
         .unwrap()
         .set_len((1 << 20) + 1)
         .unwrap();
+    (dir, fifo, huge)
+}
+
+#[test]
+fn a_matrix_file_that_never_ends_or_never_opens_is_refused_at_once() {
+    let (dir, fifo, huge) = hostile_files("matrix-files");
     let fix = "give a file of 2 rows of 2 byte counts";
     for (matrix, why) in [
         (
@@ -349,18 +355,7 @@ fn alone_within(binary: &str, args: &[&Path]) -> std::process::Output {
 
 #[test]
 fn every_file_a_flag_names_is_read_only_when_regular_and_bounded() {
-    let dir = scratch("named-files");
-    let fifo = dir.join("named.fifo");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
-    let big_spec = dir.join("big.toml");
-    std::fs::File::create(&big_spec)
-        .unwrap()
-        .set_len((1 << 20) + 1)
-        .unwrap();
+    let (_, fifo, big_spec) = hostile_files("named-files");
     let spec_fix = "give the path of a rack spec (.toml, see scripts/rack-*.toml)";
     let rack_check = env!("CARGO_BIN_EXE_rack_check");
     for (spec, why) in [

@@ -14,6 +14,18 @@ fn alone(binary: &str, args: &[&str]) -> Output {
     Command::new(binary).args(args).output().unwrap()
 }
 
+/// A run of one size on 2 ranks with --csv `csv`; its 2 rows load.
+fn small_run_to(csv: &std::path::Path) {
+    let csv_arg = csv.to_str().unwrap();
+    let out = mpirun(
+        2,
+        ALL_REDUCE,
+        &["-b", "8", "-e", "8", "-n", "2", "--csv", csv_arg],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    common::assert_rows_load(csv, 2);
+}
+
 #[test]
 fn negative_and_fractional_numbers_name_their_flag() {
     for (args, expected) in [
@@ -144,22 +156,7 @@ fn csv_targets_that_cannot_be_written_are_one_line_each() {
     );
     // A missing folder is created, one under a folder nobody can write is refused.
     let nested = dir.join("new/deeper/run.csv");
-    let out = mpirun(
-        2,
-        ALL_REDUCE,
-        &[
-            "-b",
-            "8",
-            "-e",
-            "8",
-            "-n",
-            "2",
-            "--csv",
-            nested.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out).1);
-    common::assert_rows_load(&nested, 2);
+    small_run_to(&nested);
     one_error(
         &mpirun(2, ALL_REDUCE, &["--csv", "/proc/fabricbench/run.csv"]),
         1,
@@ -307,22 +304,7 @@ fn every_number_flag_of_every_binary_says_what_is_wrong() {
     // A threshold that is accepted is said back as typed, not in 301 digits.
     let dir = common::scratch("huge-threshold");
     let csv = dir.join("run.csv");
-    let out = mpirun(
-        2,
-        ALL_REDUCE,
-        &[
-            "-b",
-            "8",
-            "-e",
-            "8",
-            "-n",
-            "2",
-            "--csv",
-            csv.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out).1);
-    common::assert_rows_load(&csv, 2);
+    small_run_to(&csv);
     let csv = csv.to_str().unwrap();
     let out = alone(
         env!("CARGO_BIN_EXE_compare"),

@@ -44,6 +44,14 @@ fn plot(csv: &Path, out: &Path) -> Output {
     output_within(cmd, Duration::from_secs(300))
 }
 
+/// [`plot`], which must succeed.
+fn plot_ok(csv: &Path, out: &Path) -> Output {
+    let run = plot(csv, out);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    run
+}
+
 /// A row of `run` at `size`, cycle `cycle`, of `datatype` and `op`, its run
 /// facts as long as a real run's (about 350 bytes a row).
 fn row(run: &str, cycle: u64, size: u64, datatype: &str, op: &str, placement: &str) -> Row {
@@ -83,12 +91,7 @@ fn a_long_run_plots_in_memory_bounded_by_its_points() {
     );
     assert!(std::fs::metadata(&csv).unwrap().len() > 50 << 20);
     let out_dir = dir.join("plots");
-    let out = plot(&csv, &out_dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = plot_ok(&csv, &out_dir);
     let files: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_string)
@@ -178,12 +181,7 @@ fn a_legend_of_every_datatype_and_op_sits_under_the_chart() {
         .collect();
     write_csv(&csv, rows);
     let out_dir = dir.join("plots");
-    let out = plot(&csv, &out_dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    plot_ok(&csv, &out_dir);
     for chart in ["busbw", "latency"] {
         let svg = std::fs::read_to_string(out_dir.join(format!("all_reduce_{chart}.svg"))).unwrap();
         let height: f64 = svg
