@@ -43,19 +43,19 @@ pub struct CollArgs {
     #[arg(short = 'e', long = "maxbytes", default_value = "32M", value_parser = size_arg, allow_hyphen_values = true)]
     pub maxbytes: u64,
     /// Multiply the size by this factor at each step (an integer > 1)
-    #[arg(short = 'f', long = "stepfactor", allow_negative_numbers = true)]
-    pub stepfactor: Option<String>,
+    #[arg(short = 'f', long = "stepfactor", value_parser = whole::<u64>(2), allow_hyphen_values = true)]
+    pub stepfactor: Option<u64>,
     /// Add this many bytes at each step (used when -f is not given)
     #[arg(short = 'i', long = "stepbytes", value_parser = size_arg, allow_hyphen_values = true)]
     pub stepbytes: Option<u64>,
     /// Timed iterations per size
-    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
+    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = whole::<usize>(1), allow_hyphen_values = true)]
     pub iters: usize,
     /// Untimed warm-up iterations per size
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 1, value_parser = whole::<usize>(0), allow_hyphen_values = true)]
     pub warmup_iters: usize,
     /// Validate results this many times per size (0 = no check)
-    #[arg(short = 'c', long = "check", default_value_t = 1, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    #[arg(short = 'c', long = "check", default_value_t = 1, value_parser = whole::<usize>(0), allow_hyphen_values = true)]
     pub check: usize,
     /// Reduction operation of the reducing collectives
     #[arg(short = 'o', long = "op", default_value = "sum", value_parser = PossibleValuesParser::new(op_values()))]
@@ -68,17 +68,18 @@ pub struct CollArgs {
         short = 'r',
         long = "root",
         default_value_t = 0,
-        allow_negative_numbers = true
+        value_parser = whole::<i64>(-1),
+        allow_hyphen_values = true
     )]
     pub root: i64,
     /// Time reported across ranks: 0 = rank 0, 1 = average, 2 = minimum, 3 = maximum
-    #[arg(short = 'a', long = "average", default_value_t = 1, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'a', long = "average", default_value_t = 1, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub average: u8,
     /// Run the whole sweep this many times (0 = until interrupted)
-    #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = whole::<u64>(0), allow_negative_numbers = true)]
+    #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = whole::<u64>(0), allow_hyphen_values = true)]
     pub run_cycles: u64,
     /// Abort when one call has not finished after this many seconds (0 = never)
-    #[arg(short = 'T', long = "timeout", default_value_t = 600, value_parser = whole::<u64>(0), allow_negative_numbers = true)]
+    #[arg(short = 'T', long = "timeout", default_value_t = 600, value_parser = whole::<u64>(0), allow_hyphen_values = true)]
     pub timeout: u64,
     /// Where the collectives run: mpi (host memory), nccl (GPU memory) or auto
     #[arg(long = "backend", value_enum, default_value_t = BackendChoice::Auto)]
@@ -92,7 +93,7 @@ pub struct CollArgs {
     /// Link limit busbw is compared with (repeatable): a name (nvlink4, pcie5x16,
     /// ib-ndr, 400g, ...; see README) or a per-direction number, 50GB/s or 400Gb/s.
     /// Without it, limits are detected from sysfs
-    #[arg(long = "limit", value_name = "NAME|NUMBER[GB/s|Gb/s]", value_parser = parse_limit)]
+    #[arg(long = "limit", value_name = "NAME|NUMBER[GB/s|Gb/s]", value_parser = parse_limit, allow_hyphen_values = true)]
     pub limit: Vec<Limit>,
     /// Root of the sysfs tree that limit detection reads (a copy, or a test fixture)
     #[arg(long = "sysfs-root", value_name = "DIR", default_value = "/")]
@@ -104,32 +105,32 @@ pub struct CollArgs {
     #[arg(long = "hist", value_name = "DIR")]
     pub hist: Option<PathBuf>,
     /// GPUs each process drives through grouped calls (nccl backend)
-    #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
+    #[arg(short = 'g', long = "ngpus", default_value_t = 1, value_parser = whole::<usize>(1), allow_hyphen_values = true)]
     pub ngpus: usize,
     /// How the timed calls are issued: 0 back to back; 1 each call completed on every
     /// rank, then a barrier; 2 each call completed before the next, no barrier; 3 each
     /// iteration completed and timed on its own, with a barrier between iterations
     /// outside the timed time
-    #[arg(short = 'z', long = "blocking", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'z', long = "blocking", default_value_t = 0, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub blocking: u8,
     /// Calls per timed iteration, issued as one group (nccl-tests' -m)
-    #[arg(short = 'm', long = "agg_iters", default_value_t = 1, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
+    #[arg(short = 'm', long = "agg_iters", default_value_t = 1, value_parser = whole::<usize>(1), allow_hyphen_values = true)]
     pub agg_iters: usize,
     /// Capture the timed calls in a CUDA graph and launch it this many times (0 = no graph; nccl backend)
-    #[arg(short = 'G', long = "cudagraph", default_value_t = 0, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    #[arg(short = 'G', long = "cudagraph", default_value_t = 0, value_parser = whole::<usize>(0), allow_hyphen_values = true)]
     pub cudagraph: usize,
     /// 1: report the CPU time to issue each call in the time column instead of its completion time
-    #[arg(short = 'C', long = "report_cputime", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'C', long = "report_cputime", default_value_t = 0, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub report_cputime: u8,
     /// libnccl.so.2 to load (the file, or its directory); searched for when not given
     #[arg(long = "nccl-lib", env = "FABRICBENCH_NCCL_LIB", value_name = "PATH")]
     #[serde(skip)] // a per-node path that may differ between ranks
     pub nccl_lib: Option<PathBuf>,
     /// Misalign the send and receive buffers by this many elements (nccl-tests' -u)
-    #[arg(short = 'u', long = "unalign", default_value_t = 0, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    #[arg(short = 'u', long = "unalign", default_value_t = 0, value_parser = whole::<usize>(0), allow_hyphen_values = true)]
     pub unalign: usize,
     /// 1: report the memory the run used (GPU memory on nccl, host memory on mpi)
-    #[arg(short = 'M', long = "memory", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'M', long = "memory", default_value_t = 0, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub memory: u8,
     // nccl-tests' GPU-only flags: -t -p -y -R -x -D -V.
     #[command(flatten)]
@@ -296,18 +297,16 @@ impl CollArgs {
                 self.minbytes, self.maxbytes
             )));
         }
-        let step = match (&self.stepfactor, self.stepbytes) {
+        let step = match (self.stepfactor, self.stepbytes) {
             (Some(_), Some(_)) => {
                 return Err(usage("-f/--stepfactor and -i/--stepbytes both given: use one of them"))
             }
-            (Some(f), None) => match f.parse::<u64>() {
-                Ok(f) if f > 1 => Step::Factor(f),
-                _ => {
-                    return Err(usage(format!(
-                        "-f/--stepfactor {f}: must be an integer > 1 (e.g. -f 2); for a linear sweep use -i/--stepbytes"
-                    )))
-                }
-            },
+            (Some(f), None) if f > 1 => Step::Factor(f),
+            (Some(f), None) => {
+                return Err(usage(format!(
+                    "-f/--stepfactor {f}: must be an integer > 1 (e.g. -f 2); for a linear sweep use -i/--stepbytes"
+                )))
+            }
             (None, Some(0)) => return Err(usage("-i/--stepbytes 0: must be at least 1 byte")),
             (None, Some(b)) => Step::Bytes(b),
             (None, None) => Step::Bytes(1 << 20),
@@ -657,9 +656,13 @@ mod tests {
             (&["-T", "-1"], "-T/--timeout -1: use a whole number >= 0"),
             (&["-N", "-1"], "-N/--run_cycles -1: use a whole number >= 0"),
             (&["-g", "-2"], "-g/--ngpus -2: use a whole number >= 1"),
-            (&["-a", "300"], "-a/--average 300: use a whole number from 0 to 255"),
-            (&["-n", "99999999999999999999"], "-n/--iters 99999999999999999999: use a whole number >= 1"),
-            (&["-f", "-2"], "-f/--stepfactor -2: must be an integer > 1"),
+            (&["-a", "300"], "-a/--average 300: too large; use a whole number from 0 to 255"),
+            (&["-n", "99999999999999999999"], "-n/--iters 99999999999999999999: too large; use a whole number from 1 to 18446744073709551615"),
+            (&["-n", "1e300"], "-n/--iters 1e300: too large; use a whole number from 1 to 18446744073709551615"),
+            (&["-f", "1e23"], "-f/--stepfactor 1e23: too large; use a whole number from 2 to 18446744073709551615"),
+            (&["-f", "-2"], "-f/--stepfactor -2: use a whole number >= 2"),
+            (&["-r", "1.5"], "-r/--root 1.5: not a whole number; use a whole number >= -1"),
+            (&["-w", "-inf"], "-w/--warmup_iters: '-inf' is not a number; use a whole number >= 0"),
             (&["-b", "-8"], "-b/--minbytes: '-8' is negative: a size is a whole number of bytes, e.g. 8 or 1K"),
             (&["-b", "1.9"], "-b/--minbytes: '1.9' is not a whole number of bytes (1.9 B); use e.g. 2"),
             (&["-e", "12Q"], "-e/--maxbytes: '12Q' is not a size: use a number with an optional K, M or G suffix"),

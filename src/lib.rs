@@ -11,7 +11,9 @@
 //!   `gpu` (CUDA and NCCL loaded at run time), `watchdog` (`-T`);
 //! - report: `report` (rows and the exporters), `limits`, `plot`;
 //! - foundation: `job` (the world, agreement, exit statuses and the one exit
-//!   policy), `cli`, `output` (where every output file goes and how it is made), `sysfs` (the one reader of /sys and /proc), `sizes`, `stats`,
+//!   policy), `cli`, `input` (the one bounded reader of a file something names),
+//!   `output` (where every output file goes and how it is made), `sysfs` (the one
+//!   reader of /sys and /proc), `sizes`, `stats`,
 //!   `datatype`, `pattern`.
 
 pub mod allpairs;
@@ -26,6 +28,7 @@ pub mod docgen;
 pub mod doctor;
 pub mod driver;
 pub mod gpu;
+pub mod input;
 pub mod job;
 pub mod limits;
 pub mod output;

@@ -28,7 +28,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let fraction = fraction.trim_end_matches('0');
     let decimal = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if whole.len() + fraction.len() == 0 || !decimal(whole) || !decimal(fraction) {
-        return Err(not_a_size());
+        return Err(scientific(text, number).unwrap_or_else(not_a_size));
     }
     if negative {
         return Err(format!(
@@ -60,6 +60,29 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         ));
     };
     u64::try_from((whole << shift) + part).map_err(|_| too_large())
+}
+
+/// What is wrong with a size written as a float ("1e23", "1.5e3"), where it
+/// is one: out of range, negative, a fraction, or a whole number to write in
+/// digits (nccl-tests reads "1e3" as 1). None for text that is no number
+/// (NaN and the infinities included).
+fn scientific(text: &str, number: &str) -> Option<String> {
+    let v: f64 = number.parse().ok().filter(|v: &f64| !v.is_nan())?;
+    let spelled = number.to_ascii_lowercase();
+    Some(match v {
+        _ if spelled.contains("inf") => return None,
+        _ if v >= u64::MAX as f64 => {
+            format!("'{text}' is out of range: sizes stop at 2^64-1 bytes")
+        }
+        _ if v < 0.0 => {
+            format!("'{text}' is negative: a size is a whole number of bytes, e.g. 8 or 1K")
+        }
+        _ if v.fract() != 0.0 => format!(
+            "'{text}' is not a whole number of bytes; use e.g. {}",
+            v.ceil()
+        ),
+        _ => format!("'{text}': write sizes in digits, e.g. {v:.0} (K, M or G suffixes allowed)"),
+    })
 }
 
 /// How the sweep steps from one size to the next (`-f` or `-i`).
@@ -112,6 +135,23 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// A byte count for a label that must tell sizes apart: [`human_bytes`] where
+/// it is exact ("1.5 KiB" is 1536 bytes), else the bytes themselves ("1537 B",
+/// which `human_bytes` rounds to "1.5 KiB" too).
+pub fn exact_bytes(bytes: u64) -> String {
+    let unit = std::iter::successors(Some(1u128), |u| Some(u * 1024))
+        .take(5)
+        .take_while(|u| bytes as u128 >= *u)
+        .last()
+        .unwrap_or(1);
+    // human_bytes shows at most one decimal: exact when ten times the bytes
+    // are a whole number of units.
+    match (bytes as u128 * 10) % unit {
+        0 => human_bytes(bytes),
+        _ => format!("{bytes} B"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +167,48 @@ mod tests {
         assert!(parse_size("abc").is_err());
         assert!(parse_size("").is_err());
         assert!(parse_size("-4").is_err());
+    }
+
+    #[test]
+    fn exact_labels_tell_sizes_apart() {
+        assert_eq!(exact_bytes(1536), "1.5 KiB");
+        assert_eq!(exact_bytes(1537), "1537 B");
+        assert_eq!(exact_bytes(1000), "1000 B");
+        assert_eq!(exact_bytes(1024), "1 KiB");
+        assert_eq!(exact_bytes(1 << 20), "1 MiB");
+        assert_eq!(exact_bytes((1 << 20) + 1), "1048577 B");
+        assert_eq!(exact_bytes(0), "0 B");
+        assert_eq!(exact_bytes(u64::MAX), "18446744073709551615 B");
+        assert_eq!(exact_bytes(5 << 40), "5 TiB");
+    }
+
+    #[test]
+    fn sizes_written_as_floats_say_what_is_wrong() {
+        let err = |t: &str| parse_size(t).unwrap_err();
+        assert_eq!(
+            err("1e23"),
+            "'1e23' is out of range: sizes stop at 2^64-1 bytes"
+        );
+        assert_eq!(
+            err("1e300"),
+            "'1e300' is out of range: sizes stop at 2^64-1 bytes"
+        );
+        assert_eq!(
+            err("1e3"),
+            "'1e3': write sizes in digits, e.g. 1000 (K, M or G suffixes allowed)"
+        );
+        assert_eq!(
+            err("1e-300"),
+            "'1e-300' is not a whole number of bytes; use e.g. 1"
+        );
+        assert_eq!(
+            err("-1e3"),
+            "'-1e3' is negative: a size is a whole number of bytes, e.g. 8 or 1K"
+        );
+        for no_number in ["nan", "inf", "-inf", "0x10", ""] {
+            assert!(err(no_number)
+                .ends_with("is not a size: use a number with an optional K, M or G suffix"));
+        }
     }
 
     #[test]
@@ -160,7 +242,7 @@ mod tests {
             );
         }
         assert_eq!(parse_size("18446744073709551615").unwrap(), u64::MAX);
-        for text in ["1e3", "inf", "NaN", ".", "1.2.3", "K", "1KK", "0x10", "1,5"] {
+        for text in ["inf", "NaN", ".", "1.2.3", "K", "1KK", "0x10", "1,5"] {
             assert!(
                 parse_size(text).unwrap_err().contains("is not a size"),
                 "{text}"

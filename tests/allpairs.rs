@@ -129,7 +129,9 @@ fn all_pairs_usage_errors() {
     assert!(log(&out).contains("--all-pairs needs 2 or more ranks"));
     let out = run(2, &["-b", "8", "-e", "8", "--slow-fraction", "1.5"], None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(log(&out).contains("--slow-fraction 1.5: give a fraction of the median in (0, 1]"));
+    assert!(log(&out).contains(
+        "--slow-fraction 1.5: too large; give a fraction of the median, more than 0 and at most 1, e.g. 0.9"
+    ));
 }
 
 #[test]

@@ -3,8 +3,13 @@
 
 mod common;
 
-use common::{mpirun, mpirun_env, read_rows, scratch, text};
+use common::{
+    assert_rows_load, mpirun, mpirun_command, mpirun_env, one_error, output_within, read_rows,
+    scratch, text,
+};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 
@@ -122,28 +127,29 @@ fn mem_available_bytes() -> u64 {
 }
 
 #[test]
-fn buffers_that_do_not_fit_are_refused_before_allocating() {
-    // Two ranks of doubles at size S need 4 S each (send, receive and their host
+fn buffers_that_do_not_fit_are_refused_before_allocating_once_per_job() {
+    // Three ranks of doubles at size S need 4 S each (send, receive and their host
     // staging): S = a quarter of this host's available memory cannot fit.
     let size = (mem_available_bytes() / 4).next_multiple_of(1 << 30);
     let arg = size.to_string();
-    let (code, errors) = fails(&["-b", &arg, "-e", &arg, "-d", "double"]);
-    assert_eq!(code, Some(1));
-    assert!(!errors.is_empty());
-    for e in &errors {
-        let gib = 4 * size >> 30;
-        assert!(
-            e.contains(&format!(
-                "-e/--maxbytes {size}: each rank needs {gib} GiB (buffers"
-            )),
-            "{e}"
-        );
-        assert!(
-            e.contains("of available host memory shared by 2 ranks on this node"),
-            "{e}"
-        );
-        assert!(e.contains("lower -e/--maxbytes"), "{e}");
-    }
+    let out = mpirun(3, ALL_REDUCE, &["-b", &arg, "-e", &arg, "-d", "double"]);
+    let line = one_error(
+        &out,
+        1,
+        &format!(
+            "all_reduce_perf: ranks 0-2 ({}): error: -e/--maxbytes {size}: each rank needs {} GiB (buffers",
+            fabricbench::job::hostname(),
+            4 * size >> 30
+        ),
+    );
+    assert!(
+        line.contains("of available host memory shared by 3 ranks on this node")
+            && line.ends_with("; lower -e/--maxbytes"),
+        "{line}"
+    );
+    // The one line is the whole of it: no rank repeats it.
+    let stderr = text(&out).1;
+    assert_eq!(stderr.matches("each rank needs").count(), 1, "{stderr}");
 }
 
 #[test]
@@ -262,5 +268,128 @@ fn a_hang_times_out_naming_the_rank_that_did_not_arrive() {
     assert_eq!(
         rows.iter().map(|r| r.size_bytes).collect::<Vec<_>>(),
         [8, 8, 32, 32, 128, 128, 512, 512, 2048, 2048]
+    );
+}
+
+/// alltoallv_perf on 2 ranks with `matrix` as NCCL_TESTS_ALLTOALLV_MATRIX_FILE
+/// and -T 3, bounded in time: a file that never ends or never opens is a hang.
+fn alltoallv_with_matrix(matrix: &Path, csv: &Path) -> std::process::Output {
+    let mut cmd = mpirun_command();
+    cmd.args(["-x", "NCCL_TESTS_ALLTOALLV_MATRIX_FILE"])
+        .env("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", matrix)
+        .args(["-np", "2", env!("CARGO_BIN_EXE_alltoallv_perf")])
+        .args(["-b", "1K", "-e", "1K", "-n", "2", "-T", "3", "--csv"])
+        .arg(csv);
+    output_within(cmd, Duration::from_secs(120))
+}
+
+/// In a new scratch folder: a FIFO no one writes, and a regular file of 1 MiB
+/// and a byte (past the bound of a matrix for 2 ranks and of a spec), sparse.
+fn hostile_files(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let fifo = dir.join("named.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let huge = dir.join("huge.txt");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((1 << 20) + 1)
+        .unwrap();
+    (dir, fifo, huge)
+}
+
+#[test]
+fn a_matrix_file_that_never_ends_or_never_opens_is_refused_at_once() {
+    let (dir, fifo, huge) = hostile_files("matrix-files");
+    let fix = "give a file of 2 rows of 2 byte counts";
+    for (matrix, why) in [
+        (
+            Path::new("/dev/zero"),
+            "is a character device, not a regular file".to_string(),
+        ),
+        (fifo.as_path(), "is a FIFO, not a regular file".to_string()),
+        (
+            huge.as_path(),
+            "holds more than 1 MiB, the most read for 2 ranks (32 bytes an entry of a 2x2 matrix, \
+             and at least 1 MiB)"
+                .to_string(),
+        ),
+        (dir.join("absent.txt").as_path(), "no such file".to_string()),
+    ] {
+        let csv = dir.join("rows.csv");
+        let started = Instant::now();
+        let out = alltoallv_with_matrix(matrix, &csv);
+        one_error(
+            &out,
+            2,
+            &format!(
+                "alltoallv_perf: error: NCCL_TESTS_ALLTOALLV_MATRIX_FILE={}: {why}; {fix}",
+                matrix.display()
+            ),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{matrix:?} took {:?}",
+            started.elapsed()
+        );
+        assert!(!csv.exists(), "refused before any file is made");
+    }
+    // A matrix within the bound runs, and its rows load.
+    let good = dir.join("good.txt");
+    std::fs::write(&good, "0 512\n512 0\n").unwrap();
+    let csv = dir.join("good.csv");
+    let out = alltoallv_with_matrix(&good, &csv);
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert_rows_load(&csv, 2);
+}
+
+/// `binary args` alone, within 60 s.
+fn alone_within(binary: &str, args: &[&Path]) -> std::process::Output {
+    let mut cmd = Command::new(binary);
+    cmd.args(args);
+    output_within(cmd, Duration::from_secs(60))
+}
+
+#[test]
+fn every_file_a_flag_names_is_read_only_when_regular_and_bounded() {
+    let (_, fifo, big_spec) = hostile_files("named-files");
+    let spec_fix = "give the path of a rack spec (.toml, see scripts/rack-*.toml)";
+    let rack_check = env!("CARGO_BIN_EXE_rack_check");
+    for (spec, why) in [
+        (fifo.as_path(), "is a FIFO, not a regular file"),
+        (
+            Path::new("/dev/zero"),
+            "is a character device, not a regular file",
+        ),
+        (big_spec.as_path(), "holds more than 1 MiB"),
+    ] {
+        let out = alone_within(rack_check, &[Path::new("--spec"), spec]);
+        one_error(
+            &out,
+            2,
+            &format!(
+                "rack_check: error: --spec {}: {why}; {spec_fix}",
+                spec.display()
+            ),
+        );
+    }
+    let csv_fix = "not a regular file; give a fabricbench CSV";
+    let out = alone_within(env!("CARGO_BIN_EXE_plot"), &[&fifo]);
+    one_error(
+        &out,
+        2,
+        &format!("plot: error: {}: is a FIFO, {csv_fix}", fifo.display()),
+    );
+    let out = alone_within(
+        env!("CARGO_BIN_EXE_compare"),
+        &[Path::new("/dev/zero"), &fifo],
+    );
+    one_error(
+        &out,
+        2,
+        &format!("compare: error: /dev/zero: is a character device, {csv_fix}"),
     );
 }

@@ -176,3 +176,42 @@ fn bad_input_is_named() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn sizes_a_rounded_label_would_merge_are_told_apart() {
+    let dir = scratch("exact-sizes");
+    let (base, cand, other) = (
+        dir.join("base.csv"),
+        dir.join("cand.csv"),
+        dir.join("other.csv"),
+    );
+    write(&base, &[row("out-of-place", 1536, 5.0, 10.0)]);
+    // 1537 bytes rounds to "1.5 KiB" as 1536 does.
+    write(
+        &cand,
+        &[
+            row("out-of-place", 1536, 5.0, 10.0),
+            row("out-of-place", 1537, 5.0, 10.0),
+        ],
+    );
+    common::assert_rows_load(&cand, 2);
+    let (code, stdout, stderr) = compare(&[&base, &cand], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(
+            "# unmatched: 1 rows only in cand:\n#   all_reduce float sum out-of-place 1537 B 8 ranks\n"
+        ),
+        "{stdout}"
+    );
+    // Nothing matches: the sizes each side has, told apart.
+    write(&other, &[row("out-of-place", 1537, 5.0, 10.0)]);
+    let (code, _, stderr) = compare(&[&base, &other], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "compare: error: other against base: no row matches the baseline on collective, \
+         datatype, op, placement, size and nranks (baseline has all_reduce float sum 8 ranks \
+         1.5 KiB..1.5 KiB, candidate has all_reduce float sum 8 ranks 1537 B..1537 B); compare \
+         runs of the same sweep"
+    );
+}

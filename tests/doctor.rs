@@ -333,3 +333,113 @@ fn alike_nodes_under_mpirun_pass() {
     assert_eq!(report.nodes.len(), 2);
     assert!(report.findings.is_empty());
 }
+
+/// Copies the fixture tree `from` to `to` (files and folders, readable by all).
+fn copy_tree(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn files_another_user_may_not_read_are_said_so() {
+    let dir = scratch("doctor-denied");
+    let root = dir.join("root");
+    copy_tree(&fixture("doctor/healthy"), &root);
+    let denied = [
+        "proc/self/limits",
+        "sys/class/infiniband/mlx5_0/ports",
+        "sys/class/infiniband/mlx5_1/ports/1/rate",
+    ];
+    for rel in denied {
+        std::fs::set_permissions(
+            root.join(rel),
+            std::os::unix::fs::PermissionsExt::from_mode(0),
+        )
+        .unwrap();
+    }
+    // The findings go where the other user may write.
+    let out_dir = dir.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::set_permissions(
+        &out_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let csv = out_dir.join("findings.csv");
+    // Root reads whatever the permissions say: the run drops to nobody.
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let mut cmd = match unsafe { libc::geteuid() } == 0 {
+        true => {
+            let mut c = Command::new("setpriv");
+            c.args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                DOCTOR,
+            ]);
+            c
+        }
+        false => Command::new(DOCTOR),
+    };
+    let out = cmd
+        .arg("--sysfs-root")
+        .arg(&root)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .expect("run doctor as another user");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(common::pandas_rows(&csv), 3, "every finding loads");
+    let findings = read_csv(&csv).unwrap();
+    expect(
+        &findings,
+        &[
+            (Error, "unreadable", "mlx5_0"),
+            (Error, "unreadable", "mlx5_1:1"),
+            (Severity::Info, "memlock", "memlock"),
+        ],
+    );
+    let seen = |component: &str| {
+        let f = findings.iter().find(|f| f.component == component).unwrap();
+        (f.seen.clone(), f.fix.clone())
+    };
+    let fix = fabricbench::doctor::DENIED_FIX;
+    let at = |rel: &str| root.join(rel).display().to_string();
+    // Not "not a text file of at most 1024 KiB", not "seen: unlimited", not --hca's fault.
+    assert_eq!(
+        seen("mlx5_1:1"),
+        (
+            format!("could not read {}: permission denied", at(denied[2])),
+            fix.into()
+        )
+    );
+    assert_eq!(
+        seen("memlock"),
+        (
+            format!(
+                "RLIMIT_MEMLOCK unknown: could not read {}: permission denied",
+                at(denied[0])
+            ),
+            fix.into()
+        )
+    );
+    assert_eq!(
+        seen("mlx5_0"),
+        (
+            format!("could not read {}: permission denied", at(denied[1])),
+            fix.into()
+        )
+    );
+}

@@ -11,7 +11,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation",
         &[
-            "sizes", "stats", "datatype", "pattern", "sysfs", "job", "cli", "output",
+            "sizes", "stats", "datatype", "pattern", "input", "sysfs", "job", "cli", "output",
         ],
     ),
     ("report", &["limits", "report", "plot"]),

@@ -14,6 +14,18 @@ fn alone(binary: &str, args: &[&str]) -> Output {
     Command::new(binary).args(args).output().unwrap()
 }
 
+/// A run of one size on 2 ranks with --csv `csv`; its 2 rows load.
+fn small_run_to(csv: &std::path::Path) {
+    let csv_arg = csv.to_str().unwrap();
+    let out = mpirun(
+        2,
+        ALL_REDUCE,
+        &["-b", "8", "-e", "8", "-n", "2", "--csv", csv_arg],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    common::assert_rows_load(csv, 2);
+}
+
 #[test]
 fn negative_and_fractional_numbers_name_their_flag() {
     for (args, expected) in [
@@ -144,25 +156,166 @@ fn csv_targets_that_cannot_be_written_are_one_line_each() {
     );
     // A missing folder is created, one under a folder nobody can write is refused.
     let nested = dir.join("new/deeper/run.csv");
-    let out = mpirun(
-        2,
-        ALL_REDUCE,
-        &[
-            "-b",
-            "8",
-            "-e",
-            "8",
-            "-n",
-            "2",
-            "--csv",
-            nested.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out).1);
-    common::assert_rows_load(&nested, 2);
+    small_run_to(&nested);
     one_error(
         &mpirun(2, ALL_REDUCE, &["--csv", "/proc/fabricbench/run.csv"]),
         2,
         "--csv /proc/fabricbench/run.csv: cannot create files in /proc (No such file or directory); choose a folder you can write",
+    );
+}
+
+/// Values a hostile user types for a number, each with whether it is a number
+/// too large for any flag.
+const HOSTILE: [&str; 12] = [
+    "1e23",
+    "1e300",
+    "99999999999999999999999",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "-0",
+    "1e-300",
+    "0x10",
+    "",
+    "1e999999",
+];
+
+/// Clap's and Rust's own words, which name no fix (a flag taking "-inf" for a
+/// flag, a parse error of the standard library).
+const NOT_OURS: [&str; 6] = [
+    "a value is required",
+    "unexpected argument",
+    "invalid digit",
+    "invalid float literal",
+    "cannot parse",
+    "too large to fit in target type",
+];
+
+/// Every flag of `P` that takes a value, fed each hostile value after `base`:
+/// a refusal is one line with none of clap's or Rust's words, echoes the
+/// value as typed, and writes no number longer than the user did (1e300 is
+/// not 301 digits). Returns how many refusals were checked.
+fn sweep<P: clap::Parser>(program: &str, base: &[&str]) -> usize {
+    let mut refused = 0;
+    for arg in P::command().get_arguments() {
+        if arg.is_positional() || !arg.get_action().takes_values() {
+            continue;
+        }
+        let flag = match (arg.get_short(), arg.get_long()) {
+            (_, Some(long)) => format!("--{long}"),
+            (Some(short), None) => format!("-{short}"),
+            (None, None) => continue,
+        };
+        for value in HOSTILE {
+            // A flag of names or paths takes "-inf" for a flag and says nothing
+            // was given for "", as clap says; every number flag takes both.
+            if (value.starts_with('-') || value.is_empty()) && !arg.is_allow_hyphen_values_set() {
+                continue;
+            }
+            let argv = std::iter::once(program)
+                .chain(base.iter().copied())
+                .chain([flag.as_str(), value]);
+            let Err(e) = fabricbench::cli::parse_one_line::<P, _, _>(argv) else {
+                continue;
+            };
+            let line = e.0;
+            let at = format!("{program} {flag} '{value}'");
+            assert_eq!(line.lines().count(), 1, "{at}: {line}");
+            for words in NOT_OURS {
+                assert!(!line.contains(words), "{at}: {line}");
+            }
+            let longest_run = line
+                .split(|c: char| !c.is_ascii_digit())
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            assert!(
+                longest_run <= 23,
+                "{at}: a number longer than typed: {line}"
+            );
+            if line.contains(&flag) && !value.is_empty() {
+                assert!(line.contains(value), "{at}: not echoed as typed: {line}");
+            }
+            refused += 1;
+        }
+    }
+    refused
+}
+
+#[test]
+fn every_number_flag_of_every_binary_says_what_is_wrong() {
+    use fabricbench::{args::CollArgs, verbs::args::VerbsArgs};
+    let checked = sweep::<CollArgs>("all_reduce_perf", &[])
+        + sweep::<VerbsArgs>("ib_write_bw", &[])
+        + sweep::<fabricbench::doctor::cli::DoctorArgs>("doctor", &[])
+        + sweep::<fabricbench::plot::cli::PlotArgs>("plot", &["a.csv"])
+        + sweep::<fabricbench::compare::cli::CompareArgs>("compare", &["a.csv", "b.csv"]);
+    assert!(checked > 400, "{checked} refusals checked");
+    // The binaries themselves: the issue's examples, one line each, exit 2,
+    // printed once per job on 2 ranks.
+    let whole =
+        |least: u64| format!("too large; use a whole number from {least} to 18446744073709551615");
+    for (args, expected) in [
+        (["-f", "1e23"], format!("all_reduce_perf: error: -f/--stepfactor 1e23: {}", whole(2))),
+        (["-n", "1e300"], format!("all_reduce_perf: error: -n/--iters 1e300: {}", whole(1))),
+        (
+            ["-b", "1e300"],
+            "all_reduce_perf: error: -b/--minbytes: '1e300' is out of range: sizes stop at 2^64-1 bytes"
+                .to_string(),
+        ),
+        (
+            ["--slow-fraction", "1e300"],
+            "all_reduce_perf: error: --slow-fraction 1e300: too large; give a fraction of the median, \
+             more than 0 and at most 1, e.g. 0.9"
+                .to_string(),
+        ),
+    ] {
+        let line = one_error(&mpirun(2, ALL_REDUCE, &args), 2, &expected);
+        assert_eq!(line, expected);
+    }
+    for (binary, args, expected) in [
+        (
+            env!("CARGO_BIN_EXE_copy_bw"),
+            ["-n", "1e23"],
+            format!("copy_bw: error: -n/--iters 1e23: {}", whole(1)),
+        ),
+        (
+            env!("CARGO_BIN_EXE_ib_write_bw"),
+            ["-D", "1e300"],
+            format!("ib_write_bw: error: -D/--duration 1e300: {}", whole(1)),
+        ),
+        (
+            env!("CARGO_BIN_EXE_doctor"),
+            ["--port-rate", "1e300"],
+            "doctor: error: --port-rate 1e300: too large; give the expected rate in Gb/s, from 1 to \
+             10000, e.g. 400"
+                .to_string(),
+        ),
+        (
+            env!("CARGO_BIN_EXE_copy_bw"),
+            ["-w", "nan"],
+            "copy_bw: error: -w/--warmup_iters: 'nan' is not a number; use a whole number >= 0".to_string(),
+        ),
+    ] {
+        let line = one_error(&alone(binary, &args), 2, &expected);
+        assert_eq!(line, expected);
+    }
+    // A threshold that is accepted is said back as typed, not in 301 digits.
+    let dir = common::scratch("huge-threshold");
+    let csv = dir.join("run.csv");
+    small_run_to(&csv);
+    let csv = csv.to_str().unwrap();
+    let out = alone(
+        env!("CARGO_BIN_EXE_compare"),
+        &[csv, csv, "--threshold", "1e300"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    assert!(
+        text(&out)
+            .0
+            .ends_with("# 2 matched rows; 0 regressed beyond busbw -1e300% or p99 +1e300%\n"),
+        "{}",
+        text(&out).0
     );
 }

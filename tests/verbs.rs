@@ -172,7 +172,7 @@ fn perftest_parity_flags_are_checked_before_the_device() {
         (
             WRITE_BW,
             &["-y", "-1"],
-            "-y/--limit_msgrate -1: give the least MsgRate",
+            "-y/--limit_msgrate -1: too small; give the least MsgRate in Mpps a line must reach, more than 0, e.g. 0.5",
         ),
         (
             BINARIES[4],

@@ -351,7 +351,7 @@ fn doctor_checks_its_outputs_before_it_runs() {
         ),
         (
             vec!["--port-rate", "inf"],
-            "--port-rate inf: give the expected rate in Gb/s, at most 10000".to_string(),
+            "--port-rate: 'inf' is not a number; give the expected rate in Gb/s, from 1 to 10000, e.g. 400".to_string(),
         ),
     ] {
         let mut args = vec!["--sysfs-root", path(&root)];

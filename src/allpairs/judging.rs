@@ -3,7 +3,7 @@
 //! node all of whose pairs are slow while others are not (the suspect).
 
 use super::matrix::PairResults;
-use crate::cli::AllPairsArgs;
+use crate::cli::{shown, AllPairsArgs, SLOW_FRACTION, SLOW_LATENCY};
 use crate::job::UsageError;
 use crate::sizes::human_bytes;
 
@@ -32,16 +32,12 @@ impl Default for Thresholds {
 impl Thresholds {
     /// Checks the values of --slow-fraction and --slow-latency (or a spec's).
     pub fn new(bw_fraction: f64, latency_factor: f64) -> Result<Thresholds, String> {
-        if !(bw_fraction > 0.0 && bw_fraction <= 1.0) {
-            return Err(format!(
-                "--slow-fraction {bw_fraction}: give a fraction of the median in (0, 1], e.g. 0.9"
-            ));
-        }
-        if !latency_factor.is_finite() || latency_factor < 1.0 {
-            return Err(format!(
-                "--slow-latency {latency_factor}: give a multiple of the lowest latency >= 1, e.g. 2"
-            ));
-        }
+        SLOW_FRACTION
+            .check(bw_fraction)
+            .map_err(|e| format!("--slow-fraction {}: {e}", shown(bw_fraction)))?;
+        SLOW_LATENCY
+            .check(latency_factor)
+            .map_err(|e| format!("--slow-latency {}: {e}", shown(latency_factor)))?;
         Ok(Thresholds {
             bw_fraction,
             latency_factor,
@@ -232,7 +228,7 @@ impl Verdict {
                 gbs(p.value),
                 human_bytes(self.bw_size),
                 gbs(p.limit),
-                t.bw_fraction,
+                shown(t.bw_fraction),
                 gbs(self.median_gbs)
             ));
         }
@@ -243,7 +239,7 @@ impl Verdict {
                 p.value,
                 human_bytes(self.latency_size),
                 p.limit,
-                t.latency_factor,
+                shown(t.latency_factor),
                 self.min_us
             ));
         }
@@ -460,7 +456,11 @@ mod tests {
         );
         assert_eq!(
             Thresholds::from_args(&args(1.5, 2.0), false).unwrap_err().0,
-            "--slow-fraction 1.5: give a fraction of the median in (0, 1], e.g. 0.9"
+            "--slow-fraction 1.5: too large; give a fraction of the median, more than 0 and at most 1, e.g. 0.9"
+        );
+        assert_eq!(
+            Thresholds::new(0.9, 1e300).unwrap_err(),
+            "--slow-latency 1e300: too large; give a multiple of the lowest latency, from 1 to 1000000, e.g. 2"
         );
         // --append is refused before the values are looked at.
         assert_eq!(

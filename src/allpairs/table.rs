@@ -3,6 +3,7 @@
 
 use super::judging::{Thresholds, Verdict};
 use super::matrix::{Matrix, PairResults};
+use crate::cli::shown;
 use crate::report::table::fit;
 use std::io::Write;
 
@@ -86,7 +87,12 @@ pub fn write_table(
     writeln!(
         out,
         "# median algbw {:.3} GB/s at {} B: pairs below {} x median are slow; lowest median time {:.2} us at {} B: pairs above {} x lowest are slow",
-        verdict.median_gbs, verdict.bw_size, t.bw_fraction, verdict.min_us, verdict.latency_size, t.latency_factor
+        verdict.median_gbs,
+        verdict.bw_size,
+        shown(t.bw_fraction),
+        verdict.min_us,
+        verdict.latency_size,
+        shown(t.latency_factor)
     )?;
     let lines = verdict.lines(&results.labels, t);
     if lines.is_empty() {

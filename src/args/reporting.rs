@@ -22,7 +22,8 @@ pub struct ReportArgs {
         short = 'I',
         long = "per_iter_timing",
         default_value_t = 0,
-        allow_negative_numbers = true
+        value_parser = whole::<i64>(0),
+        allow_hyphen_values = true
     )]
     pub per_iter_timing: i64,
     /// With -I 1: leading iterations left out of the i_* summary
@@ -30,15 +31,16 @@ pub struct ReportArgs {
         short = 'K',
         long = "per_iter_skip",
         default_value_t = 0,
-        allow_negative_numbers = true
+        value_parser = whole::<i64>(0),
+        allow_hyphen_values = true
     )]
     pub per_iter_skip: i64,
     /// 1: the local time at the end of each table line
-    #[arg(short = 'S', long = "report_timestamps", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'S', long = "report_timestamps", default_value_t = 0, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub report_timestamps: u8,
     /// 0: time the loop whole, as nccl-tests does (no clock read between calls, no
     /// p50..max columns); 1: time every call, for the percentiles
-    #[arg(long = "percentiles", default_value_t = 1, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(long = "percentiles", default_value_t = 1, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub percentiles: u8,
 }
 

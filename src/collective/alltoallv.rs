@@ -8,12 +8,45 @@
 
 use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
+use crate::input::{self, InputError};
+use crate::sizes::human_bytes;
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 pub const SPREAD_ENV: &str = "NCCL_TESTS_ALLTOALLV_SPREAD";
 pub const MATRIX_FILE_ENV: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_FILE";
 pub const MATRIX_SCALE_ENV: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE";
 pub const SUMMARY_ENV: &str = "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY";
+
+/// Bytes of the matrix file an entry may take: a byte count of up to 20 digits
+/// (or a float such as 1.5e9) and its separator, with room to spare.
+const MATRIX_ENTRY_BYTES: u64 = 32;
+/// The least a matrix file may hold whatever the job: a matrix written for a
+/// larger job (of which the first rows and columns are used) still loads.
+const MATRIX_FILE_FLOOR: u64 = 1 << 20;
+
+/// The most of the matrix file read for a job of `nranks` ranks: an N x N
+/// matrix needs no more than [`MATRIX_ENTRY_BYTES`] an entry. /dev/zero or a
+/// file of gigabytes is refused, never read into memory.
+pub fn matrix_file_bound(nranks: usize) -> u64 {
+    let n = nranks as u64;
+    n.saturating_mul(n)
+        .saturating_mul(MATRIX_ENTRY_BYTES)
+        .max(MATRIX_FILE_FLOOR)
+}
+
+/// Why the matrix file could not be read, with the fix.
+fn unreadable_matrix(file: &str, nranks: usize, e: &InputError) -> String {
+    let fix = format!("give a file of {nranks} rows of {nranks} byte counts");
+    match e {
+        InputError::TooLarge { .. } => format!(
+            "{MATRIX_FILE_ENV}={file}: {e}, the most read for {nranks} ranks ({MATRIX_ENTRY_BYTES} bytes \
+             an entry of a {nranks}x{nranks} matrix, and at least {}); {fix}",
+            human_bytes(MATRIX_FILE_FLOOR)
+        ),
+        _ => format!("{MATRIX_FILE_ENV}={file}: {e}; {fix}"),
+    }
+}
 
 /// Where the per-peer byte counts come from.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,11 +80,13 @@ fn number(var: &str, typed: &str, fix: &str) -> Result<f64, String> {
 }
 
 impl Setup {
-    /// From the variables `get` returns (the environment, or a test's map); the
-    /// matrix file is read through `read`.
+    /// From the variables `get` returns (the environment, or a test's map) for a
+    /// job of `nranks` ranks; the matrix file is read through `read`, which
+    /// takes the path and the most it may read ([`matrix_file_bound`]).
     pub fn from_vars(
+        nranks: usize,
         get: impl Fn(&str) -> Option<String>,
-        read: impl Fn(&str) -> std::io::Result<String>,
+        read: impl Fn(&str, u64) -> Result<String, InputError>,
     ) -> Result<Setup, String> {
         let summary = match get(SUMMARY_ENV) {
             None => false,
@@ -88,9 +123,8 @@ impl Setup {
                 s
             }
         };
-        let text = read(&file).map_err(|e| {
-            format!("{MATRIX_FILE_ENV}={file}: cannot read it ({e}); give the path of a square matrix of bytes")
-        })?;
+        let text = read(&file, matrix_file_bound(nranks))
+            .map_err(|e| unreadable_matrix(&file, nranks, &e))?;
         let (dim, bytes) =
             parse_matrix(&text, scale).map_err(|e| format!("{MATRIX_FILE_ENV}={file}: {e}"))?;
         Ok(Setup {
@@ -217,20 +251,32 @@ fn parse_matrix(text: &str, scale: f64) -> Result<(usize, Vec<u64>), String> {
     }
 }
 
-/// The run's variables, read once (every rank reads the same environment and file).
-fn setup() -> &'static Result<Setup, String> {
-    static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
-    SETUP
-        .get_or_init(|| Setup::from_vars(|v| std::env::var(v).ok(), |f| std::fs::read_to_string(f)))
+/// The run's variables, read once, by `check` (every rank reads the same
+/// environment and file, and `check`'s failure stops the run).
+static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
+
+/// The variables, read for a job of `nranks` ranks on the first call.
+fn setup_for(nranks: usize) -> &'static Result<Setup, String> {
+    SETUP.get_or_init(|| {
+        Setup::from_vars(
+            nranks,
+            |v| std::env::var(v).ok(),
+            |f, max| input::read_text(Path::new(f), max),
+        )
+    })
 }
 
-/// The setup, or the default pattern where it failed (`check` has stopped such a run).
+/// The setup `check` read, or the default pattern where there is none (a
+/// failed one has stopped the run).
 fn traffic() -> &'static Setup {
     static DEFAULT: Setup = Setup {
         traffic: Traffic::Generated { spread: 1.0 },
         summary: false,
     };
-    setup().as_ref().unwrap_or(&DEFAULT)
+    SETUP
+        .get()
+        .and_then(|s| s.as_ref().ok())
+        .unwrap_or(&DEFAULT)
 }
 
 /// One source's segment of a rank's receive buffer: where it starts, its length,
@@ -324,7 +370,7 @@ impl Collective for AlltoAllv {
         })
     }
     fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), String> {
-        setup()
+        setup_for(nranks)
             .as_ref()
             .map_err(Clone::clone)?
             .check(nranks, min_bytes, max_bytes)
@@ -379,7 +425,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let file = file.to_string();
-        Setup::from_vars(|k| vars.get(k).cloned(), move |_| Ok(file.clone()))
+        Setup::from_vars(4, |k| vars.get(k).cloned(), move |_, _| Ok(file.clone()))
     }
 
     #[test]
@@ -454,12 +500,35 @@ mod tests {
         assert!(setup_of(&[(SUMMARY_ENV, "yes")], "")
             .unwrap_err()
             .contains("not an integer"));
-        let missing = Setup::from_vars(
-            |k| (k == MATRIX_FILE_ENV).then(|| "/no/such".to_string()),
-            |f| std::fs::read_to_string(f),
-        );
-        assert!(missing
+        let from_file = |path: &str| {
+            Setup::from_vars(
+                4,
+                |k| (k == MATRIX_FILE_ENV).then(|| path.to_string()),
+                |f, max| input::read_text(Path::new(f), max),
+            )
             .unwrap_err()
-            .starts_with("NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/no/such: cannot read it"));
+        };
+        assert_eq!(
+            from_file("/no/such"),
+            "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/no/such: no such file; give a file of 4 rows of 4 byte counts"
+        );
+        assert_eq!(
+            from_file("/dev/zero"),
+            "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/dev/zero: is a character device, not a regular file; \
+             give a file of 4 rows of 4 byte counts"
+        );
+    }
+
+    #[test]
+    fn the_matrix_file_is_read_up_to_a_bound_of_the_job() {
+        assert_eq!(matrix_file_bound(2), 1 << 20);
+        assert_eq!(matrix_file_bound(1024), 32 << 20);
+        assert_eq!(matrix_file_bound(usize::MAX), u64::MAX);
+        let e = unreadable_matrix("big", 4, &InputError::TooLarge { max: 1 << 20 });
+        assert_eq!(
+            e,
+            "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=big: holds more than 1 MiB, the most read for 4 ranks \
+             (32 bytes an entry of a 4x4 matrix, and at least 1 MiB); give a file of 4 rows of 4 byte counts"
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! whatever they are (wrong data, NaN or inf), 2 bad input.
 
 use super::{compare, Counts, Thresholds};
-use crate::cli::parse_one_line;
+use crate::cli::{parse_one_line, real, shown, Rule};
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::output::check_folder;
 use crate::plot::{file_labels, limits_in, render, RunData};
@@ -25,22 +25,24 @@ pub struct CompareArgs {
     #[arg(required = true, value_name = "CANDIDATE_CSV")]
     pub candidates: Vec<PathBuf>,
     /// Exit 1 when a matched row's busbw drops, or its p99 rises, by more than PCT percent
-    #[arg(long = "threshold", value_name = "PCT", value_parser = percent)]
+    #[arg(long = "threshold", value_name = "PCT", value_parser = real(PERCENT), allow_hyphen_values = true)]
     pub threshold: Option<f64>,
     /// A separate bound for the p99 rise (tail latency is noisier than busbw)
-    #[arg(long = "p99-threshold", value_name = "PCT", value_parser = percent)]
+    #[arg(long = "p99-threshold", value_name = "PCT", value_parser = real(PERCENT), allow_hyphen_values = true)]
     pub p99_threshold: Option<f64>,
     /// Also draw the runs overlaid (PNG and SVG) in DIR
     #[arg(long = "plot", value_name = "DIR")]
     pub plot: Option<PathBuf>,
 }
 
-fn percent(text: &str) -> Result<f64, String> {
-    match text.trim_end_matches('%').parse::<f64>() {
-        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
-        _ => Err(format!("'{text}' is not a percentage >= 0 (e.g. 5)")),
-    }
-}
+/// --threshold and --p99-threshold.
+const PERCENT: Rule = Rule {
+    least: 0.0,
+    above: false,
+    most: f64::INFINITY,
+    what: "a percentage",
+    example: "5",
+};
 
 pub fn main() -> ExitCode {
     job::main(Start::Alone, "compare", |_job, _program| {
@@ -85,11 +87,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
         let runs: Vec<RunData> = files
             .into_iter()
             .zip(&labels)
-            .map(|(rows, label)| RunData {
-                label: label.clone(),
-                rows,
-                ..RunData::default()
-            })
+            .map(|(rows, label)| RunData::from_rows(label, rows))
             .collect();
         let written = render(&runs, &limits_in(&runs), None, dir)
             .with_context(|| format!("--plot {}", dir.display()))?;
@@ -112,8 +110,8 @@ fn verdict(thresholds: Thresholds, counts: Counts) -> String {
             "{} regressed beyond {}",
             counts.regressed,
             [
-                b.map(|t| format!("busbw -{t}%")),
-                p.map(|t| format!("p99 +{t}%"))
+                b.map(|t| format!("busbw -{}%", shown(t))),
+                p.map(|t| format!("p99 +{}%", shown(t)))
             ]
             .into_iter()
             .flatten()
@@ -135,9 +133,12 @@ mod tests {
 
     #[test]
     fn percentages_and_verdicts() {
+        let percent = real(PERCENT);
         assert_eq!(percent("5"), Ok(5.0));
         assert_eq!(percent("2.5%"), Ok(2.5));
-        assert!(percent("-1").unwrap_err().contains("not a percentage >= 0"));
+        assert!(percent("-1")
+            .unwrap_err()
+            .starts_with("too small; give a percentage"));
         let counts = |regressed, failed| Counts {
             regressed,
             failed,

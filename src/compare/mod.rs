@@ -5,7 +5,7 @@
 pub mod cli;
 
 use crate::report::Row;
-use crate::sizes::human_bytes;
+use crate::sizes::exact_bytes;
 use anyhow::bail;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,7 +43,7 @@ impl std::fmt::Display for Key {
             self.datatype,
             self.redop,
             self.placement,
-            human_bytes(self.size_bytes),
+            exact_bytes(self.size_bytes),
             self.nranks
         )
     }
@@ -276,7 +276,7 @@ fn summarize<'a>(keys: impl Iterator<Item = &'a Key>) -> String {
     }
     groups
         .into_iter()
-        .map(|(name, (lo, hi))| format!("{name} {}..{}", human_bytes(lo), human_bytes(hi)))
+        .map(|(name, (lo, hi))| format!("{name} {}..{}", exact_bytes(lo), exact_bytes(hi)))
         .collect::<Vec<_>>()
         .join("; ")
 }

@@ -23,19 +23,19 @@ pub struct CopyArgs {
     #[arg(short = 'e', long = "maxbytes", default_value = "1G", value_parser = size_arg, allow_hyphen_values = true)]
     pub maxbytes: u64,
     /// Multiply the size by this factor at each step (an integer > 1)
-    #[arg(short = 'f', long = "stepfactor", default_value_t = 4, value_parser = whole::<u64>(2), allow_negative_numbers = true)]
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 4, value_parser = whole::<u64>(2), allow_hyphen_values = true)]
     pub stepfactor: u64,
     /// Timed copies per size
-    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
+    #[arg(short = 'n', long = "iters", default_value_t = 20, value_parser = whole::<usize>(1), allow_hyphen_values = true)]
     pub iters: usize,
     /// Untimed copies before each timed loop
-    #[arg(short = 'w', long = "warmup_iters", default_value_t = 3, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 3, value_parser = whole::<usize>(0), allow_hyphen_values = true)]
     pub warmup_iters: usize,
     /// Check the copied bytes after each size (0 = no check)
-    #[arg(short = 'c', long = "check", default_value_t = 1, value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    #[arg(short = 'c', long = "check", default_value_t = 1, value_parser = whole::<usize>(0), allow_hyphen_values = true)]
     pub check: usize,
     /// GPUs to measure, e.g. 0,1,3 (default: every visible GPU)
-    #[arg(long = "gpus", value_delimiter = ',', value_parser = whole::<usize>(0), allow_negative_numbers = true)]
+    #[arg(long = "gpus", value_delimiter = ',', value_parser = whole::<usize>(0), allow_hyphen_values = true)]
     pub gpus: Vec<usize>,
     /// Copies to run, comma-separated
     #[arg(

@@ -5,7 +5,7 @@ use super::facts::NodeFacts;
 use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
 use super::{check, collect, count, one_per_node, Selection, Severity};
-use crate::cli::parse_one_line;
+use crate::cli::{parse_one_line, real, Rule};
 use crate::job::{self, ExitStatus, Failure, Group, Job, Start, UsageError};
 use crate::output::{check_file, Existing, FileFlag, Outputs};
 use crate::sysfs::rdma::MAX_PORT_GBIT_PER_S;
@@ -30,7 +30,7 @@ pub struct DoctorArgs {
     #[arg(long = "hca", value_delimiter = ',')]
     pub hca: Vec<HcaFilter>,
     /// The rate every checked port should run at, in Gb/s (e.g. 400): slower ports are errors
-    #[arg(long = "port-rate")]
+    #[arg(long = "port-rate", value_parser = real(PORT_RATE), allow_hyphen_values = true)]
     pub port_rate: Option<f64>,
     /// Write the findings to this CSV (a new file)
     #[arg(long = "csv")]
@@ -80,20 +80,21 @@ fn run(job: &Job, program: &str) -> Result<ExitStatus, Failure> {
     Ok(report(&args, one_per_node(all)))
 }
 
+/// --port-rate: a rate sysfs can report (1X SDR, the slowest, is 2.5 Gb/s).
+const PORT_RATE: Rule = Rule {
+    least: 1.0,
+    above: false,
+    most: MAX_PORT_GBIT_PER_S,
+    what: "the expected rate in Gb/s",
+    example: "400",
+};
+
 /// The flags' values that clap cannot check.
 fn valid(args: DoctorArgs) -> Result<DoctorArgs, String> {
     if !args.sysfs_root.is_dir() {
         return Err(format!(
             "--sysfs-root {}: not a directory; give the root that holds sys/ and proc/",
             args.sysfs_root.display()
-        ));
-    }
-    if let Some(r) = args
-        .port_rate
-        .filter(|r| !(*r > 0.0 && *r <= MAX_PORT_GBIT_PER_S))
-    {
-        return Err(format!(
-            "--port-rate {r}: give the expected rate in Gb/s, at most {MAX_PORT_GBIT_PER_S}, e.g. --port-rate 400"
         ));
     }
     Ok(args)

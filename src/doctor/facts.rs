@@ -4,7 +4,7 @@
 
 use crate::limits::PcieState;
 use crate::sysfs::rdma::{KernelState, PortState};
-use crate::sysfs::Reading;
+use crate::sysfs::{Reading, Unreadable};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -57,6 +57,9 @@ pub struct Hca {
     /// The PCIe link of the adapter; None for software devices (rxe).
     pub pci: Option<PciDevice>,
     pub ports: Vec<Port>,
+    /// The ports folder, where it is there but could not be listed.
+    #[serde(default)]
+    pub ports_unreadable: Option<Unreadable>,
 }
 
 impl Hca {
@@ -132,9 +135,11 @@ pub struct GpuFacts {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Memlock {
-    /// Whether /proc/self/limits was readable.
-    pub known: bool,
-    /// Soft limit in bytes; None = unlimited.
+    /// Why the limit is not known (/proc/self/limits could not be read, or
+    /// holds no limit); None where it is.
+    #[serde(default)]
+    pub unknown: Option<Unreadable>,
+    /// Soft limit in bytes; None = unlimited (where known).
     pub soft_bytes: Option<u64>,
     pub hard_bytes: Option<u64>,
     /// CAP_IPC_LOCK in the effective set: the limit does not apply.

@@ -109,10 +109,10 @@ fn check_link(
     out: &mut Vec<Finding>,
 ) {
     let unreadable = |u: &Unreadable| {
-        Finding::unreadable(
+        Finding::unreadable_file(
             &node.node,
             component,
-            u.to_string(),
+            u,
             "a link speed such as '32.0 GT/s PCIe' and a width such as '16'",
             "doctor cannot judge this link: read it by hand (lspci -vv -s BDF: LnkCap and LnkSta); \
              'Unknown' is a speed the kernel cannot tell: reseat the card or riser, check the slot and BIOS",

@@ -7,9 +7,9 @@
 //! launcher passed them on), and a fixture tree can set them.
 
 use super::facts::{Memlock, NodeFacts};
-use super::{Finding, Severity};
+use super::{Finding, Severity, DENIED_FIX};
 use crate::sizes::human_bytes;
-use crate::sysfs::Root;
+use crate::sysfs::{Root, Unreadable};
 
 /// Below this a registration of one large buffer already fails; at or above it,
 /// a finite limit is still a risk for a job that registers many.
@@ -27,8 +27,11 @@ fn limit_value(text: &str) -> Option<Option<u64>> {
     }
 }
 
+const LIMITS: &str = "/proc/self/limits";
+
 pub fn collect(root: &Root) -> Memlock {
-    let line = root.read("/proc/self/limits").and_then(|limits| {
+    let limits = root.read_text(LIMITS);
+    let line = limits.as_ref().ok().and_then(|limits| {
         limits
             .lines()
             .find_map(|l| l.strip_prefix("Max locked memory").map(str::to_string))
@@ -41,6 +44,12 @@ pub fn collect(root: &Root) -> Memlock {
         .collect();
     let soft = fields.first().and_then(|f| limit_value(f));
     let hard = fields.get(1).and_then(|f| limit_value(f));
+    // What could not be read says why: the file (permission denied, ...), or its line.
+    let unknown = soft.is_none().then(|| Unreadable {
+        path: root.path(LIMITS).display().to_string(),
+        text: line.map(|l| format!("Max locked memory{l}")),
+        why: limits.err(),
+    });
     let cap_ipc_lock = root
         .read("/proc/self/status")
         .and_then(|status| {
@@ -51,7 +60,7 @@ pub fn collect(root: &Root) -> Memlock {
         })
         .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0);
     Memlock {
-        known: soft.is_some(),
+        unknown,
         soft_bytes: soft.flatten(),
         hard_bytes: hard.flatten(),
         cap_ipc_lock,
@@ -66,6 +75,22 @@ const FIX: &str = "raise it to unlimited: `ulimit -l unlimited` where the job st
 
 pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
     let m = &node.memlock;
+    if let Some(u) = &m.unknown {
+        let fix = match u.denied() {
+            true => DENIED_FIX,
+            false => "check `ulimit -l` by hand where the job starts",
+        };
+        out.push(Finding::new(
+            Severity::Info,
+            &node.node,
+            "memlock",
+            "memlock",
+            format!("RLIMIT_MEMLOCK unknown: {u}"),
+            "unlimited, or CAP_IPC_LOCK",
+            fix,
+        ));
+        return;
+    }
     let seen = format!(
         "RLIMIT_MEMLOCK soft {} hard {}{}",
         show(m.soft_bytes),
@@ -88,13 +113,6 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
             fix,
         )
     };
-    if !m.known {
-        out.push(finding(
-            Severity::Info,
-            "could not read /proc/self/limits: check `ulimit -l` by hand",
-        ));
-        return;
-    }
     let Some(soft) = m.soft_bytes else { return };
     if m.cap_ipc_lock {
         return;
@@ -140,9 +158,22 @@ mod tests {
         let node = facts("doctor/healthy", |t| {
             t.put("/proc/self/limits", "Max locked memory lots lots bytes")
         });
-        assert!(!node.memlock.known);
+        assert!(node.memlock.unknown.is_some());
         let f = findings(&[node], "memlock");
         assert_eq!(f[0].severity, Severity::Info);
-        assert!(f[0].fix.starts_with("could not read"), "{}", f[0].fix);
+        assert!(
+            f[0].seen
+                .starts_with("RLIMIT_MEMLOCK unknown: could not read ")
+                && f[0]
+                    .seen
+                    .ends_with("/proc/self/limits: 'Max locked memory lots lots bytes'"),
+            "{}",
+            f[0].seen
+        );
+        assert!(
+            f[0].fix.starts_with("check `ulimit -l` by hand"),
+            "{}",
+            f[0].fix
+        );
     }
 }

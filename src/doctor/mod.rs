@@ -27,7 +27,7 @@ pub mod roce;
 pub use facts::NodeFacts;
 
 use crate::sysfs::rdma::INFINIBAND;
-use crate::sysfs::Root;
+use crate::sysfs::{Root, Unreadable};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -105,7 +105,25 @@ impl Finding {
             fix,
         )
     }
+
+    /// [`Finding::unreadable`] of a file, seen as `u` says; where this process
+    /// may not read it, the fix is to let it (nothing is wrong with what the
+    /// file describes that doctor knows of).
+    pub fn unreadable_file(
+        node: &str,
+        component: &str,
+        u: &Unreadable,
+        expected: &str,
+        fix: &str,
+    ) -> Finding {
+        let fix = if u.denied() { DENIED_FIX } else { fix };
+        Finding::unreadable(node, component, u.to_string(), expected, fix)
+    }
 }
+
+/// The fix of a file doctor may not read as the user it runs as.
+pub const DENIED_FIX: &str = "doctor may not read it as this user: run doctor as root (sudo) or as \
+    the user the jobs run as, or make it readable; until then nothing is known of what it describes";
 
 /// What selects and labels the node's facts (doctor's flags).
 #[derive(Clone, Debug, Default)]
@@ -272,7 +290,7 @@ mod tests {
         assert!(node.gpus.gpus[0].link.get().is_some());
         assert_eq!(node.gpus.driver_version.as_deref(), Some("550.54.15"));
         assert!(node.gpus.peermem && !node.gpus.open_module);
-        assert!(node.memlock.known && node.memlock.soft_bytes.is_none());
+        assert!(node.memlock.unknown.is_none() && node.memlock.soft_bytes.is_none());
         assert_eq!(node.nccl.versions, ["2.21.5"]);
         let vars: Vec<&str> = node.nccl.env.keys().map(String::as_str).collect();
         assert_eq!(vars, ["NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"]);
@@ -302,7 +320,7 @@ mod tests {
         let node = facts("sysfs-no-fabric", |t| t.remove("/sys/devices"));
         assert_eq!(node.node, "unknown");
         assert!(node.hcas.is_empty() && node.gpus.gpus.is_empty());
-        assert!(!node.memlock.known);
+        assert!(node.memlock.unknown.is_some());
         let checks: Vec<String> = check(&[node]).into_iter().map(|f| f.check).collect();
         assert_eq!(checks, ["no-rdma-device", "memlock", "no-gpu"]);
     }

@@ -44,6 +44,9 @@ pub fn summary_line(nodes: &[NodeFacts], findings: &[Finding]) -> String {
     )
 }
 
+/// The most of a findings CSV read: a few hundred bytes a finding.
+const MAX_FINDINGS_BYTES: u64 = 256 << 20;
+
 /// Aligned columns, then the fix, which is long, on its own indented line.
 pub fn write_table(
     out: &mut dyn Write,
@@ -147,8 +150,9 @@ fn write_new(path: &Path, flag: &str, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 pub fn read_csv(path: &Path) -> anyhow::Result<Vec<Finding>> {
-    let mut reader =
-        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (file, len) = crate::input::open_regular(path, MAX_FINDINGS_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut reader = csv::Reader::from_reader(std::io::Read::take(file, len));
     reader
         .deserialize()
         .collect::<Result<Vec<Finding>, _>>()

@@ -5,8 +5,9 @@ use super::facts::{Hca, NodeFacts, Port};
 use super::gpudirect::read_pci_device;
 use super::roce::collect_gids;
 use super::{Finding, Severity};
+use crate::input::InputError;
 use crate::sysfs::rdma::{self, INFINIBAND};
-use crate::sysfs::{Reading, Root};
+use crate::sysfs::{Reading, Root, Unreadable};
 
 /// One entry of --hca: a device, optionally one port of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,8 +109,23 @@ fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca
             Some(read_pci_device(root, &bdf))
         })
         .flatten();
-    let ports: Vec<Port> = root
-        .list_parsed::<u32>(&format!("{base}/ports"))
+    let ports_dir = format!("{base}/ports");
+    let (numbers, ports_unreadable) = match root.read_dir_parsed::<u32>(&ports_dir) {
+        Ok(numbers) => (numbers, None),
+        Err(InputError::Missing) => (Vec::new(), None),
+        Err(why) => {
+            let path = root.path(&ports_dir).display().to_string();
+            (
+                Vec::new(),
+                Some(Unreadable {
+                    path,
+                    text: None,
+                    why: Some(why),
+                }),
+            )
+        }
+    };
+    let ports: Vec<Port> = numbers
         .into_iter()
         .filter(|&n| port_wanted(n))
         .map(|n| collect_port(root, dev, n, software_parent.is_some()))
@@ -123,6 +139,7 @@ fn collect_hca(root: &Root, dev: &str, port_wanted: &dyn Fn(u32) -> bool) -> Hca
         driver,
         pci,
         ports,
+        ports_unreadable,
     }
 }
 
@@ -206,7 +223,15 @@ pub fn check(node: &NodeFacts, all: &[NodeFacts], out: &mut Vec<Finding>) {
         ));
     }
     for hca in &node.hcas {
-        if hca.ports.is_empty() {
+        if let Some(u) = &hca.ports_unreadable {
+            out.push(Finding::unreadable_file(
+                &node.node,
+                &hca.name,
+                u,
+                "the device's port folders (/sys/class/infiniband/DEV/ports)",
+                "doctor cannot list this device's ports: check the driver (ls /sys/class/infiniband/DEV/ports)",
+            ));
+        } else if hca.ports.is_empty() {
             out.push(Finding::new(
                 Severity::Error,
                 &node.node,
@@ -248,18 +273,16 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
     let rate = match &port.rate_gbps {
         Reading::Value(rate) => Some(*rate),
         other => {
-            let path = Root::new(&node.root)
-                .path(&format!("{}/rate", rdma::port_dir(&hca.name, port.num)));
-            out.push(Finding::unreadable(
-                &node.node,
-                &component,
-                other.unreadable().map_or_else(
-                    || format!("could not read {}: no such file", path.display()),
-                    ToString::to_string,
-                ),
-                "a rate such as '400 Gb/sec (4X NDR)' (at most 10000 Gb/sec)",
-                RATE_FIX,
-            ));
+            let expected = "a rate such as '400 Gb/sec (4X NDR)' (at most 10000 Gb/sec)";
+            out.push(match other.unreadable() {
+                Some(u) => Finding::unreadable_file(&node.node, &component, u, expected, RATE_FIX),
+                None => {
+                    let path = Root::new(&node.root)
+                        .path(&format!("{}/rate", rdma::port_dir(&hca.name, port.num)));
+                    let seen = format!("could not read {}: no such file", path.display());
+                    Finding::unreadable(&node.node, &component, seen, expected, RATE_FIX)
+                }
+            });
             None
         }
     };
@@ -289,10 +312,10 @@ fn check_port(node: &NodeFacts, all: &[NodeFacts], hca: &Hca, port: &Port, out: 
         }
     }
     if let (true, Some(u)) = (port.is_ethernet(), port.netdev_mtu.unreadable()) {
-        out.push(Finding::unreadable(
+        out.push(Finding::unreadable_file(
             &node.node,
             &component,
-            u.to_string(),
+            u,
             "the netdev's MTU in bytes, such as '9000'",
             "doctor cannot judge the RoCE MTU: read it by hand (ip link show DEV) and check the netdev",
         ));

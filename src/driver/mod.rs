@@ -88,8 +88,9 @@ fn run(
     let (in_group, group_size) = groups.place(world.rank, world.size);
     let nranks = group_size * plan.gpus_per_process;
     let roots = plan.root_list(nranks, coll.rooted())?;
-    coll.check(nranks, plan.min_bytes, plan.max_bytes)
-        .map_err(Failure::Usage)?;
+    // Agreed: a file one host lacks (the alltoallv matrix) stops every rank, said once.
+    let checked = coll.check(nranks, plan.min_bytes, plan.max_bytes);
+    job::agree(world, program, ExitStatus::Usage, checked)?;
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     let (mut backend, choice) = open::open_backend(

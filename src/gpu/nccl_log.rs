@@ -19,6 +19,7 @@
 //! NCCL_DEBUG; NCCL's WARN lines are echoed to stderr either way. A user's own
 //! NCCL_DEBUG_FILE is read (%h and %p expanded) and left alone.
 
+use crate::input::{open_regular, read_text};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -282,6 +283,9 @@ fn expand(pattern: &str, host: &str, pid: u32) -> String {
     pattern.replace("%h", host).replace("%p", &pid.to_string())
 }
 
+/// The most of NCCL's log read at once: an INFO log of a long run is a few MiB.
+const MAX_LOG_BYTES: u64 = 64 << 20;
+
 /// The INFO log of this process's NCCL: where it goes and the environment set for it.
 pub struct LogCapture {
     path: PathBuf,
@@ -346,8 +350,10 @@ impl LogCapture {
         &self.path
     }
 
+    /// The log as far as it is a regular file of at most [`MAX_LOG_BYTES`]: the
+    /// user's NCCL_DEBUG_FILE may be /dev/stderr, a FIFO or a TRACE log of gigabytes.
     pub fn read(&self) -> TransportReport {
-        TransportReport::parse(&std::fs::read_to_string(&self.path).unwrap_or_default())
+        TransportReport::parse(&read_text(&self.path, MAX_LOG_BYTES).unwrap_or_default())
     }
 
     /// Bytes NCCL has written so far: where `choices_since` starts reading.
@@ -358,11 +364,13 @@ impl LogCapture {
     /// NCCL's choices logged since byte `from` (lines whole: NCCL's file is line buffered).
     pub fn choices_since(&self, from: u64) -> Vec<Choice> {
         use std::io::{Read, Seek, SeekFrom};
+        let Ok((mut file, _)) = open_regular(&self.path, u64::MAX) else {
+            return Vec::new();
+        };
         let mut text = String::new();
-        let read = std::fs::File::open(&self.path).and_then(|mut f| {
-            f.seek(SeekFrom::Start(from))?;
-            f.read_to_string(&mut text)
-        });
+        let read = file
+            .seek(SeekFrom::Start(from))
+            .and_then(|_| file.take(MAX_LOG_BYTES).read_to_string(&mut text));
         match read {
             Ok(_) => choices(&text),
             Err(_) => Vec::new(),

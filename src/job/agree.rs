@@ -29,8 +29,9 @@ pub fn agree<T>(
 }
 
 /// `agree` for a step whose failure is a fact of each rank's host (a library, a
-/// GPU, memory): every failed rank gets its own line, naming it and its host, even
-/// when all failed alike, so that the user sees which hosts lack it.
+/// GPU, memory): each distinct message is one line naming the ranks that met it
+/// and their hosts, even when all failed alike, so that the user sees which
+/// hosts lack it.
 pub fn agree_each_rank<T>(
     group: &dyn Group,
     program: &str,
@@ -81,15 +82,39 @@ fn failure_lines(group: &dyn Group, program: &str, all: &[Vec<u8>]) -> String {
     rank_lines(group, program, all)
 }
 
-/// One line per failed rank: "PROGRAM: rank R (HOST): error: MESSAGE".
+/// Hosts named in one line before the rest are counted.
+const HOSTS_NAMED: usize = 4;
+
+/// One line per distinct message, naming the ranks that met it and their hosts:
+/// "PROGRAM: rank R (HOST): error: MESSAGE", "PROGRAM: ranks 0-3 (node1,
+/// node2): error: MESSAGE". A job of many ranks that lack the same memory says
+/// so once, not once per rank.
 fn rank_lines(group: &dyn Group, program: &str, all: &[Vec<u8>]) -> String {
-    failed_ranks(all)
+    let mut by_message: Vec<(String, Vec<usize>)> = Vec::new();
+    for (rank, msg) in failed_ranks(all) {
+        match by_message.iter_mut().find(|(m, _)| *m == msg) {
+            Some((_, ranks)) => ranks.push(rank),
+            None => by_message.push((msg, vec![rank])),
+        }
+    }
+    by_message
         .iter()
-        .map(|(rank, msg)| {
-            format!(
-                "{program}: rank {rank} ({}): error: {msg}\n",
-                group.host(*rank)
-            )
+        .map(|(msg, ranks)| {
+            let mut hosts: Vec<&str> = Vec::new();
+            for &r in ranks {
+                if !hosts.contains(&group.host(r)) {
+                    hosts.push(group.host(r));
+                }
+            }
+            let mut named = hosts[..hosts.len().min(HOSTS_NAMED)].join(", ");
+            if hosts.len() > HOSTS_NAMED {
+                named += &format!(" and {} more hosts", hosts.len() - HOSTS_NAMED);
+            }
+            let who = match ranks.len() {
+                1 => format!("rank {}", ranks[0]),
+                _ => format!("ranks {}", super::rank_ranges(ranks)),
+            };
+            format!("{program}: {who} ({named}): error: {msg}\n")
         })
         .collect()
 }
@@ -193,7 +218,7 @@ mod tests {
             self.n
         }
         fn host(&self, rank: usize) -> &str {
-            ["a", "b", "c"][rank]
+            ["a", "b", "c", "d", "e", "f"][rank]
         }
         fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
             std::iter::once(mine.to_vec())
@@ -232,7 +257,10 @@ mod tests {
         let all = vec![b"x".to_vec(), b"x".to_vec(), b"x".to_vec()];
         assert_eq!(failure_lines(&g, "p", &all), "p: error: x\n");
         let mixed = vec![b"x".to_vec(), b"y".to_vec(), b"x".to_vec()];
-        assert_eq!(failure_lines(&g, "p", &mixed).lines().count(), 3);
+        assert_eq!(
+            failure_lines(&g, "p", &mixed),
+            "p: ranks 0,2 (a, c): error: x\np: rank 1 (b): error: y\n"
+        );
     }
 
     #[test]
@@ -246,7 +274,15 @@ mod tests {
         let all = [b"no GPU".to_vec(), b"no GPU".to_vec()];
         assert_eq!(
             rank_lines(&g, "p", &all),
-            "p: rank 0 (a): error: no GPU\np: rank 1 (b): error: no GPU\n"
+            "p: ranks 0-1 (a, b): error: no GPU\n"
+        );
+        let six = Fake {
+            n: 6,
+            others: vec![],
+        };
+        assert_eq!(
+            rank_lines(&six, "p", &vec![b"x".to_vec(); 6]),
+            "p: ranks 0-5 (a, b, c, d and 2 more hosts): error: x\n"
         );
     }
 

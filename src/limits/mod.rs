@@ -22,6 +22,7 @@ pub use detect::{detect, merge, pci_device_dir, pcie_state, Detection};
 pub use named::{NamedLink, NAMED_LINKS};
 pub use pcie::{pcie_gbs, PcieLink, PcieState};
 
+use crate::cli::Rule;
 use serde::{Deserialize, Serialize};
 
 /// A bandwidth that busbw is compared with.
@@ -72,6 +73,16 @@ fn known_names() -> String {
         .join(", ")
 }
 
+/// A limit given as a number, in GB/s: from 1 MB/s to 1 PB/s (the fastest link
+/// named here is 1,800 GB/s); beyond it no measurement could be judged by it.
+const LIMIT_GBS: Rule = Rule {
+    least: 1e-3,
+    above: false,
+    most: 1e6,
+    what: "a bandwidth in GB/s",
+    example: "50GB/s or 400Gb/s",
+};
+
 /// Parses one `--limit`: a name of the table, or a number with an optional unit
 /// (`50`, `50GB/s` and `50 GB/s` are bytes; `400Gb/s` is bits).
 pub fn parse_limit(text: &str) -> Result<Limit, String> {
@@ -87,7 +98,7 @@ pub fn parse_limit(text: &str) -> Result<Limit, String> {
         });
     }
     let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E'))
+        .find(|c: char| !(c.is_ascii_digit() || ".eE+-".contains(c)))
         .unwrap_or(t.len());
     let (number, unit) = (&t[..split], t[split..].trim());
     let value: f64 = number.parse().map_err(|_| {
@@ -105,9 +116,7 @@ pub fn parse_limit(text: &str) -> Result<Limit, String> {
             ))
         }
     };
-    if !(gbs.is_finite() && gbs > 0.0) {
-        return Err(format!("'{text}': a limit must be a positive bandwidth"));
-    }
+    LIMIT_GBS.check(gbs).map_err(|e| format!("'{text}': {e}"))?;
     Ok(Limit {
         name: format!("{} {unit_name}", trim_number(value)),
         gbs,
@@ -194,8 +203,19 @@ mod tests {
             .unwrap_err()
             .contains("GB/s (bytes) or Gb/s (bits)"));
         assert!(parse_limit("nvlink9").unwrap_err().contains("nvlink4"));
-        assert!(parse_limit("0").unwrap_err().contains("positive"));
-        assert!(parse_limit("-5").is_err());
+        assert_eq!(
+            parse_limit("0").unwrap_err(),
+            "'0': too small; give a bandwidth in GB/s, from 0.001 to 1000000, e.g. 50GB/s or 400Gb/s"
+        );
+        assert!(parse_limit("-5")
+            .unwrap_err()
+            .starts_with("'-5': too small"));
+        assert!(parse_limit("1e-300")
+            .unwrap_err()
+            .starts_with("'1e-300': too small"));
+        assert!(parse_limit("1e300Gb/s")
+            .unwrap_err()
+            .starts_with("'1e300Gb/s': too large"));
         assert!(parse_limit("").is_err());
     }
 

@@ -25,7 +25,7 @@ const LOG_SCALE_ABOVE: f64 = 3.0;
 pub struct BusbwChart<'a> {
     pub collective: &'a str,
     pub setting: &'a str,
-    pub series: &'a [Series],
+    pub series: &'a [Series<'a>],
     pub limits: &'a [Limit],
 }
 
@@ -40,7 +40,7 @@ impl BusbwChart<'_> {
             .filter_map(|s| s.best().map(|b| (s, b)))
             .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1));
         if let Some((s, (size, busbw, pct))) = overall {
-            let limit = s.by_size[&size][0].limit_name.clone();
+            let limit = s.by_size[&size].first.limit_name.clone();
             let of_limit = match (pct, limit) {
                 (Some(p), Some(name)) if p > 100.0 => format!(
                     " = {p:.1}% of {name}: over 100%, so this link is not on the path measured"
@@ -153,6 +153,18 @@ impl BusbwChart<'_> {
 }
 
 impl Chart for BusbwChart<'_> {
+    fn legend(&self) -> Vec<LegendEntry> {
+        let mut legend = series_legend(self.series, series_stroke);
+        if !self.limits.is_empty() {
+            legend.push(LegendEntry {
+                label: "limit".into(),
+                color: LIMIT_COLOR,
+                stroke: Stroke::Dotted,
+            });
+        }
+        legend
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>
     where
         DB::ErrorType: 'static,
@@ -169,19 +181,11 @@ impl Chart for BusbwChart<'_> {
             .then(|| highest_limit / best_data);
 
         let captions = self.captions(log_ratio);
-        let mut legend = series_legend(self.series, series_stroke);
-        if !self.limits.is_empty() {
-            legend.push(LegendEntry {
-                label: "limit".into(),
-                color: LIMIT_COLOR,
-                stroke: Stroke::Dotted,
-            });
-        }
         let area = frame(
             root,
             &format!("{}: bus bandwidth vs message size", self.collective),
             &captions,
-            &legend,
+            &self.legend(),
         )?;
 
         let (x, x_ends) = size_axis(self.series);

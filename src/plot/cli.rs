@@ -28,10 +28,10 @@ pub struct PlotArgs {
     #[arg(long = "hist", value_name = "DIR")]
     pub hist: Vec<PathBuf>,
     /// Message size of the distribution chart (default: the largest measured)
-    #[arg(long = "size", value_name = "BYTES", value_parser = size_arg)]
+    #[arg(long = "size", value_name = "BYTES", value_parser = size_arg, allow_hyphen_values = true)]
     pub size: Option<u64>,
     /// Limits to draw and take % of limit against, instead of those in the CSVs (repeatable)
-    #[arg(long = "limit", value_name = "NAME|NUMBER[GB/s|Gb/s]", value_parser = parse_limit)]
+    #[arg(long = "limit", value_name = "NAME|NUMBER[GB/s|Gb/s]", value_parser = parse_limit, allow_hyphen_values = true)]
     pub limit: Vec<Limit>,
 }
 

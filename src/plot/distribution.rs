@@ -31,6 +31,27 @@ fn percentile_label(x: f64) -> String {
 }
 
 impl Chart for DistributionChart<'_> {
+    fn legend(&self) -> Vec<LegendEntry> {
+        let full = self.distributions.iter().filter(|d| d.full).count();
+        self.distributions
+            .iter()
+            .enumerate()
+            .map(|(i, d)| LegendEntry {
+                label: if d.full || full == 0 {
+                    d.label.clone()
+                } else {
+                    format!("{} (CSV)", d.label)
+                },
+                color: color(i),
+                stroke: if d.full {
+                    Stroke::Solid
+                } else {
+                    Stroke::Dotted
+                },
+            })
+            .collect()
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>
     where
         DB::ErrorType: 'static,
@@ -77,24 +98,7 @@ impl Chart for DistributionChart<'_> {
         } else {
             "time of an iteration = when its last rank finished; the max sits at the iteration count".to_string()
         });
-        let legend: Vec<LegendEntry> = self
-            .distributions
-            .iter()
-            .enumerate()
-            .map(|(i, d)| LegendEntry {
-                label: if d.full || full == 0 {
-                    d.label.clone()
-                } else {
-                    format!("{} (CSV)", d.label)
-                },
-                color: color(i),
-                stroke: if d.full {
-                    Stroke::Solid
-                } else {
-                    Stroke::Dotted
-                },
-            })
-            .collect();
+
         let area = frame(
             root,
             &format!(
@@ -103,7 +107,7 @@ impl Chart for DistributionChart<'_> {
                 human_bytes(self.size)
             ),
             &captions,
-            &legend,
+            &self.legend(),
         )?;
         // Percentile ticks, and "max" where the largest sample count puts the max.
         let mut ticks: Vec<f64> = TICK_PERCENTILES

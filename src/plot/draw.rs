@@ -65,9 +65,61 @@ pub(super) struct LegendEntry {
 
 /// A chart that can be drawn on any backend.
 pub trait Chart {
+    /// The legend, drawn in a panel under the chart (its size sets the picture's height).
+    fn legend(&self) -> Vec<LegendEntry>;
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>
     where
         DB::ErrorType: 'static;
+}
+
+/// The least height of the title, captions and plot above the legend: a legend
+/// of more rows than fit under it makes the picture taller, never the chart smaller.
+const MIN_CHART_HEIGHT: u32 = 600;
+
+/// Where each legend entry goes (x, row), how many rows they take and the
+/// panel's height: entries flow left to right, wrapping at the picture's width.
+struct LegendLayout {
+    placed: Vec<(i32, i32)>,
+    height: i32,
+}
+
+const LEGEND_SAMPLE: i32 = 36;
+const LEGEND_ROW: i32 = 26;
+
+fn legend_font() -> TextStyle<'static> {
+    (FONT, 17).into()
+}
+
+fn legend_layout(legend: &[LegendEntry]) -> anyhow::Result<LegendLayout> {
+    let (gap, margin) = (28, 20);
+    let font = legend_font();
+    let mut placed = Vec::new();
+    let (mut x, mut row) = (margin, 0);
+    for entry in legend {
+        let (w, _) = font
+            .font
+            .box_size(&entry.label)
+            .map_err(|e| anyhow!("the legend's font: {e:?}"))?;
+        let width = LEGEND_SAMPLE + 8 + w as i32;
+        if x + width > WIDTH as i32 - margin && x > margin {
+            x = margin;
+            row += 1;
+        }
+        placed.push((x, row));
+        x += width + gap;
+    }
+    let height = match legend.is_empty() {
+        true => 0,
+        false => (row + 1) * LEGEND_ROW + 14,
+    };
+    Ok(LegendLayout { placed, height })
+}
+
+/// The picture's height: [`HEIGHT`], or more where the legend needs it.
+fn picture_height(legend: &[LegendEntry]) -> anyhow::Result<u32> {
+    let legend_height = legend_layout(legend)?.height as u32;
+    Ok(HEIGHT.max(MIN_CHART_HEIGHT + legend_height))
 }
 
 /// Writes `<dir>/<stem>.png` and `.svg`, each drawn in memory and written whole
@@ -75,13 +127,15 @@ pub trait Chart {
 /// that name or none, never a part of one; a link at either name is replaced,
 /// not followed.
 pub fn save(dir: &Path, stem: &str, chart: &impl Chart) -> anyhow::Result<Vec<PathBuf>> {
+    register_fonts();
+    let size = (WIDTH, picture_height(&chart.legend())?);
     let png = dir.join(format!("{stem}.png"));
-    let bytes = png_bytes((WIDTH, HEIGHT), |root| chart.draw(root))?;
+    let bytes = png_bytes(size, |root| chart.draw(root))?;
     write(&png, &bytes)?;
     let svg = dir.join(format!("{stem}.svg"));
     let mut text = String::new();
     {
-        let root = SVGBackend::with_string(&mut text, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
         chart.draw(&root)?;
         root.present()?;
     }
@@ -140,8 +194,9 @@ where
     Ok(())
 }
 
-/// Title and caption lines on top, legend at the bottom; returns the area left
-/// for the chart.
+/// Title and caption lines on top, legend in a panel at the bottom (the picture
+/// is as tall as [`picture_height`] says, so neither covers the other or the
+/// chart); returns the area left for the chart.
 pub(super) fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
@@ -163,32 +218,22 @@ where
         ))?;
     }
     let top = 56 + 24 * captions.len() as i32;
-
-    // Legend: entries flow left to right, wrapping at the picture's width.
-    let font: TextStyle = (FONT, 17).into();
-    let (sample, gap, row_height, margin) = (36, 28, 26, 20);
-    let mut placed = Vec::new();
-    let (mut x, mut row) = (margin, 0);
-    for entry in legend {
-        let (w, _) = root.estimate_text_size(&entry.label, &font)?;
-        let width = sample + 8 + w as i32;
-        if x + width > WIDTH as i32 - margin && x > margin {
-            x = margin;
-            row += 1;
-        }
-        placed.push((x, row));
-        x += width + gap;
-    }
-    let rows = if legend.is_empty() { 0 } else { row + 1 };
-    let legend_height = rows * row_height + if rows > 0 { 14 } else { 0 };
-    let (upper, panel) = root.split_vertically(HEIGHT as i32 - legend_height);
-    for (entry, (x, row)) in legend.iter().zip(placed) {
-        let y = 4 + row * row_height + row_height / 2;
-        stroke_line(&panel, (x, y), (x + sample, y), entry.color, entry.stroke)?;
+    let layout = legend_layout(legend)?;
+    let height = root.dim_in_pixel().1 as i32;
+    let (upper, panel) = root.split_vertically(height - layout.height);
+    for (entry, (x, row)) in legend.iter().zip(layout.placed) {
+        let y = 4 + row * LEGEND_ROW + LEGEND_ROW / 2;
+        stroke_line(
+            &panel,
+            (x, y),
+            (x + LEGEND_SAMPLE, y),
+            entry.color,
+            entry.stroke,
+        )?;
         panel.draw(&Text::new(
             entry.label.clone(),
-            (x + sample + 8, y),
-            font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+            (x + LEGEND_SAMPLE + 8, y),
+            legend_font().pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
     }
     let (_, chart_area) = upper.split_vertically(top);
@@ -232,7 +277,7 @@ fn size_label(bytes: &f64) -> String {
 }
 
 /// The log2 size axis: the measured sizes with a quarter step of room either side.
-fn size_range<'a>(series: impl Iterator<Item = &'a Series>) -> (f64, f64, usize) {
+fn size_range<'a>(series: impl Iterator<Item = &'a Series<'a>>) -> (f64, f64, usize) {
     let sizes: BTreeSet<u64> = series.flat_map(|s| s.by_size.keys().copied()).collect();
     let lo = *sizes.first().unwrap_or(&1) as f64;
     let hi = *sizes.last().unwrap_or(&1) as f64;
@@ -282,8 +327,8 @@ where
 
 /// A legend entry per series, in the series' colours.
 pub(super) fn series_legend(
-    series: &[Series],
-    stroke: impl Fn(&Series) -> Stroke,
+    series: &[Series<'_>],
+    stroke: impl Fn(&Series<'_>) -> Stroke,
 ) -> Vec<LegendEntry> {
     series
         .iter()
@@ -296,7 +341,7 @@ pub(super) fn series_legend(
         .collect()
 }
 
-pub(super) fn series_stroke(s: &Series) -> Stroke {
+pub(super) fn series_stroke(s: &Series<'_>) -> Stroke {
     if s.in_place {
         Stroke::Dashed
     } else {
@@ -359,7 +404,7 @@ where
 }
 
 /// The log2 message-size axis of the busbw and latency charts, and its ends.
-pub(super) fn size_axis(series: &[Series]) -> ((LogCoord<f64>, Axis<'static>), (f64, f64)) {
+pub(super) fn size_axis(series: &[Series<'_>]) -> ((LogCoord<f64>, Axis<'static>), (f64, f64)) {
     let (lo, hi, labels) = size_range(series.iter());
     let axis = Axis {
         desc: "message size (bytes, log2 scale)",

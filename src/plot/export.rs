@@ -2,7 +2,7 @@
 //! ends into `DIR/<run_id>/`, with each size's full latency distribution (the
 //! per-iteration histograms are at hand here, unlike in the CSV).
 
-use super::{render, RunData};
+use super::{render, Added, RunData};
 use crate::output::create_subfolder;
 use crate::report::{hist, Exporter, Row, RunInfo, SizeResult, Summary};
 use anyhow::Context;
@@ -33,16 +33,19 @@ impl Exporter for PlotExport {
     fn record(&mut self, run: &RunInfo, result: &SizeResult) -> anyhow::Result<()> {
         for m in &result.measurements {
             let row = Row::collective(run, result, m);
-            self.run
-                .distributions
-                .insert(hist::file_name(&row), hist::percentiles(&m.histogram));
-            self.run.rows.push(row);
+            let name = hist::file_name(&row);
+            // The chart draws the first cycle's distribution: later cycles (-N 0
+            // runs without end) take no memory beyond their sums.
+            if self.run.add(row) == Added::NewPoint {
+                self.run
+                    .insert_distribution(name, hist::percentiles(&m.histogram));
+            }
         }
         Ok(())
     }
 
     fn finish(&mut self, run: &RunInfo, _summary: &Summary) -> anyhow::Result<()> {
-        if self.run.rows.is_empty() {
+        if self.run.points.is_empty() && self.run.left_out.count == 0 {
             return Ok(());
         }
         let dir = self.dir.join(&run.run_id);

@@ -5,8 +5,8 @@ use super::draw::{
     axes, color, draw_line, draw_markers, frame, positive_range, series_legend, size_axis,
     time_axis, Chart, LegendEntry, Stroke,
 };
+use super::points::Averaged;
 use super::Series;
-use crate::report::Row;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeSet;
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 pub struct LatencyChart<'a> {
     pub collective: &'a str,
     pub setting: &'a str,
-    pub series: &'a [Series],
+    pub series: &'a [Series<'a>],
     /// Distinct -n values of the rows.
     pub iters: &'a BTreeSet<usize>,
 }
@@ -26,6 +26,16 @@ const PERCENTILES: [(&str, Stroke); 3] = [
 ];
 
 impl Chart for LatencyChart<'_> {
+    fn legend(&self) -> Vec<LegendEntry> {
+        let mut legend = series_legend(self.series, |_| Stroke::Solid);
+        legend.extend(PERCENTILES.iter().map(|(name, stroke)| LegendEntry {
+            label: name.to_string(),
+            color: BLACK,
+            stroke: *stroke,
+        }));
+        legend
+    }
+
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> anyhow::Result<()>
     where
         DB::ErrorType: 'static,
@@ -34,15 +44,9 @@ impl Chart for LatencyChart<'_> {
             .series
             .iter()
             .map(|s| {
-                let pick: [fn(&Row) -> f64; 3] = [|r| r.p50_us, |r| r.p99_us, |r| r.p999_us];
-                pick.iter()
-                    .map(|f| {
-                        s.by_size
-                            .keys()
-                            .map(|&size| (size as f64, s.mean(size, f)))
-                            .filter(|p| p.1 > 0.0)
-                            .collect()
-                    })
+                [Averaged::P50, Averaged::P99, Averaged::P999]
+                    .into_iter()
+                    .map(|a| s.line(a).into_iter().filter(|p| p.1 > 0.0).collect())
                     .collect()
             })
             .collect();
@@ -63,12 +67,7 @@ impl Chart for LatencyChart<'_> {
             note += "; under 1000 iterations p99.9 is the max";
         }
         let captions = vec![self.setting.to_string(), note];
-        let mut legend = series_legend(self.series, |_| Stroke::Solid);
-        legend.extend(PERCENTILES.iter().map(|(name, stroke)| LegendEntry {
-            label: name.to_string(),
-            color: BLACK,
-            stroke: *stroke,
-        }));
+
         let area = frame(
             root,
             &format!(
@@ -76,7 +75,7 @@ impl Chart for LatencyChart<'_> {
                 self.collective
             ),
             &captions,
-            &legend,
+            &self.legend(),
         )?;
         let (x, _) = size_axis(self.series);
         let mut chart = axes(&area, x, time_axis(lo, hi))?;

@@ -9,8 +9,13 @@
 //!   histograms are at hand (`--hist` files, or in-process), else the five
 //!   percentiles the CSV holds.
 //!
-//! Legends sit in a panel below each chart, never over the data.
+//! Legends sit in a panel below each chart, never over the title or the data:
+//! a legend of more rows than fit under 1200x800 makes the picture taller.
+//! Each -N cycle of a size is averaged into one point as rows come in, so a CSV
+//! of any length takes memory by its points; more than [`MAX_POINTS`] points,
+//! or [`MAX_SERIES`] lines in one chart, are refused with the fix.
 //!
+//! - `points`: rows into points, in bounded memory (and `plot`'s CSV reading);
 //! - `draw`: what every chart is drawn with (frame, legend, axes, PNG and SVG);
 //! - `busbw`, `latency`, `distribution`: one file per chart;
 //! - `export`: `--plot DIR` of the benchmarks, as an exporter;
@@ -22,137 +27,78 @@ mod distribution;
 mod draw;
 pub mod export;
 mod latency;
+mod points;
 
 /// For charts drawn outside this module (the all-pairs heatmap).
 pub(crate) use draw::png_bytes;
 
+pub use points::{file_labels, load_runs, Added, RunData, MAX_POINTS};
+
 use crate::limits::Limit;
 use crate::report::hist::{self, Percentile};
 use crate::report::Row;
-use crate::sizes::human_bytes;
 use anyhow::{bail, Context};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use points::{Averaged, LeftOut, Point};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// The most lines one chart draws: `-d all -o all` is 156 of them (13 types,
+/// 6 ops, 2 placements) and two such runs overlaid fit; a legend of more
+/// would take more room than the chart, and ten colours repeat over them.
+pub const MAX_SERIES: usize = 400;
 
 /// Pixels of every picture.
 pub const WIDTH: u32 = 1200;
 pub const HEIGHT: u32 = 800;
 
-/// The rows of one run, with whatever full latency distributions are known.
-#[derive(Clone, Debug, Default)]
-pub struct RunData {
-    /// How the run is named in legends (file stem, or run id).
-    pub label: String,
-    pub rows: Vec<Row>,
-    /// Percentile ladders keyed by `hist::file_name` of their row.
-    pub distributions: HashMap<String, Vec<Percentile>>,
-}
-
-impl RunData {
-    /// Loads, for every row, `<dir>/<run_id>/<hist file name>` where it exists
-    /// (as `--hist DIR` writes them); returns how many were found.
-    pub fn load_histograms(&mut self, dir: &Path) -> anyhow::Result<usize> {
-        let mut found = 0;
-        for row in &self.rows {
-            let name = hist::file_name(row);
-            let path = dir.join(&row.run_id).join(&name);
-            if path.exists() {
-                self.distributions.insert(name, hist::read_hgrm(&path)?);
-                found += 1;
-            }
-        }
-        Ok(found)
-    }
-}
-
-/// Names for the files at `paths` in legends: their stems, or their paths when
-/// two stems are the same.
-pub fn file_labels(paths: &[PathBuf]) -> Vec<String> {
-    let stems: Vec<String> = paths
-        .iter()
-        .map(|p| {
-            p.file_stem().map_or_else(
-                || p.display().to_string(),
-                |s| s.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    let unique = stems.iter().collect::<BTreeSet<_>>().len() == stems.len();
-    if unique {
-        stems
-    } else {
-        paths.iter().map(|p| p.display().to_string()).collect()
-    }
-}
-
-/// The runs of CSV files, one per file and run id (a file written with
-/// --append may hold several), labelled by file, and by run id where a file
-/// holds several.
-pub fn load_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RunData>> {
-    let mut runs = Vec::new();
-    for (path, label) in paths.iter().zip(file_labels(paths)) {
-        let mut by_run: BTreeMap<String, Vec<Row>> = BTreeMap::new();
-        for row in crate::report::csv::read_rows(path)? {
-            by_run.entry(row.run_id.clone()).or_default().push(row);
-        }
-        let several = by_run.len() > 1;
-        runs.extend(by_run.into_iter().map(|(run_id, rows)| RunData {
-            label: if several {
-                format!("{label} {run_id}")
-            } else {
-                label.clone()
-            },
-            rows,
-            distributions: HashMap::new(),
-        }));
-    }
-    Ok(runs)
-}
-
-/// One line of a chart: the rows of one run with one datatype, op, root,
-/// placement and rank count, averaged per size over -N cycles.
-struct Series {
+/// One line of a chart: the points of one run with one datatype, op, root,
+/// placement and rank count (each -N cycle averaged in).
+struct Series<'a> {
     label: String,
     in_place: bool,
-    /// Rows of this series by size (every cycle).
-    by_size: BTreeMap<u64, Vec<Row>>,
+    by_size: BTreeMap<u64, &'a Point>,
     run: usize,
 }
 
-impl Series {
-    fn mean(&self, size: u64, f: impl Fn(&Row) -> f64) -> f64 {
-        let rows = &self.by_size[&size];
-        rows.iter().map(f).sum::<f64>() / rows.len() as f64
+impl Series<'_> {
+    /// `a` at each size.
+    fn line(&self, a: Averaged) -> Vec<(f64, f64)> {
+        self.by_size
+            .iter()
+            .map(|(&s, p)| (s as f64, p.mean(a)))
+            .collect()
     }
 
     fn busbw(&self) -> Vec<(f64, f64)> {
-        self.by_size
-            .keys()
-            .map(|&s| (s as f64, self.mean(s, |r| r.busbw_gbs)))
-            .collect()
+        self.line(Averaged::Busbw)
     }
 
     /// The size with the highest busbw, its busbw and % of limit.
     fn best(&self) -> Option<(u64, f64, Option<f64>)> {
         self.by_size
-            .keys()
-            .map(|&s| {
-                let pct = self.by_size[&s][0]
-                    .pct_of_limit
-                    .map(|_| self.mean(s, |r| r.pct_of_limit.unwrap_or(0.0)));
-                (s, self.mean(s, |r| r.busbw_gbs), pct)
-            })
+            .iter()
+            .map(|(&s, p)| (s, p.mean(Averaged::Busbw), p.pct_of_limit()))
             .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// The rows the line stands for: each point's first.
+    fn rows(&self) -> impl Iterator<Item = &Row> {
+        self.by_size.values().map(|p| &p.first)
     }
 }
 
 type SeriesKey = (usize, String, String, i64, usize, String);
 
-/// Splits one collective's rows into series, labelled by what differs between them.
-fn series_of(runs: &[RunData], collective: &str) -> Vec<Series> {
-    let mut groups: BTreeMap<SeriesKey, BTreeMap<u64, Vec<Row>>> = BTreeMap::new();
+/// Splits one collective's points into series, labelled by what differs between them.
+fn series_of<'a>(runs: &'a [RunData], collective: &str) -> Vec<Series<'a>> {
+    let mut groups: BTreeMap<SeriesKey, BTreeMap<u64, &Point>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
-        for row in run.rows.iter().filter(|r| r.collective == collective) {
+        for point in run
+            .points
+            .values()
+            .filter(|p| p.first.collective == collective)
+        {
+            let row = &point.first;
             let key = (
                 i,
                 row.datatype.clone(),
@@ -161,12 +107,7 @@ fn series_of(runs: &[RunData], collective: &str) -> Vec<Series> {
                 row.nranks,
                 row.placement.clone(),
             );
-            groups
-                .entry(key)
-                .or_default()
-                .entry(row.size_bytes)
-                .or_default()
-                .push(row.clone());
+            groups.entry(key).or_default().insert(row.size_bytes, point);
         }
     }
     let keys: Vec<&SeriesKey> = groups.keys().collect();
@@ -232,7 +173,7 @@ fn setting_line(rows: &[&Row]) -> String {
 /// a limit that is no bandwidth (NaN, inf, 0 or below) is none.
 pub fn limits_in(runs: &[RunData]) -> Vec<Limit> {
     let mut limits: Vec<Limit> = Vec::new();
-    for row in runs.iter().flat_map(|r| &r.rows) {
+    for row in runs.iter().flat_map(RunData::rows) {
         let limit = (
             &row.limit_name,
             row.limit_gbs.filter(|g| g.is_finite() && *g > 0.0),
@@ -252,92 +193,9 @@ pub fn limits_in(runs: &[RunData]) -> Vec<Limit> {
 
 /// Replaces the rows' limit columns with the lowest of `limits` (`plot --limit`).
 pub fn apply_limits(runs: &mut [RunData], limits: &[Limit]) {
-    let binding = crate::limits::binding(limits);
-    for row in runs.iter_mut().flat_map(|r| r.rows.iter_mut()) {
-        row.set_limit(binding);
+    for run in runs {
+        run.apply_limits(limits);
     }
-}
-
-/// The first figure of `row` a chart cannot draw: not a number (NaN, inf),
-/// negative, or a size of 0 (which has no place on a log axis).
-fn undrawable(row: &Row) -> Option<(&'static str, String)> {
-    if row.size_bytes == 0 {
-        return Some(("size_bytes", "0".into()));
-    }
-    let percentiles = [
-        ("min_us", row.min_us),
-        ("p50_us", row.p50_us),
-        ("p99_us", row.p99_us),
-        ("p999_us", row.p999_us),
-        ("max_us", row.max_us),
-    ];
-    // A loop timed whole is drawn in busbw and absent from the latency charts.
-    let timed_whole = row.timed_whole();
-    [
-        ("busbw_gbs", row.busbw_gbs),
-        ("pct_of_limit", row.pct_of_limit.unwrap_or(0.0)),
-        ("limit_gbs", row.limit_gbs.unwrap_or(0.0)),
-    ]
-    .into_iter()
-    .chain(percentiles.into_iter().filter(|_| !timed_whole))
-    .find(|(_, v)| !(v.is_finite() && *v >= 0.0))
-    .map(|(column, v)| (column, v.to_string()))
-}
-
-/// The runs without the rows a chart cannot draw (an endless value would
-/// stretch an axis without end), and one line naming the rows left out.
-fn drawable(runs: &[RunData]) -> (Vec<RunData>, Option<String>) {
-    let mut left_out = Vec::new();
-    let kept = runs
-        .iter()
-        .map(|run| {
-            let mut kept = run.clone();
-            kept.rows.retain(|r| match undrawable(r) {
-                None => true,
-                Some((column, value)) => {
-                    left_out.push(format!(
-                        "{} {} {} {} ({column} {value})",
-                        run.label,
-                        r.collective,
-                        r.placement,
-                        human_bytes(r.size_bytes)
-                    ));
-                    false
-                }
-            });
-            // The full ladders of --hist files, by the same rule.
-            for (name, points) in kept.distributions.iter_mut() {
-                let before = points.len();
-                points.retain(|p| p.value_us.is_finite() && p.value_us > 0.0);
-                if points.len() < before {
-                    left_out.push(format!(
-                        "{} {name} ({} percentiles)",
-                        run.label,
-                        before - points.len()
-                    ));
-                }
-            }
-            kept
-        })
-        .collect();
-    const SHOWN: usize = 5;
-    let line = (!left_out.is_empty()).then(|| {
-        let more = left_out.len().saturating_sub(SHOWN);
-        format!(
-            "left out {} no chart can draw (a value that is NaN, inf or negative, or a size of 0): {}{}",
-            match left_out.len() {
-                1 => "1 row".to_string(),
-                n => format!("{n} rows"),
-            },
-            left_out[..left_out.len().min(SHOWN)].join("; "),
-            if more > 0 {
-                format!("; and {more} more")
-            } else {
-                String::new()
-            }
-        )
-    });
-    (kept, line)
 }
 
 /// The pictures written, and the line naming what was left out of them.
@@ -389,11 +247,10 @@ pub fn render(
     // The callers checked the folder (`output::check_folder`), and name the
     // flag and the folder in errors (-o DIR, --plot DIR).
     std::fs::create_dir_all(dir).context("cannot create the folder")?;
-    let (runs, left_out) = drawable(runs);
-    let runs = &runs[..];
+    let left_out = LeftOut::line(runs.iter().map(|r| (r.label.as_str(), &r.left_out)));
     let collectives: BTreeSet<&str> = runs
         .iter()
-        .flat_map(|r| r.rows.iter().map(|row| row.collective.as_str()))
+        .flat_map(|r| r.rows().map(|row| row.collective.as_str()))
         .collect();
     if collectives.is_empty() {
         bail!(
@@ -404,10 +261,14 @@ pub fn render(
     let mut written = Vec::new();
     for coll in collectives {
         let series = series_of(runs, coll);
-        let rows: Vec<&Row> = series
-            .iter()
-            .flat_map(|s| s.by_size.values().flatten())
-            .collect();
+        if series.len() > MAX_SERIES {
+            bail!(
+                "{coll}: {} lines in one chart, more than the {MAX_SERIES} a legend can name; \
+                 plot fewer runs, datatypes or ops at a time",
+                series.len()
+            );
+        }
+        let rows: Vec<&Row> = series.iter().flat_map(Series::rows).collect();
         let setting = setting_line(&rows);
         written.extend(draw::save(
             dir,
@@ -449,7 +310,7 @@ pub fn render(
         let distributions: Vec<Distribution> = series
             .iter()
             .filter_map(|s| {
-                let row = s.by_size.get(&size)?.first()?;
+                let row = &s.by_size.get(&size)?.first;
                 let full = runs[s.run].distributions.get(&hist::file_name(row));
                 Some(Distribution {
                     label: s.label.clone(),
@@ -496,17 +357,17 @@ mod tests {
 
     #[test]
     fn series_are_labelled_by_what_differs() {
-        let a = RunData {
-            label: "base".into(),
-            rows: vec![row("in-place", 8, 1.0), row("out-of-place", 8, 2.0)],
-            ..RunData::default()
-        };
+        let a = RunData::from_rows(
+            "base",
+            [row("in-place", 8, 1.0), row("out-of-place", 8, 2.0)],
+        );
         let mut b = a.clone();
         b.label = "new".into();
         let one = series_of(std::slice::from_ref(&a), "all_reduce");
         let labels: Vec<&str> = one.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["in-place", "out-of-place"]);
-        let two = series_of(&[a, b], "all_reduce");
+        let both = [a, b];
+        let two = series_of(&both, "all_reduce");
         let labels: Vec<&str> = two.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(
             labels,
@@ -523,12 +384,8 @@ mod tests {
     fn cycles_are_averaged_and_the_best_found() {
         let mut rows = vec![row("out-of-place", 8, 1.0), row("out-of-place", 8, 3.0)];
         rows.push(row("out-of-place", 16, 5.0));
-        let run = RunData {
-            label: "r".into(),
-            rows,
-            ..RunData::default()
-        };
-        let s = &series_of(&[run], "all_reduce")[0];
+        let run = [RunData::from_rows("r", rows)];
+        let s = &series_of(&run, "all_reduce")[0];
         assert_eq!(s.busbw(), vec![(8.0, 2.0), (16.0, 5.0)]);
         assert_eq!(s.best(), Some((16, 5.0, None)));
     }
@@ -548,9 +405,11 @@ mod tests {
         let mut r = row("out-of-place", 8, 1.0);
         (r.min_us, r.p50_us, r.p99_us, r.p999_us, r.max_us) =
             (f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN);
-        assert_eq!(undrawable(&r), None);
+        let mut run = RunData::default();
+        assert_eq!(run.add(r.clone()), points::Added::NewPoint);
         assert!(csv_ladder(&r).is_empty());
         r.min_us = 1.0; // one figure measured and the others NaN is a broken row
-        assert_eq!(undrawable(&r).map(|u| u.0), Some("p50_us"));
+        assert_eq!(run.add(r), points::Added::LeftOut);
+        assert!(run.left_out.named[0].ends_with("(p50_us NaN)"));
     }
 }

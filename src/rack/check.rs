@@ -3,6 +3,7 @@
 //! judges (rows at one size and placement, or an all-pairs matrix).
 
 use crate::allpairs::Thresholds;
+use crate::cli::shown;
 use crate::limits::parse_limit;
 use crate::report::{Placement, Row};
 use serde::Deserialize;
@@ -131,6 +132,11 @@ impl Side {
     }
 }
 
+/// The largest plain-number threshold, in GB/s or us: no link carries 1e9
+/// GB/s and no iteration of a benchmark lasts 1e9 us (17 minutes); a larger
+/// one is a typo, and would be written back as it is into every report.
+const MAX_THRESHOLD: f64 = 1e9;
+
 /// "85% of ib-ndr x 8" (or a plain number) for a check's min or max. Every
 /// threshold is a finite number above 0: NaN would pass every value, and 0 or
 /// a negative minimum passes every measurement (or a maximum none).
@@ -138,18 +144,19 @@ pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Thres
     let field = side.name();
     let unit = metric.unit();
     let (text, number) = match bound {
-        Bound::Number(v) => (v.to_string(), Some(*v)),
+        Bound::Number(v) => (shown(*v), Some(*v)),
         Bound::Text(t) => (t.trim().to_string(), t.trim().parse::<f64>().ok()),
     };
     if let Some(value) = number {
-        if !(value.is_finite() && value > 0.0) {
+        if !(value.is_finite() && value > 0.0 && value <= MAX_THRESHOLD) {
             return Err(format!(
-                "{field} {text}: a threshold is a number of {unit} above 0, e.g. {field} = 40"
+                "{field} {text}: a threshold is a number of {unit} above 0 and at most {}, e.g. {field} = 40",
+                shown(MAX_THRESHOLD)
             ));
         }
         return Ok(Threshold {
             value,
-            text: format!("{value} {unit}"),
+            text: format!("{} {unit}", shown(value)),
         });
     }
     let usage = || {
@@ -184,7 +191,10 @@ pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Thres
     }
     let value = pct / 100.0 * limit.gbs * count as f64;
     if !value.is_finite() {
-        return Err(format!("{field} '{text}': {value} GB/s is no bandwidth"));
+        return Err(format!(
+            "{field} '{text}': {} GB/s is no bandwidth",
+            shown(value)
+        ));
     }
     Ok(Threshold {
         value,

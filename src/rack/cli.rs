@@ -7,7 +7,7 @@ use super::nodes::{doctor_nodes, node_verdicts, pairs_outcomes};
 use super::report::{shell_line, DoctorStep, RunReport, TestStep};
 use super::runner::run_step;
 use super::spec::Spec;
-use crate::cli::{io_reason, parse_one_line};
+use crate::cli::{io_reason, parse_one_line, shown};
 use crate::doctor::output::read_csv as read_findings;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::output::{check_new_folder, create_new_folder, write_whole, Replace};
@@ -122,9 +122,9 @@ fn run() -> Result<ExitStatus, String> {
         if let Some(th) = pair_check.filter(|_| !flags.iter().any(|f| f.starts_with("--slow-"))) {
             flags.extend([
                 "--slow-fraction".into(),
-                th.bw_fraction.to_string(),
+                shown(th.bw_fraction),
                 "--slow-latency".into(),
-                th.latency_factor.to_string(),
+                shown(th.latency_factor),
             ]);
         }
         flags.push("--csv".into());

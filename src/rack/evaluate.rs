@@ -4,6 +4,7 @@
 
 use super::check::{Check, CheckKind, Threshold};
 use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
+use crate::cli::shown;
 use crate::report::csv::read_rows;
 use crate::report::{Placement, Row};
 use crate::sizes::human_bytes;
@@ -366,7 +367,8 @@ pub fn evaluate_pair_counters(
 fn pairs_threshold(t: &Thresholds) -> String {
     format!(
         "every pair >= {} x median algbw and <= {} x lowest median time",
-        t.bw_fraction, t.latency_factor
+        shown(t.bw_fraction),
+        shown(t.latency_factor)
     )
 }
 

@@ -8,6 +8,7 @@ use super::check::{Check, CheckKind, RowMetric};
 use super::nodes::{NodeVerdict, PairsOutcome};
 use super::report::{shell_line, RunReport};
 use crate::allpairs::gbs;
+use crate::cli::shown;
 use crate::report::csv::read_rows;
 use crate::report::{Placement, Row};
 use crate::sizes::human_bytes;
@@ -202,7 +203,7 @@ fn heatmap(h: &mut String, p: &PairsOutcome) {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" font-family=\"sans-serif\" font-size=\"12\">\
 <text x=\"4\" y=\"18\" font-size=\"14\">algbw (GB/s) of each pair at {}; outlined: slow (below {} x median {})</text>",
         human_bytes(v.bw_size),
-        p.thresholds.bw_fraction,
+        shown(p.thresholds.bw_fraction),
         gbs(v.median_gbs)
     );
     for (i, l) in labels.iter().enumerate() {

@@ -34,7 +34,8 @@ fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         Ok(s as u64)
     } else {
         Err(D::Error::custom(format!(
-            "timeout_s = {s}: give the whole seconds each step may run, from 1 to {MAX_TIMEOUT_S} (e.g. 3600)"
+            "timeout_s = {}: give the whole seconds each step may run, from 1 to {MAX_TIMEOUT_S} (e.g. 3600)",
+            crate::cli::shown(s)
         )))
     }
 }

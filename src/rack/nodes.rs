@@ -38,9 +38,13 @@ pub fn pairs_outcomes(checks: &[Check], dir: &Path) -> Vec<PairsOutcome> {
         .collect()
 }
 
+/// The most of doctor.json read: each node's facts are a few KiB.
+const MAX_DOCTOR_JSON_BYTES: u64 = 256 << 20;
+
 /// The nodes doctor read facts from (doctor.json), findings or not.
 pub fn doctor_nodes(json: &Path) -> Vec<String> {
-    std::fs::read(json)
+    // doctor's own file in the report folder, bounded all the same.
+    crate::input::read_bounded(json, MAX_DOCTOR_JSON_BYTES)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Report>(&bytes).ok())
         .map(|r| r.nodes.into_iter().map(|n| n.node).collect())

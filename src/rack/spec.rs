@@ -6,11 +6,16 @@
 use super::check::{parse_bound, Bound, Check, CheckKind, RowMetric, Side};
 use super::launch::Launch;
 use crate::allpairs::Thresholds;
+use crate::cli::shown;
+use crate::input::read_text;
 use crate::report::Placement;
 use crate::sizes::{human_bytes, parse_size};
 use crate::sysfs::counters::Class;
 use serde::Deserialize;
 use std::path::Path;
+
+/// The most of a spec file read: a rack spec is a few KiB of TOML.
+pub const MAX_SPEC_BYTES: u64 = 1 << 20;
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,17 +105,44 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
     let line = e
         .span()
         .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-    let message = e.message().replace('\n', " ");
+    let message = readable_numbers(&e.message().replace('\n', " "));
     match line {
         Some(l) => format!("line {l}: {message}"),
         None => message,
     }
 }
 
+/// serde's and toml's words for numbers, as a person writes them: "floating
+/// point `1e300`" (serde writes 301 digits), and TOML's integer bound named
+/// ("number too large to fit in target type" says neither which nor how large).
+fn readable_numbers(message: &str) -> String {
+    let mut text = message
+        .replace(
+            "number too large to fit in target type",
+            "a number too large for a TOML integer (at most 9223372036854775807)",
+        )
+        .replace(
+            "number too small to fit in target type",
+            "a number too small for a TOML integer (at least -9223372036854775808)",
+        );
+    const FLOAT: &str = "floating point `";
+    if let Some(start) = text.find(FLOAT).map(|i| i + FLOAT.len()) {
+        let end = text[start..].find('`').map_or(text.len(), |e| start + e);
+        if let Ok(v) = text[start..end].parse::<f64>() {
+            text.replace_range(start..end, &shown(v));
+        }
+    }
+    text
+}
+
 impl Spec {
     pub fn load(path: &Path) -> Result<Spec, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("--spec {}: {e}", path.display()))?;
+        let text = read_text(path, MAX_SPEC_BYTES).map_err(|e| {
+            format!(
+                "--spec {}: {e}; give the path of a rack spec (.toml, see scripts/rack-*.toml)",
+                path.display()
+            )
+        })?;
         Spec::parse(&text).map_err(|e| format!("--spec {}: {e}", path.display()))
     }
 
@@ -524,11 +556,18 @@ slow_fraction = 0.8
             (("nodes = 2", "nodes = 2\ntimeout_s = 1.5"), "timeout_s = 1.5: give the whole seconds"),
             (("nodes = 2", "nodes = 2\ntimeout_s = nan"), "timeout_s = NaN: give the whole seconds"),
             (("nodes = 2", "nodes = 2\ntimeout_s = 1e12"), "timeout_s = 1000000000000: give the whole seconds"),
+            (("nodes = 2", "nodes = 2\ntimeout_s = 1e15"), "timeout_s = 1e15: give the whole seconds"),
             (("nodes = 2", "nodes = 0"), "[launch]: nodes = 0: give 1 to 100000"),
             (("ranks_per_node = 8", "ranks_per_node = 100000000"), "[launch]: ranks_per_node = 100000000: give 1 to 4096"),
             (("ranks_per_node = 1", "ranks_per_node = 0"), "[[test]] 2 (pairs): ranks_per_node = 0: give 1 to 4096"),
             (("slow_fraction = 0.8", "slow_fraction = nan"), "[[check]] 3 (pairs all-pairs): slow_fraction NaN"),
             (("slow_fraction = 0.8", "slow_latency = inf"), "[[check]] 3 (pairs all-pairs): slow_latency inf: give a multiple"),
+            // Numbers as written, never in 301 digits; TOML's integer bound named.
+            (("nodes = 2", "nodes = 2\ntimeout_s = 1e300"), "line 5: timeout_s = 1e300: give the whole seconds"),
+            (("nodes = 2", "nodes = 1e23"), "invalid type: floating point `1e23`, expected usize"),
+            (("nodes = 2", "nodes = 99999999999999999999999"), "a number too large for a TOML integer (at most 9223372036854775807)"),
+            ((min, "min = 1e300"), "[[check]] 1 (ar busbw): min 1e300: a threshold is a number of GB/s above 0 and at most 1000000000"),
+            (("slow_fraction = 0.8", "slow_fraction = 1e300"), "slow_fraction 1e300: too large; give a fraction of the median, more than 0 and at most 1"),
         ];
         for (edit, want) in cases {
             let e = err(*edit);

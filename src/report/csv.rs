@@ -11,12 +11,12 @@
 
 use super::{Exporter, Row, RunInfo, Summary, ToRows, SCHEMA_VERSION};
 use crate::cli::io_reason;
-use crate::output::{create_new, file_kind, open_existing};
+use crate::input::{self, InputError};
+use crate::output::{create_new, open_existing};
 use crate::sizes::human_bytes;
 use anyhow::{anyhow, bail, Context};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The most a results file may hold: what `read_rows` and the `--append` check
@@ -69,33 +69,24 @@ fn row_line<T: serde::Serialize>(row: &T) -> anyhow::Result<Vec<u8>> {
 /// not a regular file (opening a FIFO blocks; a device has no end) or is larger
 /// than a results file; `what` names it in messages. Returns the file and its length.
 pub fn open_regular(path: &Path, what: &str) -> anyhow::Result<(File, u64)> {
-    let meta = match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("{what}: no such file"),
-        other => other.map_err(|e| anyhow!("{what}: {}", io_reason(&e)))?,
-    };
-    regular_len(&meta, what)?;
-    // O_NONBLOCK: should a FIFO replace the file after the check, opening it does not block.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| anyhow!("{what}: cannot read: {}", io_reason(&e)))?;
-    let len = regular_len(&file.metadata()?, what)?;
-    Ok((file, len))
+    input::open_regular(path, MAX_CSV_BYTES).map_err(|e| results_file_error(e, what))
 }
 
-/// The length of a regular file no larger than a results file, or why not.
+/// The length of an open results file, or why it is not one.
 fn regular_len(meta: &std::fs::Metadata, what: &str) -> anyhow::Result<u64> {
-    match file_kind(meta) {
-        Some(kind) => Err(anyhow!(
-            "{what}: is {kind}, not a regular file; give a fabricbench CSV"
-        )),
-        None if meta.len() > MAX_CSV_BYTES => Err(anyhow!(
-            "{what}: {} is larger than a fabricbench CSV may be ({}); split it or give another file",
-            human_bytes(meta.len()),
-            human_bytes(MAX_CSV_BYTES)
-        )),
-        None => Ok(meta.len()),
+    input::regular_len(meta, MAX_CSV_BYTES).map_err(|e| results_file_error(e, what))
+}
+
+fn results_file_error(e: InputError, what: &str) -> anyhow::Error {
+    match e {
+        InputError::NotRegular(kind) => {
+            anyhow!("{what}: is {kind}, not a regular file; give a fabricbench CSV")
+        }
+        InputError::TooLarge { max } => anyhow!(
+            "{what}: is larger than a fabricbench CSV may be ({}); split it or give another file",
+            human_bytes(max)
+        ),
+        other => anyhow!("{what}: {other}"),
     }
 }
 
@@ -118,9 +109,15 @@ fn whole_lines_end(file: &mut File, len: u64, what: &str) -> anyhow::Result<u64>
     }
 }
 
-/// Reads the rows of the first `len` bytes of a fabricbench CSV, refusing rows
-/// of another schema_version. `label` starts each message.
-fn parse_rows(file: File, len: u64, label: &str) -> anyhow::Result<Vec<Row>> {
+/// Hands `each` the rows of the first `len` bytes of a fabricbench CSV, one
+/// at a time, refusing rows of another schema_version; returns how many.
+/// `label` starts each message.
+fn parse_rows(
+    file: File,
+    len: u64,
+    label: &str,
+    each: &mut dyn FnMut(Row) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
     let mut reader = csv::Reader::from_reader(std::io::BufReader::new(file.take(len)));
     let headers = reader
         .headers()
@@ -129,10 +126,16 @@ fn parse_rows(file: File, len: u64, label: &str) -> anyhow::Result<Vec<Row>> {
     let Some(version_column) = headers.iter().position(|h| h == "schema_version") else {
         bail!("{label}: not a fabricbench CSV (no schema_version column)");
     };
-    let mut rows = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let line = i + 2;
-        let record = record.with_context(|| format!("{label}:{line}: unreadable"))?;
+    let mut record = csv::StringRecord::new();
+    let mut rows = 0;
+    loop {
+        let line = rows + 2;
+        let more = reader
+            .read_record(&mut record)
+            .with_context(|| format!("{label}:{line}: unreadable"))?;
+        if !more {
+            return Ok(rows);
+        }
         let version = record.get(version_column).unwrap_or("");
         if version != SCHEMA_VERSION.to_string() {
             bail!(
@@ -143,30 +146,44 @@ fn parse_rows(file: File, len: u64, label: &str) -> anyhow::Result<Vec<Row>> {
         let row: Row = record.deserialize(Some(&headers)).with_context(|| {
             format!("{label}:{line}: not a schema_version {SCHEMA_VERSION} row")
         })?;
-        rows.push(row);
+        each(row)?;
+        rows += 1;
     }
-    Ok(rows)
 }
 
-/// Reads every row of a fabricbench CSV, refusing files of another schema_version,
-/// a partial last row, what is not a regular file, and files larger than
-/// `MAX_CSV_BYTES`.
-pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
+/// Hands `each` every row of a fabricbench CSV as it is read, so that a file
+/// of any length takes no more memory than what `each` keeps; refuses files of
+/// another schema_version, a partial last row, what is not a regular file,
+/// files larger than `MAX_CSV_BYTES`, and files of no rows.
+pub fn for_each_row(
+    path: &Path,
+    mut each: impl FnMut(Row) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let label = path.display().to_string();
     let (mut file, len) = open_regular(path, &label)?;
     let whole = whole_lines_end(&mut file, len, &label)?;
-    let rows = parse_rows(file, whole, &label)?;
+    let rows = parse_rows(file, whole, &label, &mut each)?;
     if whole < len {
         bail!(
             "{label}:{}: a partial last row ({} bytes without a line break: the run that wrote it was \
              interrupted); --append to this file removes it",
-            rows.len() + 2,
+            rows + 2,
             len - whole
         );
     }
-    if rows.is_empty() {
+    if rows == 0 {
         bail!("{label}: no rows");
     }
+    Ok(())
+}
+
+/// Reads every row of a fabricbench CSV (see `for_each_row`).
+pub fn read_rows(path: &Path) -> anyhow::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for_each_row(path, |row| {
+        rows.push(row);
+        Ok(())
+    })?;
     Ok(rows)
 }
 
@@ -310,8 +327,14 @@ fn check_existing(file: &File, append: bool, flag: &str) -> anyhow::Result<u64> 
         bail!("{flag} --append: the file has other columns (another schema_version); write to a new file");
     }
     if whole > 0 {
-        parse_rows(reader, whole, flag.trim_start_matches("--csv "))
-            .with_context(|| format!("{flag} --append"))?;
+        // Every row is checked, none kept: a file of any length in constant memory.
+        parse_rows(
+            reader,
+            whole,
+            flag.trim_start_matches("--csv "),
+            &mut |_| Ok(()),
+        )
+        .with_context(|| format!("{flag} --append"))?;
     }
     if whole < len {
         file.set_len(whole).map_err(|e| {

@@ -113,10 +113,14 @@ pub fn write_hgrm(h: &Histogram<u64>, out: &mut impl Write) -> std::io::Result<(
     Ok(())
 }
 
+/// The most of a `.hgrm` file read: the ladder of any histogram this writes is
+/// a few hundred lines of 60 bytes.
+const MAX_HGRM_BYTES: u64 = 4 << 20;
+
 /// Reads the distribution lines of a `.hgrm` file (header and `#[` footer skipped).
 pub fn read_hgrm(path: &Path) -> anyhow::Result<Vec<Percentile>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::input::read_text(path, MAX_HGRM_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut points = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let fields: Vec<&str> = line.split_whitespace().collect();

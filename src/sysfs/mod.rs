@@ -17,9 +17,8 @@ pub mod rdma;
 #[cfg(test)]
 pub(crate) mod fixture;
 
+use crate::input::{read_bounded, read_text, InputError};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -96,21 +95,30 @@ impl<T> Reading<T> {
 pub struct Unreadable {
     /// The file, under the root.
     pub path: String,
-    /// Its trimmed text; None where it is no text file of at most [`MAX_FILE_BYTES`].
+    /// Its trimmed text; None where no text was read (see `why`).
     pub text: Option<String>,
+    /// Why no text was read: permission denied, not a regular file, longer
+    /// than [`MAX_FILE_BYTES`], not UTF-8.
+    #[serde(default)]
+    pub why: Option<InputError>,
+}
+
+impl Unreadable {
+    /// This process may not read it (another user's file, a hardened /proc):
+    /// no fault of what it describes.
+    pub fn denied(&self) -> bool {
+        self.why == Some(InputError::Denied)
+    }
 }
 
 impl std::fmt::Display for Unreadable {
-    /// "could not read /sys/.../rate: 'fast (4X NDR)'".
+    /// "could not read /sys/.../rate: 'fast (4X NDR)'", "could not read
+    /// /sys/.../rate: permission denied".
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match &self.text {
-            Some(t) => write!(f, "could not read {}: '{t}'", self.path),
-            None => write!(
-                f,
-                "could not read {}: not a text file of at most {} KiB",
-                self.path,
-                MAX_FILE_BYTES >> 10
-            ),
+        match (&self.text, &self.why) {
+            (Some(t), _) => write!(f, "could not read {}: '{t}'", self.path),
+            (None, Some(why)) => write!(f, "could not read {}: {why}", self.path),
+            (None, None) => write!(f, "could not read {}: no value in it", self.path),
         }
     }
 }
@@ -153,7 +161,7 @@ impl Root {
     /// What `abs` holds at this pass, where a step file says: Some(None) absent.
     fn stepped(&self, abs: &str) -> Option<Option<String>> {
         let pass = self.pass?;
-        let steps = std::fs::read_to_string(self.path(&format!("{STEPS}{abs}"))).ok()?;
+        let steps = read_text(&self.path(&format!("{STEPS}{abs}")), MAX_FILE_BYTES).ok()?;
         let lines: Vec<&str> = steps.lines().collect();
         let line = lines.get(pass).or(lines.last())?.trim();
         Some((line != "absent").then(|| line.to_string()))
@@ -164,37 +172,28 @@ impl Root {
         self.dir.join(abs.trim_start_matches('/'))
     }
 
-    /// A regular file's bytes, at most [`MAX_FILE_BYTES`]; None when it is absent,
-    /// unreadable, longer, or not a regular file. The root may be a path the user
-    /// gave: a FIFO would block the open and a device could be endless (or act on
-    /// being opened), so the type is checked first and the open never blocks.
-    pub fn read_bytes(&self, abs: &str) -> Option<Vec<u8>> {
-        if let Some(text) = self.stepped(abs) {
-            return text.map(String::into_bytes);
+    /// A regular file's bytes, at most [`MAX_FILE_BYTES`], or why they could not
+    /// be read (absent, denied, longer, not a regular file). The root may be a
+    /// path the user gave: a FIFO would block the open and a device could be
+    /// endless, so neither is opened (see `input`).
+    pub fn read_bytes(&self, abs: &str) -> Result<Vec<u8>, InputError> {
+        match self.stepped(abs) {
+            Some(Some(text)) => Ok(text.into_bytes()),
+            Some(None) => Err(InputError::Missing),
+            None => read_bounded(&self.path(abs), MAX_FILE_BYTES),
         }
-        let path = self.path(abs);
-        if !std::fs::metadata(&path).ok()?.is_file() {
-            return None;
-        }
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&path)
-            .ok()?;
-        // Checked again on the open file: the path may have changed in between.
-        if !file.metadata().ok()?.is_file() {
-            return None;
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).ok()?;
-        (bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)
     }
 
-    /// A file's text, trimmed; None when it is absent or unreadable (sysfs answers
-    /// EINVAL for empty GID table entries, for instance) or not UTF-8.
+    /// A file's text, trimmed, or why it could not be read (sysfs answers EINVAL
+    /// for empty GID table entries, for instance).
+    pub fn read_text(&self, abs: &str) -> Result<String, InputError> {
+        let text = String::from_utf8(self.read_bytes(abs)?).map_err(|_| InputError::NotText)?;
+        Ok(text.trim().to_string())
+    }
+
+    /// A file's text, trimmed; None when it could not be read.
     pub fn read(&self, abs: &str) -> Option<String> {
-        let text = String::from_utf8(self.read_bytes(abs)?).ok()?;
-        Some(text.trim().to_string())
+        self.read_text(abs).ok()
     }
 
     /// A file's value as `parse` reads its trimmed text: every attribute value
@@ -207,13 +206,19 @@ impl Root {
         if stepped_absent || std::fs::symlink_metadata(&path).is_err() {
             return Reading::Absent;
         }
-        let text = self.read(abs);
-        match text.as_deref().and_then(parse) {
-            Some(value) => Reading::Value(value),
-            None => Reading::Unreadable(Unreadable {
+        let unreadable = |text, why| {
+            Reading::Unreadable(Unreadable {
                 path: path.display().to_string(),
                 text,
-            }),
+                why,
+            })
+        };
+        match self.read_text(abs) {
+            Err(why) => unreadable(None, Some(why)),
+            Ok(text) => match parse(&text) {
+                Some(value) => Reading::Value(value),
+                None => unreadable(Some(text), None),
+            },
         }
     }
 
@@ -226,30 +231,36 @@ impl Root {
         self.path(abs).exists()
     }
 
-    /// Entry names of a directory, sorted; empty when it is absent.
-    pub fn list(&self, abs: &str) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.path(abs))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
+    /// Entry names of a directory, sorted, or why it could not be listed.
+    pub fn read_dir(&self, abs: &str) -> Result<Vec<String>, InputError> {
+        let mut names: Vec<String> = std::fs::read_dir(self.path(abs))?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
-        names
+        Ok(names)
+    }
+
+    /// Entry names of a directory, sorted; empty when it is absent or unreadable.
+    pub fn list(&self, abs: &str) -> Vec<String> {
+        self.read_dir(abs).unwrap_or_default()
     }
 
     /// The entries of a directory that parse as `T` (port numbers, GID indexes),
-    /// in order of their value; other entries are skipped.
-    pub fn list_parsed<T: FromStr + Ord>(&self, abs: &str) -> Vec<T> {
+    /// in order of their value, or why it could not be listed; other entries are skipped.
+    pub fn read_dir_parsed<T: FromStr + Ord>(&self, abs: &str) -> Result<Vec<T>, InputError> {
         let mut values: Vec<T> = self
-            .list(abs)
+            .read_dir(abs)?
             .iter()
             .filter_map(|name| name.parse().ok())
             .collect();
         values.sort();
-        values
+        Ok(values)
+    }
+
+    /// [`Root::read_dir_parsed`]; empty when the directory is absent or unreadable.
+    pub fn list_parsed<T: FromStr + Ord>(&self, abs: &str) -> Vec<T> {
+        self.read_dir_parsed(abs).unwrap_or_default()
     }
 
     /// The last component of a symlink's target ("mlx5_core" for a driver link).
@@ -337,7 +348,7 @@ mod tests {
         let folder = root.read_parsed::<u32>("/sys/x");
         assert!(folder.unreadable().is_some_and(|u| u
             .to_string()
-            .ends_with("not a text file of at most 1024 KiB")));
+            .ends_with("/sys/x: is a directory, not a regular file")));
         assert!(root.exists("/sys/x") && !root.exists("/sys/y"));
     }
 
@@ -400,16 +411,26 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         assert!(made.is_ok_and(|s| s.success()), "mkfifo");
         let root = t.root();
-        assert_eq!(root.read_bytes("/proc/big"), None);
         assert_eq!(
-            root.read_bytes("/proc/edge").map(|b| b.len()),
-            Some(1 << 20)
+            root.read_bytes("/proc/big"),
+            Err(InputError::TooLarge {
+                max: MAX_FILE_BYTES
+            })
         );
-        assert_eq!(root.read_bytes("/proc/binary"), Some(vec![0xff, 0xfe]));
-        assert_eq!(root.read("/proc/binary"), None);
+        assert_eq!(root.read_bytes("/proc/edge").map(|b| b.len()), Ok(1 << 20));
+        assert_eq!(root.read_bytes("/proc/binary"), Ok(vec![0xff, 0xfe]));
+        assert_eq!(root.read_text("/proc/binary"), Err(InputError::NotText));
         // Neither blocks: a FIFO with no writer, an endless device, a directory.
         assert_eq!(root.read("/proc/fifo"), None);
-        assert_eq!(Root::new("/").read_bytes("/dev/zero"), None);
+        assert!(Root::new("/").read_bytes("/dev/zero").is_err());
         assert_eq!(root.read("/proc"), None);
+        let unreadable = root.read_parsed::<u32>("/proc/fifo");
+        assert_eq!(
+            unreadable.unreadable().map(ToString::to_string),
+            Some(format!(
+                "could not read {}: is a FIFO, not a regular file",
+                fifo.display()
+            ))
+        );
     }
 }

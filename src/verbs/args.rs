@@ -63,10 +63,10 @@ pub struct VerbsArgs {
     #[arg(short = 'd', long = "ib-dev")]
     pub ib_dev: Option<String>,
     /// Port of the device
-    #[arg(short = 'i', long = "ib-port", default_value_t = 1, value_parser = whole::<u8>(1), allow_negative_numbers = true)]
+    #[arg(short = 'i', long = "ib-port", default_value_t = 1, value_parser = whole::<u8>(1), allow_hyphen_values = true)]
     pub ib_port: u8,
     /// GID index (default: InfiniBand none; Ethernet the RoCE v2 GID of the port's IPv4 address)
-    #[arg(short = 'x', long = "gid-index", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
+    #[arg(short = 'x', long = "gid-index", value_parser = whole::<u32>(0), allow_hyphen_values = true)]
     pub gid_index: Option<u32>,
     /// Message size in bytes (K, M suffixes: 1K = 1024)
     #[arg(short = 's', long = "size", value_parser = size_arg, allow_hyphen_values = true)]
@@ -75,31 +75,31 @@ pub struct VerbsArgs {
     #[arg(short = 'a', long = "all", conflicts_with = "size")]
     pub all: bool,
     /// Messages per QP per size (bw: 5000 for write, 1000 otherwise; lat: 1000)
-    #[arg(short = 'n', long = "iters", value_parser = whole::<u64>(MIN_ITERS), allow_negative_numbers = true)]
+    #[arg(short = 'n', long = "iters", value_parser = whole::<u64>(MIN_ITERS), allow_hyphen_values = true)]
     pub iters: Option<u64>,
     /// Run each test for this many seconds instead of -n messages
-    #[arg(short = 'D', long = "duration", conflicts_with_all = ["iters", "all"], value_parser = whole::<u64>(1), allow_negative_numbers = true)]
+    #[arg(short = 'D', long = "duration", conflicts_with_all = ["iters", "all"], value_parser = whole::<u64>(1), allow_hyphen_values = true)]
     pub duration: Option<u64>,
     /// Queue pairs per side (bandwidth tests)
-    #[arg(short = 'q', long = "qp", default_value_t = 1, value_parser = whole::<u32>(1), allow_negative_numbers = true)]
+    #[arg(short = 'q', long = "qp", default_value_t = 1, value_parser = whole::<u32>(1), allow_hyphen_values = true)]
     pub qps: u32,
     /// Send queue depth: work requests in flight per QP (bw: 128, lat: 1)
-    #[arg(short = 't', long = "tx-depth", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
+    #[arg(short = 't', long = "tx-depth", value_parser = whole::<u32>(1), allow_hyphen_values = true)]
     pub tx_depth: Option<u32>,
     /// Receives posted per QP (send tests; default 512)
-    #[arg(short = 'r', long = "rx-depth", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
+    #[arg(short = 'r', long = "rx-depth", value_parser = whole::<u32>(1), allow_hyphen_values = true)]
     pub rx_depth: Option<u32>,
     /// Ask for a completion every this many work requests (bw; default 100, 1 above 8 KiB)
-    #[arg(short = 'Q', long = "cq-mod", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
+    #[arg(short = 'Q', long = "cq-mod", value_parser = whole::<u32>(1), allow_hyphen_values = true)]
     pub cq_mod: Option<u32>,
     /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default: the smaller active MTU of the two ports)
-    #[arg(short = 'm', long = "mtu", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
+    #[arg(short = 'm', long = "mtu", value_parser = whole::<u32>(0), allow_hyphen_values = true)]
     pub mtu: Option<u32>,
     /// QP ACK timeout exponent: 4.096 us * 2^N (0 = wait for ever; Soft-RoCE VMs need 18 or more)
-    #[arg(short = 'u', long = "qp-timeout", default_value_t = DEFAULT_QP_TIMEOUT, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = DEFAULT_QP_TIMEOUT, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub qp_timeout: u8,
     /// Largest message sent inline (write/send; lat default 220/236, bw default 0)
-    #[arg(short = 'I', long = "inline_size", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
+    #[arg(short = 'I', long = "inline_size", value_parser = whole::<u32>(0), allow_hyphen_values = true)]
     pub inline_size: Option<u32>,
     /// Measure both directions at once (bandwidth tests)
     #[arg(short = 'b', long = "bidirectional")]
@@ -114,10 +114,10 @@ pub struct VerbsArgs {
     #[arg(long = "report_gbits")]
     pub report_gbits: bool,
     /// TCP port of the server/client handshake
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT, value_parser = whole::<u16>(1), allow_negative_numbers = true)]
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT, value_parser = whole::<u16>(1), allow_hyphen_values = true)]
     pub port: u16,
     /// Use memory of this CUDA GPU for the buffers
-    #[arg(long = "use_cuda", value_name = "GPU", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
+    #[arg(long = "use_cuda", value_name = "GPU", value_parser = whole::<u32>(0), allow_hyphen_values = true)]
     pub use_cuda: Option<u32>,
     /// With --use_cuda: register the GPU memory through dma-buf
     #[arg(long = "use_cuda_dmabuf", requires = "use_cuda")]
@@ -127,7 +127,7 @@ pub struct VerbsArgs {
     #[command(flatten)]
     pub counters: CounterArgs,
     /// Longest wait, in seconds, for the peer to connect or answer and for any completion
-    #[arg(long = "timeout", default_value_t = 120, value_parser = whole::<u64>(1), allow_negative_numbers = true)]
+    #[arg(long = "timeout", default_value_t = 120, value_parser = whole::<u64>(1), allow_hyphen_values = true)]
     pub timeout: u64,
     #[command(flatten)]
     pub pairs: AllPairsArgs,
@@ -758,7 +758,7 @@ mod tests {
             (
                 WRITE_BW,
                 vec!["-p", "70000"],
-                "-p/--port 70000: use a whole number from 1 to 65535",
+                "-p/--port 70000: too large; use a whole number from 1 to 65535",
             ),
             (
                 WRITE_BW,

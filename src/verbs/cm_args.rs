@@ -22,7 +22,7 @@ pub struct CmArgs {
     #[arg(short = 'z', long = "comm_rdma_cm")]
     pub comm_rdma_cm: bool,
     /// Transport retry count of the QPs connected through rdma_cm (-R/-z), 0 to 7
-    #[arg(long = "retry_count", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
+    #[arg(long = "retry_count", value_parser = whole::<u32>(0), allow_hyphen_values = true)]
     pub retry_count: Option<u32>,
 }
 

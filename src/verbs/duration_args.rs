@@ -11,7 +11,7 @@ use std::time::Duration;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DurationArgs {
     /// With -D: seconds left out of the measurement at the start and at the end of the run (perftest's default: a quarter of -D)
-    #[arg(short = 'f', long = "margin", value_parser = whole::<u64>(0), allow_negative_numbers = true)]
+    #[arg(short = 'f', long = "margin", value_parser = whole::<u64>(0), allow_hyphen_values = true)]
     pub margin: Option<u64>,
     /// With -D (bandwidth tests): run until SIGINT or SIGTERM, one table line and CSV row every -D seconds
     #[arg(long = "run_infinitely")]

@@ -9,7 +9,7 @@ use super::device::Port;
 use super::duration_args::validation_refusal;
 use super::validate::fault_from_env;
 use super::verdict::Limits;
-use crate::cli::whole;
+use crate::cli::{real, whole, Rule};
 use crate::job::UsageError;
 use anyhow::{anyhow, bail};
 
@@ -28,7 +28,7 @@ pub struct ParityArgs {
     #[arg(short = 'A', long = "atomic_type", value_name = "TYPE")]
     pub atomic_type: Option<String>,
     /// Reads or atomics in flight per QP (read and atomic tests; default: the most both devices allow)
-    #[arg(short = 'o', long = "outs", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
+    #[arg(short = 'o', long = "outs", value_parser = whole::<u32>(1), allow_hyphen_values = true)]
     pub outs: Option<u32>,
     /// Connection type (transport service) of the queue pairs
     #[arg(short = 'c', long = "connection", value_name = "TYPE")]
@@ -40,12 +40,30 @@ pub struct ParityArgs {
     #[arg(long = "perform_warm_up")]
     pub perform_warm_up: bool,
     /// Bandwidth tests: the least BW average every line must reach, in the table's unit (MiB/s, Gb/s with --report_gbits); below it the run exits 1
-    #[arg(short = 'w', long = "limit_bw", allow_negative_numbers = true)]
+    #[arg(short = 'w', long = "limit_bw", value_parser = real(LIMIT_BW), allow_hyphen_values = true)]
     pub limit_bw: Option<f64>,
     /// Bandwidth tests: the least MsgRate (Mpps) every line must reach; below it the run exits 1
-    #[arg(short = 'y', long = "limit_msgrate", allow_negative_numbers = true)]
+    #[arg(short = 'y', long = "limit_msgrate", value_parser = real(LIMIT_MSGRATE), allow_hyphen_values = true)]
     pub limit_msgrate: Option<f64>,
 }
+
+/// -w: more than 0 (a limit of 0 holds every line to nothing).
+const LIMIT_BW: Rule = Rule {
+    least: 0.0,
+    above: true,
+    most: f64::INFINITY,
+    what: "the least BW average a line must reach (MiB/s, Gb/s with --report_gbits)",
+    example: "1000",
+};
+
+/// -y: more than 0.
+const LIMIT_MSGRATE: Rule = Rule {
+    least: 0.0,
+    above: true,
+    most: f64::INFINITY,
+    what: "the least MsgRate in Mpps a line must reach",
+    example: "0.5",
+};
 
 /// -A: the atomic operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

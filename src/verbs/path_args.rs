@@ -22,13 +22,13 @@ pub const DEFAULT_HOP_LIMIT: u8 = 0xff;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PathArgs {
     /// Service level of the QP's address vector, 0-15 (default 0)
-    #[arg(short = 'S', long = "sl", value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'S', long = "sl", value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub sl: Option<u8>,
     /// Type of service, 0-255: the GRH traffic class (on RoCE v2 the IP DS field), as rdma_cm sets it for -R
-    #[arg(short = 'T', long = "tos", value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'T', long = "tos", value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub tos: Option<u8>,
     /// Traffic class of the GRH, 0-255 (if GRH is in use; default 0)
-    #[arg(long = "tclass", value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(long = "tclass", value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub tclass: Option<u8>,
     /// Flow label of the GRH for each QP in turn, 20 bits each (if GRH is in use)
     #[arg(
@@ -38,10 +38,10 @@ pub struct PathArgs {
     )]
     pub flow_label: Option<String>,
     /// Hop limit of the GRH, 0-255 (default 255, as perftest sets it)
-    #[arg(short = 'L', long = "hop_limit", value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'L', long = "hop_limit", value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub hop_limit: Option<u8>,
     /// P_Key index of the QPs, within the port's P_Key table (default 0)
-    #[arg(long = "pkey_index", value_parser = whole::<u16>(0), allow_negative_numbers = true)]
+    #[arg(long = "pkey_index", value_parser = whole::<u16>(0), allow_hyphen_values = true)]
     pub pkey_index: Option<u16>,
     /// Use the port's IPv6 RoCE v2 GID (default: IPv4)
     #[arg(long = "ipv6", conflicts_with = "gid_index")]
@@ -53,7 +53,7 @@ pub struct PathArgs {
     #[arg(long = "pin_cores", value_name = "LIST", allow_hyphen_values = true)]
     pub pin_cores: Option<String>,
     /// Run on the CPUs and memory of this NUMA node (default: the device's node)
-    #[arg(long = "numa_node", value_parser = whole::<u32>(0), allow_negative_numbers = true)]
+    #[arg(long = "numa_node", value_parser = whole::<u32>(0), allow_hyphen_values = true)]
     pub numa_node: Option<u32>,
     /// Disable NUMA auto-detection and binding
     #[arg(long = "disable_numa", conflicts_with_all = ["pin_cores", "numa_node"])]
@@ -317,11 +317,11 @@ mod tests {
             ),
             (
                 vec!["-T", "256"],
-                "-T/--tos 256: use a whole number from 0 to 255",
+                "-T/--tos 256: too large; use a whole number from 0 to 255",
             ),
             (
                 vec!["--tclass", "300"],
-                "--tclass 300: use a whole number from 0 to 255",
+                "--tclass 300: too large; use a whole number from 0 to 255",
             ),
             (
                 vec!["-T", "8", "--tclass", "16"],
@@ -341,11 +341,11 @@ mod tests {
             ),
             (
                 vec!["-L", "256"],
-                "-L/--hop_limit 256: use a whole number from 0 to 255",
+                "-L/--hop_limit 256: too large; use a whole number from 0 to 255",
             ),
             (
                 vec!["--pkey_index", "70000"],
-                "--pkey_index 70000: use a whole number from 0 to 65535",
+                "--pkey_index 70000: too large; use a whole number from 0 to 65535",
             ),
             (
                 vec!["--bind_source_ip", "10.0.0"],

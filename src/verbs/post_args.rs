@@ -20,16 +20,16 @@ const DYNAMIC_MIN_ITERS: u64 = 3000;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PostArgs {
     /// Bandwidth tests: post this many work requests chained in one post call (CQ moderation becomes the list size unless -Q is given; -n must be a multiple)
-    #[arg(short = 'l', long = "post_list", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
+    #[arg(short = 'l', long = "post_list", value_parser = whole::<u32>(1), allow_hyphen_values = true)]
     pub post_list: Option<u32>,
     /// ib_send_bw: post this many receives chained in one post call (-n must be a multiple)
-    #[arg(long = "recv_post_list", value_parser = whole::<u32>(1), allow_negative_numbers = true)]
+    #[arg(long = "recv_post_list", value_parser = whole::<u32>(1), allow_hyphen_values = true)]
     pub recv_post_list: Option<u32>,
     /// Sleep on a completion channel (ibv_get_cq_event) instead of busy polling (read, send and atomic tests)
     #[arg(short = 'e', long = "events")]
     pub events: bool,
     /// Bandwidth tests: completions asked for by one ibv_poll_cq (default: perftest's dynamic batch)
-    #[arg(long = "cqe_poll", value_parser = whole::<u16>(1), allow_negative_numbers = true)]
+    #[arg(long = "cqe_poll", value_parser = whole::<u16>(1), allow_hyphen_values = true)]
     pub cqe_poll: Option<u16>,
     /// Bandwidth tests: poll a fixed batch of 16 (64 with more than 2048 QPs of messages above 8 KiB) instead of adapting it
     #[arg(long = "disable_dynamic_polling")]
@@ -415,7 +415,7 @@ mod tests {
             (
                 "ib_write_bw",
                 vec!["--cqe_poll", "65536"],
-                "--cqe_poll 65536: use a whole number from 1 to 65535",
+                "--cqe_poll 65536: too large; use a whole number from 1 to 65535",
             ),
             (
                 "ib_read_lat",

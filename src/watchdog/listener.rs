@@ -119,8 +119,8 @@ impl Listener {
             if heard.iter().any(|h| matches!(h, Heard::Ended)) {
                 return Ending::ByPeer;
             }
-            if pauses.tick().is_some() {
-                clock.restart();
+            if let Some(pause) = pauses.tick() {
+                clock.discount(pause);
             }
             let peer_stuck = heard
                 .iter()

@@ -78,9 +78,9 @@ impl Peer {
             }
             // This rank did not run for a while (stopped or starved): neither its
             // call nor rank 0's silence is to be judged by that time.
-            if pauses.tick().is_some() {
-                clock.restart();
-                told = told.map(|_| Instant::now());
+            if let Some(pause) = pauses.tick() {
+                clock.discount(pause);
+                told = told.map(|t| (t + pause).min(Instant::now()));
             }
             if told.is_none() && clock.stuck(state, timeout) {
                 told = Some(Instant::now());

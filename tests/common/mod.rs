@@ -2,9 +2,11 @@
 //! folders, fixtures.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Runs `binary args` on `np` ranks of this host under mpirun (root and
 /// oversubscription allowed, as in CI).
@@ -40,6 +42,43 @@ pub fn alone(binary: &str, args: &[&str]) -> Output {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("the binary runs")
+}
+
+/// Runs `cmd` to its end within `limit`: a hang fails the test, never stalls it.
+/// Its output goes to files (a pipe nobody reads could fill and stall it) and
+/// is read back at the end; past the limit its whole process group (mpirun and
+/// its ranks) is killed.
+pub fn output_within(mut cmd: Command, limit: Duration) -> Output {
+    let dir = scratch("output-within");
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .process_group(0)
+        .spawn()
+        .expect("the command starts");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            // SAFETY: kill(2) on the process group this test made; no memory is touched.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!(
+                "still running after {limit:?} (a hang): {cmd:?}\n{}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    }
 }
 
 /// stdout then stderr, for messages and searches.

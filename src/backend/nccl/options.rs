@@ -36,25 +36,25 @@ pub const NVLINK_SCHED_VERSION: i32 = 2_28_00;
 #[derive(clap::Args, Debug, Clone, Serialize)]
 pub struct NcclFlags {
     /// Threads per process, each driving -g GPUs (nccl-tests); here 1: use -g for more GPUs per process
-    #[arg(short = 't', long = "nthreads", default_value_t = 1, value_parser = whole::<usize>(1), allow_negative_numbers = true)]
+    #[arg(short = 't', long = "nthreads", default_value_t = 1, value_parser = whole::<usize>(1), allow_hyphen_values = true)]
     pub nthreads: usize,
     /// 1: initialise each GPU's communicator from its own thread, concurrently (nccl backend)
-    #[arg(short = 'p', long = "parallel_init", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'p', long = "parallel_init", default_value_t = 0, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub parallel_init: u8,
     /// 1: issue every call on the NULL stream instead of a non-blocking stream (nccl backend)
-    #[arg(short = 'y', long = "stream_null", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'y', long = "stream_null", default_value_t = 0, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub stream_null: u8,
     /// Buffer registration: 0 none, 1 local (ncclCommRegister), 2 symmetric windows (ncclCommWindowRegister); nccl backend
-    #[arg(short = 'R', long = "local_register", default_value_t = 0, value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'R', long = "local_register", default_value_t = 0, value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub local_register: u8,
     /// NCCL CTA policy: 0 default, 1 efficiency, 2 zero (NCCL 2.27+, 2 needs 2.28; default: not set)
-    #[arg(short = 'x', long = "cta_policy", value_parser = whole::<u8>(0), allow_negative_numbers = true)]
+    #[arg(short = 'x', long = "cta_policy", value_parser = whole::<u8>(0), allow_hyphen_values = true)]
     pub cta_policy: Option<u8>,
     /// nccl-tests' device-API kernels (NCCL 2.28+): only 0, NCCL's own implementation, here
-    #[arg(short = 'D', long = "device_implementation", value_parser = whole::<u64>(0), allow_negative_numbers = true)]
+    #[arg(short = 'D', long = "device_implementation", value_parser = whole::<u64>(0), allow_hyphen_values = true)]
     pub device_implementation: Option<u64>,
     /// CTAs of the device implementation, 1 to 128 (NCCL 2.28+; default 16)
-    #[arg(short = 'V', long = "device_cta_count", value_parser = whole::<u64>(0), allow_negative_numbers = true)]
+    #[arg(short = 'V', long = "device_cta_count", value_parser = whole::<u64>(0), allow_hyphen_values = true)]
     pub device_cta_count: Option<u64>,
 }
 

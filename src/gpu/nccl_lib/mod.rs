@@ -120,20 +120,27 @@ static LOADED: OnceLock<Result<Nccl, String>> = OnceLock::new();
 pub fn load(explicit: Option<&Path>) -> Result<&'static Nccl, String> {
     LOADED
         .get_or_init(|| match explicit {
-            Some(given) => {
-                let file = explicit_file(given);
-                Nccl::open(&file.to_string_lossy()).map_err(|e| {
-                    format!(
-                        "--nccl-lib {} ({NCCL_LIB_ENV}): cannot use {}: {e}",
-                        given.display(),
-                        file.display()
-                    )
-                })
-            }
+            Some(given) => open_given(given),
             None => search(&SearchEnv::from_process()),
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// The library `--nccl-lib` names: a regular file, checked before dlopen opens
+/// it (opening a FIFO blocks until a writer comes, for ever).
+fn open_given(given: &Path) -> Result<Nccl, String> {
+    let file = explicit_file(given);
+    crate::input::open_regular(&file, u64::MAX)
+        .map_err(|e| e.to_string())
+        .and_then(|_| Nccl::open(&file.to_string_lossy()))
+        .map_err(|e| {
+            format!(
+                "--nccl-lib {} ({NCCL_LIB_ENV}): cannot use {}: {e}",
+                given.display(),
+                file.display()
+            )
+        })
 }
 
 fn search(env: &SearchEnv) -> Result<Nccl, String> {
@@ -406,6 +413,18 @@ mod tests {
         // A directory given to --nccl-lib means the libnccl.so.2 inside it.
         assert_eq!(explicit_file(&root), fake);
         assert_eq!(explicit_file(&fake), fake);
+        // A FIFO is refused before dlopen, which would wait for a writer for ever.
+        let fifo = root.join("fifo.so");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let err = open_given(&fifo).err().unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "--nccl-lib {0} ({NCCL_LIB_ENV}): cannot use {0}: is a FIFO, not a regular file",
+                fifo.display()
+            )
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 

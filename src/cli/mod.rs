@@ -1,5 +1,10 @@
 //! Command-line pieces that several families share: the size parser and the flag
-//! groups that clap `flatten`s into each binary's arguments.
+//! groups that clap `flatten`s into each binary's arguments; `numbers`: the
+//! parsers of number flags.
+
+mod numbers;
+
+pub use numbers::{real, shown, whole, Rule, Whole};
 
 use crate::job::UsageError;
 use crate::sizes::parse_size;
@@ -10,37 +15,6 @@ use std::path::PathBuf;
 /// A size flag's value: bytes, with binary K, M, G suffixes (1K = 1024).
 pub fn size_arg(text: &str) -> Result<u64, String> {
     parse_size(text)
-}
-
-/// The unsigned types of whole-number flags, with their largest value.
-pub trait Whole: TryFrom<u64> + Clone + Send + Sync + 'static {
-    const MAX: u64;
-}
-
-macro_rules! whole_types {
-    ($($t:ty),*) => {$(impl Whole for $t { const MAX: u64 = <$t>::MAX as u64; })*};
-}
-whole_types!(u8, u16, u32, u64, usize);
-
-/// A whole-number flag value. What is not one gets the house style: a negative
-/// or fractional number "-n/--iters -1: use a whole number >= 1", other text
-/// "-n/--iters: 'x' is not a number; use a whole number >= 1" (see
-/// `parse_one_line`); `least` is the smallest value the flag takes, named in
-/// those messages. Values below it pass, for the plan to say why they do not do
-/// (its messages predate this parser). The flag also needs
-/// `allow_negative_numbers`, or clap calls "-1" an unknown flag.
-pub fn whole<T: Whole>(least: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
-    move |text: &str| {
-        let range = match T::MAX {
-            u64::MAX => format!("use a whole number >= {least}"),
-            max => format!("use a whole number from {least} to {max}"),
-        };
-        match text.trim().parse::<u64>() {
-            Ok(n) => T::try_from(n).map_err(|_| range),
-            Err(_) if text.trim().parse::<f64>().is_ok() => Err(range),
-            Err(_) => Err(format!("'{text}' is not a number; {range}")),
-        }
-    }
 }
 
 /// `--csv PATH` and `--append`: where rows go; a file is never overwritten.
@@ -69,12 +43,32 @@ pub struct AllPairsArgs {
     #[arg(long = "all-pairs")]
     pub all_pairs: bool,
     /// With --all-pairs: a pair whose bandwidth is below this fraction of the median is slow
-    #[arg(long = "slow-fraction", default_value_t = 0.9, requires = "all_pairs")]
+    #[arg(long = "slow-fraction", default_value_t = 0.9, value_parser = real(SLOW_FRACTION), allow_hyphen_values = true, requires = "all_pairs")]
     pub slow_fraction: f64,
     /// With --all-pairs: a pair whose latency is above this multiple of the lowest is slow
-    #[arg(long = "slow-latency", default_value_t = 2.0, requires = "all_pairs")]
+    #[arg(long = "slow-latency", default_value_t = 2.0, value_parser = real(SLOW_LATENCY), allow_hyphen_values = true, requires = "all_pairs")]
     pub slow_latency: f64,
 }
+
+/// --slow-fraction (a spec's slow_fraction): 1 calls every pair below the
+/// median slow, 0 none.
+pub const SLOW_FRACTION: Rule = Rule {
+    least: 0.0,
+    above: true,
+    most: 1.0,
+    what: "a fraction of the median",
+    example: "0.9",
+};
+
+/// --slow-latency (a spec's slow_latency): below 1 even the fastest pair is
+/// slow; a million times the lowest is no bound on any fabric.
+pub const SLOW_LATENCY: Rule = Rule {
+    least: 1.0,
+    above: false,
+    most: 1e6,
+    what: "a multiple of the lowest latency",
+    example: "2",
+};
 
 /// An I/O error as words: "No space left on device", without Rust's "(os error 28)".
 pub fn io_reason(e: &std::io::Error) -> String {
@@ -220,21 +214,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn whole_numbers_in_words() {
-        let n = whole::<usize>(1);
-        assert_eq!(n("20"), Ok(20));
-        // Left to the plan, whose message says why.
-        assert_eq!(n("0"), Ok(0));
-        assert_eq!(n("-1"), Err("use a whole number >= 1".into()));
-        assert_eq!(n("1.5"), Err("use a whole number >= 1".into()));
-        assert_eq!(
-            n("x"),
-            Err("'x' is not a number; use a whole number >= 1".into())
-        );
-        assert_eq!(
-            whole::<u8>(0)("256"),
-            Err("use a whole number from 0 to 255".into())
-        );
+    fn io_errors_in_words() {
         assert_eq!(
             in_words("cannot read x: No such file or directory (os error 2)"),
             "cannot read x: No such file or directory"
