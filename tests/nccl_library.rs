@@ -162,9 +162,11 @@ fn abi_mismatches(wheel: &Wheel) -> Vec<String> {
     let values = match c_values(wheel, &exprs) {
         Ok(v) => v,
         Err(errors) => {
-            return vec![format!(
+            let mut problems = vec![format!(
                 "{name}: nccl.h does not compile with fabricbench's facts:\n{errors}"
-            )]
+            )];
+            problems.extend(library_mismatches(wheel, None));
+            return problems;
         }
     };
     let (macros, header_code) = (values[0], values[1]);
@@ -184,12 +186,13 @@ fn abi_mismatches(wheel: &Wheel) -> Vec<String> {
             ));
         }
     }
-    problems.extend(library_mismatches(wheel, header_code as i32));
+    problems.extend(library_mismatches(wheel, Some(header_code as i32)));
     problems
 }
 
-/// The library against nccl.h and fabricbench's lists of entry points.
-fn library_mismatches(wheel: &Wheel, header_code: i32) -> Vec<String> {
+/// The library against nccl.h (its NCCL_VERSION_CODE when the facts compiled) and
+/// fabricbench's lists of entry points.
+fn library_mismatches(wheel: &Wheel, header_code: Option<i32>) -> Vec<String> {
     let name = wheel.name();
     let nccl = match Nccl::open(&wheel.lib()) {
         // Kept loaded: NCCL's initialisers ran; unloading it buys nothing here.
@@ -202,9 +205,9 @@ fn library_mismatches(wheel: &Wheel, header_code: i32) -> Vec<String> {
         }
     };
     let mut problems = Vec::new();
-    if nccl.version() != header_code {
+    if let Some(code) = header_code.filter(|&c| c != nccl.version()) {
         problems.push(format!(
-            "{name}: ncclGetVersion says {}, nccl.h NCCL_VERSION_CODE {header_code}",
+            "{name}: ncclGetVersion says {}, nccl.h NCCL_VERSION_CODE {code}",
             nccl.version()
         ));
     }
@@ -224,21 +227,32 @@ fn library_mismatches(wheel: &Wheel, header_code: i32) -> Vec<String> {
     let looked_up: BTreeSet<&str> = nccl.lookups().iter().map(|l| l.name).collect();
     if looked_up != wanted {
         problems.push(format!(
-            "{name}: the entry points resolved ({looked_up:?}) are not those of symbols::REQUIRED \
-             and FEATURES ({wanted:?})"
+            "{name}: resolved but in neither symbols::REQUIRED nor FEATURES: {:?}; listed there \
+             but never resolved: {:?}",
+            looked_up.difference(&wanted).collect::<Vec<_>>(),
+            wanted.difference(&looked_up).collect::<Vec<_>>()
         ));
     }
     for lookup in nccl.lookups() {
-        let since = FEATURES
-            .iter()
-            .find(|f| f.symbols.contains(&lookup.name))
-            .map_or(0, |f| f.since);
         if !declared(lookup.name) {
             problems.push(format!("{name}: {} is not declared in nccl.h", lookup.name));
         }
-        if !lookup.found && since <= nccl.version() {
+        // From which version fabricbench counts on it: required ones always.
+        let since = FEATURES
+            .iter()
+            .find(|f| f.symbols.contains(&lookup.name))
+            .map(|f| f.since)
+            .or(REQUIRED.contains(&lookup.name).then_some(0));
+        if !lookup.found && since.map_or(true, |v| v <= nccl.version()) {
+            let expected = since.map_or(String::new(), |v| match v {
+                0 => " although fabricbench requires it of every NCCL".into(),
+                v => format!(
+                    " although fabricbench expects it from {} on",
+                    version_string(v)
+                ),
+            });
             problems.push(format!(
-                "{name}: {} is not in {} although fabricbench expects it from version {since}",
+                "{name}: {} is not in {}{expected}",
                 lookup.name,
                 wheel.lib().display()
             ));
