@@ -334,6 +334,17 @@ fn the_nccl_backend_names_nccl_before_the_driver_error() {
             "{how}: {line}"
         );
     }
+    // A relative --nccl-lib is the file in the working directory, not a name for
+    // the loader's search.
+    let out = Command::new(ALL_REDUCE)
+        .args(small)
+        .args(["--nccl-lib", "libnccl.so.2"])
+        .current_dir(wheel.dir.join("lib"))
+        .env("OMPI_MCA_ess_singleton_isolated", "1")
+        .env_remove("FABRICBENCH_NCCL_LIB")
+        .output()
+        .unwrap();
+    one_error(&out, 1, &found);
     // --backend auto falls back to MPI and says why, NCCL's version included.
     let out = alone(ALL_REDUCE, &["-b", "8", "-e", "8", "--nccl-lib", &lib], &[]);
     let (stdout, stderr) = text(&out);
@@ -359,12 +370,21 @@ fn a_named_library_that_is_not_nccl_is_a_usage_error_driver_or_not() {
     .find(|p| Path::new(p).exists())
     .expect("libc.so.6");
     let fix = "; give the file libnccl.so.2 or the directory holding it";
+    // A FIFO where the library should be: refused, not opened (dlopen would wait).
+    let fifo = scratch("nccl-fifo").join("libnccl.so.2");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.display().to_string();
     for backend in ["nccl", "auto"] {
         for (given, reason) in [
             ("/nonexistent", "no such file or directory"),
             ("/bin/ls", "not a shared library this process can load ("),
             (libc, "not NCCL: the library has no ncclGetVersion"),
             ("/", "/ holds no libnccl.so.2"),
+            (fifo.as_str(), "not a regular file"),
         ] {
             let out = alone(
                 ALL_REDUCE,

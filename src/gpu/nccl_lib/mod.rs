@@ -13,6 +13,12 @@
 //! every Python prefix in sight (VIRTUAL_ENV, CONDA_PREFIX, PYTHONPATH, the
 //! python3 on PATH, ~/.local, /usr/local, /usr, /opt/conda), conda's own lib/, and
 //! CUDA_HOME, /usr/local/cuda.
+//!
+//! - `symbols`: the entry points resolved, from which version each optional one
+//!   exists, and what a loaded library has;
+//! - `abi`: fabricbench's assumptions about nccl.h (layouts, initial values,
+//!   codes), for the check against real wheels (tests/nccl_library.rs);
+//! - `calls`: the collective calls; `setup`: ncclConfig_t, ncclMemAlloc, registration.
 
 use cudarc::driver::sys::CUstream;
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t, ncclUniqueId};
@@ -166,16 +172,22 @@ fn given_as(given: &Path) -> String {
 
 fn open_given(given: &Path) -> Result<Nccl, NcclAbsent> {
     let file = explicit_file(given);
+    // Checked before dlopen: opening a FIFO would wait for a writer.
     let reason = if !given.exists() {
         Some("no such file or directory".to_string())
-    } else if !file.is_file() {
+    } else if given.is_dir() && !file.is_file() {
         Some(format!("{} holds no {SONAME}", given.display()))
+    } else if !file.is_file() {
+        Some("not a regular file".to_string())
     } else {
         None
     };
-    let opened = match reason {
-        Some(reason) => Err(reason),
-        None => Nccl::open(&file),
+    // An absolute path: dlopen looks a name without a slash up on the loader's
+    // path, not in the working directory.
+    let opened = match (reason, std::path::absolute(&file)) {
+        (Some(reason), _) => Err(reason),
+        (None, Ok(file)) => Nccl::open(&file),
+        (None, Err(e)) => Err(e.to_string()),
     };
     opened.map_err(|reason| NcclAbsent::Given {
         given: given_as(given),
@@ -450,6 +462,8 @@ mod tests {
         assert!(reason.starts_with("not a shared library"), "{reason}");
         let (_, reason) = given("/");
         assert_eq!(reason, "/ holds no libnccl.so.2");
+        let (_, reason) = given("/dev/null");
+        assert_eq!(reason, "not a regular file");
         let e = open_given(Path::new("/bin/ls")).err().unwrap().to_string();
         assert!(
             e.starts_with("--nccl-lib /bin/ls: not a shared library")
