@@ -14,16 +14,26 @@
 # python3 sees, and GPU_CHECK_STOP_AFTER=nccl-discovery stops after that step.
 #
 # Usage: scripts/gpu-check.sh [BUNDLE]
-#   BUNDLE  gpu-bundle/ made by scripts/gpu-bundle.sh (the default): binaries in
-#           BUNDLE/bin, Open MPI's libraries in BUNDLE/usr; or a directory holding
-#           the binaries (e.g. target/release) where MPI is installed.
+#   BUNDLE  gpu-bundle.tar.xz or gpu-bundle/ made by scripts/gpu-bundle.sh (the
+#           default: whichever is here): binaries in bin/, Open MPI's libraries in
+#           usr/; or a directory holding the binaries (e.g. target/release) where
+#           MPI is installed.
 # Logs and CSVs go to $OUT/gpu-check when OUT is set, else ./gpu-check-out.
 # Fits in 10 minutes on one GPU: each step has a time limit and the whole run a
 # budget (GPU_CHECK_BUDGET_S, default 540 s); steps that no longer fit are skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-bundle=$(realpath "${1:-gpu-bundle}")
+bundle=${1:-gpu-bundle}
+[ -n "${1:-}" ] || [ -d "$bundle" ] || bundle=gpu-bundle.tar.xz
+bundle=$(realpath "$bundle")
+# A packed bundle (what a device run carries) is unpacked first.
+if [ -f "$bundle" ]; then
+    unpacked=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
+    trap 'rm -rf "$unpacked"' EXIT
+    tar -C "$unpacked" -xJf "$bundle" || { echo "gpu-check.sh: cannot unpack $bundle" >&2; exit 1; }
+    bundle=$unpacked/gpu-bundle
+fi
 bin=$bundle
 [ -d "$bundle/bin" ] && bin=$bundle/bin
 if [ -d "$bundle/usr" ]; then
