@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-check.sh runs on a GPU machine that has no MPI and no
-# network, into gpu-bundle/ (git-ignored):
+# network, into gpu-bundle/ and packed as gpu-bundle.tar.xz (both git-ignored):
 #   gpu-bundle/bin/  the *_perf binaries and copy_bw (release, stripped)
 #   gpu-bundle/usr/  Open MPI's run-time libraries and components, and the hwloc,
 #                    libevent and PMIx libraries they load, copied from this host's
 #                    Debian packages (dpkg -L: the files `dpkg -x` of the same .deb
 #                    unpacks), found there through LD_LIBRARY_PATH and OPAL_PREFIX.
-# The bundle must stay under the 64 MiB a device run carries; this script checks.
-# Usage: scripts/gpu-bundle.sh            (then carry gpu-bundle to the GPU machine)
+# What travels must stay under the 64 MiB a device run carries; this script
+# checks. Unpacked the bundle is larger (each collective binary holds the whole
+# library, ~5.5 MiB), packed its near-identical binaries shrink to ~6 MiB.
+# NCCL is not in it (its library alone is 190-450 MiB): the GPU machine needs its
+# own, which scripts/gpu-check.sh's first step reports.
+# Usage: scripts/gpu-bundle.sh    (then carry gpu-bundle.tar.xz to the GPU machine:
+#                                  scripts/gpu-check.sh gpu-bundle.tar.xz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,10 +50,14 @@ for p in "${packages[@]}"; do
     done
 done
 
-size=$(du -sb gpu-bundle | cut -f1)
-mib=$(( (size + 1048575) / 1048576 ))
-echo "gpu-bundle.sh: gpu-bundle/ is ${mib} MiB (${#binaries[@]} binaries, Open MPI $(dpkg-query -W -f='${Version}' libopenmpi3))"
-if [ "$mib" -ge "$limit_mib" ]; then
-    echo "gpu-bundle.sh: over the ${limit_mib} MiB a device run carries" >&2
+# One xz stream over the tar: its 8 MiB window spans whole binaries, so the
+# copies of the library compress to little.
+tar -cf - gpu-bundle | xz -6 > gpu-bundle.tar.xz
+mib() { echo $(( ($1 + 1048575) / 1048576 )); }
+unpacked=$(mib "$(du -sb gpu-bundle | cut -f1)")
+packed=$(mib "$(stat -c %s gpu-bundle.tar.xz)")
+echo "gpu-bundle.sh: gpu-bundle.tar.xz is ${packed} MiB (gpu-bundle/ ${unpacked} MiB: ${#binaries[@]} binaries, Open MPI $(dpkg-query -W -f='${Version}' libopenmpi3)); no NCCL: the GPU machine needs its own (libnccl2, or pip's nvidia-nccl-cu12/-cu13)"
+if [ "$packed" -ge "$limit_mib" ]; then
+    echo "gpu-bundle.sh: gpu-bundle.tar.xz is over the ${limit_mib} MiB a device run carries" >&2
     exit 1
 fi

@@ -8,20 +8,32 @@
 # --all-pairs), and copy_bw; then prints a summary table, last.
 #
 # Needs nothing from the network. Every binary runs as a single rank without
-# mpirun (Open MPI's isolated singleton); NCCL is found by the binaries' own search
-# (pip's nvidia-nccl-cu12/13 wheels included), which the first step checks.
+# mpirun (Open MPI's isolated singleton). NCCL must be on the GPU machine (the
+# bundle cannot carry it: its library alone is 190-450 MiB); the first step
+# says whether the binaries' own search found it, else uses the pip wheel
+# python3 sees, and GPU_CHECK_STOP_AFTER=nccl-discovery stops after that step.
 #
 # Usage: scripts/gpu-check.sh [BUNDLE]
-#   BUNDLE  gpu-bundle/ made by scripts/gpu-bundle.sh (the default): binaries in
-#           BUNDLE/bin, Open MPI's libraries in BUNDLE/usr; or a directory holding
-#           the binaries (e.g. target/release) where MPI is installed.
+#   BUNDLE  gpu-bundle.tar.xz or gpu-bundle/ made by scripts/gpu-bundle.sh (the
+#           default: whichever is here): binaries in bin/, Open MPI's libraries in
+#           usr/; or a directory holding the binaries (e.g. target/release) where
+#           MPI is installed.
 # Logs and CSVs go to $OUT/gpu-check when OUT is set, else ./gpu-check-out.
 # Fits in 10 minutes on one GPU: each step has a time limit and the whole run a
 # budget (GPU_CHECK_BUDGET_S, default 540 s); steps that no longer fit are skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-bundle=$(realpath "${1:-gpu-bundle}")
+bundle=${1:-gpu-bundle}
+[ -n "${1:-}" ] || [ -d "$bundle" ] || bundle=gpu-bundle.tar.xz
+bundle=$(realpath "$bundle")
+# A packed bundle (what a device run carries) is unpacked first.
+if [ -f "$bundle" ]; then
+    unpacked=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
+    trap 'rm -rf "$unpacked"' EXIT
+    tar -C "$unpacked" -xJf "$bundle" || { echo "gpu-check.sh: cannot unpack $bundle" >&2; exit 1; }
+    bundle=$unpacked/gpu-bundle
+fi
 bin=$bundle
 [ -d "$bundle/bin" ] && bin=$bundle/bin
 if [ -d "$bundle/usr" ]; then
@@ -89,13 +101,29 @@ run_step() {
     tail -n 3 "$out/$name.log" | sed 's/^/#   /'
 }
 
-# 1. NCCL found without help: no --nccl-lib, no FABRICBENCH_NCCL_LIB.
+# 1. NCCL found without help: no --nccl-lib, no FABRICBENCH_NCCL_LIB. The binary
+# opens NCCL before the driver and names what it found either way: in its header
+# ("# NCCL library: NCCL 2.32.3 at PATH (symbols: ...)"), in its error ("NCCL
+# 2.32.3 found at PATH; ...") or "NCCL not found: ..."; anything else is reported
+# as it is, with no conclusion about a search it does not show.
 unset FABRICBENCH_NCCL_LIB
 run_step nccl-discovery 60 - "$bin/all_reduce_perf" --backend nccl -b 8 -e 8 -n 1 -w 0 -T 50
-if ! grep -q "nccl backend" "$out/nccl-discovery.log" && [ -n "$wheel_nccl" ]; then
-    echo "# the binaries did not find NCCL: the remaining steps use FABRICBENCH_NCCL_LIB=$wheel_nccl"
-    export FABRICBENCH_NCCL_LIB=$wheel_nccl
+discovery_log="$out/nccl-discovery.log"
+found=$(sed -n -e 's/^# NCCL library: NCCL \([0-9.]*\) at \(.*\) (symbols: .*/\2 by the binary (NCCL \1)/p' \
+               -e 's/.*: NCCL \([0-9.]*\) found at \([^;]*\);.*/\2 by the binary (NCCL \1)/p' "$discovery_log" | head -n 1)
+if [ -n "$found" ]; then
+    echo "# NCCL found at $found"
+elif grep -q "NCCL not found" "$discovery_log"; then
+    if [ -n "$wheel_nccl" ]; then
+        echo "# NCCL not found by the binary's search; the remaining steps use the wheel python3 sees at $wheel_nccl (FABRICBENCH_NCCL_LIB)"
+        export FABRICBENCH_NCCL_LIB=$wheel_nccl
+    else
+        echo "# NCCL not found by the binary's search, nor a wheel by python3: the nccl steps will fail"
+    fi
+else
+    echo "# NCCL: the binary did not say where it looked: $(grep -m 1 'error' "$discovery_log" || tail -n 1 "$discovery_log")"
 fi
+[ "${GPU_CHECK_STOP_AFTER:-}" = nccl-discovery ] && exit 0
 
 # 2. The nine collectives, every datatype (and op), with validation.
 for coll in all_reduce reduce_scatter reduce broadcast all_gather alltoall gather scatter sendrecv; do
@@ -201,8 +229,8 @@ def num(v):
 def figure(name, log, table):
     """One line saying what the step measured."""
     if name == "nccl-discovery":
-        m = re.search(r"# NCCL library: (\S+)", log)
-        return "found " + m.group(1) if m else "NCCL not found by the binaries"
+        m = re.search(r"# NCCL library: (NCCL \S+) at (.*) \(symbols: (.*)\)$", log, re.M)
+        return f"{m.group(1)} at {m.group(2)} ({m.group(3)})" if m else ""
     if name == "backend-auto":
         m = re.search(r"^# Backend: (.*)$", log, re.M)
         return m.group(1) if m else "no # Backend: line"

@@ -3,7 +3,8 @@
 # Open MPI (build and run), libclang and cmake (bindings), libibverbs (verbs
 # binaries, loaded at run time), perftest (side-by-side checks), Python's
 # pandas and matplotlib (the notebook checks), nbconvert, nbclient and ipykernel
-# (scripts/compare.ipynb executed headless), and for the virtual rack and its
+# (scripts/compare.ipynb executed headless), pip (scripts/nccl-wheels.sh fetches
+# the NCCL wheels of the ABI check), and for the virtual rack and its
 # tests (scripts/virtual-rack.sh, tests/virtual_rack.rs): iproute2 (ip, tc),
 # util-linux (nsenter, unshare, setpriv), and Debian's chromium with python3-pil
 # (report.html rendered and its screenshot checked); man-db (tests/docs_drift.rs
@@ -12,7 +13,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(openmpi-bin libopenmpi-dev libclang-dev clang cmake pkg-config
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
-          python3 python3-pandas python3-matplotlib
+          python3 python3-pip python3-pandas python3-matplotlib
           python3-nbconvert python3-nbclient python3-ipykernel
           iproute2 util-linux chromium python3-pil man-db)
 missing=()

@@ -12,6 +12,9 @@ for tool in ip tc nsenter unshare setpriv chromium; do
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# The NCCL wheels tests/nccl_library.rs checks fabricbench against (ABI, the
+# binaries with a real libnccl): fetched once into a cache; a failed fetch stops here.
+scripts/nccl-wheels.sh >/dev/null
 cargo test --locked -- --test-threads=2
 # The rack's tests took it down; a rack left up means one of them did not.
 [ ! -e /run/fabricbench-rack ] || { echo "test.sh: the virtual rack was left up: scripts/virtual-rack.sh down" >&2; exit 1; }

@@ -1,6 +1,8 @@
 //! On a host without an NVIDIA driver: `--backend nccl` and `copy_bw` fail with one
-//! clear line naming the ranks (once per job) and no panic, and `--backend auto` runs on MPI and says so
-//! in the header and in every CSV row. (On a GPU host these paths do not exist:
+//! clear line naming the ranks (once per job: what was found of NCCL, then the
+//! driver; tests/nccl_library.rs has the same with a real NCCL) and no panic, and
+//! `--backend auto` runs on MPI and says so in the header and in every CSV row.
+//! (On a GPU host these paths do not exist:
 //! the tests say so and check nothing; scripts/gpu-check.sh covers that side.)
 
 use std::path::PathBuf;
@@ -67,9 +69,11 @@ fn nccl_backend_without_a_driver_is_one_line_and_exit_1() {
     assert_no_panic(&stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one line expected:\n{stderr}");
+    // NCCL is looked for first: the line says what was found of it, then the driver.
     assert!(
         lines[0].starts_with("all_reduce_perf: rank 0 (")
-            && lines[0].contains("error: --backend nccl: libcuda.so.1 not found"),
+            && lines[0].contains("error: --backend nccl: NCCL ")
+            && lines[0].contains("; libcuda.so.1 not found: no NVIDIA driver"),
         "{stderr}"
     );
     assert!(
@@ -96,7 +100,8 @@ fn nccl_backend_without_a_driver_fails_on_every_rank() {
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
         lines[0].starts_with("reduce_scatter_perf: ranks 0-1 (")
-            && lines[0].contains("): error: --backend nccl: libcuda.so.1 not found"),
+            && lines[0].contains("): error: --backend nccl: NCCL ")
+            && lines[0].contains("; libcuda.so.1 not found"),
         "{stderr}"
     );
     assert!(

@@ -201,7 +201,7 @@ pub fn check(nodes: &[NodeFacts], out: &mut Vec<Finding>) {
             severity: Severity::Error,
             fix: "install the same NCCL on every node: ranks of one job must run the same NCCL version",
         },
-        &per_node(&|n| (!n.nccl.versions.is_empty()).then(|| n.nccl.versions.join(" and "))),
+        &per_node(&|n| n.nccl.version_in_use()),
         out,
     );
     // Each interface against the interfaces of that name on the other nodes: on

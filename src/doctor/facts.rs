@@ -152,4 +152,38 @@ pub struct NcclFacts {
     pub env: BTreeMap<String, String>,
     /// Versions of the libnccl.so.X.Y.Z files found on the library path, sorted.
     pub versions: Vec<String>,
+    /// The library the nccl backend would load on this node.
+    #[serde(default)]
+    pub library: NcclLibrary,
+}
+
+impl NcclFacts {
+    /// The NCCL version the node runs: the loaded library's, else the versions of
+    /// the files on the library path ("2.18.1 and 2.21.5"); None when neither is known.
+    pub fn version_in_use(&self) -> Option<String> {
+        match &self.library {
+            NcclLibrary::Found { version, .. } => Some(version.clone()),
+            _ => (!self.versions.is_empty()).then(|| self.versions.join(" and ")),
+        }
+    }
+}
+
+/// The NCCL library the collectives' nccl backend would load on the node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum NcclLibrary {
+    /// Not looked for: the facts were read under another root than the live node's.
+    #[default]
+    Unchecked,
+    Found {
+        path: String,
+        /// "2.32.3".
+        version: String,
+        /// Which entry points it has: "the 16 required and PreMulSum, ...".
+        symbols: String,
+    },
+    /// FABRICBENCH_NCCL_LIB names something that is not a usable NCCL.
+    Unusable { named: String, reason: String },
+    /// The search found none usable; `unusable`: what it found but could not use.
+    NotFound { unusable: String },
 }

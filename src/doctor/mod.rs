@@ -8,7 +8,8 @@
 //!
 //! The facts are in `facts`; each area reads its own and checks them, one file
 //! per area: `ports` (RDMA port state, rate, MTU), `roce` (GIDs), `memlock`,
-//! `gpudirect` (peermem, DMA-BUF, PCIe links), `nccl_env`, `counters` (error
+//! `gpudirect` (peermem, DMA-BUF, PCIe links), `nccl_env`, `nccl_library` (the
+//! libnccl the node would load), `counters` (error
 //! counters since boot), and `compare` (what
 //! must match across nodes). `output` writes the table, CSV and JSON; `cli` is
 //! the binary.
@@ -20,6 +21,7 @@ pub mod facts;
 pub mod gpudirect;
 pub mod memlock;
 pub mod nccl_env;
+pub mod nccl_library;
 pub mod output;
 pub mod ports;
 pub mod roce;
@@ -157,7 +159,7 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
         netdevs,
         memlock: memlock::collect(root),
         gpus: gpudirect::collect(root),
-        nccl: nccl_env::collect(root, env),
+        nccl: nccl_env::collect(root, env, nccl_library::collect(root)),
         port_rate_gbps: selection.port_rate_gbps,
         error_counters: counters::collect(root, &selection.hcas),
     }
@@ -194,6 +196,7 @@ pub fn check(nodes: &[NodeFacts]) -> Vec<Finding> {
         memlock::check(node, &mut findings);
         gpudirect::check(node, &mut findings);
         nccl_env::check(node, &mut findings);
+        nccl_library::check(node, &mut findings);
         counters::check(node, &mut findings);
     }
     compare::check(nodes, &mut findings);

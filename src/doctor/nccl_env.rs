@@ -6,7 +6,7 @@
 //! The environment is `/proc/self/environ` under the root: on a live node, the
 //! environment the launcher gave this rank, as NCCL in the job would see it.
 
-use super::facts::{NcclFacts, NodeFacts};
+use super::facts::{NcclFacts, NcclLibrary, NodeFacts};
 use super::{Finding, Severity};
 use crate::sysfs::Root;
 use std::collections::BTreeMap;
@@ -73,7 +73,9 @@ pub fn read_environ(root: &Root) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-pub fn collect(root: &Root, env: BTreeMap<String, String>) -> NcclFacts {
+/// NCCL's variables and library versions under `root`, with `library`, the one
+/// the node would load.
+pub fn collect(root: &Root, env: BTreeMap<String, String>, library: NcclLibrary) -> NcclFacts {
     let mut dirs: Vec<String> = env
         .get("LD_LIBRARY_PATH")
         .map(|p| {
@@ -99,6 +101,7 @@ pub fn collect(root: &Root, env: BTreeMap<String, String>) -> NcclFacts {
             .filter(|(k, _)| k.starts_with("NCCL_"))
             .collect(),
         versions,
+        library,
     }
 }
 

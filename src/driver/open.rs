@@ -22,6 +22,14 @@ pub(super) fn open_backend(
     group: Option<std::os::raw::c_int>,
 ) -> Result<(Box<dyn Backend>, String), Failure> {
     let nccl_lib = args.nccl_lib.as_deref();
+    if args.backend.kind() != Some(BackendKind::Mpi) {
+        agree(
+            world,
+            program,
+            ExitStatus::Usage,
+            nccl::check_named(nccl_lib),
+        )?;
+    }
     let (kind, choice) = match args.backend.kind() {
         Some(kind) => (kind, format!("--backend {}", kind.name())),
         None => {

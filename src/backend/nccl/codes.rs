@@ -1,6 +1,8 @@
 //! NCCL's type and op codes (nccl.h), and how far its avg may round.
 
+use super::options::CTA_POLICY_NAMES;
 use crate::datatype::{DataType, RedOp};
+use crate::gpu::nccl_lib::abi::{self, AbiFact};
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
 
 pub(super) fn nccl_type(dtype: DataType) -> ncclDataType_t {
@@ -30,6 +32,29 @@ pub(super) fn nccl_op(op: RedOp) -> ncclRedOp_t {
         RedOp::Avg => ncclRedOp_t::ncclAvg,
         RedOp::Mulsum => ncclRedOp_t::ncclNumOps,
     }
+}
+
+/// Every fact fabricbench assumes of nccl.h (see `gpu::nccl_lib::abi`): those of
+/// the library layer, then the type and op codes passed for each datatype and op
+/// (cudarc's enumerators are spelled as nccl.h's), and the CTA policies -x sets.
+pub fn abi_facts() -> Vec<AbiFact> {
+    let mut facts = abi::facts();
+    let enumerator = |code: &dyn std::fmt::Debug, value: u32| {
+        AbiFact::constant(&format!("{code:?}"), value.into())
+    };
+    for t in DataType::ALL {
+        facts.push(enumerator(&nccl_type(t), nccl_type(t) as u32));
+    }
+    for o in RedOp::ALL {
+        facts.push(enumerator(&nccl_op(o), nccl_op(o) as u32));
+    }
+    for (value, name) in CTA_POLICY_NAMES.iter().enumerate() {
+        facts.push(AbiFact::constant(
+            &format!("NCCL_CTA_POLICY_{name}"),
+            value as i64,
+        ));
+    }
+    facts
 }
 
 /// Mantissa precision of a floating-point type: its unit roundoff is 2^-bits.

@@ -25,7 +25,8 @@ mod premul;
 mod rank;
 mod timing;
 
-pub use open::{connect, prepare, probe, Prepared};
+pub use codes::abi_facts;
+pub use open::{check_named, connect, prepare, probe, Prepared};
 
 use super::{
     Backend, BackendInfo, BackendKind, BufRef, CollectiveId, Marks, MemoryBudget, OpArgs,
@@ -168,7 +169,7 @@ impl Backend for NcclBackend {
                 .collect(),
             notes: [
                 vec![
-                    format!("NCCL library: {}", self.nccl.path()),
+                    format!("NCCL library: {}", self.nccl.describe()),
                     alltoall.to_string(),
                 ],
                 self.options.describe(self.nccl.version()),

@@ -15,10 +15,30 @@ use cudarc::nccl::sys::ncclUniqueId;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Checks that this process could run NCCL: driver, a GPU, the library.
+/// Checks that this process could run NCCL: the library (named or searched for)
+/// first, then the driver and a GPU; a failure says what was found of NCCL.
 pub fn probe(nccl_lib: Option<&Path>) -> Result<&'static Nccl, String> {
-    gpu::driver().map_err(|e| e.to_string())?;
-    nccl_lib::load(nccl_lib)
+    match (nccl_lib::load(nccl_lib), gpu::driver()) {
+        (Ok(nccl), Ok(_)) => Ok(nccl),
+        (Ok(nccl), Err(absent)) => Err(format!(
+            "{} found at {}; {absent}",
+            nccl.version_string(),
+            nccl.path()
+        )),
+        (Err(e), Ok(_)) => Err(e.to_string()),
+        (Err(e), Err(absent)) => Err(format!("{e}; {absent}")),
+    }
+}
+
+/// Opens the library `--nccl-lib` (or FABRICBENCH_NCCL_LIB) names, if any: one
+/// that cannot be used is the user's mistake, whether or not this host has a GPU.
+pub fn check_named(nccl_lib: Option<&Path>) -> Result<(), String> {
+    match nccl_lib {
+        Some(named) => nccl_lib::load(Some(named))
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// One rank's GPU before NCCL is initialised.

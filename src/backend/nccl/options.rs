@@ -23,10 +23,9 @@ pub enum Register {
 /// NCCL_CTA_POLICY_* values `-x` may set (nccl.h).
 pub const CTA_POLICY_NAMES: [&str; 3] = ["DEFAULT", "EFFICIENCY", "ZERO"];
 
-/// NCCL versions the flags need (NCCL_VERSION_CODE).
-pub const REGISTER_VERSION: i32 = 2_19_00;
-pub const WINDOW_VERSION: i32 = 2_27_00;
-pub const CONFIG_VERSION: i32 = 2_14_00;
+/// NCCL versions the flags need (NCCL_VERSION_CODE); those of entry points are
+/// where the entry points are listed.
+pub use crate::gpu::nccl_lib::symbols::{CONFIG_VERSION, REGISTER_VERSION, WINDOW_VERSION};
 pub const CTA_POLICY_VERSION: i32 = 2_27_00;
 pub const CTA_POLICY_ZERO_VERSION: i32 = 2_28_00;
 pub const DEVICE_API_VERSION: i32 = 2_28_00;

@@ -1,6 +1,6 @@
 //! The collective calls, each a thin checked wrapper of its NCCL entry point.
 
-use super::{Comm, DevIn, DevOut, Nccl, NcclError, ReducingFn, RootedFn, SymmetricFn};
+use super::{setup, Comm, DevIn, DevOut, Nccl, NcclError, ReducingFn, RootedFn, SymmetricFn};
 use cudarc::driver::sys::CUstream;
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t};
 use std::ffi::{c_int, c_void};
@@ -53,7 +53,7 @@ impl Nccl {
     ) -> Result<ncclRedOp_t, NcclError> {
         let create = self.fns.premulsum.ok_or_else(|| NcclError {
             call: "ncclRedOpCreatePreMulSum",
-            code: 5,
+            code: setup::INVALID_USAGE,
             text: "missing before NCCL 2.11".into(),
             detail: String::new(),
         })?;
@@ -64,7 +64,7 @@ impl Nccl {
             true => Ok(ncclRedOp_t::ncclNumOps),
             false => Err(NcclError {
                 call: "ncclRedOpCreatePreMulSum",
-                code: 5,
+                code: setup::INVALID_USAGE,
                 text: format!("returned op {op}, not the communicator's first user op"),
                 detail: String::new(),
             }),

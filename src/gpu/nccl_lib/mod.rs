@@ -13,6 +13,12 @@
 //! every Python prefix in sight (VIRTUAL_ENV, CONDA_PREFIX, PYTHONPATH, the
 //! python3 on PATH, ~/.local, /usr/local, /usr, /opt/conda), conda's own lib/, and
 //! CUDA_HOME, /usr/local/cuda.
+//!
+//! - `symbols`: the entry points resolved, from which version each optional one
+//!   exists, and what a loaded library has;
+//! - `abi`: fabricbench's assumptions about nccl.h (layouts, initial values,
+//!   codes), for the check against real wheels (tests/nccl_library.rs);
+//! - `calls`: the collective calls; `setup`: ncclConfig_t, ncclMemAlloc, registration.
 
 use cudarc::driver::sys::CUstream;
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t, ncclUniqueId};
@@ -23,21 +29,19 @@ use std::sync::OnceLock;
 
 use super::nccl_search::{explicit_file, installed_copies, SearchEnv, SONAME};
 
+pub mod abi;
 mod calls;
 mod setup;
+pub mod symbols;
 
 pub use calls::Call;
 pub use setup::Registration;
 use setup::SetupFns;
+use symbols::{resolve, Resolver};
+pub use symbols::{Lookup, MIN_VERSION, NATIVE_ALLTOALL_VERSION};
 
 /// Environment variable with the same meaning as `--nccl-lib`.
 pub const NCCL_LIB_ENV: &str = "FABRICBENCH_NCCL_LIB";
-
-/// Oldest NCCL driven here: bfloat16 and avg arrived in 2.10.
-pub const MIN_VERSION: i32 = 2_10_00;
-
-/// NCCL 2.28 added ncclAlltoAll, ncclGather and ncclScatter.
-pub const NATIVE_ALLTOALL_VERSION: i32 = 2_28_00;
 
 /// An NCCL communicator handle (ncclComm_t).
 pub type Comm = *mut c_void;
@@ -53,6 +57,28 @@ pub struct NcclError {
     pub detail: String,
 }
 
+/// Why no NCCL library can be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NcclAbsent {
+    /// What `--nccl-lib` or FABRICBENCH_NCCL_LIB names is not a usable NCCL: the
+    /// user's mistake, whatever else the host has.
+    #[error(
+        "{given}: {reason}; give the file libnccl.so.2 or the directory holding it (pip's \
+         nvidia-nccl-cu12 installs .../site-packages/nvidia/nccl/lib/libnccl.so.2)"
+    )]
+    Given { given: String, reason: String },
+    /// The search found no usable copy.
+    #[error(
+        "NCCL not found: no {SONAME} on the loader's path (LD_LIBRARY_PATH, ldconfig) nor in a pip \
+         nvidia-nccl wheel, conda or CUDA directory{unusable}; install libnccl2 or `pip install \
+         nvidia-nccl-cu12` (nvidia-nccl-cu13 for CUDA 13), or give --nccl-lib PATH ({NCCL_LIB_ENV})"
+    )]
+    NotFound {
+        /// " (found but unusable: FILE: WHY; ...)", or empty.
+        unusable: String,
+    },
+}
+
 type Res = c_int;
 type DevIn = *const c_void;
 type DevOut = *mut c_void;
@@ -65,10 +91,11 @@ type RootedFn =
 /// ncclAllGather and ncclAlltoAll: every rank to every rank, no op, no root.
 type SymmetricFn =
     unsafe extern "C" fn(DevIn, DevOut, usize, ncclDataType_t, Comm, CUstream) -> Res;
+type GetVersionFn = unsafe extern "C" fn(*mut c_int) -> Res;
 
 /// NCCL's entry points; valid while `Nccl::_lib` is loaded (for ever: see `load`).
 struct Fns {
-    get_version: unsafe extern "C" fn(*mut c_int) -> Res,
+    get_version: GetVersionFn,
     get_unique_id: unsafe extern "C" fn(*mut ncclUniqueId) -> Res,
     comm_init_rank: unsafe extern "C" fn(*mut Comm, c_int, ncclUniqueId, c_int) -> Res,
     comm_destroy: unsafe extern "C" fn(Comm) -> Res,
@@ -110,14 +137,17 @@ pub struct Nccl {
     fns: Fns,
     path: String,
     version: i32,
+    /// Every entry point looked up, found or not.
+    lookups: Vec<Lookup>,
     _lib: Library,
 }
 
-static LOADED: OnceLock<Result<Nccl, String>> = OnceLock::new();
+static LOADED: OnceLock<Result<Nccl, NcclAbsent>> = OnceLock::new();
 
 /// Finds and opens NCCL once per process (the first call's `explicit` decides; the
 /// library stays loaded, since NCCL's threads may outlive its communicators).
-pub fn load(explicit: Option<&Path>) -> Result<&'static Nccl, String> {
+/// `explicit`: `--nccl-lib` or FABRICBENCH_NCCL_LIB, the only library tried.
+pub fn load(explicit: Option<&Path>) -> Result<&'static Nccl, NcclAbsent> {
     LOADED
         .get_or_init(|| match explicit {
             Some(given) => open_given(given),
@@ -127,27 +157,49 @@ pub fn load(explicit: Option<&Path>) -> Result<&'static Nccl, String> {
         .map_err(Clone::clone)
 }
 
-/// The library `--nccl-lib` names: a regular file, checked before dlopen opens
-/// it (opening a FIFO blocks until a writer comes, for ever).
-fn open_given(given: &Path) -> Result<Nccl, String> {
-    let file = explicit_file(given);
-    crate::input::open_regular(&file, u64::MAX)
-        .map_err(|e| e.to_string())
-        .and_then(|_| Nccl::open(&file.to_string_lossy()))
-        .map_err(|e| {
-            format!(
-                "--nccl-lib {} ({NCCL_LIB_ENV}): cannot use {}: {e}",
-                given.display(),
-                file.display()
-            )
-        })
+/// How the user named `given`: "--nccl-lib PATH" when the command line has the
+/// flag, else "FABRICBENCH_NCCL_LIB=PATH" (clap reads both into one value).
+fn given_as(given: &Path) -> String {
+    let flag = std::env::args_os().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--nccl-lib" || a.starts_with("--nccl-lib=")
+    });
+    match flag || std::env::var_os(NCCL_LIB_ENV).is_none() {
+        true => format!("--nccl-lib {}", given.display()),
+        false => format!("{NCCL_LIB_ENV}={}", given.display()),
+    }
 }
 
-fn search(env: &SearchEnv) -> Result<Nccl, String> {
+fn open_given(given: &Path) -> Result<Nccl, NcclAbsent> {
+    let file = explicit_file(given);
+    // Checked before dlopen: opening a FIFO would wait for a writer.
+    let reason = if !given.exists() {
+        Some("no such file or directory".to_string())
+    } else if given.is_dir() && !file.is_file() {
+        Some(format!("{} holds no {SONAME}", given.display()))
+    } else if !file.is_file() {
+        Some("not a regular file".to_string())
+    } else {
+        None
+    };
+    // An absolute path: dlopen looks a name without a slash up on the loader's
+    // path, not in the working directory.
+    let opened = match (reason, std::path::absolute(&file)) {
+        (Some(reason), _) => Err(reason),
+        (None, Ok(file)) => Nccl::open(&file),
+        (None, Err(e)) => Err(e.to_string()),
+    };
+    opened.map_err(|reason| NcclAbsent::Given {
+        given: given_as(given),
+        reason,
+    })
+}
+
+fn search(env: &SearchEnv) -> Result<Nccl, NcclAbsent> {
     let mut failures = Vec::new();
     // Bare names: the dynamic loader's own search.
     for name in [SONAME, "libnccl.so"] {
-        match Nccl::open(name) {
+        match Nccl::open(Path::new(name)) {
             Ok(nccl) => return Ok(nccl),
             // "cannot open shared object file" is the ordinary not-here case.
             Err(e) if e.contains("cannot open shared object") => {}
@@ -155,106 +207,78 @@ fn search(env: &SearchEnv) -> Result<Nccl, String> {
         }
     }
     for file in installed_copies(env) {
-        match Nccl::open(&file.to_string_lossy()) {
+        match Nccl::open(&file) {
             Ok(nccl) => return Ok(nccl),
             Err(e) => failures.push(format!("{}: {e}", file.display())),
         }
     }
-    let tried = if failures.is_empty() {
-        String::new()
-    } else {
-        format!(" (found but unusable: {})", failures.join("; "))
+    let unusable = match failures.is_empty() {
+        true => String::new(),
+        false => format!(" (found but unusable: {})", failures.join("; ")),
     };
-    Err(format!(
-        "NCCL not found: no {SONAME} on the loader's path (LD_LIBRARY_PATH, ldconfig) nor in a pip \
-         nvidia-nccl wheel, conda or CUDA directory{tried}; install libnccl2 or `pip install \
-         nvidia-nccl-cu12` (nvidia-nccl-cu13 for CUDA 13), or give --nccl-lib PATH ({NCCL_LIB_ENV})"
-    ))
-}
-
-/// # Safety
-/// `T` must be the C signature of `name` in nccl.h.
-unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
-    lib.get::<T>(name.as_bytes())
-        .map(|s| *s)
-        .map_err(|_| format!("{name} is missing: not an NCCL library, or older than 2.10"))
-}
-
-/// # Safety
-/// As `symbol`.
-unsafe fn optional<T: Copy>(lib: &Library, name: &str) -> Option<T> {
-    lib.get::<T>(name.as_bytes()).ok().map(|s| *s)
+    Err(NcclAbsent::NotFound { unusable })
 }
 
 impl Nccl {
-    fn open(file: &str) -> Result<Nccl, String> {
+    /// Opens `file` (a path, or a bare name for the loader's search) as NCCL: the
+    /// library loads, has ncclGetVersion, is 2.10 or newer and has every required
+    /// entry point. On failure, why, in words.
+    pub fn open(file: &Path) -> Result<Nccl, String> {
         // SAFETY: loading NCCL runs only its initialisers, which touch nothing of ours.
         // libloading's message is "dlopen failed"; dlerror's text is in its source.
-        let lib =
-            unsafe { Library::new(file) }.map_err(|e| format!("{:#}", anyhow::Error::from(e)))?;
-        // SAFETY: every signature below is nccl.h's (NCCL 2.10 to 2.30).
-        let fns = unsafe {
-            Fns {
-                get_version: symbol(&lib, "ncclGetVersion")?,
-                get_unique_id: symbol(&lib, "ncclGetUniqueId")?,
-                comm_init_rank: symbol(&lib, "ncclCommInitRank")?,
-                comm_destroy: symbol(&lib, "ncclCommDestroy")?,
-                comm_abort: symbol(&lib, "ncclCommAbort")?,
-                comm_get_async_error: symbol(&lib, "ncclCommGetAsyncError")?,
-                get_error_string: symbol(&lib, "ncclGetErrorString")?,
-                get_last_error: optional(&lib, "ncclGetLastError"),
-                group_start: symbol(&lib, "ncclGroupStart")?,
-                group_end: symbol(&lib, "ncclGroupEnd")?,
-                all_reduce: symbol(&lib, "ncclAllReduce")?,
-                broadcast: symbol(&lib, "ncclBroadcast")?,
-                reduce: symbol(&lib, "ncclReduce")?,
-                all_gather: symbol(&lib, "ncclAllGather")?,
-                reduce_scatter: symbol(&lib, "ncclReduceScatter")?,
-                send: symbol(&lib, "ncclSend")?,
-                recv: symbol(&lib, "ncclRecv")?,
-                alltoall: optional(&lib, "ncclAlltoAll"),
-                gather: optional(&lib, "ncclGather"),
-                scatter: optional(&lib, "ncclScatter"),
-                setup: SetupFns {
-                    init_config: optional(&lib, "ncclCommInitRankConfig"),
-                    mem_alloc: optional(&lib, "ncclMemAlloc"),
-                    mem_free: optional(&lib, "ncclMemFree"),
-                    register: optional(&lib, "ncclCommRegister"),
-                    deregister: optional(&lib, "ncclCommDeregister"),
-                    window_register: optional(&lib, "ncclCommWindowRegister"),
-                    window_deregister: optional(&lib, "ncclCommWindowDeregister"),
-                },
-                premulsum: optional(&lib, "ncclRedOpCreatePreMulSum"),
-                red_op_destroy: optional(&lib, "ncclRedOpDestroy"),
-            }
-        };
+        let lib = unsafe { Library::new(file.as_os_str()) }.map_err(|e| {
+            format!(
+                "not a shared library this process can load ({:#})",
+                anyhow::Error::from(e)
+            )
+        })?;
+        let mut resolver = Resolver::new(&lib);
+        // SAFETY: nccl.h's signature of ncclGetVersion.
+        let get_version: GetVersionFn = unsafe { resolver.optional("ncclGetVersion") }
+            .ok_or("not NCCL: the library has no ncclGetVersion")?;
         let mut version: c_int = 0;
         // SAFETY: writes one int.
-        let code = unsafe { (fns.get_version)(&mut version) };
+        let code = unsafe { get_version(&mut version) };
         if code != 0 {
             return Err(format!("ncclGetVersion failed ({code})"));
         }
-        let path =
-            resolved_path(fns.get_version as *const c_void).unwrap_or_else(|| file.to_string());
-        let nccl = Nccl {
+        if version < MIN_VERSION {
+            return Err(format!(
+                "{}: fabricbench needs NCCL 2.10 or newer",
+                version_string(version)
+            ));
+        }
+        let fns = resolve(&mut resolver, get_version, version)?;
+        let lookups = resolver.lookups;
+        let path = resolved_path(fns.get_version as *const c_void)
+            .unwrap_or_else(|| file.display().to_string());
+        Ok(Nccl {
             fns,
             path,
             version,
+            lookups,
             _lib: lib,
-        };
-        if version < MIN_VERSION {
-            return Err(format!(
-                "{} is {}: fabricbench needs NCCL 2.10 or newer",
-                nccl.path,
-                nccl.version_string()
-            ));
-        }
-        Ok(nccl)
+        })
     }
 
     /// The file NCCL was loaded from.
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Every entry point looked up in the library, found or not.
+    pub fn lookups(&self) -> &[Lookup] {
+        &self.lookups
+    }
+
+    /// "NCCL 2.32.3 at PATH (symbols: the 16 required and PreMulSum, ...)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} at {} (symbols: {})",
+            self.version_string(),
+            self.path,
+            symbols::summary(&self.lookups)
+        )
     }
 
     /// NCCL_VERSION_CODE: 22803 for 2.28.3.
@@ -347,8 +371,8 @@ impl Nccl {
             (self.fns.comm_get_async_error)(comm, &mut state),
             Some(comm),
         )?;
-        // ncclInProgress (7) is a non-blocking communicator still working, not an error.
-        if state == 7 {
+        // ncclInProgress is a non-blocking communicator still working, not an error.
+        if state == setup::IN_PROGRESS {
             return Ok(());
         }
         self.check(
@@ -408,8 +432,15 @@ mod tests {
         let root = scratch("bad");
         let fake = root.join("libnccl.so.2");
         touch(&fake);
-        let err = Nccl::open(&fake.to_string_lossy()).err().unwrap();
-        assert!(err.contains("libnccl.so.2"), "{err}");
+        let err = Nccl::open(&fake).err().unwrap();
+        assert!(
+            err.starts_with("not a shared library this process can load (")
+                && err.contains("libnccl.so.2"),
+            "{err}"
+        );
+        // A real library that is not NCCL.
+        let err = Nccl::open(Path::new("libc.so.6")).err().unwrap();
+        assert_eq!(err, "not NCCL: the library has no ncclGetVersion");
         // A directory given to --nccl-lib means the libnccl.so.2 inside it.
         assert_eq!(explicit_file(&root), fake);
         assert_eq!(explicit_file(&fake), fake);
@@ -417,15 +448,37 @@ mod tests {
         let fifo = root.join("fifo.so");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         assert!(made.is_ok_and(|s| s.success()), "mkfifo");
-        let err = open_given(&fifo).err().unwrap();
-        assert_eq!(
-            err,
-            format!(
-                "--nccl-lib {0} ({NCCL_LIB_ENV}): cannot use {0}: is a FIFO, not a regular file",
-                fifo.display()
-            )
-        );
+        match open_given(&fifo) {
+            Err(NcclAbsent::Given { reason, .. }) => assert_eq!(reason, "not a regular file"),
+            other => panic!("{:?}", other.err()),
+        }
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_named_library_that_cannot_be_used_is_the_users_mistake() {
+        let given = |p: &str| match open_given(Path::new(p)) {
+            Err(NcclAbsent::Given { given, reason }) => (given, reason),
+            other => panic!("{p}: {:?}", other.map(|n| n.describe())),
+        };
+        let (named, reason) = given("/nonexistent");
+        assert_eq!(
+            (named.as_str(), reason.as_str()),
+            ("--nccl-lib /nonexistent", "no such file or directory")
+        );
+        let (_, reason) = given("/bin/ls");
+        assert!(reason.starts_with("not a shared library"), "{reason}");
+        let (_, reason) = given("/");
+        assert_eq!(reason, "/ holds no libnccl.so.2");
+        let (_, reason) = given("/dev/null");
+        assert_eq!(reason, "not a regular file");
+        let e = open_given(Path::new("/bin/ls")).err().unwrap().to_string();
+        assert!(
+            e.starts_with("--nccl-lib /bin/ls: not a shared library")
+                && e.ends_with("nvidia/nccl/lib/libnccl.so.2)")
+                && !e.contains('\n'),
+            "{e}"
+        );
     }
 
     #[test]

@@ -13,13 +13,16 @@ const UNDEF: c_int = c_int::MIN;
 /// NCCL_API_MAGIC.
 const MAGIC: c_uint = 0xcafe_beef;
 /// NCCL_WIN_COLL_SYMMETRIC.
-const WIN_COLL_SYMMETRIC: c_int = 0x01;
+pub(super) const WIN_COLL_SYMMETRIC: c_int = 0x01;
 /// ncclInProgress: a non-blocking communicator (NCCL_COMM_BLOCKING=0) still working.
 pub const IN_PROGRESS: Res = 7;
+/// ncclInvalidUsage: what a call this library lacks is reported as.
+pub(super) const INVALID_USAGE: Res = 5;
 
-/// ncclConfig_t up to NCCL 2.28's fields (nccl.h). NCCL copies `size` bytes at
-/// most and ignores the fields newer than `version`, so one layout serves every
-/// library from 2.14 on: older ones read their prefix, newer ones default the rest.
+/// ncclConfig_t up to NCCL 2.28's fields (nccl.h), a prefix of newer ones. NCCL
+/// starts from NCCL_CONFIG_INITIALIZER, copies `size` bytes of ours at most and
+/// resets the fields newer than `version`, so one layout serves every library
+/// from 2.14 on: older ones read their prefix, newer ones default the rest.
 #[repr(C)]
 #[derive(Debug)]
 pub(super) struct Config {
@@ -42,10 +45,30 @@ pub(super) struct Config {
     nvlink_centric_sched: c_int,
 }
 
+/// One field of `Config` as nccl.h names it: where it is and what it starts as.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ConfigField {
+    pub c_name: &'static str,
+    pub offset: usize,
+    pub size: usize,
+    pub initial: i64,
+}
+
+/// `ConfigField`s of `$init`'s fields, each paired with its nccl.h name.
+macro_rules! config_fields {
+    ($init:expr, $($field:ident = $c_name:literal),* $(,)?) => {
+        vec![$(ConfigField {
+            c_name: $c_name,
+            offset: std::mem::offset_of!(Config, $field),
+            size: std::mem::size_of_val(&$init.$field),
+            initial: $init.$field as i64,
+        }),*]
+    };
+}
+
 impl Config {
-    /// NCCL_CONFIG_INITIALIZER, then what nccl-tests' initComms sets: CTAPolicy
-    /// (-x) and nvlinkCentricSched = 1 (read by NCCL 2.28+).
-    pub(super) fn nccl_tests(cta_policy: Option<u8>) -> Config {
+    /// NCCL_CONFIG_INITIALIZER for the fields of NCCL 2.28 (`size` is ours).
+    fn initializer() -> Config {
         Config {
             size: std::mem::size_of::<Config>(),
             magic: MAGIC,
@@ -59,12 +82,48 @@ impl Config {
             traffic_class: UNDEF,
             comm_name: std::ptr::null(),
             collnet_enable: UNDEF,
-            cta_policy: cta_policy.map_or(UNDEF, c_int::from),
+            cta_policy: UNDEF,
             shrink_share: UNDEF,
             nvls_ctas: UNDEF,
             n_channels_per_net_peer: UNDEF,
-            nvlink_centric_sched: 1,
+            nvlink_centric_sched: UNDEF,
         }
+    }
+
+    /// NCCL_CONFIG_INITIALIZER, then what nccl-tests' initComms sets: CTAPolicy
+    /// (-x) and nvlinkCentricSched = 1 (read by NCCL 2.28+).
+    pub(super) fn nccl_tests(cta_policy: Option<u8>) -> Config {
+        Config {
+            cta_policy: cta_policy.map_or(UNDEF, c_int::from),
+            nvlink_centric_sched: 1,
+            ..Config::initializer()
+        }
+    }
+
+    /// Each field by its nccl.h name, with its offset, size and initial value
+    /// (NCCL_CONFIG_INITIALIZER's, but `size` and `version`, which are ours).
+    pub(super) fn fields() -> Vec<ConfigField> {
+        let init = Config::initializer();
+        config_fields!(
+            init,
+            size = "size",
+            magic = "magic",
+            version = "version",
+            blocking = "blocking",
+            cga_cluster_size = "cgaClusterSize",
+            min_ctas = "minCTAs",
+            max_ctas = "maxCTAs",
+            net_name = "netName",
+            split_share = "splitShare",
+            traffic_class = "trafficClass",
+            comm_name = "commName",
+            collnet_enable = "collnetEnable",
+            cta_policy = "CTAPolicy",
+            shrink_share = "shrinkShare",
+            nvls_ctas = "nvlsCTAs",
+            n_channels_per_net_peer = "nChannelsPerNetPeer",
+            nvlink_centric_sched = "nvlinkCentricSched",
+        )
     }
 }
 
@@ -101,7 +160,7 @@ pub enum Registration {
 fn missing(name: &'static str) -> NcclError {
     NcclError {
         call: name,
-        code: 5, // ncclInvalidUsage
+        code: INVALID_USAGE,
         text: "not in this NCCL library".into(),
         detail: String::new(),
     }
