@@ -21,8 +21,12 @@ pub fn mpirun_env(np: usize, binary: &str, args: &[&str], env: &[(&str, &str)]) 
         cmd.args(["-x", k]).env(k, v);
     }
     cmd.args(["-np", &np.to_string(), binary]).args(args);
-    cmd.output().expect("mpirun runs (install openmpi-bin)")
+    output_within(cmd, MPIRUN_BOUND)
 }
+
+/// The longest a test's mpirun may take, on a loaded machine: past it the job is
+/// a hang, killed and failed, never left to stall the whole test run.
+pub const MPIRUN_BOUND: Duration = Duration::from_secs(600);
 
 /// An mpirun command line to add to (for MPMD jobs: `-np 1 A : -np 1 B`),
 /// root and oversubscription allowed, as in CI.
