@@ -215,13 +215,18 @@ fn rack_check_fails_a_value_that_is_no_number() {
     }
 }
 
+/// A figure that is NaN or inf is not measured: never REGRESSED, never ok; a row
+/// with no figure judged makes no verdict (exit 4). Wrong data fails whatever
+/// the threshold.
 #[test]
-fn compare_fails_no_number_and_wrong_data() {
+fn compare_judges_no_number_as_not_judged_and_fails_wrong_data() {
     let dir = scratch("verdict-compare");
     let base = dir.join("base.csv");
     write(&base, &sweep());
     let mut nan = sweep();
     nan[4].busbw_gbs = f64::NAN;
+    nan[4].p99_us = f64::NAN;
+    nan[6].busbw_gbs = f64::INFINITY;
     let nan_path = dir.join("nan.csv");
     write(&nan_path, &nan);
     let mut wrong = sweep();
@@ -229,27 +234,41 @@ fn compare_fails_no_number_and_wrong_data() {
     let wrong_path = dir.join("wrong.csv");
     write(&wrong_path, &wrong);
 
-    let failed = "1 failed whatever the threshold (wrong data, or a figure that is NaN or inf)";
-    for (files, flags, want) in [
+    for (files, flags, code, flagged, summary) in [
         (
             [&base, &nan_path],
             &["--threshold", "5"][..],
-            "REGRESSED (busbw NaN in candidate)",
+            4,
+            vec![
+                "not judged: busbw NaN in candidate; p99 not measured in candidate",
+                "ok on p99; not judged: busbw inf in candidate",
+            ],
+            "# 18 matched rows; 0 regressed beyond busbw -5% or p99 +5%; not judged: busbw NaN \
+             in candidate (1 row), busbw inf in candidate (1 row), p99 not measured in candidate \
+             (1 row); 1 row judged on no figure: no verdict",
         ),
         (
             [&nan_path, &base],
             &[][..],
-            "REGRESSED (busbw NaN in baseline)",
+            0,
+            vec![],
+            "# 18 matched rows; no --threshold given: nothing judged",
         ),
         (
             [&base, &wrong_path],
             &["--threshold", "50"][..],
-            "REGRESSED (wrong data: 7 elements)",
+            1,
+            vec!["REGRESSED (wrong data: 7 elements)"],
+            "# 18 matched rows; 0 regressed beyond busbw -50% or p99 +50%; 1 failed whatever the \
+             threshold (wrong data)",
         ),
         (
             [&base, &wrong_path],
             &[][..],
-            "REGRESSED (wrong data: 7 elements)",
+            1,
+            vec!["REGRESSED (wrong data: 7 elements)"],
+            "# 18 matched rows; no --threshold given: deltas not judged; 1 failed whatever the \
+             threshold (wrong data)",
         ),
     ] {
         let out = Command::new(COMPARE)
@@ -258,19 +277,29 @@ fn compare_fails_no_number_and_wrong_data() {
             .output()
             .unwrap();
         let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{flags:?}: {stdout}{stderr}");
-        let flagged: Vec<&str> = stdout.lines().filter(|l| l.contains("REGRESSED")).collect();
-        assert_eq!(flagged.len(), 1, "{stdout}");
-        assert!(flagged[0].contains(want), "{}", flagged[0]);
-        let verdict = stdout.lines().last().unwrap();
-        assert!(
-            verdict.starts_with("# 18 matched rows; ") && verdict.ends_with(failed),
-            "{verdict}"
-        );
+        assert_eq!(out.status.code(), Some(code), "{flags:?}: {stdout}{stderr}");
+        let verdicts: Vec<&str> = stdout
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                ["REGRESSED", "ok on", "not judged: busbw"]
+                    .iter()
+                    .find_map(|v| l.find(v).map(|at| &l[at..]))
+            })
+            .collect();
+        assert_eq!(verdicts, flagged, "{stdout}");
+        assert_eq!(stdout.lines().last().unwrap(), summary, "{stdout}");
     }
     // The same runs without the bad rows pass.
-    let out = Command::new(COMPARE).args([&base, &base]).output().unwrap();
+    let out = Command::new(COMPARE)
+        .args([&base, &base])
+        .arg("--threshold=5")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+    for csv in [&base, &nan_path, &wrong_path] {
+        common::assert_rows_load(csv, 18);
+    }
 }
 
 /// A copy of the fixture tree `name` in `dir` (links kept), to edit.

@@ -14,6 +14,9 @@ pub enum ExitStatus {
     Usage = 2,
     /// `-T`: a call did not finish in time.
     Timeout = 3,
+    /// Nothing failed, but something asked to be judged could not be (compare:
+    /// a row with no figure measured in both files): no verdict, not an ok.
+    NotJudged = 4,
 }
 
 impl ExitStatus {
