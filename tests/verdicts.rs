@@ -20,6 +20,7 @@ const COMPARE: &str = env!("CARGO_BIN_EXE_compare");
 const DOCTOR: &str = env!("CARGO_BIN_EXE_doctor");
 const PLOT: &str = env!("CARGO_BIN_EXE_plot");
 const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+const SENDRECV: &str = env!("CARGO_BIN_EXE_sendrecv_perf");
 
 fn run(binary: &str, args: &[&str]) -> Output {
     Command::new(binary)
@@ -582,4 +583,61 @@ fn a_picture_that_cannot_be_written_is_said_in_words() {
         e.ends_with("is a file, not a folder; give a folder for the pictures"),
         "{e}"
     );
+}
+
+/// All-pairs judges bandwidth at 64 KiB and more, latency at 64 KiB and less:
+/// a run with only small (or only large) sizes says which criterion it did not
+/// judge, instead of "median algbw NaN" or "lowest median time inf us" as if judged.
+#[test]
+fn all_pairs_says_what_it_did_not_judge() {
+    let dir = scratch("verdict-pairs");
+    for (sizes, flags, said, judged) in [
+        (
+            ["8", "8"],
+            ["--slow-latency", "1000"],
+            "# bandwidth not judged (no size of 64 KiB or more); lowest median time ",
+            ": pairs above 1000 x lowest are slow",
+        ),
+        (
+            ["1M", "1M"],
+            ["--slow-fraction", "0.001"],
+            "# median algbw ",
+            "; latency not judged (no size of 64 KiB or less)",
+        ),
+    ] {
+        let csv = dir.join(format!("pairs-{}.csv", sizes[0]));
+        let out = mpirun(
+            3,
+            SENDRECV,
+            &[
+                "--all-pairs",
+                "-b",
+                sizes[0],
+                "-e",
+                sizes[1],
+                "-n",
+                "3",
+                "-w",
+                "1",
+                flags[0],
+                flags[1],
+                "--csv",
+                path(&csv),
+            ],
+        );
+        let stdout = text(&out).0;
+        assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+        let criteria = stdout
+            .lines()
+            .find(|l| l.starts_with(said))
+            .unwrap_or_else(|| panic!("{said}\n{stdout}"));
+        assert!(criteria.ends_with(judged), "{criteria}");
+        assert!(
+            !criteria.contains("NaN") && !criteria.contains(" inf "),
+            "{criteria}"
+        );
+        has(&stdout, "# all-pairs: no slow pair");
+        // The matrices load in pandas: 3 nodes x 3 or 4 metrics at one size.
+        assert!(common::pandas_rows(&csv) >= 9);
+    }
 }

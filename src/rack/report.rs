@@ -4,45 +4,11 @@
 
 use super::evaluate::CheckResult;
 use super::nodes::NodeVerdict;
-use super::runner::StepOutcome;
-use crate::doctor::output::counts;
+use super::steps::{file_name, DoctorStep, TestStep};
+use crate::doctor::output::{counts, plural};
 use crate::doctor::{Finding, Severity};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
-
-pub struct DoctorStep {
-    pub outcome: StepOutcome,
-    /// Read back from doctor.csv (empty when doctor did not write it).
-    pub findings: Vec<Finding>,
-}
-
-impl DoctorStep {
-    /// doctor exits 0 when it found no error, 1 when it did.
-    pub fn passed(&self) -> bool {
-        self.outcome.exit == Some(0)
-    }
-}
-
-pub struct TestStep {
-    pub name: String,
-    pub outcome: StepOutcome,
-    pub csv: PathBuf,
-    pub all_pairs: bool,
-}
-
-impl TestStep {
-    /// It ran to the end and wrote results. An all-pairs run exits 1 when it
-    /// flags pairs by its own thresholds; its checks judge the matrix by the spec's.
-    pub fn ran(&self) -> bool {
-        self.csv.exists()
-            && (self.outcome.exit == Some(0) || (self.all_pairs && self.outcome.exit == Some(1)))
-    }
-
-    pub fn heatmap(&self) -> Option<PathBuf> {
-        let png = self.csv.with_extension("png");
-        png.exists().then_some(png)
-    }
-}
+use std::path::Path;
 
 /// One row of the verdict table: a step or a check.
 pub struct VerdictRow {
@@ -63,11 +29,6 @@ pub struct RunReport {
     pub checks: Vec<CheckResult>,
     /// Every node, with what failed on it.
     pub nodes: Vec<NodeVerdict>,
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
 }
 
 fn link(p: &Path) -> String {
@@ -122,7 +83,10 @@ impl RunReport {
     pub fn headline(&self) -> String {
         let total = self.checks.len() + self.tests.len() + self.doctor.is_some() as usize;
         let failed = self.failed_checks() + self.failed_steps();
-        if failed == 0 {
+        if failed == 0 && self.checks.is_empty() {
+            // What passed is that every step ran: say that no figure was judged.
+            format!("PASS: {total} of {total} steps passed; no [[check]]: no figure was judged")
+        } else if failed == 0 {
             format!("PASS: {total} of {total} steps and checks passed")
         } else {
             format!("FAIL: {failed} of {total} steps and checks failed")
@@ -134,8 +98,15 @@ impl RunReport {
         let mut rows = Vec::new();
         if let Some(d) = &self.doctor {
             rows.push(VerdictRow {
-                what: format!("doctor ({})", d.outcome.status()),
-                measured: counts(&d.findings),
+                what: format!("doctor ({})", d.status()),
+                measured: match &d.results_error {
+                    None => format!(
+                        "{} on {}",
+                        counts(&d.findings),
+                        plural(d.nodes.len(), "node")
+                    ),
+                    Some(_) => "no findings read".into(),
+                },
                 threshold: "no error".into(),
                 passed: d.passed(),
                 details: Vec::new(),
@@ -144,7 +115,7 @@ impl RunReport {
         for t in &self.tests {
             rows.push(VerdictRow {
                 what: format!("test {} ran", t.name),
-                measured: format!("{} in {:.1} s", t.outcome.status(), t.outcome.seconds),
+                measured: format!("{} in {:.1} s", t.status(), t.outcome.seconds),
                 threshold: "results written".into(),
                 passed: t.ran(),
                 details: Vec::new(),
@@ -229,7 +200,7 @@ impl RunReport {
             if !d.passed() && d.findings.is_empty() {
                 lines.push(format!(
                     "doctor: {} (see {})",
-                    d.outcome.status(),
+                    d.status(),
                     link(&d.outcome.log)
                 ));
             }
@@ -238,7 +209,7 @@ impl RunReport {
             lines.push(format!(
                 "test {}: {} (see {})",
                 t.name,
-                t.outcome.status(),
+                t.status(),
                 link(&t.outcome.log)
             ));
         }
@@ -294,14 +265,19 @@ impl RunReport {
         if let Some(d) = &self.doctor {
             let _ = writeln!(
                 md,
-                "| doctor | `{}` | {} | [doctor.csv](doctor.csv), [doctor.json](doctor.json) | {} |",
+                "| doctor | `{}` | {} | {} | {} |",
                 cell(&shell_line(&d.outcome.argv)),
-                d.outcome.status(),
+                cell(&d.status()),
+                if d.results_error.is_some() {
+                    "none".to_string()
+                } else {
+                    "[doctor.csv](doctor.csv), [doctor.json](doctor.json)".to_string()
+                },
                 link(&d.outcome.log)
             );
         }
         for t in &self.tests {
-            let results = if t.csv.exists() {
+            let results = if t.results_error.is_none() {
                 link(&t.csv)
             } else {
                 "none".into()
@@ -311,7 +287,7 @@ impl RunReport {
                 "| {} | `{}` | {} | {} | {} |",
                 t.name,
                 cell(&shell_line(&t.outcome.argv)),
-                t.outcome.status(),
+                cell(&t.status()),
                 results,
                 link(&t.outcome.log)
             );
