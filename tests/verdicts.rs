@@ -641,3 +641,52 @@ fn all_pairs_says_what_it_did_not_judge() {
         assert!(common::pandas_rows(&csv) >= 9);
     }
 }
+
+/// `-m` calls per timed iteration are `-m` calls to the watchdog: a healthy
+/// iteration that outlasts `-T` (each call far within it) finishes, exit 0. The
+/// watchdog once counted one call per iteration and ended such a run with exit 3,
+/// "the library itself is stuck".
+#[test]
+fn a_long_aggregated_iteration_is_not_called_stuck() {
+    let dir = scratch("verdict-agg");
+    let time_per_call = |m: &str, timeout: &str, csv: &Path| {
+        let out = mpirun(
+            2,
+            ALL_REDUCE,
+            &[
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "-n",
+                "1",
+                "-w",
+                "0",
+                "-m",
+                m,
+                "-T",
+                timeout,
+                "--csv",
+                path(csv),
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "-m {m} -T {timeout}: {}",
+            log(&out)
+        );
+        common::assert_rows_load(csv, 2);
+        let rows = common::read_rows(csv);
+        rows.iter().map(|r| r.time_us).fold(0.0, f64::max)
+    };
+    // This machine's time per call, then enough calls for an iteration of about 3 s.
+    let us = time_per_call("2000", "60", &dir.join("calibrate.csv"));
+    let m = ((3e6 / us) as u64).clamp(1000, 20_000_000);
+    let csv = dir.join("long.csv");
+    let us = time_per_call(&m.to_string(), "1", &csv);
+    assert!(
+        us * m as f64 > 1e6,
+        "-m {m} at {us} us per call is no iteration longer than -T 1: the test proves nothing"
+    );
+}

@@ -30,6 +30,8 @@ fn plan(flags: &[&str]) -> Plan {
 struct Log {
     begun: Vec<u64>,
     results: Vec<SizeResult>,
+    /// The calls the watchdog counted over the sweep.
+    watched: u64,
 }
 
 struct Recorder(Rc<RefCell<Log>>);
@@ -82,7 +84,8 @@ fn run_sweep_on<C: Comm>(
         .sweep(&roots, &RunInfo::default(), &mut exporters)
         .unwrap();
     drop(exporters);
-    let log = Rc::try_unwrap(log).ok().unwrap().into_inner();
+    let mut log = Rc::try_unwrap(log).ok().unwrap().into_inner();
+    log.watched = watchdog.calls().get();
     (summary, log, backend)
 }
 
@@ -435,6 +438,26 @@ fn agg_iters_makes_m_calls_per_timed_iteration() {
     };
     // 2 sizes x 2 placements x 3 iterations, each iteration 4 calls instead of 1.
     assert_eq!(calls("4") - calls("1"), 2 * 2 * 3 * 3);
+}
+
+/// -T bounds one call: each of -m's aggregated calls is counted as the watchdog
+/// sees progress, so a healthy iteration of many calls that outlasts -T is not
+/// called stuck (it was counted once per iteration, and -m 4000000000 -T 5 ended
+/// a healthy run blaming the library).
+#[test]
+fn the_watchdog_counts_each_aggregated_call() {
+    let coll = &collective::AllReduce;
+    let counted = |m: &str| {
+        let p = plan(&[
+            "-b", "8", "-e", "64", "-f", "8", "-n", "3", "-w", "1", "-m", m,
+        ]);
+        let (_, log, backend) = run_sweep(coll, &p, Faults::default());
+        (log.watched, backend.calls)
+    };
+    let (one, four) = (counted("1"), counted("4"));
+    // Every extra call the backend made was counted as it was entered.
+    assert_eq!(four.0 - one.0, four.1 - one.1);
+    assert_eq!(four.0 - one.0, 2 * 2 * 3 * 3);
 }
 
 /// --percentiles 0: the loop is timed whole (one mark before it, one after), so each
