@@ -690,3 +690,42 @@ fn a_long_aggregated_iteration_is_not_called_stuck() {
         "-m {m} at {us} us per call is no iteration longer than -T 1: the test proves nothing"
     );
 }
+
+/// cpu_us is nccl-tests' -C figure, the CPU time to issue one call, on every
+/// backend the collectives run on: on the mpi backend a call returns when it has
+/// completed, so it is the call's time (time_us, to the clocks' difference).
+#[test]
+fn cpu_us_on_the_mpi_backend_is_the_time_to_issue_a_blocking_call() {
+    let dir = scratch("verdict-cpu-us");
+    let csv = dir.join("run.csv");
+    let out = mpirun(
+        2,
+        ALL_REDUCE,
+        &[
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "32",
+            "-n",
+            "5",
+            "-w",
+            "1",
+            "--csv",
+            path(&csv),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+    common::assert_rows_load(&csv, 6);
+    for r in common::read_rows(&csv) {
+        let cpu = r.cpu_us.unwrap_or_else(|| panic!("no cpu_us: {r:?}"));
+        assert!(
+            (cpu - r.time_us).abs() <= 0.05 * r.time_us + 1.0,
+            "{} B {}: cpu_us {cpu} against time_us {}",
+            r.size_bytes,
+            r.placement,
+            r.time_us
+        );
+    }
+}

@@ -506,3 +506,32 @@ fn a_loop_timed_whole_has_its_time_and_no_percentiles() {
         .p99_us
         .is_nan());
 }
+
+/// NCCL_TESTS_MIN_BW is met only by an average that is a number at or above 90%
+/// of it: NaN compares false with any minimum, and inf is no measurement.
+#[test]
+fn min_bw_is_met_only_by_a_measured_average() {
+    let run = RunInfo {
+        min_busbw_gbs: Some(10.0),
+        ..RunInfo::default()
+    };
+    let below = |avg| {
+        let summary = Summary {
+            avg_busbw_gbs: avg,
+            ..Summary::default()
+        };
+        super::outputs::below_minimum("test", &run, &summary, true)
+    };
+    assert!(!below(9.0) && !below(25.0));
+    assert!(below(8.9) && below(0.0));
+    assert!(below(f64::NAN) && below(f64::INFINITY));
+    // Only rank 0 judges (and says it).
+    let summary = Summary::default();
+    assert!(!super::outputs::below_minimum(
+        "test", &run, &summary, false
+    ));
+    let unset = RunInfo::default();
+    assert!(!super::outputs::below_minimum(
+        "test", &unset, &summary, true
+    ));
+}
