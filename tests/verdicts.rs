@@ -729,3 +729,56 @@ fn cpu_us_on_the_mpi_backend_is_the_time_to_issue_a_blocking_call() {
         );
     }
 }
+
+/// A directory doctor lists that is there but cannot be listed (doctor run as a
+/// user who may not read it) is an error naming it, never the "no GPU" note an
+/// empty bus gives, and never exit 0: nothing in it was checked.
+#[test]
+fn doctor_fails_what_it_could_not_list() {
+    let dir = scratch("verdict-doctor-unlisted");
+    let root = copy_tree("doctor/healthy", &dir);
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    // Readable (and the output folder writable) by the user doctor runs as.
+    for (p, mode) in [(&dir, "755"), (&out_dir, "777")] {
+        let done = Command::new("chmod").args(["-R", mode]).arg(p).status();
+        assert!(done.unwrap().success());
+    }
+    let bus = root.join("sys/bus/pci/devices");
+    std::fs::set_permissions(&bus, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let csv = out_dir.join("findings.csv");
+    let args = ["--sysfs-root", path(&root), "--csv", path(&csv)];
+    // Root reads every directory: run as nobody where this test runs as root.
+    let euid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    let out = if euid == 0 {
+        Command::new("setpriv")
+            .args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                DOCTOR,
+            ])
+            .args(args)
+            .output()
+            .expect("setpriv (util-linux) runs")
+    } else {
+        run(DOCTOR, &args)
+    };
+    let stdout = text(&out).0;
+    assert_eq!(out.status.code(), Some(1), "{}", log(&out));
+    has(
+        &stdout,
+        format!(
+            "could not list {}: Permission denied (os error 13)",
+            bus.display()
+        ),
+    );
+    has(
+        &stdout,
+        "doctor: 1 error, 0 warnings, 0 notes on 1 node (gpu-a)",
+    );
+    assert!(!stdout.contains("no-gpu"), "{stdout}");
+    assert_eq!(common::pandas_rows(&csv), 1);
+}
