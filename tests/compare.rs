@@ -98,6 +98,88 @@ fn a_regression_beyond_the_threshold_fails() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Not measured is not worse: a candidate run with `--percentiles 0` (p99 NaN,
+/// the loop timed whole) is judged on busbw alone, and its p99 is said to be not
+/// judged, never REGRESSED nor ok. With only a p99 threshold nothing can be
+/// judged: no verdict, exit 4.
+#[test]
+fn a_run_without_percentiles_is_not_judged_on_p99() {
+    let dir = scratch("whole");
+    let (base, cand) = (dir.join("base.csv"), dir.join("whole.csv"));
+    write(&base, &baseline());
+    let mut rows = baseline();
+    for r in &mut rows {
+        r.busbw_gbs *= 1.97;
+        (r.p50_us, r.p99_us, r.p999_us, r.min_us, r.max_us) =
+            (f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN);
+    }
+    write(&cand, &rows);
+    let (code, out, err) = compare(&[&base, &cand], &["--threshold", "5"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let verdicts: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(verdicts.len(), 8, "{out}");
+    for line in verdicts {
+        assert!(
+            line.contains("+97.0%")
+                && line.ends_with("ok on busbw; not judged: p99 not measured in candidate"),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        out.lines().last().unwrap(),
+        "# 8 matched rows; 0 regressed beyond busbw -5% or p99 +5%; not judged: p99 not \
+         measured in candidate (8 rows)"
+    );
+    // A busbw drop still regresses beside a p99 that is not judged.
+    rows[6].busbw_gbs = baseline()[6].busbw_gbs * 0.5;
+    write(&cand, &rows);
+    let (code, out, _) = compare(&[&base, &cand], &["--threshold", "5"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("REGRESSED (busbw); not judged: p99 not measured in candidate"),
+        "{out}"
+    );
+    // Only p99 asked for, and it was not measured: no row is judged.
+    let (code, out, _) = compare(&[&base, &cand], &["--p99-threshold", "5"]);
+    assert_eq!(code, Some(4), "{out}");
+    assert!(
+        out.lines().last().unwrap().ends_with(
+            "not judged: p99 not measured in candidate (8 rows); 8 rows judged on no figure: no verdict"
+        ),
+        "{out}"
+    );
+    for csv in [&base, &cand] {
+        common::assert_rows_load(csv, 8);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The same with real runs: all_reduce_perf timed per iteration against
+/// `--percentiles 0`, p99 judged alone, so no timing noise decides.
+#[test]
+fn real_runs_with_and_without_percentiles() {
+    let dir = scratch("real-whole");
+    let (timed, whole) = (dir.join("timed.csv"), dir.join("whole.csv"));
+    for (csv, extra) in [(&timed, &[][..]), (&whole, &["--percentiles", "0"][..])] {
+        let mut args = vec!["-b", "8", "-e", "64", "-f", "8", "-n", "5", "-w", "1"];
+        args.extend(extra);
+        args.extend(["--csv", csv.to_str().unwrap()]);
+        let run = common::mpirun(2, env!("CARGO_BIN_EXE_all_reduce_perf"), &args);
+        assert!(run.status.success(), "{}", common::log(&run));
+        common::assert_rows_load(csv, 4);
+    }
+    let (code, out, err) = compare(&[&timed, &whole], &["--p99-threshold", "5"]);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(!out.contains("REGRESSED") && !out.contains(" ok"), "{out}");
+    assert!(
+        out.lines().last().unwrap().ends_with(
+            "not judged: p99 not measured in candidate (4 rows); 4 rows judged on no figure: no verdict"
+        ),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn overlay_plots() {
     let dir = scratch("plot");

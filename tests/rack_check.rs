@@ -144,7 +144,8 @@ fn spec_mistakes_are_usage_errors() {
     let spec = dir.join("bad.toml");
     std::fs::write(
         &spec,
-        "name = \"x\"\n[launch]\nnodes = 1\n[[check]]\ntest = \"ar\"\nmetric = \"busbw\"\n",
+        "name = \"x\"\n[launch]\nnodes = 1\n[[test]]\nname = \"t\"\nbinary = \"all_reduce_perf\"\n\
+         [[check]]\ntest = \"ar\"\nmetric = \"busbw\"\n",
     )
     .unwrap();
     let run = rack_check(&spec, &dir.join("report"));
@@ -181,4 +182,246 @@ fn example_specs_parse() {
             panic!("{name}: {e}");
         }
     }
+}
+
+/// rack_check with `--bin-dir bin`, where the test must find its own fakes.
+fn rack_check_with(spec: &Path, out: &Path, bin: &Path) -> Output {
+    Command::new(RACK_CHECK)
+        .arg("--spec")
+        .arg(spec)
+        .arg("--out")
+        .arg(out)
+        .arg("--bin-dir")
+        .arg(bin)
+        .output()
+        .expect("run rack_check")
+}
+
+/// An executable shell script `bin/name`.
+fn script(bin: &Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = bin.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A CSV of two all_reduce rows at 8 B that pass `time <= 50000`, hosts "vm".
+fn passing_rows(path: &Path) {
+    let mut w = csv::Writer::from_path(path).unwrap();
+    for placement in ["out-of-place", "in-place"] {
+        let row = fabricbench::report::Row {
+            time_us: 5.0,
+            hosts: "vm".into(),
+            wrong: Some(0),
+            nranks: 1,
+            ..common::sweep_row(placement, 8, 0.001, 10.0)
+        };
+        w.serialize(row).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// The lines of a summary.md table whose first cell is `first`.
+fn table_row<'a>(summary: &'a str, first: &str) -> &'a str {
+    summary
+        .lines()
+        .find(|l| l.starts_with(&format!("| {first} |")))
+        .unwrap_or_else(|| panic!("no row {first} in:\n{summary}"))
+}
+
+/// A node that never answered (mpirun cannot start anything on an unknown
+/// host: exit 255) fails in the terminal, summary.md and report.html, named,
+/// and so does the node beside it that nothing checked; rack_check exits 1.
+#[test]
+fn a_node_that_never_answered_is_never_a_pass() {
+    let dir = scratch("rack-unknown-host");
+    let spec = dir.join("unknown.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "unknown host"
+[launch]
+nodes = 2
+ranks_per_node = 1
+hosts = ["localhost", "no-such-host.invalid"]
+args = ["--oversubscribe", "--allow-run-as-root"]
+timeout_s = 120
+[[test]]
+name = "ar"
+binary = "all_reduce_perf"
+args = ["-b", "8", "-e", "64", "-n", "2"]
+[[check]]
+test = "ar"
+metric = "time"
+size = "8"
+max = 50000
+"#,
+    )
+    .unwrap();
+    let out = dir.join("report");
+    let run = rack_check(&spec, &out);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(1), "{}", log(&run));
+    for node in ["localhost", "no-such-host.invalid"] {
+        let line = format!("rack_check: node {node}: FAIL: doctor did not check this node (exit ");
+        assert!(stdout.contains(&line), "{line}\n{stdout}");
+    }
+    assert!(
+        stdout.contains(
+            "rack_check: ar time at 8 B (out-of-place): FAIL - (threshold <= 50000 us)\n\
+             rack_check:     not judged: test ar did not finish with its results (exit "
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(": PASS"), "{stdout}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for node in ["localhost", "no-such-host.invalid"] {
+        let row = table_row(&summary, node);
+        assert!(
+            row.starts_with(&format!(
+                "| {node} | **FAIL** | doctor did not check this node"
+            )),
+            "{row}"
+        );
+        assert!(
+            row.contains("test ar did not finish with its results"),
+            "{row}"
+        );
+    }
+    assert!(!summary.contains("nothing found"), "{summary}");
+    assert!(
+        table_row(&summary, "1").starts_with("| 1 | doctor (exit ")
+            && table_row(&summary, "1").ends_with("| no findings read | no error | **FAIL** |"),
+        "{summary}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains(
+            "<tr><td rowspan=\"2\">no-such-host.invalid</td><td rowspan=\"2\" class=\"fail\">FAIL</td>"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("2 nodes, failing: localhost, no-such-host.invalid."),
+        "{html}"
+    );
+    assert!(!html.contains("class=\"pass\""), "{html}");
+}
+
+/// A step that ended badly, or well without its results, passes nothing: a test
+/// killed after writing rows that would pass (its check is not judged), a test
+/// that exits 0 with a CSV of no rows, and a doctor that exits 0 and writes nothing.
+#[test]
+fn a_step_without_its_results_fails_its_checks() {
+    let dir = scratch("rack-no-results");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let rows = dir.join("rows.csv");
+    passing_rows(&rows);
+    let csv_arg = "while [ \"$1\" != --csv ]; do shift; done";
+    script(&bin, "doctor", "exit 0");
+    script(
+        &bin,
+        "all_reduce_perf",
+        &format!("{csv_arg}\ncp {} \"$2\"\nkill -9 $$", rows.display()),
+    );
+    script(
+        &bin,
+        "sendrecv_perf",
+        &format!("{csv_arg}\nhead -n 1 {} > \"$2\"\nexit 0", rows.display()),
+    );
+    let spec = dir.join("spec.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "no results"
+[launch]
+timeout_s = 60
+[[test]]
+name = "killed"
+binary = "all_reduce_perf"
+[[test]]
+name = "empty"
+binary = "sendrecv_perf"
+[[check]]
+test = "killed"
+metric = "time"
+size = "8"
+max = 50000
+[[check]]
+test = "empty"
+metric = "time"
+size = "8"
+max = 50000
+"#,
+    )
+    .unwrap();
+    let out = dir.join("report");
+    let run = rack_check_with(&spec, &out, &bin);
+    assert_eq!(run.status.code(), Some(1), "{}", log(&run));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("**FAIL: 5 of 5 steps and checks failed**"),
+        "{summary}"
+    );
+    for (first, want) in [
+        (
+            "1",
+            "| 1 | doctor (exit 0, but cannot read doctor.csv: no such file) | no findings read | no error |",
+        ),
+        ("2", "| 2 | test killed ran | killed by a signal in "),
+        (
+            "3",
+            "| 3 | test empty ran | exit 0, but empty.csv: no rows in ",
+        ),
+    ] {
+        let row = table_row(&summary, first);
+        assert!(
+            row.starts_with(want) && row.ends_with("| **FAIL** |"),
+            "{row}"
+        );
+    }
+    for (test, status) in [
+        ("killed", "killed by a signal"),
+        ("empty", "exit 0, but empty.csv: no rows"),
+    ] {
+        assert!(
+            summary.contains(&format!(
+                "- {test} time at 8 B (out-of-place): not judged: test {test} did not finish with \
+                 its results ({status}; see {test}.log)"
+            )),
+            "{summary}"
+        );
+    }
+    // Every node nothing checked fails: here the one the killed test's rows name.
+    let row = table_row(&summary, "vm");
+    assert!(
+        row.starts_with(
+            "| vm | **FAIL** | doctor did not check this node (exit 0, but cannot read"
+        ),
+        "{row}"
+    );
+    // The rows the killed test finished are kept, and load.
+    common::assert_rows_load(&out.join("killed.csv"), 2);
+}
+
+/// A spec that measures nothing is refused before anything runs: one line
+/// naming the spec file and the fix, exit 2.
+#[test]
+fn a_spec_without_tests_is_refused() {
+    let dir = scratch("rack-no-test");
+    let spec = dir.join("doctor-only.toml");
+    std::fs::write(&spec, "name = \"x\"\n[launch]\n").unwrap();
+    let run = rack_check(&spec, &dir.join("report"));
+    assert_eq!(run.status.code(), Some(2), "{}", log(&run));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "rack_check: error: --spec {}: no [[test]]: rack_check accepts a rack by measuring it; \
+             add a [[test]] (e.g. name = \"all_reduce\", binary = \"all_reduce_perf\"), or run \
+             doctor alone to check the configuration (mpirun -np NODES --map-by ppr:1:node doctor)",
+            spec.display()
+        )
+    );
+    assert!(run.stdout.is_empty());
+    assert!(!dir.join("report").exists(), "nothing is run or written");
 }

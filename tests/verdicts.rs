@@ -20,6 +20,7 @@ const COMPARE: &str = env!("CARGO_BIN_EXE_compare");
 const DOCTOR: &str = env!("CARGO_BIN_EXE_doctor");
 const PLOT: &str = env!("CARGO_BIN_EXE_plot");
 const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
+const SENDRECV: &str = env!("CARGO_BIN_EXE_sendrecv_perf");
 
 use common::alone as run;
 
@@ -208,13 +209,18 @@ fn rack_check_fails_a_value_that_is_no_number() {
     }
 }
 
+/// A figure that is NaN or inf is not measured: never REGRESSED, never ok; a row
+/// with no figure judged makes no verdict (exit 4). Wrong data fails whatever
+/// the threshold.
 #[test]
-fn compare_fails_no_number_and_wrong_data() {
+fn compare_judges_no_number_as_not_judged_and_fails_wrong_data() {
     let dir = scratch("verdict-compare");
     let base = dir.join("base.csv");
     write(&base, &sweep());
     let mut nan = sweep();
     nan[4].busbw_gbs = f64::NAN;
+    nan[4].p99_us = f64::NAN;
+    nan[6].busbw_gbs = f64::INFINITY;
     let nan_path = dir.join("nan.csv");
     write(&nan_path, &nan);
     let mut wrong = sweep();
@@ -222,27 +228,41 @@ fn compare_fails_no_number_and_wrong_data() {
     let wrong_path = dir.join("wrong.csv");
     write(&wrong_path, &wrong);
 
-    let failed = "1 failed whatever the threshold (wrong data, or a figure that is NaN or inf)";
-    for (files, flags, want) in [
+    for (files, flags, code, flagged, summary) in [
         (
             [&base, &nan_path],
             &["--threshold", "5"][..],
-            "REGRESSED (busbw NaN in candidate)",
+            4,
+            vec![
+                "not judged: busbw NaN in candidate; p99 not measured in candidate",
+                "ok on p99; not judged: busbw inf in candidate",
+            ],
+            "# 18 matched rows; 0 regressed beyond busbw -5% or p99 +5%; not judged: busbw NaN \
+             in candidate (1 row), busbw inf in candidate (1 row), p99 not measured in candidate \
+             (1 row); 1 row judged on no figure: no verdict",
         ),
         (
             [&nan_path, &base],
             &[][..],
-            "REGRESSED (busbw NaN in baseline)",
+            0,
+            vec![],
+            "# 18 matched rows; no --threshold given: nothing judged",
         ),
         (
             [&base, &wrong_path],
             &["--threshold", "50"][..],
-            "REGRESSED (wrong data: 7 elements)",
+            1,
+            vec!["REGRESSED (wrong data: 7 elements)"],
+            "# 18 matched rows; 0 regressed beyond busbw -50% or p99 +50%; 1 failed whatever the \
+             threshold (wrong data)",
         ),
         (
             [&base, &wrong_path],
             &[][..],
-            "REGRESSED (wrong data: 7 elements)",
+            1,
+            vec!["REGRESSED (wrong data: 7 elements)"],
+            "# 18 matched rows; no --threshold given: deltas not judged; 1 failed whatever the \
+             threshold (wrong data)",
         ),
     ] {
         let out = Command::new(COMPARE)
@@ -251,19 +271,29 @@ fn compare_fails_no_number_and_wrong_data() {
             .output()
             .unwrap();
         let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{flags:?}: {stdout}{stderr}");
-        let flagged: Vec<&str> = stdout.lines().filter(|l| l.contains("REGRESSED")).collect();
-        assert_eq!(flagged.len(), 1, "{stdout}");
-        assert!(flagged[0].contains(want), "{}", flagged[0]);
-        let verdict = stdout.lines().last().unwrap();
-        assert!(
-            verdict.starts_with("# 18 matched rows; ") && verdict.ends_with(failed),
-            "{verdict}"
-        );
+        assert_eq!(out.status.code(), Some(code), "{flags:?}: {stdout}{stderr}");
+        let verdicts: Vec<&str> = stdout
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                ["REGRESSED", "ok on", "not judged: busbw"]
+                    .iter()
+                    .find_map(|v| l.find(v).map(|at| &l[at..]))
+            })
+            .collect();
+        assert_eq!(verdicts, flagged, "{stdout}");
+        assert_eq!(stdout.lines().last().unwrap(), summary, "{stdout}");
     }
     // The same runs without the bad rows pass.
-    let out = Command::new(COMPARE).args([&base, &base]).output().unwrap();
+    let out = Command::new(COMPARE)
+        .args([&base, &base])
+        .arg("--threshold=5")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+    for csv in [&base, &nan_path, &wrong_path] {
+        common::assert_rows_load(csv, 18);
+    }
 }
 
 /// A copy of the fixture tree `name` in `dir` (links kept), to edit.
@@ -546,4 +576,202 @@ fn a_picture_that_cannot_be_written_is_said_in_words() {
         e.ends_with("is a file, not a folder; give a folder for the pictures"),
         "{e}"
     );
+}
+
+/// All-pairs judges bandwidth at 64 KiB and more, latency at 64 KiB and less:
+/// a run with only small (or only large) sizes says which criterion it did not
+/// judge, instead of "median algbw NaN" or "lowest median time inf us" as if judged.
+#[test]
+fn all_pairs_says_what_it_did_not_judge() {
+    let dir = scratch("verdict-pairs");
+    for (sizes, flags, said, judged) in [
+        (
+            ["8", "8"],
+            ["--slow-latency", "1000"],
+            "# bandwidth not judged (no size of 64 KiB or more); lowest median time ",
+            ": pairs above 1000 x lowest are slow",
+        ),
+        (
+            ["1M", "1M"],
+            ["--slow-fraction", "0.001"],
+            "# median algbw ",
+            "; latency not judged (no size of 64 KiB or less)",
+        ),
+    ] {
+        let csv = dir.join(format!("pairs-{}.csv", sizes[0]));
+        let out = mpirun(
+            3,
+            SENDRECV,
+            &[
+                "--all-pairs",
+                "-b",
+                sizes[0],
+                "-e",
+                sizes[1],
+                "-n",
+                "3",
+                "-w",
+                "1",
+                flags[0],
+                flags[1],
+                "--csv",
+                path(&csv),
+            ],
+        );
+        let stdout = text(&out).0;
+        assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+        let criteria = stdout
+            .lines()
+            .find(|l| l.starts_with(said))
+            .unwrap_or_else(|| panic!("{said}\n{stdout}"));
+        assert!(criteria.ends_with(judged), "{criteria}");
+        assert!(
+            !criteria.contains("NaN") && !criteria.contains(" inf "),
+            "{criteria}"
+        );
+        has(&stdout, "# all-pairs: no slow pair");
+        // The matrices load in pandas: 3 nodes x 3 or 4 metrics at one size.
+        assert!(common::pandas_rows(&csv) >= 9);
+    }
+}
+
+/// `-m` calls per timed iteration are `-m` calls to the watchdog: a healthy
+/// iteration that outlasts `-T` (each call far within it) finishes, exit 0. The
+/// watchdog once counted one call per iteration and ended such a run with exit 3,
+/// "the library itself is stuck".
+#[test]
+fn a_long_aggregated_iteration_is_not_called_stuck() {
+    let dir = scratch("verdict-agg");
+    let time_per_call = |m: &str, timeout: &str, csv: &Path| {
+        let out = mpirun(
+            2,
+            ALL_REDUCE,
+            &[
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "-n",
+                "1",
+                "-w",
+                "0",
+                "-m",
+                m,
+                "-T",
+                timeout,
+                "--csv",
+                path(csv),
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "-m {m} -T {timeout}: {}",
+            log(&out)
+        );
+        common::assert_rows_load(csv, 2);
+        let rows = common::read_rows(csv);
+        rows.iter().map(|r| r.time_us).fold(0.0, f64::max)
+    };
+    // This machine's time per call, then enough calls for an iteration of about 3 s.
+    let us = time_per_call("2000", "60", &dir.join("calibrate.csv"));
+    let m = ((3e6 / us) as u64).clamp(1000, 20_000_000);
+    let csv = dir.join("long.csv");
+    let us = time_per_call(&m.to_string(), "1", &csv);
+    assert!(
+        us * m as f64 > 1e6,
+        "-m {m} at {us} us per call is no iteration longer than -T 1: the test proves nothing"
+    );
+}
+
+/// cpu_us is nccl-tests' -C figure, the CPU time to issue one call, on every
+/// backend the collectives run on: on the mpi backend a call returns when it has
+/// completed, so it is the call's time (time_us, to the clocks' difference).
+#[test]
+fn cpu_us_on_the_mpi_backend_is_the_time_to_issue_a_blocking_call() {
+    let dir = scratch("verdict-cpu-us");
+    let csv = dir.join("run.csv");
+    let out = mpirun(
+        2,
+        ALL_REDUCE,
+        &[
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "32",
+            "-n",
+            "5",
+            "-w",
+            "1",
+            "--csv",
+            path(&csv),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", log(&out));
+    common::assert_rows_load(&csv, 6);
+    for r in common::read_rows(&csv) {
+        let cpu = r.cpu_us.unwrap_or_else(|| panic!("no cpu_us: {r:?}"));
+        assert!(
+            (cpu - r.time_us).abs() <= 0.05 * r.time_us + 1.0,
+            "{} B {}: cpu_us {cpu} against time_us {}",
+            r.size_bytes,
+            r.placement,
+            r.time_us
+        );
+    }
+}
+
+/// A directory doctor lists that is there but cannot be listed (doctor run as a
+/// user who may not read it) is an error naming it, never the "no GPU" note an
+/// empty bus gives, and never exit 0: nothing in it was checked.
+#[test]
+fn doctor_fails_what_it_could_not_list() {
+    let dir = scratch("verdict-doctor-unlisted");
+    let root = copy_tree("doctor/healthy", &dir);
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    // Readable (and the output folder writable) by the user doctor runs as.
+    for (p, mode) in [(&dir, "755"), (&out_dir, "777")] {
+        let done = Command::new("chmod").args(["-R", mode]).arg(p).status();
+        assert!(done.unwrap().success());
+    }
+    let bus = root.join("sys/bus/pci/devices");
+    std::fs::set_permissions(&bus, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let csv = out_dir.join("findings.csv");
+    let args = ["--sysfs-root", path(&root), "--csv", path(&csv)];
+    // Root reads every directory: run as nobody where this test runs as root.
+    let euid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    let out = if euid == 0 {
+        Command::new("setpriv")
+            .args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                DOCTOR,
+            ])
+            .args(args)
+            .output()
+            .expect("setpriv (util-linux) runs")
+    } else {
+        run(DOCTOR, &args)
+    };
+    let stdout = text(&out).0;
+    assert_eq!(out.status.code(), Some(1), "{}", log(&out));
+    has(
+        &stdout,
+        format!(
+            "could not list {}: Permission denied (os error 13)",
+            bus.display()
+        ),
+    );
+    has(
+        &stdout,
+        "doctor: 1 error, 0 warnings, 0 notes on 1 node (gpu-a)",
+    );
+    assert!(!stdout.contains("no-gpu"), "{stdout}");
+    assert_eq!(common::pandas_rows(&csv), 1);
 }

@@ -1,7 +1,7 @@
 //! The all-pairs heatmap: one cell per pair, coloured from red (slowest pair) to
 //! green (fastest), with its bandwidth written in it and slow pairs outlined.
 
-use super::judging::Verdict;
+use super::judging::{gbs, Verdict};
 use super::matrix::{PairResults, SizeMatrices};
 use crate::output::{write_whole, Replace};
 use anyhow::{anyhow, Context};
@@ -61,16 +61,20 @@ fn draw(
         title,
     ))
     .map_err(|e| plot(&e))?;
-    root.draw(&Text::new(
+    let subtitle = if verdict.bw_judged {
         format!(
-            "median {:.3} GB/s; outlined: below the slow threshold ({} pair(s))",
-            verdict.median_gbs,
+            "median {} GB/s; outlined: below the slow threshold ({} pair(s))",
+            gbs(verdict.median_gbs),
             verdict.slow_bw.len()
-        ),
-        (10, 32),
-        label.clone(),
-    ))
-    .map_err(|e| plot(&e))?;
+        )
+    } else {
+        format!(
+            "{}: no pair outlined",
+            verdict.bandwidth(|s| format!("{s} B"))
+        )
+    };
+    root.draw(&Text::new(subtitle, (10, 32), label.clone()))
+        .map_err(|e| plot(&e))?;
     let cell = |i: u32| (i * CELL) as i32;
     for (i, name) in results.labels.iter().enumerate() {
         let y = MARGIN_TOP as i32 + cell(i as u32) + CELL as i32 / 2 - 6;

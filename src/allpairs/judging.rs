@@ -69,12 +69,19 @@ pub struct SlowPair {
 /// What the matrices say.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
+    /// Bandwidth was judged (at `bw_size`): a size of at least [`JUDGE_SIZE`] was measured.
+    pub bw_judged: bool,
     pub bw_size: u64,
     pub median_gbs: f64,
     pub slow_bw: Vec<SlowPair>,
+    /// Latency was judged (at `latency_size`): a size of at most [`JUDGE_SIZE`] was measured.
+    pub latency_judged: bool,
     pub latency_size: u64,
     pub min_us: f64,
     pub slow_latency: Vec<SlowPair>,
+    /// Pairs with no figure at a size they are judged at (a, b, size): not
+    /// measured, so never a pass.
+    pub unmeasured: Vec<(usize, usize, u64)>,
     /// Pairs that received wrong data, with the byte count.
     pub wrong: Vec<(usize, usize, u64)>,
     /// Participants every one of whose pairs is slow while some other pair is not.
@@ -145,12 +152,15 @@ impl PairResults {
             self.sizes.iter().max_by_key(|s| s.size_bytes),
         ) else {
             return Verdict {
+                bw_judged: false,
                 bw_size: 0,
                 median_gbs: f64::NAN,
                 slow_bw: Vec::new(),
+                latency_judged: false,
                 latency_size: 0,
                 min_us: f64::NAN,
                 slow_latency: Vec::new(),
+                unmeasured: Vec::new(),
                 wrong: Vec::new(),
                 suspects: Vec::new(),
             };
@@ -158,7 +168,9 @@ impl PairResults {
         // Bandwidth is judged where messages are large enough to be bandwidth-bound,
         // latency where they are small: a 2-byte ib_write_lat run is judged on
         // latency alone, a 1 GiB sendrecv sweep on bandwidth alone.
-        let bw = if large.size_bytes >= JUDGE_SIZE {
+        let bw_judged = large.size_bytes >= JUDGE_SIZE;
+        let latency_judged = small.size_bytes <= JUDGE_SIZE;
+        let bw = if bw_judged {
             large.algbw_gbs.pairs()
         } else {
             Vec::new()
@@ -171,7 +183,7 @@ impl PairResults {
                 .collect::<Vec<_>>(),
         );
         let slow_bw = beyond(&bw, t.bw_fraction * median_gbs, |v, limit| v < limit);
-        let lat = if small.size_bytes <= JUDGE_SIZE {
+        let lat = if latency_judged {
             small.p50_us.pairs()
         } else {
             Vec::new()
@@ -199,13 +211,31 @@ impl PairResults {
         let suspects = suspects(self.labels.len(), slow, |a, b| {
             large.algbw_gbs.get(a, b).is_some()
         });
+        let n = self.labels.len();
+        let judged = [
+            (bw_judged, &large.algbw_gbs, large.size_bytes),
+            (latency_judged, &small.p50_us, small.size_bytes),
+        ];
+        let mut unmeasured: Vec<(usize, usize, u64)> = Vec::new();
+        for (_, matrix, size) in judged.into_iter().filter(|j| j.0) {
+            let missing: Vec<_> = (0..n)
+                .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+                .filter(|&(a, b)| matrix.get(a, b).is_none())
+                .map(|(a, b)| (a, b, size))
+                .filter(|m| !unmeasured.contains(m))
+                .collect();
+            unmeasured.extend(missing);
+        }
         Verdict {
+            bw_judged,
             bw_size: large.size_bytes,
             median_gbs,
             slow_bw,
+            latency_judged,
             latency_size: small.size_bytes,
             min_us,
             slow_latency,
+            unmeasured,
             wrong,
             suspects,
         }
@@ -213,8 +243,46 @@ impl PairResults {
 }
 
 impl Verdict {
+    /// Something was judged, and nothing failed or went unmeasured.
     pub fn passed(&self) -> bool {
-        self.slow_bw.is_empty() && self.slow_latency.is_empty() && self.wrong.is_empty()
+        (self.bw_judged || self.latency_judged)
+            && self.slow_bw.is_empty()
+            && self.slow_latency.is_empty()
+            && self.unmeasured.is_empty()
+            && self.wrong.is_empty()
+    }
+
+    /// "median algbw 45.000 GB/s at 1 MiB", or why bandwidth was not judged;
+    /// `size` writes a size.
+    pub fn bandwidth(&self, size: fn(u64) -> String) -> String {
+        if self.bw_judged {
+            format!(
+                "median algbw {} GB/s at {}",
+                gbs(self.median_gbs),
+                size(self.bw_size)
+            )
+        } else {
+            format!(
+                "bandwidth not judged (no size of {} or more)",
+                human_bytes(JUDGE_SIZE)
+            )
+        }
+    }
+
+    /// "lowest median time 5.00 us at 8 B", or why latency was not judged.
+    pub fn latency(&self, size: fn(u64) -> String) -> String {
+        if self.latency_judged {
+            format!(
+                "lowest median time {:.2} us at {}",
+                self.min_us,
+                size(self.latency_size)
+            )
+        } else {
+            format!(
+                "latency not judged (no size of {} or less)",
+                human_bytes(JUDGE_SIZE)
+            )
+        }
     }
 
     /// One line per finding, naming the nodes: for the table and the rack report.
@@ -242,6 +310,17 @@ impl Verdict {
                 shown(t.latency_factor),
                 self.min_us
             ));
+        }
+        for &(a, b, size) in &self.unmeasured {
+            lines.push(format!(
+                "pair {} <-> {}: not measured at {}: not judged",
+                labels[a],
+                labels[b],
+                human_bytes(size)
+            ));
+        }
+        if !(self.bw_judged || self.latency_judged) {
+            lines.push("no size measured: nothing judged".into());
         }
         for &(a, b, w) in &self.wrong {
             lines.push(format!(
@@ -424,7 +503,48 @@ mod tests {
             counters: Vec::new(),
         };
         let v = r.judge(&Thresholds::default());
-        assert!(v.passed() && v.median_gbs.is_nan() && v.bw_size == 0);
+        assert!(!v.passed() && v.median_gbs.is_nan() && v.bw_size == 0);
+        assert_eq!(
+            v.lines(&r.labels, &Thresholds::default()),
+            ["no size measured: nothing judged"]
+        );
+        assert_eq!(
+            v.bandwidth(|s| s.to_string()),
+            "bandwidth not judged (no size of 64 KiB or more)"
+        );
+        assert_eq!(
+            v.latency(|s| s.to_string()),
+            "latency not judged (no size of 64 KiB or less)"
+        );
+    }
+
+    /// A pair with no figure at a size it is judged at was not measured: the
+    /// verdict says so and fails; a figure of a criterion not judged is no verdict.
+    #[test]
+    fn a_pair_not_measured_is_not_a_pass() {
+        let mut r = results(3, None, 45.0, 0.0);
+        r.sizes[1].algbw_gbs.0[0][2] = None;
+        r.sizes[1].algbw_gbs.0[2][0] = None;
+        let v = r.judge(&Thresholds::default());
+        assert!(!v.passed());
+        assert_eq!(v.unmeasured, [(0, 2, 1 << 20)]);
+        assert_eq!(
+            v.lines(&r.labels, &Thresholds::default()),
+            ["pair node0 <-> node2: not measured at 1 MiB: not judged"]
+        );
+        // Only large sizes: latency is not judged, and says so instead of "inf us".
+        let mut r = results(3, None, 45.0, 0.0);
+        r.sizes[0].size_bytes = 1 << 20;
+        let v = r.judge(&Thresholds::default());
+        assert!(v.passed(), "{v:?}");
+        assert_eq!(
+            v.latency(human_bytes),
+            "latency not judged (no size of 64 KiB or less)"
+        );
+        assert_eq!(
+            v.bandwidth(human_bytes),
+            "median algbw 45.000 GB/s at 1 MiB"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The `compare` binary: a baseline CSV against candidates. Exit status: 0 no
-//! regression, 1 a regression beyond the thresholds or a row that fails
-//! whatever they are (wrong data, NaN or inf), 2 bad input.
+//! regression, 1 a regression beyond the thresholds or wrong data, 2 bad
+//! input, 4 no regression but a row the thresholds could judge on no figure
+//! (NaN or inf, or p99 not measured, in either file).
 
 use super::{compare, Counts, Thresholds};
 use crate::cli::{parse_one_line, real, shown, Rule};
@@ -48,9 +49,11 @@ pub fn main() -> ExitCode {
     job::main(Start::Alone, "compare", |_job, _program| {
         let args: CompareArgs = parse_one_line(std::env::args_os())?;
         // Files that cannot be read or matched are bad input, as a bad flag is.
-        let regressions = run(&args).map_err(|e| Failure::Usage(format!("{e:#}")))?;
-        Ok(if regressions > 0 {
+        let counts = run(&args).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+        Ok(if counts.rows > 0 {
             ExitStatus::Failed
+        } else if counts.not_judged > 0 {
+            ExitStatus::Inconclusive
         } else {
             ExitStatus::Ok
         })
@@ -58,9 +61,9 @@ pub fn main() -> ExitCode {
 }
 
 /// Prints each candidate's deltas (and draws them with --plot); returns how
-/// many rows count against the candidates (beyond the thresholds, wrong data,
-/// figures that are not numbers).
-pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
+/// many rows count against the candidates (beyond the thresholds, wrong data)
+/// and what could not be judged.
+pub fn run(args: &CompareArgs) -> anyhow::Result<Counts> {
     check_folder("--plot", args.plot.as_deref(), "pictures")?;
     let paths: Vec<PathBuf> = std::iter::once(args.baseline.clone())
         .chain(args.candidates.iter().cloned())
@@ -96,14 +99,15 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<usize> {
         }
         println!("# {} plots in {}", written.files.len(), dir.display());
     }
-    println!("# {matched} matched rows; {}", verdict(thresholds, counts));
-    Ok(counts.rows)
+    println!("# {matched} matched rows; {}", verdict(thresholds, &counts));
+    Ok(counts)
 }
 
 /// "3 regressed beyond busbw -5% or p99 +20%", or that nothing was judged;
-/// then the rows that fail whatever the thresholds, if any.
-fn verdict(thresholds: Thresholds, counts: Counts) -> String {
-    let judged = match (thresholds.busbw_drop_pct, thresholds.p99_rise_pct) {
+/// then the rows that fail whatever the thresholds, the figures that could
+/// not be judged and the rows judged on no figure, if any.
+fn verdict(thresholds: Thresholds, counts: &Counts) -> String {
+    let mut parts = vec![match (thresholds.busbw_drop_pct, thresholds.p99_rise_pct) {
         (None, None) if counts.failed == 0 => "no --threshold given: nothing judged".to_string(),
         (None, None) => "no --threshold given: deltas not judged".to_string(),
         (b, p) => format!(
@@ -118,12 +122,36 @@ fn verdict(thresholds: Thresholds, counts: Counts) -> String {
             .collect::<Vec<_>>()
             .join(" or ")
         ),
-    };
-    match counts.failed {
-        0 => judged,
-        n => format!(
-            "{judged}; {n} failed whatever the threshold (wrong data, or a figure that is NaN or inf)"
-        ),
+    }];
+    if counts.failed > 0 {
+        parts.push(format!(
+            "{} failed whatever the threshold (wrong data)",
+            counts.failed
+        ));
+    }
+    if !counts.unjudged_figures.is_empty() {
+        let figures: Vec<String> = counts
+            .unjudged_figures
+            .iter()
+            .map(|(why, n)| format!("{why} ({n} {})", rows(*n)))
+            .collect();
+        parts.push(format!("not judged: {}", figures.join(", ")));
+    }
+    if counts.not_judged > 0 {
+        parts.push(format!(
+            "{} {} judged on no figure: no verdict",
+            counts.not_judged,
+            rows(counts.not_judged)
+        ));
+    }
+    parts.join("; ")
+}
+
+fn rows(n: usize) -> &'static str {
+    if n == 1 {
+        "row"
+    } else {
+        "rows"
     }
 }
 
@@ -143,9 +171,10 @@ mod tests {
             regressed,
             failed,
             rows: regressed + failed,
+            ..Counts::default()
         };
         assert_eq!(
-            verdict(Thresholds::default(), counts(0, 0)),
+            verdict(Thresholds::default(), &counts(0, 0)),
             "no --threshold given: nothing judged"
         );
         let both = Thresholds {
@@ -153,13 +182,24 @@ mod tests {
             p99_rise_pct: Some(20.0),
         };
         assert_eq!(
-            verdict(both, counts(3, 0)),
+            verdict(both, &counts(3, 0)),
             "3 regressed beyond busbw -5% or p99 +20%"
         );
         assert_eq!(
-            verdict(Thresholds::default(), counts(0, 2)),
-            "no --threshold given: deltas not judged; 2 failed whatever the threshold \
-             (wrong data, or a figure that is NaN or inf)"
+            verdict(Thresholds::default(), &counts(0, 2)),
+            "no --threshold given: deltas not judged; 2 failed whatever the threshold (wrong data)"
+        );
+        let mut unjudged = counts(0, 0);
+        unjudged.not_judged = 1;
+        unjudged.unjudged_figures = [
+            ("p99 not measured in candidate".to_string(), 18),
+            ("busbw NaN in baseline".to_string(), 1),
+        ]
+        .into();
+        assert_eq!(
+            verdict(both, &unjudged),
+            "0 regressed beyond busbw -5% or p99 +20%; not judged: busbw NaN in baseline (1 row), \
+             p99 not measured in candidate (18 rows); 1 row judged on no figure: no verdict"
         );
     }
 }

@@ -3,10 +3,12 @@
 //! a verdict against thresholds; `cli` is the `compare` binary.
 
 pub mod cli;
+pub mod judge;
 
 use crate::report::Row;
 use crate::sizes::exact_bytes;
 use anyhow::bail;
+use judge::{judge, verdict_text, Figure, Judgement, RowVerdict};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -92,64 +94,6 @@ fn aggregate(rows: &[Row]) -> BTreeMap<Key, Figures> {
         .collect()
 }
 
-/// Which of the two files a figure is from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    Baseline,
-    Candidate,
-}
-
-impl Side {
-    fn name(self) -> &'static str {
-        match self {
-            Side::Baseline => "baseline",
-            Side::Candidate => "candidate",
-        }
-    }
-}
-
-/// Why a matched row counts against the candidate.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Regression {
-    /// busbw dropped beyond the threshold.
-    Busbw,
-    /// p99 rose beyond its threshold.
-    P99,
-    /// The candidate's data was wrong (this many elements), whatever its speed.
-    WrongData(u64),
-    /// A figure of either file that is not a number (NaN, inf): no delta can be
-    /// taken from it, so the row cannot pass.
-    NotMeasured {
-        side: Side,
-        figure: &'static str,
-        value: f64,
-    },
-}
-
-impl Regression {
-    /// "busbw", "wrong data: 7 elements", "busbw NaN in baseline".
-    pub fn label(&self) -> String {
-        match self {
-            Regression::Busbw => "busbw".into(),
-            Regression::P99 => "p99".into(),
-            Regression::WrongData(n) => format!("wrong data: {n} elements"),
-            Regression::NotMeasured {
-                side,
-                figure,
-                value,
-            } => format!("{figure} {value} in {}", side.name()),
-        }
-    }
-
-    /// Whether it fails the row whatever the thresholds.
-    pub fn unconditional(&self) -> bool {
-        matches!(
-            self,
-            Regression::WrongData(_) | Regression::NotMeasured { .. }
-        )
-    }
-}
-
 /// How much worse a candidate may be before it counts as a regression, in percent.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Thresholds {
@@ -169,9 +113,11 @@ pub struct Delta {
     /// either figure is not a number.
     pub busbw_pct: Option<f64>,
     pub p99_pct: Option<f64>,
-    /// What counts against the candidate: the thresholds crossed, wrong data,
-    /// figures that are not numbers.
-    pub regressed: Vec<Regression>,
+    /// The figures a threshold asked about, and what it said of each.
+    pub figures: Vec<(Figure, Judgement)>,
+    pub verdict: RowVerdict,
+    /// "ok", "REGRESSED (busbw)", "ok on busbw; not judged: p99 not measured in candidate".
+    pub verdict_text: String,
 }
 
 /// A candidate against the baseline.
@@ -182,10 +128,6 @@ pub struct Comparison {
     /// With the candidate's wrong elements there: wrong data fails a row even
     /// with nothing to compare it with.
     pub only_in_candidate: Vec<(Key, u64)>,
-}
-
-fn change_pct(base: f64, candidate: f64) -> Option<f64> {
-    Some((candidate - base) / base * 100.0).filter(|p| base != 0.0 && p.is_finite())
 }
 
 /// Matches `candidate` against `base`; an error when no row matches.
@@ -199,43 +141,27 @@ pub fn compare(
     let mut deltas = Vec::new();
     for (key, b) in &base {
         let Some(c) = cand.get(key) else { continue };
-        let busbw_pct = change_pct(b.busbw_gbs, c.busbw_gbs);
-        let p99_pct = change_pct(b.p99_us, c.p99_us);
-        let mut regressed = Vec::new();
-        // Neither run timed each call (--percentiles 0): no p99 to compare, busbw decides.
-        let p99_in_neither = b.p99_us.is_nan() && c.p99_us.is_nan();
-        for (side, f) in [(Side::Baseline, b), (Side::Candidate, c)] {
-            for (figure, value) in [("busbw", f.busbw_gbs), ("p99", f.p99_us)] {
-                let absent = figure == "p99" && p99_in_neither;
-                if !(value.is_finite() || absent) {
-                    regressed.push(Regression::NotMeasured {
-                        side,
-                        figure,
-                        value,
-                    });
-                }
-            }
-        }
-        if c.wrong > 0 {
-            regressed.push(Regression::WrongData(c.wrong));
-        }
-        if let (Some(d), Some(t)) = (busbw_pct, thresholds.busbw_drop_pct) {
-            if d < -t {
-                regressed.push(Regression::Busbw);
-            }
-        }
-        if let (Some(d), Some(t)) = (p99_pct, thresholds.p99_rise_pct) {
-            if d > t {
-                regressed.push(Regression::P99);
-            }
-        }
+        let (busbw_pct, busbw) = judge(
+            Figure::Busbw,
+            b.busbw_gbs,
+            c.busbw_gbs,
+            thresholds.busbw_drop_pct,
+        );
+        let (p99_pct, p99) = judge(Figure::P99, b.p99_us, c.p99_us, thresholds.p99_rise_pct);
+        let figures: Vec<(Figure, Judgement)> = [(Figure::Busbw, busbw), (Figure::P99, p99)]
+            .into_iter()
+            .filter_map(|(f, j)| Some((f, j?)))
+            .collect();
+        let (verdict, text) = verdict_text(&figures, c.wrong);
         deltas.push(Delta {
             key: key.clone(),
             base: *b,
             candidate: *c,
             busbw_pct,
             p99_pct,
-            regressed,
+            figures,
+            verdict,
+            verdict_text: text,
         });
     }
     if deltas.is_empty() {
@@ -285,15 +211,19 @@ fn pct(p: Option<f64>) -> String {
     p.map_or("n/a".to_string(), |p| format!("{p:+.1}%"))
 }
 
-/// How many rows count against a candidate, and why.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How many rows count against a candidate, and why; and what was not judged.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     /// Matched rows beyond a threshold.
     pub regressed: usize,
-    /// Rows that fail whatever the thresholds: wrong data, figures that are no numbers.
+    /// Rows that fail whatever the thresholds: wrong data.
     pub failed: usize,
-    /// Rows that count at all (one may be both).
+    /// Rows that count against the candidate (one may be both).
     pub rows: usize,
+    /// Matched rows a threshold asked about with no figure it could judge.
+    pub not_judged: usize,
+    /// Figures not judged, by why ("p99 not measured in candidate"): how many rows.
+    pub unjudged_figures: BTreeMap<String, usize>,
 }
 
 impl std::ops::AddAssign for Counts {
@@ -301,27 +231,34 @@ impl std::ops::AddAssign for Counts {
         self.regressed += o.regressed;
         self.failed += o.failed;
         self.rows += o.rows;
+        self.not_judged += o.not_judged;
+        for (why, n) in o.unjudged_figures {
+            *self.unjudged_figures.entry(why).or_default() += n;
+        }
     }
 }
 
 impl Comparison {
     pub fn counts(&self) -> Counts {
-        let judged = |d: &&Delta| d.regressed.iter().any(|r| !r.unconditional());
-        let failed = |d: &&Delta| d.regressed.iter().any(Regression::unconditional);
+        let crossed = |d: &&Delta| d.figures.iter().any(|(_, j)| *j == Judgement::Regressed);
         let wrong_unmatched = self
             .only_in_candidate
             .iter()
             .filter(|(_, w)| *w > 0)
             .count();
+        let verdicts = |v: RowVerdict| self.deltas.iter().filter(|d| d.verdict == v).count();
+        let mut unjudged_figures = BTreeMap::new();
+        for (_, j) in self.deltas.iter().flat_map(|d| &d.figures) {
+            if let Judgement::NotJudged(why) = j {
+                *unjudged_figures.entry(why.clone()).or_default() += 1;
+            }
+        }
         Counts {
-            regressed: self.deltas.iter().filter(judged).count(),
-            failed: self.deltas.iter().filter(failed).count() + wrong_unmatched,
-            rows: self
-                .deltas
-                .iter()
-                .filter(|d| !d.regressed.is_empty())
-                .count()
-                + wrong_unmatched,
+            regressed: self.deltas.iter().filter(crossed).count(),
+            failed: self.deltas.iter().filter(|d| d.candidate.wrong > 0).count() + wrong_unmatched,
+            rows: verdicts(RowVerdict::Regressed) + wrong_unmatched,
+            not_judged: verdicts(RowVerdict::NotJudged),
+            unjudged_figures,
         }
     }
 
@@ -366,12 +303,7 @@ impl Comparison {
                 format!("{:.2}", d.base.p99_us),
                 format!("{:.2}", d.candidate.p99_us),
                 pct(d.p99_pct),
-                if d.regressed.is_empty() {
-                    "ok".to_string()
-                } else {
-                    let why: Vec<String> = d.regressed.iter().map(Regression::label).collect();
-                    format!("REGRESSED ({})", why.join(", "))
-                },
+                d.verdict_text.clone(),
             ]);
         }
         let widths: Vec<usize> = (0..header.len())
@@ -460,13 +392,16 @@ mod tests {
         let c = compare(&base, &cand, STRICT).unwrap();
         assert_eq!(c.deltas.len(), 3);
         assert!((c.deltas[0].busbw_pct.unwrap() + 4.0).abs() < 1e-9);
-        assert!(c.deltas[0].regressed.is_empty());
-        assert_eq!(c.deltas[1].regressed, [Regression::Busbw]);
-        assert_eq!(c.deltas[2].regressed, [Regression::P99]);
+        let texts: Vec<&str> = c.deltas.iter().map(|d| d.verdict_text.as_str()).collect();
+        assert_eq!(texts, ["ok", "REGRESSED (busbw)", "REGRESSED (p99)"]);
         assert_eq!(c.counts().rows, 2);
-        // Without thresholds nothing is judged.
+        // Without thresholds nothing is judged, and no row says ok.
         let c = compare(&base, &cand, Thresholds::default()).unwrap();
         assert_eq!(c.counts().rows, 0);
+        assert!(c
+            .deltas
+            .iter()
+            .all(|d| d.verdict_text == "not judged: no --threshold"));
     }
 
     #[test]
@@ -498,77 +433,82 @@ mod tests {
         );
     }
 
-    /// NaN compares false with every threshold, so a NaN row once passed as
-    /// "never regressed"; and wrong data is a failure however fast it came.
+    /// A figure that is NaN or inf in either file is not judged: neither worse
+    /// (REGRESSED) nor ok; a row with no figure judged is not judged; wrong data
+    /// fails a row whatever the thresholds.
     #[test]
-    fn no_number_and_wrong_data_fail_whatever_the_threshold() {
+    fn no_number_is_not_judged_and_wrong_data_fails() {
         let base = [
             row(8, 10.0, 1.0),
             row(16, f64::NAN, 1.0),
             row(32, 10.0, 1.0),
+            row(64, f64::NAN, f64::NAN),
         ];
         let mut cand = [
             row(8, f64::NAN, 1.0),
             row(16, 10.0, 1.0),
             row(32, 10.0, f64::INFINITY),
             row(64, 10.0, 1.0),
+            row(128, 10.0, 1.0),
         ];
-        cand[3].wrong = Some(3);
-        for t in [STRICT, Thresholds::default()] {
-            let c = compare(&base, &cand, t).unwrap();
-            let why: Vec<Vec<String>> = c
-                .deltas
-                .iter()
-                .map(|d| d.regressed.iter().map(Regression::label).collect())
-                .collect();
-            assert_eq!(
-                why,
-                [
-                    vec!["busbw NaN in candidate".to_string()],
-                    vec!["busbw NaN in baseline".to_string()],
-                    vec!["p99 inf in candidate".to_string()],
-                ]
-            );
-            assert_eq!(
-                c.counts(),
-                Counts {
-                    regressed: 0,
-                    failed: 4,
-                    rows: 4
-                }
-            );
-            let text = c.render("a", "b");
-            assert!(
-                text.contains("64 B 4 ranks: REGRESSED (wrong data: 3 elements)"),
-                "{text}"
-            );
-        }
-        // Wrong data in a matched row, as fast as the baseline.
-        let mut bad = row(8, 10.0, 1.0);
-        bad.wrong = Some(7);
-        let c = compare(&base[..1], &[bad], Thresholds::default()).unwrap();
-        assert_eq!(c.deltas[0].regressed, [Regression::WrongData(7)]);
-        assert_eq!(c.counts().failed, 1);
+        cand[4].wrong = Some(3);
+        let c = compare(&base, &cand, STRICT).unwrap();
+        let texts: Vec<&str> = c.deltas.iter().map(|d| d.verdict_text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "ok on p99; not judged: busbw NaN in candidate",
+                "ok on p99; not judged: busbw NaN in baseline",
+                "ok on busbw; not judged: p99 inf in candidate",
+                "not judged: busbw NaN in baseline; p99 not measured in baseline",
+            ]
+        );
+        let counts = c.counts();
+        assert_eq!(
+            (
+                counts.regressed,
+                counts.failed,
+                counts.rows,
+                counts.not_judged
+            ),
+            (0, 1, 1, 1)
+        );
+        assert_eq!(counts.unjudged_figures.len(), 4);
         assert!(c
             .render("a", "b")
-            .contains("REGRESSED (wrong data: 7 elements)"));
+            .contains("128 B 4 ranks: REGRESSED (wrong data: 3 elements)"));
+        // Wrong data in a matched row, as fast as the baseline, with or without thresholds.
+        let mut bad = row(8, 10.0, 1.0);
+        bad.wrong = Some(7);
+        for t in [STRICT, Thresholds::default()] {
+            let c = compare(&base[..1], &[bad.clone()], t).unwrap();
+            assert_eq!(c.deltas[0].verdict, RowVerdict::Regressed);
+            assert_eq!(c.counts().failed, 1);
+            assert!(c
+                .render("a", "b")
+                .contains("REGRESSED (wrong data: 7 elements)"));
+        }
     }
 
-    /// Two runs with --percentiles 0 have no p99 (NaN): busbw alone decides; one such
-    /// run against one with percentiles still cannot pass on p99.
+    /// A run with --percentiles 0 has no p99 (NaN): against another such run or a
+    /// timed one, busbw alone is judged and p99 is said to be not judged.
     #[test]
     fn no_p99_on_either_side_is_judged_on_busbw() {
         let whole = |busbw| row(8, busbw, f64::NAN);
         let c = compare(&[whole(10.0)], &[whole(9.9)], STRICT).unwrap();
-        assert!(
-            c.deltas[0].regressed.is_empty(),
-            "{:?}",
-            c.deltas[0].regressed
+        assert_eq!(
+            c.deltas[0].verdict_text,
+            "ok on busbw; not judged: p99 not measured in either file"
         );
         let c = compare(&[whole(10.0)], &[whole(5.0)], STRICT).unwrap();
-        assert_eq!(c.deltas[0].regressed, [Regression::Busbw]);
-        let c = compare(&[row(8, 10.0, 1.0)], &[whole(10.0)], STRICT).unwrap();
-        assert_eq!(c.deltas[0].regressed[0].label(), "p99 NaN in candidate");
+        assert_eq!(c.deltas[0].verdict, RowVerdict::Regressed);
+        // The reported case: +97% busbw against a timed run is no regression.
+        let c = compare(&[row(8, 10.0, 1.0)], &[whole(19.7)], STRICT).unwrap();
+        assert_eq!(
+            c.deltas[0].verdict_text,
+            "ok on busbw; not judged: p99 not measured in candidate"
+        );
+        assert_eq!(c.counts().rows, 0);
         // Appended to a timed row of the same key, the p99 of the timed one stands.
         let c = compare(
             &[row(8, 10.0, 1.0)],
@@ -577,6 +517,6 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.deltas[0].p99_pct, Some(50.0));
-        assert_eq!(c.deltas[0].regressed, [Regression::P99]);
+        assert_eq!(c.deltas[0].verdict_text, "REGRESSED (p99)");
     }
 }

@@ -32,6 +32,26 @@ pub struct NodeFacts {
     /// RDMA port error counters that are not zero.
     #[serde(default)]
     pub error_counters: Vec<ErrorCounter>,
+    /// The directories doctor lists that were there but could not be listed:
+    /// what they hold was not checked.
+    #[serde(default)]
+    pub unlisted: Vec<Unlisted>,
+}
+
+impl NodeFacts {
+    /// Whether `dir` was there but could not be listed.
+    pub fn unlisted(&self, dir: &str) -> bool {
+        self.unlisted.iter().any(|u| u.dir == dir)
+    }
+}
+
+/// A directory that could not be listed, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unlisted {
+    /// "/sys/class/infiniband" (under the root).
+    pub dir: String,
+    /// "Permission denied (os error 13)".
+    pub why: String,
 }
 
 /// One error counter that is not zero.

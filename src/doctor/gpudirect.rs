@@ -44,6 +44,10 @@ pub fn collect(root: &Root) -> GpuFacts {
 
 pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
     let g = &node.gpus;
+    // A PCI bus that could not be listed is an error of its own (`unlisted`).
+    if g.gpus.is_empty() && node.unlisted(PCI_DEVICES) {
+        return;
+    }
     if g.gpus.is_empty() {
         out.push(Finding::new(
             Severity::Info,

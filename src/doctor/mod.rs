@@ -29,7 +29,7 @@ pub mod roce;
 pub use facts::NodeFacts;
 
 use crate::sysfs::rdma::INFINIBAND;
-use crate::sysfs::{Root, Unreadable};
+use crate::sysfs::{Root, Unreadable, PCI_DEVICES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -148,7 +148,7 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
     let rdma_devices = root.list(INFINIBAND);
     let hcas = ports::collect(root, &rdma_devices, &selection.hcas);
     let env = nccl_env::read_environ(root);
-    let netdevs = root.list("/sys/class/net");
+    let netdevs = root.list(NET);
     NodeFacts {
         node,
         root: root.dir().display().to_string(),
@@ -162,6 +162,32 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
         nccl: nccl_env::collect(root, env, nccl_library::collect(root)),
         port_rate_gbps: selection.port_rate_gbps,
         error_counters: counters::collect(root, &selection.hcas),
+        unlisted: [INFINIBAND, NET, PCI_DEVICES]
+            .into_iter()
+            .filter_map(|dir| {
+                root.unlistable(dir).map(|why| facts::Unlisted {
+                    dir: dir.to_string(),
+                    why,
+                })
+            })
+            .collect(),
+    }
+}
+
+const NET: &str = "/sys/class/net";
+
+/// A directory doctor lists that could not be listed: nothing in it was checked,
+/// so an error, never the "no RDMA device" or "no GPU" an empty one would be.
+fn unlisted(node: &NodeFacts, out: &mut Vec<Finding>) {
+    for u in &node.unlisted {
+        let path = format!("{}{}", node.root.trim_end_matches('/'), u.dir);
+        out.push(Finding::unreadable(
+            &node.node,
+            &u.dir,
+            format!("could not list {path}: {}", u.why),
+            "a directory doctor can list",
+            "run doctor as root, or as a user who can read this directory: nothing in it was checked",
+        ));
     }
 }
 
@@ -191,6 +217,7 @@ fn netdev_mtus(root: &Root, netdevs: &[String]) -> BTreeMap<String, u32> {
 pub fn check(nodes: &[NodeFacts]) -> Vec<Finding> {
     let mut findings = Vec::new();
     for node in nodes {
+        unlisted(node, &mut findings);
         ports::check(node, nodes, &mut findings);
         roce::check(node, &mut findings);
         memlock::check(node, &mut findings);

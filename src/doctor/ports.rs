@@ -196,6 +196,10 @@ fn rack_best(all: &[NodeFacts], model: &str) -> Option<(f64, String, String)> {
 }
 
 pub fn check(node: &NodeFacts, all: &[NodeFacts], out: &mut Vec<Finding>) {
+    // An RDMA class that could not be listed is an error of its own (`unlisted`).
+    if node.rdma_devices.is_empty() && node.unlisted(INFINIBAND) {
+        return;
+    }
     if node.rdma_devices.is_empty() {
         out.push(Finding::new(
             Severity::Info,

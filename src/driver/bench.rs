@@ -199,13 +199,18 @@ impl<'a, C: Comm> Bench<'a, C> {
 
     /// `times` calls of the collective over this process's ranks: grouped when they
     /// are several (`-g`, `-m`), as nccl-tests groups them.
+    /// `times` calls of the collective on each of `args` (one group when more
+    /// than one), each counted for the watchdog as it is entered: -T is a bound on
+    /// one call, so `-m` calls of an iteration are `-m` calls, not one.
     fn launch(&mut self, args: &[OpArgs], times: usize) -> anyhow::Result<()> {
         if let ([one], 1) = (args, times) {
+            self.watchdog.enter_call();
             return self.coll.launch(self.backend, one);
         }
         self.backend.group_start()?;
         for _ in 0..times {
             for a in args {
+                self.watchdog.enter_call();
                 self.coll.launch(self.backend, a)?;
             }
         }
@@ -252,7 +257,6 @@ impl<'a, C: Comm> Bench<'a, C> {
                 .map(|l| self.op_args(l, Placement::OutOfPlace))
                 .collect();
             for _ in 0..self.plan.warmup_iters {
-                self.watchdog.enter_call();
                 self.launch(&args, 1)?;
             }
         }
@@ -314,7 +318,6 @@ impl<'a, C: Comm> Bench<'a, C> {
                 if marks == Marks::Paired {
                     self.backend.mark();
                 }
-                self.watchdog.enter_call();
                 self.launch(args, agg)?;
                 match launch {
                     Launch::Stream | Launch::Graph(_) => {}
@@ -473,7 +476,6 @@ impl<'a, C: Comm> Bench<'a, C> {
             self.write_inputs(layouts, args)?;
             self.watchdog
                 .begin(self.label(&layout, placement, "(validation)"));
-            self.watchdog.enter_call();
             self.launch(args, 1)?;
             self.backend.synchronize()?;
             self.watchdog.end();

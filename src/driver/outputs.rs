@@ -173,11 +173,16 @@ pub(super) fn below_minimum(program: &str, run: &RunInfo, summary: &Summary, roo
     let Some(min) = run.min_busbw_gbs else {
         return false;
     };
-    let below = root && below_min_busbw(summary.avg_busbw_gbs, min);
-    if below {
+    let avg = summary.avg_busbw_gbs;
+    let below = root && below_min_busbw(avg, min);
+    if below && !avg.is_finite() {
         eprintln!(
-            "{program}: FAILED: the average bus bandwidth {:.3} GB/s is below 90% of NCCL_TESTS_MIN_BW={min} GB/s",
-            summary.avg_busbw_gbs
+            "{program}: FAILED: the average bus bandwidth is {avg}: a row's busbw is not a number \
+             (see the rows with NaN or inf), so NCCL_TESTS_MIN_BW={min} GB/s cannot be judged met"
+        );
+    } else if below {
+        eprintln!(
+            "{program}: FAILED: the average bus bandwidth {avg:.3} GB/s is below 90% of NCCL_TESTS_MIN_BW={min} GB/s"
         );
     }
     below

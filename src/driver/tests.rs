@@ -33,6 +33,8 @@ fn plan(flags: &[&str]) -> Plan {
 struct Log {
     begun: Vec<u64>,
     results: Vec<SizeResult>,
+    /// The calls the watchdog counted over the sweep.
+    watched: u64,
 }
 
 struct Recorder(Rc<RefCell<Log>>);
@@ -85,7 +87,8 @@ fn run_sweep_on<C: Comm>(
         .sweep(&roots, &RunInfo::default(), &mut exporters)
         .unwrap();
     drop(exporters);
-    let log = Rc::try_unwrap(log).ok().unwrap().into_inner();
+    let mut log = Rc::try_unwrap(log).ok().unwrap().into_inner();
+    log.watched = watchdog.calls().get();
     (summary, log, backend)
 }
 
@@ -440,6 +443,26 @@ fn agg_iters_makes_m_calls_per_timed_iteration() {
     assert_eq!(calls("4") - calls("1"), 2 * 2 * 3 * 3);
 }
 
+/// -T bounds one call: each of -m's aggregated calls is counted as the watchdog
+/// sees progress, so a healthy iteration of many calls that outlasts -T is not
+/// called stuck (it was counted once per iteration, and -m 4000000000 -T 5 ended
+/// a healthy run blaming the library).
+#[test]
+fn the_watchdog_counts_each_aggregated_call() {
+    let coll = &collective::AllReduce;
+    let counted = |m: &str| {
+        let p = plan(&[
+            "-b", "8", "-e", "64", "-f", "8", "-n", "3", "-w", "1", "-m", m,
+        ]);
+        let (_, log, backend) = run_sweep(coll, &p, Faults::default());
+        (log.watched, backend.calls)
+    };
+    let (one, four) = (counted("1"), counted("4"));
+    // Every extra call the backend made was counted as it was entered.
+    assert_eq!(four.0 - one.0, four.1 - one.1);
+    assert_eq!(four.0 - one.0, 2 * 2 * 3 * 3);
+}
+
 /// --percentiles 0: the loop is timed whole (one mark before it, one after), so each
 /// size still has its time, and no percentile: NaN, never a made-up figure.
 #[test]
@@ -485,4 +508,33 @@ fn a_loop_timed_whole_has_its_time_and_no_percentiles() {
         .latency
         .p99_us
         .is_nan());
+}
+
+/// NCCL_TESTS_MIN_BW is met only by an average that is a number at or above 90%
+/// of it: NaN compares false with any minimum, and inf is no measurement.
+#[test]
+fn min_bw_is_met_only_by_a_measured_average() {
+    let run = RunInfo {
+        min_busbw_gbs: Some(10.0),
+        ..RunInfo::default()
+    };
+    let below = |avg| {
+        let summary = Summary {
+            avg_busbw_gbs: avg,
+            ..Summary::default()
+        };
+        super::outputs::below_minimum("test", &run, &summary, true)
+    };
+    assert!(!below(9.0) && !below(25.0));
+    assert!(below(8.9) && below(0.0));
+    assert!(below(f64::NAN) && below(f64::INFINITY));
+    // Only rank 0 judges (and says it).
+    let summary = Summary::default();
+    assert!(!super::outputs::below_minimum(
+        "test", &run, &summary, false
+    ));
+    let unset = RunInfo::default();
+    assert!(!super::outputs::below_minimum(
+        "test", &unset, &summary, true
+    ));
 }

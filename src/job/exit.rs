@@ -10,17 +10,19 @@ pub enum ExitStatus {
     Failed = 1,
     Usage = 2,
     Timeout = 3,
-    /// A verdict could not be reached: a figure's interval lies across its
-    /// threshold, and more rounds would tell (nothing was found wrong).
+    /// No verdict could be reached, and nothing was found wrong: a figure's
+    /// interval lies across its threshold (more rounds would tell), or something
+    /// asked to be judged had no figure to judge.
     Inconclusive = 4,
 }
 
 impl ExitStatus {
-    pub const ALL: [ExitStatus; 4] = [
+    pub const ALL: [ExitStatus; 5] = [
         ExitStatus::Ok,
         ExitStatus::Failed,
         ExitStatus::Usage,
         ExitStatus::Timeout,
+        ExitStatus::Inconclusive,
     ];
 
     pub fn code(self) -> u8 {
@@ -44,8 +46,9 @@ impl ExitStatus {
                  and the job was ended. (A verbs binary's `--timeout` exits 1.)"
             }
             ExitStatus::Inconclusive => {
-                "A verdict could not be reached: a figure's 95% interval lies across its \
-                 threshold, and more rounds would tell (nothing was found wrong)."
+                "No verdict could be reached and nothing was found wrong: a figure's 95% \
+                 interval lies across its threshold (more rounds would tell), or a row or check \
+                 asked to be judged had no figure to judge (compare)."
             }
         }
     }
@@ -83,5 +86,25 @@ impl From<UsageError> for Failure {
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
         Failure::Fatal(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_lists_every_status_in_order() {
+        // Exhaustive: a new status does not compile until it is placed here and in ALL.
+        let place = |s: ExitStatus| match s {
+            ExitStatus::Ok => 0,
+            ExitStatus::Failed => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::Timeout => 3,
+            ExitStatus::Inconclusive => 4,
+        };
+        for (i, s) in ExitStatus::ALL.iter().enumerate() {
+            assert_eq!((place(*s), s.code() as usize), (i, i));
+        }
     }
 }

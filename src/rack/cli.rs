@@ -2,13 +2,13 @@
 //! one report directory.
 
 use super::check::CheckKind;
-use super::evaluate::evaluate;
-use super::nodes::{doctor_nodes, node_verdicts, pairs_outcomes};
-use super::report::{shell_line, DoctorStep, RunReport, TestStep};
+use super::evaluate::{evaluate, not_run};
+use super::nodes::{node_verdicts, pairs_outcomes, Evidence};
+use super::report::{shell_line, RunReport};
 use super::runner::run_step;
 use super::spec::Spec;
+use super::steps::{DoctorStep, TestStep};
 use crate::cli::{io_reason, parse_one_line, shown};
-use crate::doctor::output::read_csv as read_findings;
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::output::{check_new_folder, create_new_folder, write_whole, Replace};
 use crate::report::run::compact_utc;
@@ -99,12 +99,16 @@ fn run() -> Result<ExitStatus, String> {
         let argv = launch.argv(&bin, &flags, launch.nodes, 1);
         println!("rack_check: doctor: {}", shell_line(&argv));
         let outcome = run_step(&argv, &out.join("doctor.log"), timeout);
-        let findings = read_findings(&out.join("doctor.csv")).unwrap_or_default();
-        let step = DoctorStep { outcome, findings };
+        let step = DoctorStep::read(
+            outcome,
+            launch.named_hosts(launch.nodes),
+            &out.join("doctor.csv"),
+            &out.join("doctor.json"),
+        );
         println!(
             "rack_check: doctor: {} ({})",
             if step.passed() { "PASS" } else { "FAIL" },
-            step.outcome.status()
+            step.status()
         );
         step
     });
@@ -129,24 +133,26 @@ fn run() -> Result<ExitStatus, String> {
         }
         flags.push("--csv".into());
         flags.push(csv.display().to_string());
+        let nodes = t.nodes.unwrap_or(launch.nodes);
         let argv = launch.argv(
             bin,
             &flags,
-            t.nodes.unwrap_or(launch.nodes),
+            nodes,
             t.ranks_per_node.unwrap_or(launch.ranks_per_node),
         );
         println!("rack_check: test {}: {}", t.name, shell_line(&argv));
         let outcome = run_step(&argv, &out.join(format!("{}.log", t.name)), timeout);
-        let step = TestStep {
-            name: t.name.clone(),
+        let step = TestStep::read(
+            &t.name,
             outcome,
             csv,
-            all_pairs: t.all_pairs(),
-        };
+            t.all_pairs(),
+            launch.named_hosts(nodes),
+        );
         println!(
             "rack_check: test {}: {} in {:.1} s",
             t.name,
-            step.outcome.status(),
+            step.status(),
             step.outcome.seconds
         );
         tests.push(step);
@@ -156,7 +162,10 @@ fn run() -> Result<ExitStatus, String> {
         .checks
         .iter()
         .map(|c| {
-            let result = evaluate(c, &out.join(format!("{}.csv", c.test)));
+            let result = match tests.iter().find(|t| t.name == c.test) {
+                Some(t) if !t.ran() => not_run(c, t),
+                _ => evaluate(c, &out.join(format!("{}.csv", c.test))),
+            };
             println!(
                 "rack_check: {}: {} {} (threshold {})",
                 result.label,
@@ -171,10 +180,13 @@ fn run() -> Result<ExitStatus, String> {
         })
         .collect();
     let pairs = pairs_outcomes(&spec.checks, &out);
-    let findings = doctor.as_ref().map_or(&[][..], |d| &d.findings[..]);
-    let mut hosts = launch.hosts.clone();
-    hosts.extend(doctor_nodes(&out.join("doctor.json")));
-    let nodes = node_verdicts(&hosts, findings, &pairs);
+    let nodes = node_verdicts(&Evidence {
+        hosts: &launch.hosts,
+        launched_nodes: launch.nodes,
+        doctor: doctor.as_ref(),
+        tests: &tests,
+        pairs: &pairs,
+    });
     for n in &nodes {
         let failed: Vec<&str> = n
             .problems

@@ -3,6 +3,7 @@
 //! it measured, the threshold, and which nodes or pairs failed.
 
 use super::check::{Check, CheckKind, Threshold};
+use super::steps::{file_name, TestStep};
 use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
 use crate::cli::shown;
 use crate::report::csv::read_rows;
@@ -44,36 +45,55 @@ fn describe(min: &Option<Threshold>, max: &Option<Threshold>) -> String {
     parts.join(" and ")
 }
 
+/// What a check asks, in words: ">= 40 GB/s", "retransmits <= 0", ...
+pub fn threshold_text(check: &Check) -> String {
+    match &check.kind {
+        CheckKind::Row { min, max, .. } => describe(min, max),
+        CheckKind::Counters { max, .. } => counters_threshold(max),
+        CheckKind::AllPairs(t) => pairs_threshold(t),
+    }
+}
+
+/// A check whose test did not finish with its results: not judged, so failed,
+/// whatever rows a partial run left behind.
+pub fn not_run(check: &Check, test: &TestStep) -> CheckResult {
+    CheckResult::failed(
+        check,
+        threshold_text(check),
+        format!(
+            "not judged: test {} did not finish with its results ({}; see {})",
+            test.name,
+            test.status(),
+            file_name(&test.outcome.log)
+        ),
+    )
+}
+
 /// Evaluates one check from the CSV its test wrote.
 pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
+    let no_results = |e: anyhow::Error| {
+        CheckResult::failed(
+            check,
+            threshold_text(check),
+            format!("no results to check: {e:#}"),
+        )
+    };
     match &check.kind {
-        CheckKind::Row { min, max, .. } => match read_rows(csv) {
+        CheckKind::Row { .. } => match read_rows(csv) {
             Ok(rows) => evaluate_rows(check, &rows),
-            Err(e) => CheckResult::failed(
-                check,
-                describe(min, max),
-                format!("no results to check: {e:#}"),
-            ),
+            Err(e) => no_results(e),
         },
         // An all-pairs test writes its matrices, with the counters of each pair's round.
         CheckKind::Counters { max, .. } => match read_rows(csv) {
             Ok(rows) => evaluate_counters(check, &rows),
             Err(e) => match read_pairs(csv) {
                 Ok(results) => evaluate_pair_counters(check, max, &results),
-                Err(_) => CheckResult::failed(
-                    check,
-                    counters_threshold(max),
-                    format!("no results to check: {e:#}"),
-                ),
+                Err(_) => no_results(e),
             },
         },
         CheckKind::AllPairs(t) => match read_pairs(csv) {
             Ok(results) => evaluate_pairs(check, t, &results),
-            Err(e) => CheckResult::failed(
-                check,
-                pairs_threshold(t),
-                format!("no results to check: {e:#}"),
-            ),
+            Err(e) => no_results(e),
         },
     }
 }
@@ -270,7 +290,8 @@ pub fn evaluate_counters(check: &Check, rows: &[Row]) -> CheckResult {
             passed = false;
             measured.push(format!("{} not read", class.name()));
             details.push(format!(
-                "{}: the CSV has no counter columns for some sizes (the run read no fabric counters);                  rerun the test with this fabricbench",
+                "{}: the CSV has no counter columns for some sizes (the run read no fabric counters); \
+                 rerun the test with this fabricbench",
                 class.name()
             ));
             continue;
@@ -397,12 +418,10 @@ pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> C
     CheckResult {
         label: check.label.clone(),
         measured: format!(
-            "{} pairs of {n} nodes: median algbw {:.3} GB/s at {}, lowest median time {:.2} us at {}",
+            "{} pairs of {n} nodes: {}, {}",
             n * n.saturating_sub(1) / 2,
-            verdict.median_gbs,
-            human_bytes(verdict.bw_size),
-            verdict.min_us,
-            human_bytes(verdict.latency_size)
+            verdict.bandwidth(human_bytes),
+            verdict.latency(human_bytes)
         ),
         threshold: pairs_threshold(t),
         passed: verdict.passed() && unmeasured == 0,

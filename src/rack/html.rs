@@ -97,9 +97,14 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
     let steps = report
         .doctor
         .iter()
-        .map(|d| ("doctor", &d.outcome))
-        .chain(report.tests.iter().map(|t| (t.name.as_str(), &t.outcome)));
-    for (name, o) in steps {
+        .map(|d| ("doctor", &d.outcome, d.status()))
+        .chain(
+            report
+                .tests
+                .iter()
+                .map(|t| (t.name.as_str(), &t.outcome, t.status())),
+        );
+    for (name, o, status) in steps {
         let log = o
             .log
             .file_name()
@@ -110,7 +115,7 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
             esc(name),
             esc(&shell_line(&o.argv)),
             esc(&log),
-            esc(&o.status())
+            esc(&status)
         );
     }
     h.push_str("</table>\n</body></html>\n");
@@ -187,8 +192,8 @@ fn heatmap(h: &mut String, p: &PairsOutcome) {
     const LEFT: usize = 120;
     const TOP: usize = 60;
     let v = &p.verdict;
-    let Some(sizes) = p.results.at(v.bw_size) else {
-        h.push_str("<p>No bandwidth size measured (64 KiB or more) to draw.</p>\n");
+    let Some(sizes) = p.results.at(v.bw_size).filter(|_| v.bw_judged) else {
+        let _ = writeln!(h, "<p>{}: no heatmap.</p>", esc(&v.bandwidth(human_bytes)));
         return;
     };
     let labels = &p.results.labels;

@@ -62,6 +62,13 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// The nodes a step on `nodes` nodes is launched on, when the spec names
+    /// them (mpirun's `hosts`; srun takes its nodes from the allocation).
+    pub fn named_hosts(&self, nodes: usize) -> Option<Vec<String>> {
+        (self.launcher == Launcher::Mpirun && !self.hosts.is_empty())
+            .then(|| self.hosts.iter().take(nodes).cloned().collect())
+    }
+
     /// The command line that starts `program args` on `nodes` x `per_node` ranks.
     /// A job of one rank under mpirun is started directly.
     pub fn argv(

@@ -2,8 +2,9 @@
 //! launch (`launch`), what doctor gets, which tests to run and the checks their
 //! results must meet (`check`: absolute thresholds, or a percentage of a link
 //! limit of `crate::limits`). The run (`cli`) starts doctor and each test as a
-//! child process with a timeout (`runner`), reads the CSVs they write back
-//! (`evaluate`), and writes one report directory with a Markdown summary
+//! child process with a timeout (`runner`), reads back what each wrote
+//! (`steps`: a step that did not finish with results never passes), checks the
+//! CSVs (`evaluate`), and writes one report directory with a Markdown summary
 //! (`report`, its node text escaped by `markdown`) and a self-contained HTML page (`html`), both listing every node
 //! and what failed on it (`nodes`). Exit 0 only when all passed.
 
@@ -17,3 +18,4 @@ pub mod nodes;
 pub mod report;
 pub mod runner;
 pub mod spec;
+pub mod steps;

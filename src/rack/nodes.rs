@@ -1,10 +1,12 @@
 //! Every node of the run and what failed on it: doctor's findings about the
-//! node, and the all-pairs checks' suspects, slow pairs and wrong data, each with
-//! its fix. The summary and the HTML report list every node, failing or not.
+//! node, a step that did not check it (doctor had no answer from it, a test did
+//! not finish), and the all-pairs checks' suspects, slow pairs, pairs not
+//! measured and wrong data, each with its fix. A node nothing checked never
+//! passes. The summary and the HTML report list every node, failing or not.
 
 use super::check::{Check, CheckKind};
+use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
 use crate::allpairs::{gbs, read_csv as read_pairs, PairResults, Thresholds, Verdict};
-use crate::doctor::output::Report;
 use crate::doctor::{Finding, Severity};
 use crate::sizes::human_bytes;
 use std::path::Path;
@@ -38,19 +40,6 @@ pub fn pairs_outcomes(checks: &[Check], dir: &Path) -> Vec<PairsOutcome> {
         .collect()
 }
 
-/// The most of doctor.json read: each node's facts are a few KiB.
-const MAX_DOCTOR_JSON_BYTES: u64 = 256 << 20;
-
-/// The nodes doctor read facts from (doctor.json), findings or not.
-pub fn doctor_nodes(json: &Path) -> Vec<String> {
-    // doctor's own file in the report folder, bounded all the same.
-    crate::input::read_bounded(json, MAX_DOCTOR_JSON_BYTES)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Report>(&bytes).ok())
-        .map(|r| r.nodes.into_iter().map(|n| n.node).collect())
-        .unwrap_or_default()
-}
-
 /// One thing found on a node.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeProblem {
@@ -79,143 +68,317 @@ fn host_of(label: &str) -> &str {
 
 const LINK_FIX: &str = "check this node's link: the NIC and cable, the switch port's speed and error counters (ethtool -S, ip -s link), and any traffic shaping (tc qdisc show)";
 
-/// Every node, in the order first seen in `hosts` (the spec's, then doctor's,
-/// then the pair matrices'), with its problems.
-pub fn node_verdicts(
-    hosts: &[String],
-    findings: &[Finding],
-    pairs: &[PairsOutcome],
-) -> Vec<NodeVerdict> {
-    let mut nodes: Vec<NodeVerdict> = Vec::new();
-    let mut at = |node: &str| -> usize {
-        match nodes.iter().position(|n| n.node == node) {
+/// Stands for the nodes of a run that named none and heard from none.
+pub const UNNAMED: &str = "(nodes not named: no [launch] hosts, and no node answered)";
+
+const STEP_FIX: &str = "read the step's log for why; a node that cannot be reached: check that it is up \
+(ssh NODE hostname), its name in [launch] hosts, and that fabricbench and MPI are at the same paths there; \
+a step that timed out: raise timeout_s, or find the stuck rank with the benchmark's -T";
+
+/// What the run says of its nodes: the steps that had to check each, and what
+/// their results found.
+pub struct Evidence<'a> {
+    /// The spec's hosts, in order.
+    pub hosts: &'a [String],
+    /// How many nodes doctor was launched on.
+    pub launched_nodes: usize,
+    pub doctor: Option<&'a DoctorStep>,
+    pub tests: &'a [TestStep],
+    pub pairs: &'a [PairsOutcome],
+}
+
+/// The nodes in the order first seen, each with its problems in the order found.
+#[derive(Default)]
+struct NodeList(Vec<NodeVerdict>);
+
+impl NodeList {
+    fn at(&mut self, node: &str) -> &mut NodeVerdict {
+        let i = match self.0.iter().position(|n| n.node == node) {
             Some(i) => i,
             None => {
-                nodes.push(NodeVerdict {
+                self.0.push(NodeVerdict {
                     node: node.to_string(),
                     problems: Vec::new(),
                 });
-                nodes.len() - 1
+                self.0.len() - 1
             }
-        }
-    };
-    let mut found: Vec<(usize, NodeProblem)> = Vec::new();
-    for h in hosts {
-        at(h);
+        };
+        &mut self.0[i]
     }
+
+    fn fail(&mut self, node: &str, what: String, fix: String) {
+        self.at(node).problems.push(NodeProblem {
+            fails: true,
+            what,
+            fix,
+        });
+    }
+}
+
+/// Every node, in the order first seen (the spec's hosts, doctor's, the tests'
+/// rows', the pair matrices'), with its problems.
+pub fn node_verdicts(e: &Evidence) -> Vec<NodeVerdict> {
+    let mut nodes = NodeList::default();
+    let named = e
+        .hosts
+        .iter()
+        .chain(e.doctor.iter().flat_map(|d| &d.nodes))
+        .chain(e.tests.iter().flat_map(|t| &t.hosts))
+        .map(String::as_str)
+        .chain(
+            e.pairs
+                .iter()
+                .flat_map(|p| p.results.labels.iter().map(|l| host_of(l))),
+        );
+    for node in named {
+        nodes.at(node);
+    }
+    let missed = e.doctor.is_some_and(|d| !d.passed()) || e.tests.iter().any(|t| !t.ran());
+    if nodes.0.is_empty() && missed {
+        nodes.at(UNNAMED);
+    }
+    if let Some(d) = e.doctor {
+        doctor_findings(&mut nodes, &d.findings);
+        not_checked_by_doctor(&mut nodes, d, e.launched_nodes);
+    }
+    for t in e.tests.iter().filter(|t| !t.ran()) {
+        not_finished(&mut nodes, t);
+    }
+    for p in e.pairs {
+        pair_problems(&mut nodes, p);
+    }
+    nodes.0
+}
+
+/// "; doctor.log: ssh: Could not resolve hostname gpu09 ...": the log's first
+/// line that names the node, if any.
+fn log_says(log: &Path, node: &str) -> String {
+    match node {
+        UNNAMED => None,
+        _ => log_line_naming(log, node),
+    }
+    .map_or_else(String::new, |line| format!("; {}: {line}", file_name(log)))
+}
+
+fn doctor_findings(nodes: &mut NodeList, findings: &[Finding]) {
     for f in findings {
-        let i = at(&f.node);
+        let node = nodes.at(&f.node);
         if f.severity == Severity::Info {
             continue;
         }
-        found.push((
-            i,
-            NodeProblem {
-                fails: f.severity == Severity::Error,
-                what: format!(
-                    "doctor {} ({}): {}; expected {}",
-                    f.check, f.component, f.seen, f.expected
-                ),
-                fix: f.fix.clone(),
-            },
-        ));
+        node.problems.push(NodeProblem {
+            fails: f.severity == Severity::Error,
+            what: format!(
+                "doctor {} ({}): {}; expected {}",
+                f.check, f.component, f.seen, f.expected
+            ),
+            fix: f.fix.clone(),
+        });
     }
-    for p in pairs {
-        let labels = &p.results.labels;
-        for l in labels {
-            at(host_of(l));
-        }
-        let v = &p.verdict;
-        for &s in &v.suspects {
-            found.push((
-                at(host_of(&labels[s])),
-                NodeProblem {
-                    fails: true,
-                    what: format!(
-                        "{}: {} is the suspect: all {} of its pairs are slow",
-                        p.label,
-                        labels[s],
-                        labels.len() - 1
-                    ),
-                    fix: LINK_FIX.into(),
-                },
-            ));
-        }
-        // A slow pair a suspect explains is that suspect's; any other names both ends.
-        let unexplained = v
-            .slow_bw
+}
+
+/// The nodes doctor did not report: never checked, so failed; but when doctor
+/// answered from as many nodes as it was launched on, a name it did not report
+/// is another name of one of them (the spec's `localhost` for `gpu01`).
+fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) {
+    let reported = |name: &str| {
+        d.nodes
             .iter()
-            .map(|s| {
-                (
-                    s,
-                    format!(
-                        "algbw {} GB/s at {} < {}",
-                        gbs(s.value),
-                        human_bytes(v.bw_size),
-                        gbs(s.limit)
-                    ),
-                )
-            })
-            .chain(v.slow_latency.iter().map(|s| {
-                (
-                    s,
-                    format!(
-                        "median time {:.2} us at {} > {:.2}",
-                        s.value,
-                        human_bytes(v.latency_size),
-                        s.limit
-                    ),
-                )
-            }))
-            .filter(|(s, _)| !v.suspects.contains(&s.a) && !v.suspects.contains(&s.b));
-        let mut pair_problems = Vec::new();
-        for (s, why) in unexplained {
-            for (me, other) in [(s.a, s.b), (s.b, s.a)] {
-                pair_problems.push((
-                    me,
-                    format!("{}: slow pair with {}: {why}", p.label, labels[other]),
-                    format!(
-                        "check the path between {} and {}: both links and the switch between them",
-                        labels[me], labels[other]
-                    ),
-                ));
+            .any(|a| a == name || short_name(a) == short_name(name))
+    };
+    let every_node_answered = d.answered() && d.nodes.len() >= launched;
+    let log = file_name(&d.outcome.log);
+    for n in nodes.0.iter_mut().filter(|n| !reported(&n.node)) {
+        let problem = if every_node_answered {
+            NodeProblem {
+                fails: false,
+                what: format!(
+                    "doctor reported no node of this name, but answered from every node it was \
+                     launched on ({}): this is another name of one of them",
+                    d.nodes.join(", ")
+                ),
+                fix: "name the nodes in [launch] hosts as they name themselves (hostname)".into(),
             }
-        }
-        for &(a, b, bytes) in &v.wrong {
-            for (me, other) in [(a, b), (b, a)] {
-                pair_problems.push((
-                    me,
-                    format!("{}: {bytes} wrong bytes from {}", p.label, labels[other]),
-                    "the data was corrupted on the way: check memory (edac-util) and the NIC's error counters on both nodes".into(),
-                ));
+        } else {
+            NodeProblem {
+                fails: true,
+                what: format!(
+                    "doctor did not check this node ({}; see {log}){}",
+                    d.status(),
+                    log_says(&d.outcome.log, &n.node)
+                ),
+                fix: STEP_FIX.into(),
             }
-        }
-        for (me, what, fix) in pair_problems {
-            found.push((
-                at(host_of(&labels[me])),
-                NodeProblem {
-                    fails: true,
-                    what,
-                    fix,
-                },
-            ));
+        };
+        n.problems.push(problem);
+    }
+}
+
+/// A test that did not finish with its results checked nothing on the nodes it
+/// ran on (every node, where the spec names none).
+fn not_finished(nodes: &mut NodeList, t: &TestStep) {
+    let on: Vec<String> = match &t.launched_on {
+        Some(hosts) => hosts.clone(),
+        None => nodes.0.iter().map(|n| n.node.clone()).collect(),
+    };
+    let log = file_name(&t.outcome.log);
+    for node in on {
+        let what = format!(
+            "test {} did not finish with its results ({}; see {log}): not judged on this node{}",
+            t.name,
+            t.status(),
+            log_says(&t.outcome.log, &node)
+        );
+        nodes.fail(&node, what, STEP_FIX.into());
+    }
+}
+
+/// An all-pairs check's suspects, slow pairs, pairs not measured and wrong data.
+fn pair_problems(nodes: &mut NodeList, p: &PairsOutcome) {
+    let labels = &p.results.labels;
+    let v = &p.verdict;
+    for &s in &v.suspects {
+        let what = format!(
+            "{}: {} is the suspect: all {} of its pairs are slow",
+            p.label,
+            labels[s],
+            labels.len() - 1
+        );
+        nodes.fail(host_of(&labels[s]), what, LINK_FIX.into());
+    }
+    // A slow pair a suspect explains is that suspect's; any other names both ends.
+    let unexplained = v
+        .slow_bw
+        .iter()
+        .map(|s| {
+            (
+                s,
+                format!(
+                    "algbw {} GB/s at {} < {}",
+                    gbs(s.value),
+                    human_bytes(v.bw_size),
+                    gbs(s.limit)
+                ),
+            )
+        })
+        .chain(v.slow_latency.iter().map(|s| {
+            (
+                s,
+                format!(
+                    "median time {:.2} us at {} > {:.2}",
+                    s.value,
+                    human_bytes(v.latency_size),
+                    s.limit
+                ),
+            )
+        }))
+        .filter(|(s, _)| !v.suspects.contains(&s.a) && !v.suspects.contains(&s.b));
+    let both_ends = unexplained
+        .map(|(s, why)| (s.a, s.b, PairIssue::Slow(why)))
+        .chain(
+            v.unmeasured
+                .iter()
+                .map(|&(a, b, size)| (a, b, PairIssue::NotMeasured(size))),
+        )
+        .chain(
+            v.wrong
+                .iter()
+                .map(|&(a, b, bytes)| (a, b, PairIssue::Wrong(bytes))),
+        );
+    for (a, b, issue) in both_ends {
+        for (me, other) in [(a, b), (b, a)] {
+            let (what, fix) = issue.describe(&labels[me], &labels[other]);
+            nodes.fail(host_of(&labels[me]), format!("{}: {what}", p.label), fix);
         }
     }
-    for (i, problem) in found {
-        nodes[i].problems.push(problem);
+}
+
+/// What is wrong with a pair, told at each of its ends.
+enum PairIssue {
+    /// Why it is slow: "algbw 0.003 GB/s at 256 KiB < 0.008".
+    Slow(String),
+    /// No figure at this size.
+    NotMeasured(u64),
+    /// Wrong bytes received.
+    Wrong(u64),
+}
+
+impl PairIssue {
+    /// What it is and the fix, at the end `me`.
+    fn describe(&self, me: &str, other: &str) -> (String, String) {
+        match self {
+            PairIssue::Slow(why) => (
+                format!("slow pair with {other}: {why}"),
+                format!("check the path between {me} and {other}: both links and the switch between them"),
+            ),
+            PairIssue::NotMeasured(size) => (
+                format!("pair with {other} not measured at {}: not judged", human_bytes(*size)),
+                "the pair's round left no figure: see the test's log for why".into(),
+            ),
+            PairIssue::Wrong(bytes) => (
+                format!("{bytes} wrong bytes from {other}"),
+                "the data was corrupted on the way: check memory (edac-util) and the NIC's error \
+                 counters on both nodes"
+                    .into(),
+            ),
+        }
     }
-    nodes
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::allpairs::SlowPair;
+    use crate::rack::runner::StepOutcome;
+    use std::path::PathBuf;
+    use std::time::Duration;
 
     fn finding(severity: Severity, node: &str, check: &str) -> Finding {
         Finding::new(
             severity, node, "eth0", check, "MTU 9000", "MTU 1500", "fix it",
         )
+    }
+
+    fn outcome(exit: i32, log: PathBuf) -> StepOutcome {
+        StepOutcome {
+            argv: vec!["mpirun".into()],
+            exit: Some(exit),
+            timed_out: false,
+            timeout: Duration::from_secs(60),
+            start_error: None,
+            seconds: 1.0,
+            log,
+        }
+    }
+
+    fn doctor(exit: i32, nodes: &[&str], findings: Vec<Finding>, log: PathBuf) -> DoctorStep {
+        DoctorStep {
+            outcome: outcome(exit, log),
+            launched_on: None,
+            findings,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            results_error: (nodes.is_empty())
+                .then(|| "doctor.csv: no such file or directory".into()),
+        }
+    }
+
+    fn evidence<'a>(
+        hosts: &'a [String],
+        doctor: Option<&'a DoctorStep>,
+        tests: &'a [TestStep],
+        pairs: &'a [PairsOutcome],
+    ) -> Vec<NodeVerdict> {
+        node_verdicts(&Evidence {
+            hosts,
+            launched_nodes: hosts.len().max(1),
+            doctor,
+            tests,
+            pairs,
+        })
+    }
+
+    fn whats(n: &NodeVerdict) -> Vec<&str> {
+        n.problems.iter().map(|p| p.what.as_str()).collect()
     }
 
     #[test]
@@ -233,13 +396,16 @@ mod tests {
             limit: 0.008,
         };
         let verdict = Verdict {
+            bw_judged: true,
             bw_size: 256 << 10,
             median_gbs: 0.08,
-            // c is slow with everyone; a <-> b is slow on its own.
+            // c is slow with everyone; a <-> b is slow on its own; d <-> a was not measured.
             slow_bw: vec![slow(0, 1), slow(0, 2), slow(1, 2), slow(2, 3)],
+            latency_judged: false,
             latency_size: 0,
             min_us: f64::NAN,
             slow_latency: Vec::new(),
+            unmeasured: vec![(0, 3, 256 << 10)],
             wrong: Vec::new(),
             suspects: vec![2],
         };
@@ -250,31 +416,99 @@ mod tests {
             results,
             verdict,
         }];
-        let findings = [
+        let findings = vec![
             finding(Severity::Error, "a", "netdev-mtu"),
             finding(Severity::Warning, "d", "nccl-env"),
             finding(Severity::Info, "e", "no-gpu"),
         ];
-        let nodes = node_verdicts(&["d".to_string()], &findings, &pairs);
+        let d = doctor(
+            1,
+            &["a", "e", "b", "c", "d"],
+            findings,
+            PathBuf::from("x.log"),
+        );
+        let nodes = evidence(&["d".to_string()], Some(&d), &[], &pairs);
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         assert_eq!(names, ["d", "a", "e", "b", "c"]);
         let passed: Vec<bool> = nodes.iter().map(NodeVerdict::passed).collect();
-        assert_eq!(passed, [true, false, true, false, false]);
+        assert_eq!(passed, [false, false, true, false, false]);
         let c = &nodes[4];
-        assert_eq!(c.problems.len(), 1, "{c:?}");
         assert_eq!(
-            c.problems[0].what,
-            "pairs all pairs: c is the suspect: all 3 of its pairs are slow"
+            whats(c),
+            ["pairs all pairs: c is the suspect: all 3 of its pairs are slow"]
         );
-        let a: Vec<&str> = nodes[1].problems.iter().map(|p| p.what.as_str()).collect();
         assert_eq!(
-            a,
+            whats(&nodes[1]),
             [
                 "doctor netdev-mtu (eth0): MTU 9000; expected MTU 1500",
-                "pairs all pairs: slow pair with b: algbw 0.00300 GB/s at 256 KiB < 0.00800"
+                "pairs all pairs: slow pair with b: algbw 0.00300 GB/s at 256 KiB < 0.00800",
+                "pairs all pairs: pair with d not measured at 256 KiB: not judged",
             ]
         );
         assert!(!nodes[0].problems[0].fails);
+        assert_eq!(
+            whats(&nodes[0])[1],
+            "pairs all pairs: pair with a not measured at 256 KiB: not judged"
+        );
         assert_eq!(host_of("vm/3"), "vm");
+    }
+
+    /// An unknown host: mpirun never started doctor or the test (exit 255). No
+    /// node passes; the one the log names is named with the log's line.
+    #[test]
+    fn a_node_that_never_answered_fails_and_is_named() {
+        let dir = std::env::temp_dir().join(format!("rack-nodes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("doctor.log");
+        std::fs::write(
+            &log,
+            "ssh: Could not resolve hostname gpu02: Name or service not known\n",
+        )
+        .unwrap();
+        let hosts = ["gpu01".to_string(), "gpu02.invalid".to_string()];
+        let d = doctor(255, &[], Vec::new(), log.clone());
+        let test = TestStep {
+            name: "ar".into(),
+            outcome: outcome(255, dir.join("ar.log")),
+            csv: dir.join("ar.csv"),
+            all_pairs: false,
+            launched_on: Some(hosts.to_vec()),
+            hosts: Vec::new(),
+            results_error: Some("ar.csv: no such file".into()),
+        };
+        let nodes = evidence(&hosts, Some(&d), std::slice::from_ref(&test), &[]);
+        assert!(nodes.iter().all(|n| !n.passed()), "{nodes:?}");
+        assert_eq!(
+            whats(&nodes[1]),
+            [
+                "doctor did not check this node (exit 255; see doctor.log); doctor.log: ssh: Could \
+                 not resolve hostname gpu02: Name or service not known",
+                "test ar did not finish with its results (exit 255; see ar.log): not judged on this node",
+            ]
+        );
+        assert_eq!(
+            whats(&nodes[0])[0],
+            "doctor did not check this node (exit 255; see doctor.log)"
+        );
+        // No host named and nothing answered: the run's nodes still fail, unnamed.
+        let nodes = evidence(&[], Some(&d), &[], &[]);
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].node, UNNAMED);
+        assert!(!nodes[0].passed());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Doctor answered from every node launched, under names the spec does not
+    /// use: the spec's name is another name of one of them, not a missing node.
+    #[test]
+    fn another_name_of_a_node_that_answered_is_no_failure() {
+        let d = doctor(0, &["vm"], Vec::new(), PathBuf::from("doctor.log"));
+        let nodes = evidence(&["localhost".to_string()], Some(&d), &[], &[]);
+        assert!(nodes.iter().all(NodeVerdict::passed), "{nodes:?}");
+        assert!(whats(&nodes[0])[0].starts_with("doctor reported no node of this name, but"));
+        // gpu01 and gpu01.cluster are one node.
+        let d = doctor(0, &["gpu01"], Vec::new(), PathBuf::from("doctor.log"));
+        let nodes = evidence(&["gpu01.cluster".to_string()], Some(&d), &[], &[]);
+        assert!(nodes[0].problems.is_empty(), "{nodes:?}");
     }
 }

@@ -5,45 +5,11 @@
 use super::evaluate::CheckResult;
 use super::markdown::{code, text};
 use super::nodes::NodeVerdict;
-use super::runner::StepOutcome;
-use crate::doctor::output::counts;
+use super::steps::{file_name, DoctorStep, TestStep};
+use crate::doctor::output::{counts, plural};
 use crate::doctor::{Finding, Severity};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
-
-pub struct DoctorStep {
-    pub outcome: StepOutcome,
-    /// Read back from doctor.csv (empty when doctor did not write it).
-    pub findings: Vec<Finding>,
-}
-
-impl DoctorStep {
-    /// doctor exits 0 when it found no error, 1 when it did.
-    pub fn passed(&self) -> bool {
-        self.outcome.exit == Some(0)
-    }
-}
-
-pub struct TestStep {
-    pub name: String,
-    pub outcome: StepOutcome,
-    pub csv: PathBuf,
-    pub all_pairs: bool,
-}
-
-impl TestStep {
-    /// It ran to the end and wrote results. An all-pairs run exits 1 when it
-    /// flags pairs by its own thresholds; its checks judge the matrix by the spec's.
-    pub fn ran(&self) -> bool {
-        self.csv.exists()
-            && (self.outcome.exit == Some(0) || (self.all_pairs && self.outcome.exit == Some(1)))
-    }
-
-    pub fn heatmap(&self) -> Option<PathBuf> {
-        let png = crate::output::heatmap_of(&self.csv);
-        png.exists().then_some(png)
-    }
-}
+use std::path::Path;
 
 /// One row of the verdict table: a step or a check.
 pub struct VerdictRow {
@@ -66,12 +32,6 @@ pub struct RunReport {
     pub nodes: Vec<NodeVerdict>,
 }
 
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
-}
-
-/// A link to a file of the report (named by rack_check: `<test>.log`).
 fn link(p: &Path) -> String {
     let f = file_name(p);
     format!("[{}]({f})", text(&f))
@@ -119,7 +79,10 @@ impl RunReport {
     pub fn headline(&self) -> String {
         let total = self.checks.len() + self.tests.len() + self.doctor.is_some() as usize;
         let failed = self.failed_checks() + self.failed_steps();
-        if failed == 0 {
+        if failed == 0 && self.checks.is_empty() {
+            // What passed is that every step ran: say that no figure was judged.
+            format!("PASS: {total} of {total} steps passed; no [[check]]: no figure was judged")
+        } else if failed == 0 {
             format!("PASS: {total} of {total} steps and checks passed")
         } else {
             format!("FAIL: {failed} of {total} steps and checks failed")
@@ -131,8 +94,15 @@ impl RunReport {
         let mut rows = Vec::new();
         if let Some(d) = &self.doctor {
             rows.push(VerdictRow {
-                what: format!("doctor ({})", d.outcome.status()),
-                measured: counts(&d.findings),
+                what: format!("doctor ({})", d.status()),
+                measured: match &d.results_error {
+                    None => format!(
+                        "{} on {}",
+                        counts(&d.findings),
+                        plural(d.nodes.len(), "node")
+                    ),
+                    Some(_) => "no findings read".into(),
+                },
                 threshold: "no error".into(),
                 passed: d.passed(),
                 details: Vec::new(),
@@ -141,7 +111,7 @@ impl RunReport {
         for t in &self.tests {
             rows.push(VerdictRow {
                 what: format!("test {} ran", t.name),
-                measured: format!("{} in {:.1} s", t.outcome.status(), t.outcome.seconds),
+                measured: format!("{} in {:.1} s", t.status(), t.outcome.seconds),
                 threshold: "results written".into(),
                 passed: t.ran(),
                 details: Vec::new(),
@@ -226,7 +196,7 @@ impl RunReport {
             if !d.passed() && d.findings.is_empty() {
                 lines.push(format!(
                     "doctor: {} (see {})",
-                    text(&d.outcome.status()),
+                    text(&d.status()),
                     link(&d.outcome.log)
                 ));
             }
@@ -235,7 +205,7 @@ impl RunReport {
             lines.push(format!(
                 "test {}: {} (see {})",
                 text(&t.name),
-                text(&t.outcome.status()),
+                text(&t.status()),
                 link(&t.outcome.log)
             ));
         }
@@ -291,14 +261,19 @@ impl RunReport {
         if let Some(d) = &self.doctor {
             let _ = writeln!(
                 md,
-                "| doctor | {} | {} | [doctor.csv](doctor.csv), [doctor.json](doctor.json) | {} |",
+                "| doctor | {} | {} | {} | {} |",
                 code(&shell_line(&d.outcome.argv)),
-                text(&d.outcome.status()),
+                text(&d.status()),
+                if d.results_error.is_some() {
+                    "none".to_string()
+                } else {
+                    "[doctor.csv](doctor.csv), [doctor.json](doctor.json)".to_string()
+                },
                 link(&d.outcome.log)
             );
         }
         for t in &self.tests {
-            let results = if t.csv.exists() {
+            let results = if t.results_error.is_none() {
                 link(&t.csv)
             } else {
                 "none".into()
@@ -308,7 +283,7 @@ impl RunReport {
                 "| {} | {} | {} | {} | {} |",
                 text(&t.name),
                 code(&shell_line(&t.outcome.argv)),
-                text(&t.outcome.status()),
+                text(&t.status()),
                 results,
                 link(&t.outcome.log)
             );

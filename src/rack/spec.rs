@@ -160,6 +160,16 @@ impl Spec {
                 raw.launch.nodes
             ));
         }
+        if raw.tests.is_empty() {
+            // An acceptance that measured nothing is no acceptance: a PASS of doctor
+            // alone would read as a rack accepted. doctor itself is the config check.
+            return Err(
+                "no [[test]]: rack_check accepts a rack by measuring it; add a [[test]] \
+                 (e.g. name = \"all_reduce\", binary = \"all_reduce_perf\"), or run doctor \
+                 alone to check the configuration (mpirun -np NODES --map-by ppr:1:node doctor)"
+                    .into(),
+            );
+        }
         for (i, t) in raw.tests.iter().enumerate() {
             let at = format!("[[test]] {} ({})", i + 1, t.name);
             if t.name.is_empty()

@@ -184,9 +184,10 @@ pub struct Summary {
 }
 
 /// NCCL_TESTS_MIN_BW: as nccl-tests, a run fails when its average busbw is
-/// below 90% of the minimum.
+/// below 90% of the minimum; and when the average is no number (a row's busbw
+/// NaN or inf), which compares false with any minimum but shows none was met.
 pub fn below_min_busbw(avg_gbs: f64, min_gbs: f64) -> bool {
-    avg_gbs < min_gbs * 0.9
+    !(avg_gbs.is_finite() && avg_gbs >= min_gbs * 0.9)
 }
 
 /// An output format for one family's results `R` (a collective's `SizeResult` by

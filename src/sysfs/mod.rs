@@ -246,6 +246,15 @@ impl Root {
         self.read_dir(abs).unwrap_or_default()
     }
 
+    /// Why a directory that is there cannot be listed ("Permission denied (os
+    /// error 13)"); None where it lists or is absent. `list` reads both as empty.
+    pub fn unlistable(&self, abs: &str) -> Option<String> {
+        match std::fs::read_dir(self.path(abs)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(e.to_string()),
+            _ => None,
+        }
+    }
+
     /// The entries of a directory that parse as `T` (port numbers, GID indexes),
     /// in order of their value, or why it could not be listed; other entries are skipped.
     pub fn read_dir_parsed<T: FromStr + Ord>(&self, abs: &str) -> Result<Vec<T>, InputError> {

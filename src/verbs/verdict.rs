@@ -71,7 +71,8 @@ impl Limits {
             } else {
                 average / MIB
             };
-            if let Some(limit) = self.bw.filter(|&l| shown < l) {
+            // A figure that is no number meets no limit (NaN compares false).
+            if let Some(limit) = self.bw.filter(|&l| shown.is_nan() || shown < l) {
                 return Some(format!(
                     "-w/--limit_bw {}: {} B{pair} averaged {shown:.2} {}, below the limit",
                     cli::shown(limit),
@@ -80,7 +81,7 @@ impl Limits {
                 ));
             }
             let mpps = msgs_per_s / 1e6;
-            if let Some(limit) = self.msgrate.filter(|&l| mpps < l) {
+            if let Some(limit) = self.msgrate.filter(|&l| mpps.is_nan() || mpps < l) {
                 return Some(format!(
                     "-y/--limit_msgrate {}: {} B{pair} ran at {mpps:.6} Mpps, below the limit",
                     cli::shown(limit),
@@ -137,6 +138,23 @@ mod tests {
             .unwrap()
             .judge(&[bw_line(Some("1"), None)]);
         assert!(e.unwrap().contains("65536 B (pair 1) averaged"));
+        // A figure that is no number meets no limit.
+        let mut nan = bw_line(None, None);
+        if let Figures::Bw {
+            average,
+            msgs_per_s,
+            ..
+        } = &mut nan.figures
+        {
+            (*average, *msgs_per_s) = (f64::NAN, f64::NAN);
+        }
+        let e = ok.judge(std::slice::from_ref(&nan)).unwrap();
+        assert_eq!(
+            e,
+            "-w/--limit_bw 3000: 65536 B averaged NaN MiB/s, below the limit"
+        );
+        let rate = Limits::new(None, Some(0.04), false, true).unwrap();
+        assert!(rate.judge(&[nan]).is_some());
     }
 
     #[test]

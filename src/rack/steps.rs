@@ -1,0 +1,226 @@
+//! What each step of the acceptance run gave back: how it ended and the
+//! results it wrote, read once. A step passes only when it ended well AND its
+//! results are there with something in them: a node that never answered, a
+//! step that timed out, crashed or was killed, and a missing or empty result
+//! file are never a pass.
+
+use super::runner::StepOutcome;
+use crate::allpairs::read_csv as read_pairs;
+use crate::doctor::output::{read_csv as read_findings, Report};
+use crate::doctor::Finding;
+use crate::report::csv::read_rows;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub struct DoctorStep {
+    pub outcome: StepOutcome,
+    /// The nodes it was launched on, when the spec names them.
+    pub launched_on: Option<Vec<String>>,
+    /// Read back from doctor.csv (empty when doctor did not write it).
+    pub findings: Vec<Finding>,
+    /// The nodes doctor read facts from (doctor.json): the nodes that answered.
+    pub nodes: Vec<String>,
+    /// Why the findings or the nodes could not be read back.
+    pub results_error: Option<String>,
+}
+
+/// The most of doctor.json read: each node's facts are a few KiB.
+const MAX_DOCTOR_JSON_BYTES: u64 = 256 << 20;
+
+impl DoctorStep {
+    /// Reads back what doctor wrote to `csv` and `json`.
+    pub fn read(
+        outcome: StepOutcome,
+        launched_on: Option<Vec<String>>,
+        csv: &Path,
+        json: &Path,
+    ) -> DoctorStep {
+        let findings = read_findings(csv).map_err(|e| beside(e, csv));
+        // doctor's own file in the report folder, bounded all the same.
+        let nodes = crate::input::read_bounded(json, MAX_DOCTOR_JSON_BYTES)
+            .map_err(|e| format!("{}: {e}", file_name(json)))
+            .and_then(|bytes| {
+                serde_json::from_slice::<Report>(&bytes)
+                    .map_err(|e| format!("{}: not doctor's JSON: {e}", file_name(json)))
+            })
+            .map(|r| r.nodes.into_iter().map(|n| n.node).collect::<Vec<_>>())
+            .and_then(|nodes| match nodes.is_empty() {
+                true => Err(format!("{}: no node in it", file_name(json))),
+                false => Ok(nodes),
+            });
+        let results_error = [findings.as_ref().err(), nodes.as_ref().err()]
+            .into_iter()
+            .flatten()
+            .next()
+            .cloned();
+        DoctorStep {
+            outcome,
+            launched_on,
+            findings: findings.unwrap_or_default(),
+            nodes: nodes.unwrap_or_default(),
+            results_error,
+        }
+    }
+
+    /// doctor exits 0 when it found no error, 1 when it did; either way it
+    /// must have written its findings and the nodes it read.
+    pub fn passed(&self) -> bool {
+        self.answered() && self.outcome.exit == Some(0)
+    }
+
+    /// doctor checked the nodes it reports: it ended with its verdict (0 no
+    /// error, 1 errors found) and wrote it.
+    pub fn answered(&self) -> bool {
+        ended_with_a_verdict(&self.outcome) && self.results_error.is_none()
+    }
+
+    /// "exit 0", "exit 255", "exit 0, but doctor.json: no such file ...".
+    pub fn status(&self) -> String {
+        status(&self.outcome, &self.results_error)
+    }
+}
+
+pub struct TestStep {
+    pub name: String,
+    pub outcome: StepOutcome,
+    pub csv: PathBuf,
+    pub all_pairs: bool,
+    /// The nodes it was launched on, when the spec names them.
+    pub launched_on: Option<Vec<String>>,
+    /// The hosts its rows name (a sweep's `hosts` column).
+    pub hosts: Vec<String>,
+    /// Why its results could not be read back, or hold nothing.
+    pub results_error: Option<String>,
+}
+
+impl TestStep {
+    /// Reads back the results the test wrote to `csv`.
+    pub fn read(
+        name: &str,
+        outcome: StepOutcome,
+        csv: PathBuf,
+        all_pairs: bool,
+        launched_on: Option<Vec<String>>,
+    ) -> TestStep {
+        let mut hosts: Vec<String> = Vec::new();
+        let results = if all_pairs {
+            read_pairs(&csv).and_then(|r| match r.sizes.is_empty() {
+                true => Err(anyhow::anyhow!("{}: no pair measured", file_name(&csv))),
+                false => Ok(()),
+            })
+        } else {
+            read_rows(&csv).map(|rows| {
+                for h in rows.iter().flat_map(|r| r.hosts.split(';')) {
+                    if !h.is_empty() && !hosts.iter().any(|k| k == h) {
+                        hosts.push(h.to_string());
+                    }
+                }
+            })
+        };
+        TestStep {
+            name: name.to_string(),
+            outcome,
+            all_pairs,
+            launched_on,
+            hosts,
+            results_error: results.err().map(|e| beside(e, &csv)),
+            csv,
+        }
+    }
+
+    /// It ran to the end and wrote results. An all-pairs run exits 1 when it
+    /// flags pairs by its own thresholds; its checks judge the matrix by the spec's.
+    pub fn ran(&self) -> bool {
+        self.results_error.is_none()
+            && ended_with_a_verdict(&self.outcome)
+            && (self.outcome.exit == Some(0) || self.all_pairs)
+    }
+
+    /// "exit 0", "timed out after 5 s ...", "exit 0, but ar.csv: no rows".
+    pub fn status(&self) -> String {
+        status(&self.outcome, &self.results_error)
+    }
+
+    pub fn heatmap(&self) -> Option<PathBuf> {
+        let png = self.csv.with_extension("png");
+        png.exists().then_some(png)
+    }
+}
+
+/// How a step ended, and what was wrong with its results when it ended well.
+fn status(outcome: &StepOutcome, results_error: &Option<String>) -> String {
+    match results_error {
+        Some(e) if ended_with_a_verdict(outcome) => format!("{}, but {e}", outcome.status()),
+        _ => outcome.status(),
+    }
+}
+
+/// It ended by itself (not stopped at the timeout), with 0 or 1: the exit
+/// statuses of a run that judged what it measured.
+fn ended_with_a_verdict(outcome: &StepOutcome) -> bool {
+    !outcome.timed_out && outcome.start_error.is_none() && matches!(outcome.exit, Some(0 | 1))
+}
+
+/// A reader's error, naming `path` as the report does: by its file name, beside it.
+fn beside(e: anyhow::Error, path: &Path) -> String {
+    format!("{e:#}").replace(&path.display().to_string(), &file_name(path))
+}
+
+pub fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+}
+
+/// A host's name without its domain (Open MPI and the logs often drop it); an
+/// IP address whole.
+pub fn short_name(host: &str) -> &str {
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return host;
+    }
+    host.split('.').next().unwrap_or(host)
+}
+
+/// The first line of `log` (its first 64 KiB) naming `host` as a whole word,
+/// e.g. "ssh: Could not resolve hostname gpu09: Name or service not known".
+pub fn log_line_naming(log: &Path, host: &str) -> Option<String> {
+    let mut text = String::new();
+    let file = std::fs::File::open(log).ok()?;
+    // A log with invalid UTF-8 is read up to it: what comes before still helps.
+    let _ = file.take(64 << 10).read_to_string(&mut text);
+    let name = short_name(host);
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    text.lines()
+        .find(|line| {
+            line.match_indices(name).any(|(at, _)| {
+                let before = line[..at].chars().next_back();
+                let after = line[at + name.len()..].chars().next();
+                !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char)
+            })
+        })
+        .map(|line| line.trim().chars().take(300).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_line_names_a_host_as_a_word() {
+        let dir = std::env::temp_dir().join(format!("rack-steps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("doctor.log");
+        std::fs::write(
+            &log,
+            "starting on gpu010\nssh: Could not resolve hostname gpu01: Name or service not known\n",
+        )
+        .unwrap();
+        assert_eq!(
+            log_line_naming(&log, "gpu01.cluster.invalid").as_deref(),
+            Some("ssh: Could not resolve hostname gpu01: Name or service not known")
+        );
+        assert_eq!(log_line_naming(&log, "gpu02"), None);
+        assert_eq!(log_line_naming(&dir.join("none.log"), "gpu01"), None);
+        assert_eq!(short_name("10.0.0.5"), "10.0.0.5");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
