@@ -223,6 +223,10 @@ csv_row! {
         pub direction: Option<String>,
         /// Verbs --cpu_util: perftest's CPU_Util[%] of the printing side's host over the size.
         pub cpu_util_pct: Option<f64>,
+        /// The round (from 1) of `--rounds` that measured the row: each round
+        /// measures every size once, so a size has one row per round; 1 without
+        /// `--rounds`.
+        pub round: Option<u32>,
     }
 }
 
@@ -256,6 +260,7 @@ impl Row {
             env: run.env.join(";"),
             launch: Some(run.launch.clone()),
             groups: (!run.groups.is_empty()).then(|| groups_column(&run.groups)),
+            round: Some(1),
             ..Row::default()
         }
     }

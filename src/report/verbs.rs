@@ -129,6 +129,7 @@ impl Row {
             wrong: line.wrong,
             direction: line.direction.map(|d| d.name().to_string()),
             cpu_util_pct: result.cpu_util,
+            round: Some(1),
             ..Row::default()
         };
         let histogram = match &line.figures {
