@@ -227,6 +227,7 @@ mod tests {
             env: "CUDA_A=1;CUDA_B=2".into(),
             cpu_us: None,
             launch: Some("stream".into()),
+            round: Some(1),
             // The verbs columns stay empty.
             ..Row::default()
         };

@@ -470,6 +470,7 @@ mod tests {
             groups: Some("0:0,2;1:1,3".into()),
             nccl_algo: Some("RING".into()),
             nccl_proto: Some("LL128".into()),
+            round: Some(1),
             // The verbs columns stay empty.
             ..Row::default()
         };
