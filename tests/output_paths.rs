@@ -427,7 +427,7 @@ fn a_full_disk_leaves_no_partial_or_empty_file_and_every_row_loads() {
                 &s(&disk.0.join("d.json")),
             ],
         );
-        assert_eq!(out.status.code(), Some(2), "{}", log(&out));
+        assert_eq!(out.status.code(), Some(1), "{}", log(&out));
         assert!(
             text(&out).1.contains("No space left on device"),
             "{}",
@@ -542,4 +542,30 @@ fn an_endless_json_is_valid_when_the_run_is_stopped() {
         "{rows} rows, {} sizes",
         sizes.len()
     );
+}
+
+/// A reader that goes away (`compare ... | head -1`) ends a tool that runs alone
+/// quietly, as it ends C tools: by SIGPIPE, with no panic on stderr. Once,
+/// `println!` panicked on the EPIPE and compare exited 101.
+#[test]
+fn a_reader_that_goes_away_ends_a_tool_quietly() {
+    let dir = scratch("closed-pipe");
+    let csv = dir.join("run.csv");
+    let mut w = csv::Writer::from_path(&csv).unwrap();
+    for size in [1u64 << 10, 1 << 20] {
+        w.serialize(common::sweep_row("out-of-place", size, 10.0, 5.0))
+            .unwrap();
+    }
+    w.flush().unwrap();
+    // A pipe whose read end is closed before the tool starts: its first write fails.
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    let out = Command::new(COMPARE)
+        .args([&csv, &csv])
+        .stdout(Stdio::from(write))
+        .output()
+        .unwrap();
+    let stderr = text(&out).1;
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{stderr}");
 }

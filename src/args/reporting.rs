@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug, Clone, Serialize)]
 pub struct ReportArgs {
-    /// Write nccl-tests' JSON document to FILE.json, rewritten after every size
-    /// (FILE.json.0, .1, ... when FILE.json exists, as nccl-tests does)
+    /// Write nccl-tests' JSON document to FILE.json, a whole document after every
+    /// size (each size's record added in place) (FILE.json.0, .1, ... when
+    /// FILE.json exists, as nccl-tests does)
     #[arg(short = 'J', long = "output_file", value_name = "FILE.json")]
     pub output_file: Option<PathBuf>,
     /// 1: per-iteration timing: the table's i_min i_max i_p99 i_cv% columns and,

@@ -144,9 +144,9 @@ fn report(args: &DoctorArgs, nodes: Vec<NodeFacts>) -> ExitStatus {
             failed_write = true;
         }
     }
-    if failed_write {
-        ExitStatus::Usage
-    } else if count(&findings, Severity::Error) > 0 {
+    // A file that could not be written (a full disk) is a failure of the run,
+    // as it is for the benchmarks, not a mistake in the command line.
+    if failed_write || count(&findings, Severity::Error) > 0 {
         ExitStatus::Failed
     } else {
         ExitStatus::Ok

@@ -8,6 +8,7 @@
 
 use super::facts::{NcclFacts, NcclLibrary, NodeFacts};
 use super::{Finding, Severity};
+use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::Root;
 use std::collections::BTreeMap;
 
@@ -188,7 +189,7 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
             node,
             "NCCL_SOCKET_IFNAME",
             value,
-            &node.netdevs,
+            (super::NET, &node.netdevs),
             |e| e,
             "network interface",
             out,
@@ -200,7 +201,7 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
             node,
             "NCCL_IB_HCA",
             value,
-            &node.rdma_devices,
+            (INFINIBAND, &node.rdma_devices),
             |e| e.split(':').next().unwrap_or(e),
             "RDMA device",
             out,
@@ -212,13 +213,15 @@ fn check_list(
     node: &NodeFacts,
     var: &str,
     value: &str,
-    names: &[String],
+    (listed_from, names): (&str, &[String]),
     name_of: impl Fn(&str) -> &str,
     what: &str,
     out: &mut Vec<Finding>,
 ) {
     let list = NameList::parse(value);
-    if list.exclude {
+    // A folder that could not be listed is its own finding: what it holds is
+    // unknown, so no entry can be said to match nothing.
+    if list.exclude || node.unlisted(listed_from) {
         return;
     }
     let unmatched = list.unmatched(names, &name_of);
@@ -292,5 +295,27 @@ mod tests {
             l.unmatched(&hcas, |e| e.split(':').next().unwrap()),
             vec!["mlx5_4:1"]
         );
+    }
+
+    #[test]
+    fn a_folder_not_listed_is_no_proof_that_a_name_matches_nothing() {
+        let mut node = facts("doctor/healthy", |_| {});
+        node.nccl.env.insert("NCCL_IB_HCA".into(), "mlx5_9".into());
+        node.nccl
+            .env
+            .insert("NCCL_SOCKET_IFNAME".into(), "nosuch0".into());
+        let said = |node: &NodeFacts| {
+            let mut out = Vec::new();
+            check(node, &mut out);
+            out.iter().map(|f| f.component.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(said(&node), ["NCCL_SOCKET_IFNAME", "NCCL_IB_HCA"]);
+        for dir in [INFINIBAND, super::super::NET] {
+            node.unlisted.push(crate::doctor::facts::Unlisted {
+                dir: dir.into(),
+                why: "Permission denied (os error 13)".into(),
+            });
+        }
+        assert!(said(&node).is_empty(), "{:?}", said(&node));
     }
 }

@@ -34,6 +34,15 @@ pub enum Start {
     Alone,
 }
 
+/// A tool that runs alone ends quietly when its reader goes away (`compare ... |
+/// head -1`), as C tools do, instead of panicking in `println!` on EPIPE. Not
+/// for MPI ranks: their sockets must see EPIPE as an error, not die of it.
+fn quiet_on_a_closed_pipe() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: SIG_DFL installs no handler code; done before any thread starts.
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}
+
 /// The processes of a run: one started by hand, or the ranks of an MPI job.
 pub enum Job {
     Alone { host: String },
@@ -45,7 +54,10 @@ impl Job {
         let mpi = match start {
             Start::Mpi => true,
             Start::MpiWhenLaunched => launched_by_mpi(),
-            Start::Alone => false,
+            Start::Alone => {
+                quiet_on_a_closed_pipe();
+                false
+            }
         };
         Ok(if mpi {
             Job::Mpi(World::init()?)
