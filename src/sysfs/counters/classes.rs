@@ -154,6 +154,7 @@ pub fn class(family: Family, name: &str) -> Class {
         Family::Port | Family::Hw => RDMA,
         Family::Netdev => NETDEV,
         Family::Ethtool => return ethtool_class(name),
+        Family::Tcp => return super::tcp::class(name),
     };
     table
         .iter()

@@ -3,6 +3,7 @@
 //! - every RDMA port's `counters/*` (the IB PMA's) and `hw_counters/*` (mlx5's,
 //!   rxe's), every netdev's `statistics/*`, and the pause and PFC counters of
 //!   each netdev's ethtool statistics (`ethtool`);
+//! - TCP's loss counters of the node's network namespace (`tcp`);
 //! - `classes`: the one table of what each counter means;
 //! - [`delta`]: what a counter moved by, when it may have wrapped, been reset
 //!   or saturated.
@@ -12,6 +13,7 @@
 
 pub mod classes;
 pub mod ethtool;
+pub mod tcp;
 
 use super::rdma::INFINIBAND;
 use super::Root;
@@ -31,6 +33,8 @@ pub enum Family {
     Netdev,
     /// The netdev's ethtool statistics (pause and PFC counters only).
     Ethtool,
+    /// `/proc/net/snmp` and `/proc/net/netstat`: TCP's loss counters.
+    Tcp,
 }
 
 impl Family {
@@ -40,6 +44,7 @@ impl Family {
             Family::Hw => "hw_counters",
             Family::Netdev => "statistics",
             Family::Ethtool => "ethtool",
+            Family::Tcp => "tcp",
         }
     }
 
@@ -124,6 +129,15 @@ pub fn read(root: &Root) -> Snapshot {
             };
             values.insert(key, value);
         }
+    }
+    for (name, value) in tcp::read(root) {
+        let key = Key {
+            device: tcp::DEVICE.to_string(),
+            port: None,
+            family: Family::Tcp,
+            name,
+        };
+        values.insert(key, value);
     }
     Snapshot { values }
 }
