@@ -5,7 +5,8 @@
 # pandas and matplotlib (the notebook checks), nbconvert, nbclient and ipykernel
 # (scripts/compare.ipynb executed headless), pip (scripts/nccl-wheels.sh fetches
 # the NCCL wheels of the ABI check), and for the virtual rack and its
-# tests (scripts/virtual-rack.sh, tests/virtual_rack.rs): iproute2 (ip, tc),
+# tests (scripts/virtual-rack.sh, tests/virtual_rack.rs): iproute2 (ip, tc), nftables
+# (`fault loss`),
 # util-linux (nsenter, unshare, setpriv), and Debian's chromium with python3-pil
 # (report.html rendered and its screenshot checked); man-db (tests/docs_drift.rs
 # reads every generated man page with `man -l`).
@@ -15,7 +16,7 @@ packages=(openmpi-bin libopenmpi-dev libclang-dev clang cmake pkg-config
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
           python3 python3-pip python3-pandas python3-matplotlib
           python3-nbconvert python3-nbclient python3-ipykernel
-          iproute2 util-linux chromium python3-pil man-db)
+          iproute2 nftables util-linux chromium python3-pil man-db)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

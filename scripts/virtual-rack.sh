@@ -18,6 +18,8 @@
 #   virtual-rack.sh fault memlock NODE KIB RLIMIT_MEMLOCK of what starts on NODE, without CAP_IPC_LOCK
 #   virtual-rack.sh fault env NODE VAR=VALUE  a variable set for what starts on NODE
 #   virtual-rack.sh fault cut NODE         NODE's veth down (the cable pulled)
+#   virtual-rack.sh fault loss NODE PCT    drop PCT% (1-50) of the packets NODE receives and
+#                                          sends (nftables; this kernel has no netem)
 #   virtual-rack.sh clear                  remove every fault
 #   virtual-rack.sh status                 nodes, addresses and faults
 #   virtual-rack.sh down                   remove everything
@@ -275,7 +277,23 @@ fault() {
         ip -n "$sw" link set "$node" down
         touch "$STATE/faults/$node.cut"
         ;;
-    *) die "fault $kind: one of slow, mtu, memlock, env, cut" ;;
+    loss)
+        [[ $value =~ ^[0-9]+$ ]] && [ "$value" -ge 1 ] && [ "$value" -le 50 ] ||
+            die "fault loss $node '$value': give a whole percentage from 1 to 50"
+        command -v nft >/dev/null || die "fault loss: nft not found: apt-get install nftables"
+        # Both directions of the node's interface, at random (numgen), as a lossy
+        # link or a switch dropping; the table is the node's own and goes with clear.
+        ip netns exec "$ns" nft -f - <<NFT
+table inet fabricbench_loss
+delete table inet fabricbench_loss
+table inet fabricbench_loss {
+    chain in { type filter hook input priority 0; iifname "eth0" numgen random mod 100 < $value drop; }
+    chain out { type filter hook output priority 0; oifname "eth0" numgen random mod 100 < $value drop; }
+}
+NFT
+        echo "$value" >"$STATE/faults/$node.loss"
+        ;;
+    *) die "fault $kind: one of slow, mtu, memlock, env, cut, loss" ;;
     esac
 }
 
@@ -290,6 +308,7 @@ clear_faults() {
         tc -n "$sw" qdisc del dev "$node" root 2>/dev/null || true
         ip -n "$ns" link set eth0 mtu 1500
         ip -n "$sw" link set "$node" up
+        ! command -v nft >/dev/null || ip netns exec "$ns" nft delete table inet fabricbench_loss 2>/dev/null || true
     done
     rm -f "$STATE"/faults/*
 }
