@@ -19,8 +19,10 @@ pub use crate::job::UsageError;
 
 pub mod env;
 pub mod reporting;
+pub mod rounds;
 use env::TestsEnv;
 use reporting::{ReportArgs, Reporting};
+pub use rounds::{Rounds, RoundsArgs, RoundsPlan};
 
 /// -g: more GPUs than any node holds is a typo (and would overflow rank counts).
 const MAX_GPUS_PER_PROCESS: usize = 1024;
@@ -144,6 +146,10 @@ pub struct CollArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub report: ReportArgs,
+    // --rounds, --rounds-tolerance, --max-rounds, --rounds-time, --min-busbw.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub rounds: RoundsArgs,
 }
 
 /// `--backend`: a backend, or `auto` (nccl when every rank can run it).
@@ -272,6 +278,8 @@ pub struct Plan {
     pub memory_report: bool,
     /// -t -p -y -R -x -D -V.
     pub gpu: NcclOptions,
+    /// --rounds and --min-busbw.
+    pub rounds: RoundsPlan,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -404,6 +412,7 @@ impl CollArgs {
             )));
         }
         let reporting = self.report.plan(self.iters, launch, self.hist.is_some())?;
+        let rounds = self.rounds.plan(self.run_cycles, self.pairs.all_pairs)?;
         let tests_env = TestsEnv::from_env()?;
         let memory_report = flag01("-M/--memory", self.memory)?;
         if self.unalign > MAX_UNALIGN {
@@ -440,6 +449,7 @@ impl CollArgs {
             unalign: self.unalign,
             memory_report,
             gpu,
+            rounds,
         })
     }
 }

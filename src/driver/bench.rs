@@ -4,28 +4,74 @@
 
 use super::faults::Faults;
 use super::timing::Timing;
-use crate::args::{Launch, Plan};
+use crate::args::{Launch, Plan, Rounds};
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::counters::Watch;
+use crate::report::rounds::{Ledger, MinBusbw, RoundsSummary};
 use crate::report::{Exporter, Placement, RunInfo, SizeResult, Summary};
 use crate::sizes::{sizes, sweep_len, Step};
 use crate::watchdog::Watchdog;
 use std::time::Instant;
 
-/// Size results the sweep will hand the exporters; None when -N 0 runs until interrupted.
+/// Size results the sweep will hand the exporters; None when -N 0 runs until
+/// interrupted, or --rounds auto decides as it goes.
 pub(super) fn planned_results(plan: &Plan, coll: &dyn Collective, roots: usize) -> Option<u64> {
     let ops = if coll.reduces() { plan.ops.len() } else { 1 };
     let sizes = sweep_len(plan.min_bytes, plan.max_bytes, plan.step);
     let per_cycle = (plan.datatypes.len() * ops * roots) as u64;
+    // --rounds auto: as many rounds of as many lines as settle them, unknown.
+    let rounds = match plan.rounds.rounds {
+        Rounds::Fixed(n) => u64::from(n),
+        Rounds::Auto { .. } => return None,
+    };
     (plan.run_cycles > 0).then(|| {
         per_cycle
             .saturating_mul(sizes)
             .saturating_mul(plan.run_cycles)
+            .saturating_mul(rounds)
     })
+}
+
+/// --rounds auto's word after a round: go on, or stop (all settled, or a cap).
+const GO_ON: u8 = 0;
+const STOP_SETTLED: u8 = 1;
+const STOP_CAP: u8 = 2;
+const STOP_TIME: u8 = 3;
+
+/// Which lines a round measures, by their place in the sweep.
+enum Lines {
+    Every,
+    Only(Vec<bool>),
+}
+
+impl Lines {
+    fn has(&self, line: usize) -> bool {
+        match self {
+            Lines::Every => true,
+            Lines::Only(wanted) => wanted.get(line).copied().unwrap_or(false),
+        }
+    }
+}
+
+/// After a round: the lines of the next, or why the rounds stopped (None:
+/// the count was reached, or every line settled).
+enum Next {
+    Measure(Lines),
+    Stop(Option<String>),
+}
+
+/// One line of the table: a size of one datatype, op, root and -N cycle.
+#[derive(Clone, Copy)]
+struct LineKey {
+    size: u64,
+    dtype: DataType,
+    op: Option<RedOp>,
+    root: usize,
+    cycle: u64,
 }
 
 /// The state of one run's measurements. Generic over the ranks' exchanges so that
@@ -89,7 +135,9 @@ impl<'a, C: Comm> Bench<'a, C> {
     }
 
     /// Every datatype, op and root: a warm-up, then every size of every cycle,
-    /// each result handed to every exporter as soon as it is measured.
+    /// each result handed to every exporter as soon as it is measured; all of it
+    /// once per round (--rounds), each round after the first measuring the lines
+    /// rank 0 asks for (all of them, or with `auto` those not yet settled).
     pub(super) fn sweep(
         &mut self,
         roots: &[usize],
@@ -97,52 +145,171 @@ impl<'a, C: Comm> Bench<'a, C> {
         exporters: &mut [Box<dyn Exporter>],
     ) -> Result<Summary, Failure> {
         let plan = self.plan;
+        let rounds = plan.rounds.rounds;
+        // Kept for medians only where asked for: -N 0 runs until interrupted.
+        let keep = rounds.many() || plan.rounds.min_busbw_gbs.is_some();
+        let mut ledger = Ledger::default();
         let mut summary = Summary::default();
-        let mut busbw_sum = 0.0;
-        let mut measured = 0usize;
+        let mut busbw = Vec::new();
         let mut fabric = Watch::new(&run.fabric, self.comm.local_rank());
         let ops: Vec<Option<RedOp>> = if self.coll.reduces() {
             plan.ops.iter().copied().map(Some).collect()
         } else {
             vec![None]
         };
-        for &dtype in &plan.datatypes {
-            for &op in &ops {
-                for &root in roots {
-                    self.warm_up(dtype, op, root)?;
-                    let mut cycle = 0;
-                    while plan.run_cycles == 0 || cycle < plan.run_cycles {
-                        for size in sizes(plan.min_bytes, plan.max_bytes, plan.step) {
-                            for e in exporters.iter_mut() {
-                                e.begin_size(size);
-                            }
-                            let before = fabric.before();
-                            let mut result = self.measure_size(size, dtype, op, root, cycle)?;
-                            self.watchdog
-                                .begin(format!("fabric counters after {size} B"));
-                            self.watchdog.enter_call();
-                            result.counters = fabric.after(self.comm, before);
-                            self.watchdog.end();
-                            for m in &result.measurements {
-                                summary.wrong_total += m.wrong.unwrap_or(0);
-                                busbw_sum += m.busbw_gbs;
-                                measured += 1;
-                            }
-                            for e in exporters.iter_mut() {
-                                e.record(run, &result)?;
-                            }
+        let started = Instant::now();
+        let mut wanted = Lines::Every;
+        let mut round = 1;
+        let stopped_by = loop {
+            let mut line = 0;
+            for &dtype in &plan.datatypes {
+                for &op in &ops {
+                    for &root in roots {
+                        // Once per line, as nccl-tests: later rounds follow at once.
+                        if round == 1 {
+                            self.warm_up(dtype, op, root)?;
                         }
-                        cycle += 1;
+                        let mut cycle = 0;
+                        while plan.run_cycles == 0 || cycle < plan.run_cycles {
+                            for size in sizes(plan.min_bytes, plan.max_bytes, plan.step) {
+                                line += 1;
+                                if !wanted.has(line - 1) {
+                                    continue;
+                                }
+                                let key = LineKey {
+                                    size,
+                                    dtype,
+                                    op,
+                                    root,
+                                    cycle,
+                                };
+                                let result =
+                                    self.measure_line(key, round, &mut fabric, run, exporters)?;
+                                for m in &result.measurements {
+                                    summary.wrong_total += m.wrong.unwrap_or(0);
+                                    if !keep {
+                                        busbw.push(m.busbw_gbs);
+                                    }
+                                }
+                                if keep {
+                                    ledger.add(line - 1, &result);
+                                }
+                            }
+                            cycle += 1;
+                        }
                     }
                 }
             }
+            match self.next_round(round, &ledger, started) {
+                Next::Measure(lines) => wanted = lines,
+                Next::Stop(why) => break why,
+            }
+            round += 1;
+        };
+        if keep {
+            let tolerance = match rounds {
+                Rounds::Auto { tolerance, .. } => Some(tolerance),
+                Rounds::Fixed(_) => None,
+            };
+            let lines = ledger.medians(tolerance);
+            busbw = lines
+                .iter()
+                .flat_map(|l| l.result.measurements.iter().map(|m| m.busbw_gbs))
+                .collect();
+            summary.rounds = rounds.many().then(|| RoundsSummary {
+                lines,
+                auto: tolerance.map(|t| (t, stopped_by)),
+            });
+            summary.min_busbw = plan
+                .rounds
+                .min_busbw_gbs
+                .map(|min| MinBusbw::judge(min, &ledger.round_averages()));
         }
-        summary.avg_busbw_gbs = if measured > 0 {
-            busbw_sum / measured as f64
-        } else {
-            0.0
+        summary.avg_busbw_gbs = match busbw.len() {
+            0 => 0.0,
+            n => busbw.iter().sum::<f64>() / n as f64,
         };
         Ok(summary)
+    }
+
+    /// One line of one round: measured, its fabric counters read, and handed to
+    /// every exporter.
+    fn measure_line(
+        &mut self,
+        key: LineKey,
+        round: u32,
+        fabric: &mut Watch,
+        run: &RunInfo,
+        exporters: &mut [Box<dyn Exporter>],
+    ) -> Result<SizeResult, Failure> {
+        let LineKey { size, .. } = key;
+        for e in exporters.iter_mut() {
+            e.begin_size(size);
+        }
+        let before = fabric.before();
+        let mut result = self.measure_size(key)?;
+        result.round = round;
+        self.watchdog
+            .begin(format!("fabric counters after {size} B"));
+        self.watchdog.enter_call();
+        result.counters = fabric.after(self.comm, before);
+        self.watchdog.end();
+        for e in exporters.iter_mut() {
+            e.record(run, &result)?;
+        }
+        Ok(result)
+    }
+
+    /// After `round`: whether another follows and which lines it measures.
+    /// A fixed count needs no exchange; with `auto` rank 0 judges the lines it
+    /// holds and every rank takes its word, so all call the same collectives.
+    fn next_round(&self, round: u32, ledger: &Ledger, started: Instant) -> Next {
+        let Rounds::Auto {
+            tolerance,
+            max_rounds,
+            max_seconds,
+        } = self.plan.rounds.rounds
+        else {
+            return match self.plan.rounds.rounds {
+                Rounds::Fixed(n) if round < n => Next::Measure(Lines::Every),
+                _ => Next::Stop(None),
+            };
+        };
+        // Rank 0's word: a stop code, then one byte per line (1: measure it).
+        let mine = match self.comm.rank() {
+            0 => {
+                let unsettled = ledger.unsettled(tolerance);
+                let code = if !unsettled.contains(&true) {
+                    STOP_SETTLED
+                } else if round >= max_rounds {
+                    STOP_CAP
+                } else if started.elapsed().as_secs_f64() >= max_seconds {
+                    STOP_TIME
+                } else {
+                    GO_ON
+                };
+                std::iter::once(code)
+                    .chain(unsettled.iter().map(|&u| u8::from(u)))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        self.watchdog
+            .begin(format!("--rounds auto: agreeing on round {}", round + 1));
+        self.watchdog.enter_call();
+        let word = self.comm.all_gather_bytes(&mine).swap_remove(0);
+        self.watchdog.end();
+        match word.first().copied() {
+            Some(GO_ON) => Next::Measure(Lines::Only(word[1..].iter().map(|&b| b == 1).collect())),
+            Some(STOP_CAP) => {
+                Next::Stop(Some(format!("the {max_rounds}-round cap (--max-rounds)")))
+            }
+            Some(STOP_TIME) => Next::Stop(Some(format!(
+                "the {} s budget (--rounds-time)",
+                crate::cli::shown(max_seconds)
+            ))),
+            _ => Next::Stop(None),
+        }
     }
 
     /// One layout per rank this process drives.
@@ -363,14 +530,14 @@ impl<'a, C: Comm> Bench<'a, C> {
         Ok((total / calls as f64, issuing / calls as f64))
     }
 
-    fn measure_size(
-        &mut self,
-        size: u64,
-        dtype: DataType,
-        op: Option<RedOp>,
-        root: usize,
-        cycle: u64,
-    ) -> Result<SizeResult, Failure> {
+    fn measure_size(&mut self, key: LineKey) -> Result<SizeResult, Failure> {
+        let LineKey {
+            size,
+            dtype,
+            op,
+            root,
+            cycle,
+        } = key;
         let layouts = self.layouts(size, dtype, op, root);
         let layout = layouts[0];
         let n = self.nranks;
@@ -441,6 +608,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             count: layout.counts.param as u64,
             busbw_factor: self.coll.busbw_factor(n),
             cycle,
+            round: 1,
             measurements,
             // The timed loops' choice, where the backend's library logs it (nccl).
             nccl_algo: tuning.as_ref().map(|t| t.0.clone()),

@@ -169,10 +169,15 @@ fn run(
         e.finish(&run_info, &summary)?;
     }
     let below = outputs::below_minimum(program, &run_info, &summary, world.is_root());
+    // Only rank 0 holds the figures, and says the job's status (as for -c).
+    let min = match world.is_root() {
+        true => outputs::min_busbw_status(program, &summary),
+        false => ExitStatus::Ok,
+    };
     Ok(if summary.wrong_total > 0 || below {
         ExitStatus::Failed
     } else {
-        ExitStatus::Ok
+        min
     })
 }
 

@@ -2,11 +2,12 @@
 //! NCCL_TESTS_SPLIT(_MASK), the `-J` document, the `-I`/`-S`/NCCL_TESTS_MIN_BW
 //! facts the exporters print, and the verdict on the average busbw.
 
-use crate::args::{Launch, Plan};
+use crate::args::{Launch, Plan, Rounds};
 use crate::backend::BackendKind;
-use crate::cli::in_words;
+use crate::cli::{in_words, shown};
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, World};
 use crate::report::json::{JsonExport, Settings};
+use crate::report::rounds::Verdict;
 use crate::report::table::Header;
 use crate::report::{below_min_busbw, Exporter, RunInfo, Summary};
 use std::os::raw::c_int;
@@ -111,6 +112,22 @@ pub(super) fn describe(plan: &Plan, kind: BackendKind, run: &mut RunInfo) {
     run.report_timestamps = r.timestamps;
     run.min_busbw_gbs = plan.tests_env.min_busbw_gbs;
     run.notes.extend(r.warnings.iter().cloned());
+    run.rounds_many = plan.rounds.rounds.many();
+    match plan.rounds.rounds {
+        Rounds::Fixed(1) => {}
+        Rounds::Fixed(n) => run.details.push(format!(
+            "Rounds: {n}, interleaved (round 1 of every line, then round 2, ...); the table follows the last round"
+        )),
+        Rounds::Auto {
+            tolerance,
+            max_rounds,
+            max_seconds,
+        } => run.details.push(format!(
+            "Rounds: auto, interleaved, until busbw's median is within ±{}% (95% interval), at most {max_rounds} rounds and {} s; the table follows the last round",
+            shown(tolerance * 100.0),
+            shown(max_seconds)
+        )),
+    }
     if r.per_iter {
         let clock = match kind {
             BackendKind::Nccl => "CUDA event timing".to_string(),
@@ -186,6 +203,23 @@ pub(super) fn below_minimum(program: &str, run: &RunInfo, summary: &Summary, roo
         );
     }
     below
+}
+
+/// --min-busbw on rank 0: the verdict's exit status, said on stderr when it is
+/// not a pass (the table's footer has it in every case).
+pub(super) fn min_busbw_status(program: &str, summary: &Summary) -> ExitStatus {
+    let Some(min) = &summary.min_busbw else {
+        return ExitStatus::Ok;
+    };
+    let status = match min.verdict() {
+        Verdict::Pass => ExitStatus::Ok,
+        Verdict::Fail => ExitStatus::Failed,
+        Verdict::Inconclusive => ExitStatus::Inconclusive,
+    };
+    if status != ExitStatus::Ok {
+        eprintln!("{program}: {}", min.sentence());
+    }
+    status
 }
 
 /// --all-pairs reports its own matrix: nccl-tests' per-size outputs and groups do

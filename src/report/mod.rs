@@ -17,6 +17,7 @@ pub mod perftest_extra;
 pub mod perftest_hist;
 pub mod perftest_json;
 pub mod progress;
+pub mod rounds;
 pub mod row;
 pub mod run;
 pub mod table;
@@ -82,6 +83,9 @@ pub struct RunInfo {
     pub memory_usage: Option<String>,
     /// Where the fabric counters are read and what they are judged against.
     pub fabric: counters::FabricPlan,
+    /// --rounds above 1 or auto: the table prints each line's median once its
+    /// rounds are in, not each round's result.
+    pub rounds_many: bool,
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's
@@ -167,6 +171,8 @@ pub struct SizeResult {
     pub busbw_factor: f64,
     /// Which pass of -N this is (0-based).
     pub cycle: u64,
+    /// Which round of --rounds measured it (from 1).
+    pub round: u32,
     pub measurements: Vec<Measurement>,
     /// NCCL's algorithm and protocol for the timed calls (from its TUNING log); None on mpi.
     pub nccl_algo: Option<String>,
@@ -179,8 +185,13 @@ pub struct SizeResult {
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
     pub wrong_total: u64,
-    /// Mean busbw over every measurement, as nccl-tests' "Avg bus bandwidth".
+    /// Mean busbw over every measurement, as nccl-tests' "Avg bus bandwidth"
+    /// (with --rounds, over each line's median).
     pub avg_busbw_gbs: f64,
+    /// --rounds above 1 or auto: each line's median over its rounds.
+    pub rounds: Option<rounds::RoundsSummary>,
+    /// --min-busbw, judged.
+    pub min_busbw: Option<rounds::MinBusbw>,
 }
 
 /// NCCL_TESTS_MIN_BW: as nccl-tests, a run fails when its average busbw is

@@ -299,6 +299,7 @@ impl Row {
             }),
             nccl_algo: result.nccl_algo.clone(),
             nccl_proto: result.nccl_proto.clone(),
+            round: Some(result.round),
             ..Row::of_run(run)
         };
         row.set_limit(limits::binding(&run.limits));
@@ -419,6 +420,7 @@ mod tests {
             count: 256,
             busbw_factor: 1.5,
             cycle: 2,
+            round: 1,
             measurements: vec![m.clone()],
             nccl_algo: Some("RING".into()),
             nccl_proto: Some("LL128".into()),

@@ -2,6 +2,7 @@
 //! nccl-tests logs read ours; the per-iteration percentiles follow at the right.
 //! Its header is rendered from the run's facts (`Header`), given when it is made.
 
+use super::rounds::RoundsSummary;
 use super::{below_min_busbw, Exporter, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::limits;
 use crate::sizes::{human_bytes, Step};
@@ -117,6 +118,8 @@ pub struct Table<W: Write> {
     wrong_by_rank: std::collections::BTreeMap<usize, u64>,
     /// NCCL's algorithm/protocol per size, for the footer: (first size, last size, "RING/LL").
     tuning: Vec<(u64, u64, String)>,
+    /// --rounds: the round being measured (0 before the first).
+    round: u32,
 }
 
 impl<W: Write> Table<W> {
@@ -127,6 +130,7 @@ impl<W: Write> Table<W> {
             best: None,
             wrong_by_rank: Default::default(),
             tuning: Vec::new(),
+            round: 0,
         }
     }
 
@@ -142,18 +146,30 @@ impl<W: Write> Table<W> {
         writeln!(o, "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}              out-of-place (+ per-iteration)                                in-place (+ per-iteration)", "", "", "", "", "")?;
         writeln!(
             o,
-            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {label:>pad$}",
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {label:>pad$}{}",
             "size", "count", "type", "redop", "root",
             time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
-            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%"
+            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", rounds_columns(run)[0]
         )?;
         writeln!(
             o,
-            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {format:>pad$}",
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {format:>pad$}{}",
             "(B)", "(elements)", "", "", "",
             "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
-            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)"
+            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", rounds_columns(run)[1]
         )
+    }
+}
+
+/// --rounds: the columns after the others, name and unit lines: each line's
+/// rounds, and busbw's spread out of place and in place.
+fn rounds_columns(run: &RunInfo) -> [String; 2] {
+    match run.rounds_many {
+        true => [
+            format!("  {:>6}  {:>7}  {:>7}", "rounds", "±busbw", "±busbw"),
+            format!("  {:>6}  {:>7}  {:>7}", "", "(oop)", "(ip)"),
+        ],
+        false => [String::new(), String::new()],
     }
 }
 
@@ -272,21 +288,44 @@ impl<W: Write> Exporter for Table<W> {
         )?;
         writeln!(
             o,
-            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}{}",
             "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong", ts(label),
-            "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max"
+            "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max", rounds_columns(run)[0]
         )?;
         writeln!(
             o,
-            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}",
+            "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}{}",
             "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ts(format),
-            "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)"
+            "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", rounds_columns(run)[1]
         )?;
         o.flush()?;
         Ok(())
     }
 
     fn record(&mut self, run: &RunInfo, r: &SizeResult) -> anyhow::Result<()> {
+        // --rounds: each line's median once all its rounds are in (`finish`).
+        if run.rounds_many {
+            if self.round < r.round {
+                self.round = r.round;
+                writeln!(self.out, "# Round {}", r.round)?;
+                self.out.flush()?;
+            }
+            return Ok(());
+        }
+        self.write_line(run, r, "")
+    }
+
+    fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
+        if let Some(rounds) = &summary.rounds {
+            self.write_medians(run, rounds)?;
+        }
+        self.write_footer(run, summary)
+    }
+}
+
+impl<W: Write> Table<W> {
+    /// One table line of `r`, `suffix` at its end.
+    fn write_line(&mut self, run: &RunInfo, r: &SizeResult, suffix: &str) -> anyhow::Result<()> {
         let mut line = format!(
             "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}",
             r.size_bytes, r.count, r.datatype, r.redop, r.root
@@ -341,7 +380,7 @@ impl<W: Write> Exporter for Table<W> {
         if run.per_iter_timing {
             percentiles.clear();
         }
-        writeln!(self.out, "{line}{percentiles}")?;
+        writeln!(self.out, "{line}{percentiles}{suffix}")?;
         self.out.flush()?;
         if let (Some(algo), Some(proto)) = (&r.nccl_algo, &r.nccl_proto) {
             let choice = format!("{algo}/{proto}");
@@ -353,7 +392,65 @@ impl<W: Write> Exporter for Table<W> {
         Ok(())
     }
 
-    fn finish(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
+    /// --rounds: every line's median over its rounds, with its rounds and
+    /// the spread of its busbw in the columns `rounds_columns` names.
+    fn write_medians(&mut self, run: &RunInfo, rounds: &RoundsSummary) -> anyhow::Result<()> {
+        writeln!(
+            self.out,
+            "# Median over rounds of each line; ±: half-width of the 95% interval of busbw's median, % of it (n/a: fewer than 3 rounds)"
+        )?;
+        for line in &rounds.lines {
+            let mut suffix = format!("  {:>6}", line.rounds);
+            for placement in Placement::BOTH {
+                let spread = line.spread.iter().find(|(p, _)| *p == placement);
+                let text = match spread {
+                    None => String::new(),
+                    // Wide spreads in whole percents, to fit the column.
+                    Some((_, Some(s))) if s.is_finite() && *s < 1.0 => {
+                        format!("±{:.1}%", s * 100.0)
+                    }
+                    Some((_, Some(s))) if s.is_finite() => format!("±{:.0}%", s * 100.0),
+                    Some(_) => "n/a".to_string(),
+                };
+                suffix += &format!("  {text:>7}");
+            }
+            self.write_line(run, &line.result, &suffix)?;
+        }
+        let Some((tolerance, stopped_by)) = &rounds.auto else {
+            return Ok(());
+        };
+        let counts: Vec<usize> = rounds.lines.iter().map(|l| l.rounds).collect();
+        let (least, most) = (
+            counts.iter().min().copied().unwrap_or(0),
+            counts.iter().max().copied().unwrap_or(0),
+        );
+        let unsettled: Vec<String> = rounds
+            .lines
+            .iter()
+            .filter(|l| l.settled == Some(false))
+            .map(|l| {
+                let r = &l.result;
+                format!("{} B {} {}", r.size_bytes, r.datatype, r.redop)
+            })
+            .collect();
+        let settled = rounds.lines.len() - unsettled.len();
+        let mut text = format!(
+            "auto to ±{}%: {settled} of {} lines settled; {least} to {most} rounds a line",
+            crate::cli::shown(tolerance * 100.0),
+            rounds.lines.len()
+        );
+        if !unsettled.is_empty() {
+            let why = stopped_by.as_deref().unwrap_or("the rounds' end");
+            text += &format!(
+                "; never settled (stopped by {why}): {}",
+                unsettled.join(", ")
+            );
+        }
+        writeln!(self.out, "# {:<20} : {text}", "Rounds")?;
+        Ok(())
+    }
+
+    fn write_footer(&mut self, run: &RunInfo, summary: &Summary) -> anyhow::Result<()> {
         if !self.wrong_by_rank.is_empty() {
             let hosts: Vec<String> = self
                 .wrong_by_rank
@@ -395,6 +492,9 @@ impl<W: Write> Exporter for Table<W> {
             "Avg bus bandwidth",
             format_g(summary.avg_busbw_gbs)
         )?;
+        if let Some(min) = &summary.min_busbw {
+            writeln!(o, "# {:<20} : {}", "Min bus bandwidth", min.sentence())?;
+        }
         if let Some((busbw, size, placement)) = self.best {
             let of_limit = limits::binding(&run.limits).map_or(
                 " (no limit: none given with --limit, none detected)".to_string(),
@@ -558,6 +658,7 @@ mod tests {
                 count: size / 4,
                 busbw_factor: 1.0,
                 cycle: 0,
+                round: 1,
                 measurements: Vec::new(),
                 nccl_algo: Some(algo.into()),
                 nccl_proto: Some(proto.into()),

@@ -259,6 +259,7 @@ fn the_csv_columns_and_the_long_form_file() {
             count: 0,
             busbw_factor: 1.0,
             cycle: 0,
+            round: 1,
             measurements: Vec::new(),
             counters: Some(counters.clone()),
             nccl_algo: None,
