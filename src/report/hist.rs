@@ -39,6 +39,10 @@ pub fn file_name(row: &Row) -> String {
     if row.cycle > 0 {
         name += &format!("_cycle{}", row.cycle);
     }
+    // --rounds: each round's histogram of a size (round 1 keeps today's name).
+    if let Some(round) = row.round.filter(|&r| r > 1) {
+        name += &format!("_round{round}");
+    }
     name + ".hgrm"
 }
 

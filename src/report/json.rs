@@ -135,6 +135,9 @@ struct Extra {
 struct ResultExtra {
     collective: String,
     cycle: u64,
+    /// --rounds above 1 or auto: the round of this entry (one entry per round).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    round: Option<u32>,
     busbw_factor: f64,
     out_of_place: Option<Extra>,
     in_place: Option<Extra>,
@@ -424,6 +427,7 @@ impl Exporter for JsonExport {
             fabricbench: ResultExtra {
                 collective: r.collective.clone(),
                 cycle: r.cycle,
+                round: run.rounds_many.then_some(r.round),
                 busbw_factor: r.busbw_factor,
                 out_of_place: oop.map(|m| self.extra(m)),
                 in_place: ip.map(|m| self.extra(m)),

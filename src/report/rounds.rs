@@ -224,7 +224,11 @@ impl MinBusbw {
 
 /// Three significant figures, as a person reads a bandwidth.
 fn g(v: f64) -> String {
-    super::table::format_g((v * 1000.0).round() / 1000.0)
+    if v == 0.0 || !v.is_finite() {
+        return v.to_string();
+    }
+    let scale = 10f64.powi(2 - v.abs().log10().floor() as i32);
+    super::table::format_g((v * scale).round() / scale)
 }
 
 #[cfg(test)]
@@ -292,6 +296,14 @@ mod tests {
         two.add(0, &result(8, [1.0, 1.0]));
         assert_eq!(two.medians(None)[0].spread[0].1, None);
         assert_eq!(two.unsettled(0.5), vec![true]);
+    }
+
+    #[test]
+    fn figures_in_three_significant_digits() {
+        assert_eq!(g(0.0046321), "0.00463");
+        assert_eq!(g(123456.0), "123000");
+        assert_eq!(g(12.345), "12.3");
+        assert_eq!(g(f64::NAN), "NaN");
     }
 
     #[test]

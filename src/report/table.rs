@@ -434,8 +434,12 @@ impl<W: Write> Table<W> {
             })
             .collect();
         let settled = rounds.lines.len() - unsettled.len();
+        let span = match least == most {
+            true => format!("{least}"),
+            false => format!("{least} to {most}"),
+        };
         let mut text = format!(
-            "auto to ±{}%: {settled} of {} lines settled; {least} to {most} rounds a line",
+            "auto to ±{}%: {settled} of {} lines settled; {span} rounds a line",
             crate::cli::shown(tolerance * 100.0),
             rounds.lines.len()
         );
