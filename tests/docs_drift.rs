@@ -166,8 +166,14 @@ fn bash_completes_the_flags_a_binary_offers() {
         assert!(out.status.success(), "{stderr}");
         stdout.trim().to_string()
     };
-    assert_eq!(complete("all_reduce_perf", "--min"), "--minbytes --min-busbw");
-    assert_eq!(complete("all_reduce_perf", "--rounds-t"), "--rounds-tolerance --rounds-time");
+    assert_eq!(
+        complete("all_reduce_perf", "--min"),
+        "--minbytes --min-busbw"
+    );
+    assert_eq!(
+        complete("all_reduce_perf", "--rounds-t"),
+        "--rounds-tolerance --rounds-time"
+    );
     assert_eq!(complete("all_reduce_perf", "--all"), "");
     assert_eq!(complete("sendrecv_perf", "--all"), "--all-pairs");
     assert_eq!(complete("all_reduce_perf", "-d f8"), "f8e4m3 f8e5m2");

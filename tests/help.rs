@@ -71,6 +71,17 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ),
     ("report_timestamps", &[&["--report_timestamps", "1"]]),
     ("percentiles", &[&["--percentiles", "0"]]),
+    ("rounds", &[&["--rounds", "3"], &["--rounds", "auto"]]),
+    (
+        "rounds-tolerance",
+        &[&["--rounds", "auto", "--rounds-tolerance", "5"]],
+    ),
+    ("max-rounds", &[&["--rounds", "auto", "--max-rounds", "10"]]),
+    (
+        "rounds-time",
+        &[&["--rounds", "auto", "--rounds-time", "30"]],
+    ),
+    ("min-busbw", &[&["--min-busbw", "10"]]),
     ("all-pairs", &[&["--all-pairs"]]),
     (
         "slow-fraction",

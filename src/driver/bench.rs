@@ -3,66 +3,20 @@
 //! place, validated, and combined over ranks into one table line.
 
 use super::faults::Faults;
+use super::rounds::{self, Lines, Next};
 use super::timing::Timing;
-use crate::args::{Launch, Plan, Rounds};
+use crate::args::{Launch, Plan};
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::counters::Watch;
-use crate::report::rounds::{Ledger, MinBusbw, RoundsSummary};
+use crate::report::rounds::Ledger;
 use crate::report::{Exporter, Placement, RunInfo, SizeResult, Summary};
-use crate::sizes::{sizes, sweep_len, Step};
+use crate::sizes::{sizes, Step};
 use crate::watchdog::Watchdog;
 use std::time::Instant;
-
-/// Size results the sweep will hand the exporters; None when -N 0 runs until
-/// interrupted, or --rounds auto decides as it goes.
-pub(super) fn planned_results(plan: &Plan, coll: &dyn Collective, roots: usize) -> Option<u64> {
-    let ops = if coll.reduces() { plan.ops.len() } else { 1 };
-    let sizes = sweep_len(plan.min_bytes, plan.max_bytes, plan.step);
-    let per_cycle = (plan.datatypes.len() * ops * roots) as u64;
-    // --rounds auto: as many rounds of as many lines as settle them, unknown.
-    let rounds = match plan.rounds.rounds {
-        Rounds::Fixed(n) => u64::from(n),
-        Rounds::Auto { .. } => return None,
-    };
-    (plan.run_cycles > 0).then(|| {
-        per_cycle
-            .saturating_mul(sizes)
-            .saturating_mul(plan.run_cycles)
-            .saturating_mul(rounds)
-    })
-}
-
-/// --rounds auto's word after a round: go on, or stop (all settled, or a cap).
-const GO_ON: u8 = 0;
-const STOP_SETTLED: u8 = 1;
-const STOP_CAP: u8 = 2;
-const STOP_TIME: u8 = 3;
-
-/// Which lines a round measures, by their place in the sweep.
-enum Lines {
-    Every,
-    Only(Vec<bool>),
-}
-
-impl Lines {
-    fn has(&self, line: usize) -> bool {
-        match self {
-            Lines::Every => true,
-            Lines::Only(wanted) => wanted.get(line).copied().unwrap_or(false),
-        }
-    }
-}
-
-/// After a round: the lines of the next, or why the rounds stopped (None:
-/// the count was reached, or every line settled).
-enum Next {
-    Measure(Lines),
-    Stop(Option<String>),
-}
 
 /// One line of the table: a size of one datatype, op, root and -N cycle.
 #[derive(Clone, Copy)]
@@ -200,30 +154,14 @@ impl<'a, C: Comm> Bench<'a, C> {
                     }
                 }
             }
-            match self.next_round(round, &ledger, started) {
+            match rounds::next(self.comm, self.watchdog, plan, round, &ledger, started) {
                 Next::Measure(lines) => wanted = lines,
                 Next::Stop(why) => break why,
             }
             round += 1;
         };
         if keep {
-            let tolerance = match rounds {
-                Rounds::Auto { tolerance, .. } => Some(tolerance),
-                Rounds::Fixed(_) => None,
-            };
-            let lines = ledger.medians(tolerance);
-            busbw = lines
-                .iter()
-                .flat_map(|l| l.result.measurements.iter().map(|m| m.busbw_gbs))
-                .collect();
-            summary.rounds = rounds.many().then(|| RoundsSummary {
-                lines,
-                auto: tolerance.map(|t| (t, stopped_by)),
-            });
-            summary.min_busbw = plan
-                .rounds
-                .min_busbw_gbs
-                .map(|min| MinBusbw::judge(min, &ledger.round_averages()));
+            busbw = rounds::close(plan, &ledger, stopped_by, &mut summary);
         }
         summary.avg_busbw_gbs = match busbw.len() {
             0 => 0.0,
@@ -258,58 +196,6 @@ impl<'a, C: Comm> Bench<'a, C> {
             e.record(run, &result)?;
         }
         Ok(result)
-    }
-
-    /// After `round`: whether another follows and which lines it measures.
-    /// A fixed count needs no exchange; with `auto` rank 0 judges the lines it
-    /// holds and every rank takes its word, so all call the same collectives.
-    fn next_round(&self, round: u32, ledger: &Ledger, started: Instant) -> Next {
-        let Rounds::Auto {
-            tolerance,
-            max_rounds,
-            max_seconds,
-        } = self.plan.rounds.rounds
-        else {
-            return match self.plan.rounds.rounds {
-                Rounds::Fixed(n) if round < n => Next::Measure(Lines::Every),
-                _ => Next::Stop(None),
-            };
-        };
-        // Rank 0's word: a stop code, then one byte per line (1: measure it).
-        let mine = match self.comm.rank() {
-            0 => {
-                let unsettled = ledger.unsettled(tolerance);
-                let code = if !unsettled.contains(&true) {
-                    STOP_SETTLED
-                } else if round >= max_rounds {
-                    STOP_CAP
-                } else if started.elapsed().as_secs_f64() >= max_seconds {
-                    STOP_TIME
-                } else {
-                    GO_ON
-                };
-                std::iter::once(code)
-                    .chain(unsettled.iter().map(|&u| u8::from(u)))
-                    .collect()
-            }
-            _ => Vec::new(),
-        };
-        self.watchdog
-            .begin(format!("--rounds auto: agreeing on round {}", round + 1));
-        self.watchdog.enter_call();
-        let word = self.comm.all_gather_bytes(&mine).swap_remove(0);
-        self.watchdog.end();
-        match word.first().copied() {
-            Some(GO_ON) => Next::Measure(Lines::Only(word[1..].iter().map(|&b| b == 1).collect())),
-            Some(STOP_CAP) => {
-                Next::Stop(Some(format!("the {max_rounds}-round cap (--max-rounds)")))
-            }
-            Some(STOP_TIME) => Next::Stop(Some(format!(
-                "the {} s budget (--rounds-time)",
-                crate::cli::shown(max_seconds)
-            ))),
-            _ => Next::Stop(None),
-        }
     }
 
     /// One layout per rank this process drives.

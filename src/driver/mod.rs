@@ -8,6 +8,7 @@
 //! - `open`: which backend runs, opening it, and the memory budget of its buffers;
 //! - `header`: the run's facts for the header, the CSV and the exporters;
 //! - `bench`: the timed sweep (layouts, warm-up, timed loop, validation);
+//! - `rounds`: --rounds: which lines each round measures, and the closing medians;
 //! - `faults`: the fault-injection hooks the tests use.
 
 mod bench;
@@ -16,11 +17,12 @@ mod header;
 mod memory;
 mod open;
 mod outputs;
+mod rounds;
 #[cfg(test)]
 mod tests;
 mod timing;
 
-use crate::args::{parse_args, CollArgs, Plan};
+use crate::args::{parse_args, CollArgs, Plan, Rounds};
 use crate::backend::{host_memory, BackendKind};
 use crate::cli::in_words;
 use crate::collective::Collective;
@@ -33,6 +35,7 @@ use crate::report::progress::Progress;
 use crate::report::run::relevant_env;
 use crate::report::table::{Header, Table};
 use crate::report::{Exporter, RunInfo};
+use crate::sizes::sweep_len;
 use crate::watchdog::Watchdog;
 use bench::Bench;
 use faults::Faults;
@@ -138,7 +141,7 @@ fn run(
     outputs::describe(plan, kind, &mut run_info);
     header::find_limits(world, args, &mut run_info);
     run_info.fabric = FabricPlan::collective(&args.sysfs_root, run_info.hosts.len());
-    run_info.planned_results = bench::planned_results(plan, coll, roots.len());
+    run_info.planned_results = planned_results(plan, coll, roots.len());
     let json = outputs::open_json(world, program, plan, &groups, &header, &mut run_info)?;
     if world.is_root() {
         for warning in &run_info.notes {
@@ -178,6 +181,25 @@ fn run(
         ExitStatus::Failed
     } else {
         min
+    })
+}
+
+/// Size results the sweep will hand the exporters; None when -N 0 runs until
+/// interrupted, or --rounds auto decides as it goes.
+pub(super) fn planned_results(plan: &Plan, coll: &dyn Collective, roots: usize) -> Option<u64> {
+    let ops = if coll.reduces() { plan.ops.len() } else { 1 };
+    let sizes = sweep_len(plan.min_bytes, plan.max_bytes, plan.step);
+    let per_cycle = (plan.datatypes.len() * ops * roots) as u64;
+    // --rounds auto: as many rounds of as many lines as settle them, unknown.
+    let rounds = match plan.rounds.rounds {
+        Rounds::Fixed(n) => u64::from(n),
+        Rounds::Auto { .. } => return None,
+    };
+    (plan.run_cycles > 0).then(|| {
+        per_cycle
+            .saturating_mul(sizes)
+            .saturating_mul(plan.run_cycles)
+            .saturating_mul(rounds)
     })
 }
 

@@ -1,10 +1,11 @@
 //! The driver on one rank without MPI: the loopback backend (every call a copy)
 //! and a job of one (`Solo`) run the real sweep, validation, faults and exporters.
 
-use super::bench::{planned_results, Bench};
+use super::bench::Bench;
 use super::faults::Faults;
 use super::header::{describe_run, Opened};
 use super::open::{allocate, buffer_bytes, timing_bytes};
+use super::planned_results;
 use super::timing::Timing;
 use crate::args::{parse_args, Average, Plan};
 use crate::backend::loopback::Loopback;

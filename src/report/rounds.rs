@@ -228,7 +228,7 @@ fn g(v: f64) -> String {
         return v.to_string();
     }
     let scale = 10f64.powi(2 - v.abs().log10().floor() as i32);
-    super::table::format_g((v * scale).round() / scale)
+    ((v * scale).round() / scale).to_string()
 }
 
 #[cfg(test)]
