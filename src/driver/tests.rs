@@ -146,6 +146,46 @@ fn every_collective_sweeps_its_planned_rows_with_right_data() {
 }
 
 #[test]
+fn rounds_are_interleaved_and_warm_up_once_per_line() {
+    let one = plan(&["-b", "8", "-e", "128", "-f", "4", "-n", "2", "-d", "all"]);
+    let three = plan(&[
+        "-b", "8", "-e", "128", "-f", "4", "-n", "2", "-d", "all", "--rounds", "3",
+    ]);
+    let (_, log1, backend1) = run_sweep(&collective::AllReduce, &one, Faults::default());
+    let (summary, log, backend) = run_sweep(&collective::AllReduce, &three, Faults::default());
+    assert_eq!(
+        planned_results(&three, &collective::AllReduce, 1),
+        Some(3 * 12 * 3)
+    );
+    // Round 1 of every line (datatype and size), then round 2, then round 3.
+    let order: Vec<(u32, String, u64)> = log
+        .results
+        .iter()
+        .map(|r| (r.round, r.datatype.clone(), r.size_bytes))
+        .collect();
+    let first: Vec<(String, u64)> = log1
+        .results
+        .iter()
+        .map(|r| (r.datatype.clone(), r.size_bytes))
+        .collect();
+    let expected: Vec<(u32, String, u64)> = (1..=3)
+        .flat_map(|round| first.iter().map(move |(d, s)| (round, d.clone(), *s)))
+        .collect();
+    assert_eq!(order, expected);
+    // Three times the timed and validating calls, one warm-up as before (-w 1
+    // call at 8, 16, ..., 128 B per datatype).
+    let warm_up = 12 * 5;
+    assert_eq!(backend.calls - warm_up, 3 * (backend1.calls - warm_up));
+    let medians = summary.rounds.expect("a summary of the rounds");
+    assert_eq!(medians.lines.len(), 12 * 3);
+    assert!(medians
+        .lines
+        .iter()
+        .all(|l| l.rounds == 3 && l.settled.is_none()));
+    assert!(summary.min_busbw.is_none());
+}
+
+#[test]
 fn a_corrupted_element_is_counted_in_both_placements() {
     let p = plan(&["-b", "1K", "-e", "1K", "-n", "2"]);
     let faults = Faults::parse(Some("0:5"), None);
