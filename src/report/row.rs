@@ -223,9 +223,9 @@ csv_row! {
         pub direction: Option<String>,
         /// Verbs --cpu_util: perftest's CPU_Util[%] of the printing side's host over the size.
         pub cpu_util_pct: Option<f64>,
-        /// The round (from 1) of `--rounds` that measured the row: each round
-        /// measures every size once, so a size has one row per round; 1 without
-        /// `--rounds`.
+        /// The round (from 1) of `--rounds` that measured the row: a size has one
+        /// row per round (with `auto`, rounds after the third measure only the
+        /// sizes not yet settled), round 1 of every size first; 1 without `--rounds`.
         pub round: Option<u32>,
     }
 }
