@@ -17,7 +17,7 @@ use std::process::ExitCode;
 /// Matches rows on collective, datatype, op, placement, size and nranks and
 /// prints the busbw and p99 deltas of each candidate against the baseline.
 #[derive(Parser, Debug)]
-#[command(name = "compare", version)]
+#[command(name = "compare", version = crate::job::provenance::version())]
 pub struct CompareArgs {
     /// The reference run
     #[arg(value_name = "BASELINE_CSV")]

@@ -3,7 +3,10 @@
 //! - `world`: MPI's ranks, nodes and the few exchanges outside the timed loops;
 //! - `exit`: the exit statuses, the usage error and `Failure`, how a run ends early;
 //! - `agree`: steps every rank takes together (each distinct error printed once);
-//! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone.
+//! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone;
+//! - `env_snapshot`: the environment as the user set it, before MPI_Init adds to it;
+//! - `launcher`: the launcher that started the process, refused when it is not the binary's MPI;
+//! - `provenance`: the commit, build date and MPI of this build, and the MPI it runs on.
 //!
 //! A binary's family calls [`main`] with how it starts (`Start`) and its body;
 //! the body gets a [`Job`] (MPI's world, or a process alone) and returns a status
@@ -11,7 +14,10 @@
 
 pub mod agree;
 pub mod comm;
+pub mod env_snapshot;
 pub mod exit;
+pub mod launcher;
+pub mod provenance;
 pub mod world;
 
 pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};
@@ -51,6 +57,7 @@ pub enum Job {
 
 impl Job {
     pub fn start(start: Start) -> anyhow::Result<Job> {
+        env_snapshot::take();
         let mpi = match start {
             Start::Mpi => true,
             Start::MpiWhenLaunched => launched_by_mpi(),
@@ -198,7 +205,13 @@ pub fn main(
             return ExitStatus::Failed.into();
         }
     };
-    if job.world().is_some() {
+    if let Some(world) = job.world() {
+        // Every process is a world of one here, so each says it, before any output exists.
+        let var = |name: &str| std::env::var(name).ok();
+        if let Some(msg) = launcher::mismatch(world.size, &var) {
+            eprintln!("{program}: error: {msg}");
+            return ExitStatus::Usage.into();
+        }
         abort_job_on_panic();
     }
     let status = match body(&job, program) {

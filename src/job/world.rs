@@ -108,31 +108,6 @@ impl World {
         nodes
     }
 
-    /// A launcher that started several processes which each see a world of one:
-    /// the binary was built against another MPI than the launcher's.
-    pub fn launcher_mismatch(&self) -> Option<String> {
-        if self.size != 1 {
-            return None;
-        }
-        [
-            "OMPI_COMM_WORLD_SIZE",
-            "PMI_SIZE",
-            "PMIX_SIZE",
-            "SLURM_NTASKS",
-            "MPI_LOCALNRANKS",
-        ]
-        .iter()
-        .find_map(|var| {
-            let n: usize = std::env::var(var).ok()?.parse().ok()?;
-            (n > 1).then(|| {
-                format!(
-                    "{var}={n} but MPI sees 1 rank: this binary's MPI is not the launcher's \
-                         (rebuild against the mpirun you launch with, or use that MPI's mpirun)"
-                )
-            })
-        })
-    }
-
     pub fn barrier(&self) {
         self.comm.barrier();
     }

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 /// Draws, per collective, busbw vs size, p50/p99/p99.9 vs size and the latency
 /// distribution at one size, as PNG and SVG.
 #[derive(Parser, Debug)]
-#[command(name = "plot", version)]
+#[command(name = "plot", version = crate::job::provenance::version())]
 pub struct PlotArgs {
     /// CSV files written by the benchmarks' --csv
     #[arg(required = true, value_name = "CSV")]
