@@ -58,28 +58,32 @@ fn another_mpis_launcher_is_refused_on_every_rank_before_any_file() {
 
 #[test]
 fn version_names_the_commit_the_build_date_and_both_mpis() {
+    let built = fabricbench::job::provenance::MPI_BUILT;
+    let commit = fabricbench::job::provenance::COMMIT;
+    // compare starts no MPI (tests/no_mpi.rs), so it names only the one built against.
     let compare = env!("CARGO_BIN_EXE_compare");
-    for binary in [ALL_REDUCE, compare] {
+    for (binary, running) in [(ALL_REDUCE, "; running "), (compare, "; runs without MPI)")] {
         let out = common::alone(binary, &["--version"]);
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{stderr}");
-        let p = fabricbench::job::provenance::COMMIT;
-        let line = stdout.trim();
         assert_eq!(stdout.lines().count(), 1, "{stdout}");
-        assert!(line.contains(&format!("commit {p}, built 20")), "{line}");
+        let line = stdout.trim();
         assert!(
-            line.contains(&format!(
-                "against {}; running ",
-                fabricbench::job::provenance::MPI_BUILT
-            )),
+            line.contains(&format!("commit {commit}, built 20")),
             "{line}"
         );
-        let running = line.rsplit("running ").next().unwrap();
         assert!(
-            running.starts_with("Open MPI v") || running.starts_with("MPICH "),
+            line.contains(&format!("against {built}{running}")),
             "{line}"
         );
     }
+    let out = common::alone(ALL_REDUCE, &["--version"]);
+    let line = text(&out).0;
+    let running = line.trim().rsplit("running ").next().unwrap();
+    assert!(
+        running.starts_with("Open MPI v") || running.starts_with("MPICH "),
+        "{line}"
+    );
 }
 
 #[test]

@@ -214,31 +214,53 @@ pub fn main(
         }
         abort_job_on_panic();
     }
-    let status = match body(&job, program) {
-        Ok(status) => status,
-        Err(Failure::Usage(msg)) => {
+    let status = match (body(&job, program), job.world()) {
+        (Ok(status), _) => status,
+        (Err(Failure::Usage(msg)), Some(_)) => {
             if job.is_root() {
                 eprintln!("{program}: error: {msg}");
             }
             ExitStatus::Usage
         }
-        Err(Failure::Stopped(status)) => status,
-        Err(Failure::Fatal(e)) => match job.world() {
-            Some(world) => {
-                eprintln!(
-                    "{program}: rank {} ({}): error: {e:#}",
-                    world.rank, world.hosts[world.rank]
-                );
-                world.comm.abort(ExitStatus::Failed.code() as i32);
-            }
-            _ => {
-                eprintln!("{program}: error: {e:#}");
-                ExitStatus::Failed
-            }
-        },
+        (Err(Failure::Fatal(e)), Some(world)) => {
+            eprintln!(
+                "{program}: rank {} ({}): error: {e:#}",
+                world.rank, world.hosts[world.rank]
+            );
+            world.comm.abort(ExitStatus::Failed.code() as i32);
+        }
+        (Err(failure), _) => alone_failure(program, failure),
     };
     drop(job);
     status.into()
+}
+
+/// The entry of a tool that never starts MPI (plot, compare): the same exit policy
+/// as [`main`] for a process alone, and no path into MPI, so the linker (rustc
+/// links with --as-needed) leaves libmpi out and the tool starts on a host without it.
+pub fn tool_main(program: &str, body: impl FnOnce() -> Result<ExitStatus, Failure>) -> ExitCode {
+    quiet_on_a_closed_pipe();
+    env_snapshot::take();
+    match body() {
+        Ok(status) => status,
+        Err(failure) => alone_failure(program, failure),
+    }
+    .into()
+}
+
+/// How a process alone ends on a failure: its line, then its status.
+fn alone_failure(program: &str, failure: Failure) -> ExitStatus {
+    match failure {
+        Failure::Usage(msg) => {
+            eprintln!("{program}: error: {msg}");
+            ExitStatus::Usage
+        }
+        Failure::Stopped(status) => status,
+        Failure::Fatal(e) => {
+            eprintln!("{program}: error: {e:#}");
+            ExitStatus::Failed
+        }
+    }
 }
 
 /// A panic on one rank would leave the others waiting in a collective for ever:

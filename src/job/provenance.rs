@@ -41,6 +41,16 @@ pub fn version() -> String {
     )
 }
 
+/// `--version` of a tool that never starts MPI (plot, compare): it does not load
+/// an MPI library, so it names only the one it was built against.
+pub fn version_without_mpi() -> String {
+    format!(
+        "{} ({}; runs without MPI)",
+        env!("CARGO_PKG_VERSION"),
+        build_line()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
