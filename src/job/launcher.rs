@@ -15,9 +15,22 @@ const SIZE_VARS: &[(&str, Launcher)] = &[
     ("SLURM_STEP_NUM_TASKS", Launcher::Srun),
 ];
 
+/// Whether an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx) started this
+/// process, from the variables the launchers set.
+pub fn launched_by_mpi() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|var| std::env::var_os(var).is_some())
+}
+
 /// Whose launcher set a size variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Launcher {
+enum Launcher {
     OpenMpi,
     Pmix,
     Pmi,

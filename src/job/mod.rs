@@ -23,7 +23,8 @@ pub mod world;
 pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};
 pub use comm::Comm;
 pub use exit::{ExitStatus, Failure, UsageError};
-pub use world::{hostname, launched_by_mpi, World};
+pub use launcher::launched_by_mpi;
+pub use world::{hostname, World};
 
 use mpi::topology::Communicator;
 use std::process::ExitCode;

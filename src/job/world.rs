@@ -16,19 +16,6 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Whether an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx) started this
-/// process, from the variables the launchers set.
-pub fn launched_by_mpi() -> bool {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .any(|var| std::env::var_os(var).is_some())
-}
-
 /// Asks the launcher to end every rank of the job (MPI_Abort), from any thread;
 /// returns at once when MPI is not running (a process alone, a unit test, or
 /// after MPI_Finalize).
