@@ -11,16 +11,18 @@ const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 /// The launcher that is not this build's MPI: MPICH's for an Open MPI build,
 /// Open MPI's for an MPICH build (scripts/setup.sh installs both), and what it
 /// sets that the refusal names.
-fn other_launcher() -> (Command, &'static str, &'static str) {
+fn other_launcher() -> (Command, &'static str, &'static str, &'static str) {
     let built = fabricbench::job::provenance::MPI_BUILT;
     if built.starts_with("MPICH") {
         let mut cmd = common::mpirun_command();
         cmd.arg("-np");
-        (cmd, "Open MPI's mpirun", "(OMPI_COMM_WORLD_SIZE=2)")
+        let fix = "cargo build with Open MPI's mpicc";
+        (cmd, "Open MPI's mpirun", "(OMPI_COMM_WORLD_SIZE=2)", fix)
     } else {
         let mut cmd = Command::new("mpiexec.mpich");
         cmd.arg("-n");
-        (cmd, "MPICH's mpiexec (Hydra", "(PMI_SIZE=2)")
+        let fix = "MPICC=mpicc.mpich cargo build --target-dir target/mpich";
+        (cmd, "MPICH's mpiexec (Hydra", "(PMI_SIZE=2)", fix)
     }
 }
 
@@ -28,7 +30,7 @@ fn other_launcher() -> (Command, &'static str, &'static str) {
 fn another_mpis_launcher_is_refused_on_every_rank_before_any_file() {
     let dir = scratch("launcher-mismatch");
     let csv = dir.join("run.csv");
-    let (mut cmd, launcher, size) = other_launcher();
+    let (mut cmd, launcher, size, fix) = other_launcher();
     cmd.args(["2", ALL_REDUCE, "-b", "8", "-e", "8", "--csv"])
         .arg(&csv)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -43,7 +45,7 @@ fn another_mpis_launcher_is_refused_on_every_rank_before_any_file() {
             line.contains(launcher)
                 && line.contains(size)
                 && line.contains(fabricbench::job::provenance::MPI_BUILT)
-                && line.contains("MPICC=mpicc.mpich"),
+                && line.contains(fix),
             "{line}"
         );
     }

@@ -64,13 +64,17 @@ pub fn mismatch(world_size: usize, var: &dyn Fn(&str) -> Option<String>) -> Opti
         let n: usize = var(name)?.trim().parse().ok()?;
         (n > 1).then_some((name, n, launcher))
     })?;
+    // Open MPI's mpicc is the default `mpicc`; any other MPI builds in a folder of its own.
+    let rebuild = match launcher {
+        Launcher::OpenMpi => "Open MPI's (cargo build with Open MPI's mpicc)",
+        _ => "the launcher's (MPICH: MPICC=mpicc.mpich cargo build --target-dir target/mpich)",
+    };
     let launcher = launcher.describe(var);
     let mpi = provenance::mpi_running();
     Some(format!(
         "{launcher} started {n} processes ({name}={n}) but this binary's MPI, {mpi}, gives \
          each a world of 1: the launcher is not the binary's MPI; start it with {}, or build \
-         fabricbench against the launcher's MPI (MPICH: MPICC=mpicc.mpich cargo build \
-         --target-dir target/mpich; see docs/launching.md)",
+         fabricbench against {rebuild}; see docs/launching.md",
         own_launcher(provenance::MPI_BUILT)
     ))
 }
