@@ -5,7 +5,7 @@
 
 use super::{compare, Counts, Thresholds};
 use crate::cli::{parse_one_line, real, shown, Rule};
-use crate::job::{self, ExitStatus, Failure, Start};
+use crate::job::{self, ExitStatus, Failure};
 use crate::output::check_folder;
 use crate::plot::{file_labels, limits_in, render, RunData};
 use crate::report::csv::read_rows;
@@ -17,7 +17,7 @@ use std::process::ExitCode;
 /// Matches rows on collective, datatype, op, placement, size and nranks and
 /// prints the busbw and p99 deltas of each candidate against the baseline.
 #[derive(Parser, Debug)]
-#[command(name = "compare", version)]
+#[command(name = "compare", version = crate::job::provenance::version_without_mpi())]
 pub struct CompareArgs {
     /// The reference run
     #[arg(value_name = "BASELINE_CSV")]
@@ -46,7 +46,7 @@ const PERCENT: Rule = Rule {
 };
 
 pub fn main() -> ExitCode {
-    job::main(Start::Alone, "compare", |_job, _program| {
+    job::tool_main("compare", || {
         let args: CompareArgs = parse_one_line(std::env::args_os())?;
         // Files that cannot be read or matched are bad input, as a bad flag is.
         let counts = run(&args).map_err(|e| Failure::Usage(format!("{e:#}")))?;

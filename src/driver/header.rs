@@ -37,14 +37,12 @@ pub(super) struct Opened {
 }
 
 /// The run's facts and the table's header (a collective step: every rank calls it).
-/// `warning`: a launcher mismatch, printed first among the notes.
 pub(super) fn describe_run(
     comm: &dyn Comm,
     program: &str,
     plan: &Plan,
     opened: Opened,
     env: Vec<String>,
-    warning: Option<String>,
 ) -> (RunInfo, Header) {
     let mine = ProcessFacts {
         pid: std::process::id(),
@@ -90,8 +88,7 @@ pub(super) fn describe_run(
             .join(";"),
     };
     let transport = distinct(all.iter().map(|f| f.info.transport.clone())).join(" | ");
-    let mut notes: Vec<String> = warning.into_iter().collect();
-    notes.extend(distinct(all.iter().flat_map(|f| f.info.warnings.clone())));
+    let notes = distinct(all.iter().flat_map(|f| f.info.warnings.clone()));
     let mut details = opened.info.notes.clone();
     details.push(launch_detail(plan.launch, plan.agg_iters));
     let run = RunInfo {

@@ -134,9 +134,7 @@ fn run(
     }
 
     let opened = Opened { info, choice };
-    let warning = world.launcher_mismatch();
-    let (mut run_info, mut header) =
-        header::describe_run(world, program, plan, opened, env, warning);
+    let (mut run_info, mut header) = header::describe_run(world, program, plan, opened, env);
     groups.describe(plan, &mut header, &mut run_info);
     outputs::describe(plan, kind, &mut run_info);
     header::find_limits(world, args, &mut run_info);

@@ -21,7 +21,7 @@ use std::time::Duration;
 /// checks every result against the spec's thresholds, and writes a report
 /// directory (summary.md, CSVs, logs, plots). Exits 0 only when everything passed.
 #[derive(Parser, Debug)]
-#[command(name = "rack_check", version)]
+#[command(name = "rack_check", version = crate::job::provenance::version())]
 pub struct RackArgs {
     /// The rack spec (TOML): launch layout, doctor flags, tests and checks
     #[arg(long = "spec")]

@@ -49,7 +49,7 @@ const DEFAULT_INLINE_SEND_LAT: u32 = 236;
 #[derive(Parser, Debug, Clone)]
 // Each binary's name, description and the flags it offers: `command`.
 #[command(
-    version,
+    version = crate::job::provenance::version(),
     // The shared flag groups, as verbs means them.
     mut_arg("all_pairs", |a| a.help(
         "ib_write_bw/ib_write_lat under mpirun: measure every pair of ranks in rounds of disjoint pairs; \
