@@ -115,7 +115,7 @@ one() {
 
 # The change of each row and its interval, from compare's table: "-24.1% [-27.0%..-21.3%]".
 changes() {
-    awk '/^  [a-z]/ { for (i = 1; i <= NF; i++) if ($i ~ /%\.\./) { printf "%s [%s] ", $(i-1), $i } }' \
+    awk '/^  [a-z]/ { for (i = 1; i <= NF; i++) if ($i ~ /%\.\./) { printf "%s [%s] ", $(i-1), $i; break } }' \
         "$work/compare.out"
 }
 
