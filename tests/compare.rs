@@ -395,8 +395,11 @@ fn several_files_a_side_are_pooled() {
     let base = side("base", [10.0, 10.3, 9.8]);
     let slow = side("slow", [7.4, 7.6, 7.5]);
     let mut args: Vec<&Path> = base.iter().map(PathBuf::as_path).collect();
-    let vs: Vec<&str> = slow.iter().map(|p| p.to_str().unwrap()).collect();
-    let flags = [&["--threshold", "10", "--vs"][..], &vs].concat();
+    let vs: Vec<&str> = slow
+        .iter()
+        .flat_map(|p| ["--vs", p.to_str().unwrap()])
+        .collect();
+    let flags = [&["--threshold", "10"][..], &vs].concat();
     let (code, out, err) = compare(&args, &flags);
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(
@@ -430,7 +433,7 @@ fn several_files_a_side_are_pooled() {
     args.truncate(1);
     let (code, _, err) = compare(&args, &[]);
     assert_eq!(code, Some(2));
-    assert!(err.contains("--vs CAND.csv..."), "{err}");
+    assert!(err.contains("--vs CAND1.csv --vs CAND2.csv"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

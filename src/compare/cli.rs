@@ -26,8 +26,9 @@ pub struct CompareArgs {
     /// the baseline's files, pooled
     #[arg(required = true, value_name = "CSV")]
     pub files: Vec<PathBuf>,
-    /// One candidate from several files, pooled, against all the files before --vs
-    #[arg(long = "vs", num_args = 1.., value_name = "CANDIDATE_CSV")]
+    /// A candidate's file; repeat it for several files of one candidate, pooled,
+    /// judged against all the CSV files pooled as the baseline
+    #[arg(long = "vs", value_name = "CANDIDATE_CSV")]
     pub vs: Vec<PathBuf>,
     /// Exit 1 when a matched row's busbw drops, or its p99 rises, by more than PCT percent
     /// across its whole 95% interval; exit 4 when the interval lies across PCT
@@ -75,7 +76,7 @@ fn sides(args: &CompareArgs) -> anyhow::Result<Vec<Vec<usize>>> {
     } else {
         bail!(
             "a baseline alone: nothing to compare it with; give \
-             `compare BASELINE.csv CANDIDATE.csv`, or `compare BASE.csv... --vs CAND.csv...`"
+             `compare BASELINE.csv CANDIDATE.csv`, or `compare BASE1.csv BASE2.csv... --vs CAND1.csv --vs CAND2.csv...`"
         )
     })
 }
