@@ -177,6 +177,7 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ("out", &[&["--out", "@/out"]]),
     ("threshold", &[&["--threshold", "5"]]),
     ("p99-threshold", &[&["--p99-threshold", "10%"]]),
+    ("vs", &[&["--vs", "other.csv"]]),
     // doctor, rack_check.
     ("node-name", &[&["--node-name", "n1"]]),
     ("hca", &[&["--hca", "mlx5_0:1,mlx5_1"]]),
