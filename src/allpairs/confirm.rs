@@ -287,3 +287,111 @@ fn shown_estimate(e: &Estimate, unit: &str) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::judging::Thresholds;
+    use super::super::matrix::tests::results;
+    use super::*;
+
+    /// `ROUNDS` samples alone of a pair: `us` median time at 8 B, `gbs` at 1 MiB.
+    fn alone(list: &[Suspect], us: &[f64], gbs: &[f64]) -> Vec<Vec<PairSample>> {
+        list.iter()
+            .map(|s| {
+                (0..ROUNDS)
+                    .map(|k| PairSample {
+                        seconds: s.size as f64 / gbs[k] / 1e9,
+                        p50_seconds: us[k] * 1e-6,
+                        wrong: None,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Node 2 of 5 slow (20 GB/s against 45, 50 us against 5) in three rounds;
+    /// its pairs measured alone as `us` and `gbs`.
+    fn judged(us: &[f64], gbs: &[f64]) -> (Verdict, Confirmation) {
+        let rounds = vec![results(5, Some(2), 45.0, 20.0); ROUNDS];
+        let medians = PairResults::median_over(&rounds).unwrap();
+        let mut verdict = medians.judge(&Thresholds::default());
+        let list = suspects(&verdict);
+        assert_eq!(list.len(), 8, "4 pairs on each criterion: {list:?}");
+        assert_eq!(decode(&encode(&list)), list);
+        let samples = alone(&list, us, gbs);
+        let c = Confirmation::judge(&mut verdict, &medians, &rounds, &list, &samples);
+        (verdict, c)
+    }
+
+    #[test]
+    fn a_pair_slow_alone_too_is_confirmed_and_its_node_named() {
+        let (v, c) = judged(&[50.0, 52.0, 49.0], &[20.0, 21.0, 19.0]);
+        assert!(c.checked.iter().all(|k| k.finding == Finding::Confirmed));
+        assert_eq!((v.slow_bw.len(), v.slow_latency.len()), (4, 4));
+        assert_eq!(v.suspects, [2]);
+        assert!(!v.passed() && !c.inconclusive());
+        let lines = c.lines(&results(5, None, 1.0, 1.0).labels);
+        assert_eq!(
+            lines[0],
+            "pair node0 <-> node2 at 1 MiB: 20.0 [20.0, 20.0] GB/s algbw over 3 rounds with the \
+             other pairs running, limit 40.5; alone 20.0 [19.0, 21.0] GB/s algbw over 3 rounds \
+             (re-measured alone 3 times): slow, confirmed alone"
+        );
+    }
+
+    #[test]
+    fn a_pair_healthy_alone_is_not_confirmed() {
+        let (v, c) = judged(&[5.0, 5.5, 6.0], &[44.0, 45.0, 46.0]);
+        assert!(c.checked.iter().all(|k| k.finding == Finding::NotConfirmed));
+        assert!(
+            v.passed() && v.suspects.is_empty() && !c.inconclusive(),
+            "{v:?}"
+        );
+        let lines = c.lines(&results(5, None, 1.0, 1.0).labels);
+        assert!(
+            lines[4].ends_with(": not confirmed (slow only while other pairs ran)"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_pair_across_the_limit_alone_cannot_be_told() {
+        // Latency limit 10 us: 8, 11, 12 lie across it; bandwidth 45 clears.
+        let (v, c) = judged(&[8.0, 11.0, 12.0], &[44.0, 45.0, 46.0]);
+        let unsure: Vec<&Checked> = c
+            .checked
+            .iter()
+            .filter(|k| matches!(k.finding, Finding::CannotTell(Some(n)) if n > ROUNDS))
+            .collect();
+        assert_eq!(unsure.len(), 4, "{c:?}");
+        assert!(unsure.iter().all(|k| k.criterion == Criterion::Latency));
+        // Not confirmed slow, so no failure, but the run cannot tell: exit 4.
+        assert!(v.passed() && c.inconclusive() && v.suspects.is_empty());
+        let lines = c.lines(&results(5, None, 1.0, 1.0).labels);
+        assert!(
+            lines[4].contains(": cannot tell (its interval lies across the limit); about "),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn the_medians_of_rounds_and_their_wrong_bytes_added() {
+        let mut rounds = vec![results(3, None, 45.0, 0.0); 3];
+        for (r, v) in rounds.iter_mut().zip([10.0, 40.0, 30.0]) {
+            r.sizes[1].algbw_gbs.set(0, 1, v);
+            let mut w = super::super::matrix::Matrix::empty(3);
+            w.set(0, 1, 2.0);
+            w.set(1, 2, 0.0);
+            r.sizes[1].wrong_bytes = Some(w);
+        }
+        let m = PairResults::median_over(&rounds).unwrap();
+        assert_eq!(m.sizes[1].algbw_gbs.get(0, 1), Some(30.0));
+        assert_eq!(m.sizes[1].algbw_gbs.get(1, 2), Some(45.0));
+        let w = m.sizes[1].wrong_bytes.as_ref().unwrap();
+        assert_eq!(
+            (w.get(0, 1), w.get(1, 2), w.get(0, 2)),
+            (Some(6.0), Some(0.0), None)
+        );
+        assert!(PairResults::median_over(&[]).is_none());
+    }
+}

@@ -46,6 +46,21 @@ impl PairSample {
         wrong: None,
     };
 
+    /// The pair (a, b) from both ranks' samples at `at` of their encoded
+    /// lists: as slow as its slower side, the wrong bytes of both sides added.
+    fn of_pair(per_rank: &[&[f64]], a: usize, b: usize, at: usize) -> PairSample {
+        let slower = |k: usize| per_rank[a][at + k].max(per_rank[b][at + k]);
+        let wrong = [per_rank[a][at + 2], per_rank[b][at + 2]];
+        PairSample {
+            seconds: slower(0),
+            p50_seconds: slower(1),
+            wrong: wrong
+                .iter()
+                .any(|&w| w >= 0.0)
+                .then(|| wrong.iter().map(|w| w.max(0.0)).sum::<f64>() as u64),
+        }
+    }
+
     fn encode(self) -> [f64; SAMPLE_LEN] {
         [
             self.seconds,
@@ -77,6 +92,32 @@ pub fn repeated_schedule(n: usize) -> Vec<Vec<(usize, usize)>> {
     (0..ROUNDS).flat_map(|_| once.iter().cloned()).collect()
 }
 
+/// Every rank at the barrier that starts a round, watched.
+fn meet(world: &World, watchdog: &Watchdog, what: &str) {
+    watchdog.begin(format!("{what} (barrier)"));
+    watchdog.enter_call();
+    world.barrier();
+    watchdog.end();
+}
+
+/// This rank's sample of `size` bytes with `peer`, a bye without one.
+fn measure_with(
+    world: &World,
+    measure: &mut dyn PairMeasure,
+    peer: Option<usize>,
+    size: u64,
+    what: &str,
+    watchdog: &Watchdog,
+) -> anyhow::Result<PairSample> {
+    let Some(p) = peer else {
+        return Ok(PairSample::BYE);
+    };
+    watchdog.begin(format!("{what}: ranks {} and {p}, {size} B", world.rank));
+    let sample = measure.measure(p, size as usize, watchdog)?;
+    watchdog.end();
+    Ok(sample)
+}
+
 /// Runs every round on every rank; rank 0 returns the matrices of each
 /// repetition of the schedule.
 pub fn measure_all_pairs(
@@ -90,28 +131,11 @@ pub fn measure_all_pairs(
     let mut mine = Vec::with_capacity(rounds.len() * sizes.len() * SAMPLE_LEN);
     for (r, round) in rounds.iter().enumerate() {
         let what = format!("all-pairs round {} of {}", r + 1, rounds.len());
-        watchdog.begin(format!("{what} (barrier)"));
-        watchdog.enter_call();
-        world.barrier();
-        watchdog.end();
+        meet(world, watchdog, &what);
         fabric.before(world, watchdog, &what);
         let peer = partner(round, world.rank);
         for &size in sizes {
-            let sample = match peer {
-                Some(p) => {
-                    watchdog.begin(format!(
-                        "all-pairs round {} of {}: ranks {} and {p}, {size} B",
-                        r + 1,
-                        rounds.len(),
-                        world.rank
-                    ));
-                    let s = measure.measure(p, size as usize, watchdog)?;
-                    watchdog.end();
-                    s
-                }
-                None => PairSample::BYE,
-            };
-            mine.extend(sample.encode());
+            mine.extend(measure_with(world, measure, peer, size, &what, watchdog)?.encode());
         }
         fabric.after(world, watchdog, &what);
     }
@@ -146,24 +170,9 @@ fn measure_alone(
                 list.len(),
                 round + 1
             );
-            watchdog.begin(format!("{what} (barrier)"));
-            watchdog.enter_call();
-            world.barrier();
-            watchdog.end();
+            meet(world, watchdog, &what);
             let peer = partner(&[(s.a, s.b)], world.rank);
-            let sample = match peer {
-                Some(p) => {
-                    watchdog.begin(format!(
-                        "{what}: ranks {} and {p}, {} B",
-                        world.rank, s.size
-                    ));
-                    let sample = measure.measure(p, s.size as usize, watchdog)?;
-                    watchdog.end();
-                    sample
-                }
-                None => PairSample::BYE,
-            };
-            mine.extend(sample.encode());
+            mine.extend(measure_with(world, measure, peer, s.size, &what, watchdog)?.encode());
         }
     }
     watchdog.begin("all-pairs (gathering the suspects measured alone)".into());
@@ -178,16 +187,7 @@ fn measure_alone(
                 (0..ROUNDS)
                     .map(|round| {
                         let at = (round * list.len() + i) * SAMPLE_LEN;
-                        let slower = |k: usize| per_rank[s.a][at + k].max(per_rank[s.b][at + k]);
-                        let wrong = [per_rank[s.a][at + 2], per_rank[s.b][at + 2]];
-                        PairSample {
-                            seconds: slower(0),
-                            p50_seconds: slower(1),
-                            wrong: wrong
-                                .iter()
-                                .any(|&w| w >= 0.0)
-                                .then(|| wrong.iter().map(|w| w.max(0.0)).sum::<f64>() as u64),
-                        }
+                        PairSample::of_pair(&per_rank, s.a, s.b, at)
                     })
                     .collect()
             })
@@ -222,18 +222,13 @@ fn assemble(
         for &(a, b) in round {
             for (s, m) in results.sizes.iter_mut().enumerate() {
                 let at = (r * sizes.len() + s) * SAMPLE_LEN;
-                // The pair took as long as its slower side.
-                let slower = |k: usize| per_rank[a][at + k].max(per_rank[b][at + k]);
-                let seconds = slower(0);
-                m.time_us.set(a, b, seconds * 1e6);
-                m.p50_us.set(a, b, slower(1) * 1e6);
-                m.algbw_gbs.set(a, b, m.size_bytes as f64 / seconds / 1e9);
+                let pair = PairSample::of_pair(&per_rank, a, b, at);
+                m.time_us.set(a, b, pair.seconds * 1e6);
+                m.p50_us.set(a, b, pair.p50_seconds * 1e6);
+                m.algbw_gbs
+                    .set(a, b, m.size_bytes as f64 / pair.seconds / 1e9);
                 if let Some(w) = &mut m.wrong_bytes {
-                    w.set(
-                        a,
-                        b,
-                        per_rank[a][at + 2].max(0.0) + per_rank[b][at + 2].max(0.0),
-                    );
+                    w.set(a, b, pair.wrong.unwrap_or(0) as f64);
                 }
             }
         }
