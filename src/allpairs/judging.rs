@@ -455,9 +455,9 @@ mod tests {
 
     #[test]
     fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        assert_eq!(median(&mut [4.0, 1.0, 3.0]), 3.0);
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert!(median(&mut []).is_nan());
+        assert_eq!(median(&[4.0, 1.0, 3.0]), 3.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
         // Four pairs at 10, 20, 30, 40 GB/s: median 25, so 0.9 x 25 = 22.5 flags two.
         let mut r = results(4, None, 45.0, 0.0);
         r.sizes[1] = super::super::matrix::SizeMatrices::empty(1 << 20, 4, false);

@@ -253,7 +253,7 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
             if record.get(1) != Some("") {
                 bail!("{}", bad());
             }
-            if counters.last().map_or(true, |(c, _)| *c != column) {
+            if counters.last().is_none_or(|(c, _)| *c != column) {
                 counters.push((column, Matrix::empty(n)));
             }
             &mut counters.last_mut().expect("pushed above").1
@@ -262,7 +262,7 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
                 .get(1)
                 .and_then(|s| s.parse().ok())
                 .with_context(bad)?;
-            if sizes.last().map_or(true, |s| s.size_bytes != size_bytes) {
+            if sizes.last().is_none_or(|s| s.size_bytes != size_bytes) {
                 sizes.push(SizeMatrices::empty(size_bytes, n, false));
             }
             let Some(metric) = Metric::from_name(name) else {
