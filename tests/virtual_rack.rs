@@ -178,8 +178,10 @@ fn suspects(stdout: &str) -> Vec<String> {
 #[test]
 fn all_pairs_names_the_slowed_node_and_only_it() {
     let rack = Rack::up();
-    // 5 Mbit/s is over 50x below a healthy veth on this host; thresholds as in
-    // scripts/rack-virtual.toml, which allow for ranks sharing two cores.
+    // 5 Mbit/s is over 50x below a healthy veth on an idle host, but under load
+    // a healthy pair runs at ~0.004 GB/s, under 10x the slowed node's 0.0003-0.0004:
+    // at scripts/rack-virtual.toml's 0.1 x median the slowed pairs measured alone
+    // lie across the limit (cannot tell, exit 4). 0.3 leaves them 3x below it.
     rack.fault(&["slow", "node3", "5mbit"]);
     let args = [
         "--all-pairs",
@@ -192,7 +194,7 @@ fn all_pairs_names_the_slowed_node_and_only_it() {
         "-w",
         "1",
         "--slow-fraction",
-        "0.1",
+        "0.3",
         "--slow-latency",
         "100",
     ];

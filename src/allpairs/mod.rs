@@ -11,9 +11,12 @@
 //!   validated) and their CSV, which rack_check reads back;
 //! - `counters`: the fabric counters around each round, attributed to its pairs;
 //! - `judging`: the thresholds, the pairs that cross them and the suspect node;
+//! - `confirm`: each pair over `confirm::ROUNDS` rounds with its interval, and the
+//!   suspects measured again alone before they are named;
 //! - `table` and `heatmap`: what rank 0 prints and draws.
 
 pub mod backend;
+pub mod confirm;
 pub mod counters;
 pub mod heatmap;
 pub mod judging;
