@@ -341,7 +341,7 @@ fn rounds_in_one_file_give_the_three_verdicts() {
     let dir = scratch("rounds");
     let base = dir.join("base.csv");
     write(&base, &rounds("b", 10.0, 0.4, 10));
-    let mut run = |name: &str, rows: Vec<Row>| {
+    let run = |name: &str, rows: Vec<Row>| {
         let path = dir.join(name);
         write(&path, &rows);
         compare(
