@@ -146,7 +146,7 @@ pub struct VerbsArgs {
     /// Measure every size in this many rounds, interleaved (round 1 of every size, then
     /// round 2, ...); the table shows each size's median and its spread, the CSV one row
     /// per round. Both sides must give the same count
-    #[arg(long = "rounds", value_name = "R", default_value_t = 1, value_parser = whole::<u32>(1), allow_hyphen_values = true)]
+    #[arg(long = "rounds", value_name = "R", default_value_t = 1, value_parser = super::rounds::rounds_arg, allow_hyphen_values = true)]
     pub rounds: u32,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,

@@ -14,14 +14,20 @@ use anyhow::{anyhow, ensure};
 /// More rounds than this is a typo (1e9 rounds of 2 B would run for days).
 pub const MAX_ROUNDS: u32 = 10_000;
 
+/// --rounds' value: a count from 1 to `MAX_ROUNDS`, in digits.
+pub fn rounds_arg(text: &str) -> Result<u32, String> {
+    let fix = format!("use a whole number from 1 to {MAX_ROUNDS}");
+    match text.trim().parse::<i128>() {
+        Ok(n) if n > MAX_ROUNDS as i128 => Err(format!("too many rounds; {fix}")),
+        Ok(n) if n < 1 => Err(fix),
+        Ok(n) => Ok(n as u32),
+        Err(_) => Err(format!("'{text}' is not a whole number in digits; {fix}")),
+    }
+}
+
 /// --rounds, checked against the rest of the plan.
 pub fn check(rounds: u32, timing: &Timing, all_pairs: bool) -> Result<u32, UsageError> {
     let refuse = |why: &str| Err(UsageError(format!("--rounds {rounds}: {why}")));
-    if rounds > MAX_ROUNDS {
-        return refuse(&format!(
-            "more than {MAX_ROUNDS} rounds; use a whole number from 1 to {MAX_ROUNDS}"
-        ));
-    }
     if rounds > 1 && timing.infinite {
         return refuse(
             "--run_infinitely measures one size until it is stopped, so there are no rounds \
@@ -178,10 +184,17 @@ mod tests {
         assert_eq!(plan.rounds, 1);
         let plan = parse(WRITE_BW, ["ib_write_bw", "-a", "--rounds", "5"]).unwrap();
         assert_eq!(plan.rounds, 5);
-        assert_eq!(
-            err(WRITE_BW, &["--rounds", "1000000"]),
-            "--rounds 1000000: more than 10000 rounds; use a whole number from 1 to 10000"
-        );
+        assert_eq!(rounds_arg(" 10000"), Ok(10000));
+        let fix = "use a whole number from 1 to 10000";
+        assert_eq!(rounds_arg("0"), Err(fix.to_string()));
+        assert_eq!(rounds_arg("-1"), Err(fix.to_string()));
+        assert_eq!(rounds_arg("10001"), Err(format!("too many rounds; {fix}")));
+        for typo in ["abc", "1e9", "2.5", ""] {
+            let want = format!("'{typo}' is not a whole number in digits; {fix}");
+            assert_eq!(rounds_arg(typo), Err(want));
+        }
+        let e = err(WRITE_BW, &["--rounds", "0"]);
+        assert!(e.starts_with("--rounds") && e.ends_with(fix), "{e}");
         let e = err(WRITE_BW, &["-D", "2", "--run_infinitely", "--rounds", "3"]);
         assert!(
             e.starts_with("--rounds 3: --run_infinitely measures one size until it is stopped"),
