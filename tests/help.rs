@@ -162,6 +162,7 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ("recv_post_list", &[&["--recv_post_list", "2"]]),
     ("events", &[&["--events"]]),
     ("cqe_poll", &[&["--cqe_poll", "4"]]),
+    ("rounds", &[&["--rounds", "3"]]),
     ("disable_dynamic_polling", &[&["--disable_dynamic_polling"]]),
     ("use_old_post_send", &[&["--use_old_post_send"]]),
     ("report-histogram", &[&["--report-histogram"]]),

@@ -18,6 +18,7 @@
 //! - `session`: one side of a connected pair, measuring and printing;
 //! - `figures`: the result arithmetic; `header`: the perftest header's facts
 //!   (the table and CSV rows are written by `report::perftest` and `report::csv`);
+//! - `rounds`: `--rounds`, its interleaved order and the table's medians;
 //! - `pairs`: `--all-pairs` on the all-pairs runner;
 //! - `path_args`, `path`, `numa`: the path, QoS and NUMA flags, applied to the
 //!   address vectors and to where the process runs.
@@ -55,6 +56,7 @@ pub mod qp;
 pub mod rdma_check;
 pub mod report_args;
 pub mod ring;
+pub mod rounds;
 pub mod seat;
 pub mod session;
 pub mod ud;
