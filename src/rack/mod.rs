@@ -16,6 +16,7 @@ pub mod launch;
 pub mod markdown;
 pub mod nodes;
 pub mod report;
+pub mod rounds;
 pub mod runner;
 pub mod spec;
 pub mod steps;
