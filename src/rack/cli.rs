@@ -185,7 +185,10 @@ fn run() -> Result<ExitStatus, String> {
     let steps: RefCell<Vec<Vec<TestStep>>> =
         RefCell::new(spec.tests.iter().map(|_| Vec::new()).collect());
     for round in 1..=spec.rounds.count {
-        for i in (0..spec.tests.len()).filter(|&i| wanted[i] >= round) {
+        // A test whose round did not finish is not judged: running it again
+        // would only repeat the failure (a hang, once per round).
+        let more = |i: usize| wanted[i] >= round && steps.borrow()[i].iter().all(TestStep::ran);
+        for i in (0..spec.tests.len()).filter(|&i| more(i)) {
             let step = run_round(i, round);
             steps.borrow_mut()[i].push(step);
         }
@@ -322,11 +325,7 @@ fn judge_check(check: &Check, rounds: &[TestStep], first: usize) -> CheckResult 
         return not_run(check, t);
     }
     let csvs: Vec<PathBuf> = rounds.iter().map(|t| t.csv.clone()).collect();
-    let mut result = evaluate(check, &csvs);
-    if let Some(r) = result.rounds.as_mut() {
-        r.remeasured = rounds.len().saturating_sub(first);
-    }
-    result
+    evaluate(check, &csvs, rounds.len().saturating_sub(first))
 }
 
 /// A file of the report, written whole into the new report folder.

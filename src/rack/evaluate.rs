@@ -146,7 +146,8 @@ pub fn not_run(check: &Check, test: &TestStep) -> CheckResult {
 /// Evaluates one check from the CSVs its test wrote, one per round (the
 /// first round's first). Row checks are judged on all rounds; counters and
 /// all-pairs checks on the first round's CSV.
-pub fn evaluate(check: &Check, csvs: &[PathBuf]) -> CheckResult {
+/// `remeasured`: how many of the rounds were re-measures.
+pub fn evaluate(check: &Check, csvs: &[PathBuf], remeasured: usize) -> CheckResult {
     let no_results = |e: anyhow::Error| {
         CheckResult::failed(
             check,
@@ -163,7 +164,7 @@ pub fn evaluate(check: &Check, csvs: &[PathBuf]) -> CheckResult {
             .map(|c| read_rows(c))
             .collect::<Result<Vec<_>, _>>()
         {
-            Ok(rounds) => evaluate_rows(check, &rounds),
+            Ok(rounds) => evaluate_rows(check, &rounds, remeasured),
             Err(e) => no_results(e),
         },
         // An all-pairs test writes its matrices, with the counters of each pair's round.
@@ -286,7 +287,7 @@ fn round_figure(check: &Check, rows: &[Row]) -> Result<RoundFigure, Vec<String>>
 /// the right side of every threshold, FAIL when wholly on the wrong side of
 /// one, INCONCLUSIVE when it lies across one or there are too few rounds to
 /// estimate the noise. A round with wrong data or no measurement fails it.
-pub fn evaluate_rows(check: &Check, rounds: &[Vec<Row>]) -> CheckResult {
+pub fn evaluate_rows(check: &Check, rounds: &[Vec<Row>], remeasured: usize) -> CheckResult {
     let CheckKind::Row {
         metric, min, max, ..
     } = &check.kind
@@ -352,7 +353,7 @@ pub fn evaluate_rows(check: &Check, rounds: &[Vec<Row>]) -> CheckResult {
         estimate,
         unit: metric.unit(),
         edge: edge.value,
-        remeasured: 0,
+        remeasured,
     };
     let mut details = Vec::new();
     match verdict {
@@ -646,7 +647,7 @@ mod tests {
 
     /// Three rounds of the same rows: a point interval at the figure.
     fn thrice(check: &Check, rows: &[Row]) -> CheckResult {
-        evaluate_rows(check, &[rows.to_vec(), rows.to_vec(), rows.to_vec()])
+        evaluate_rows(check, &[rows.to_vec(), rows.to_vec(), rows.to_vec()], 0)
     }
 
     fn checks() -> Vec<Check> {
@@ -779,7 +780,7 @@ max = 10
             .iter()
             .map(|&b| vec![row(1 << 20, "out-of-place", b, 1.0)])
             .collect();
-        evaluate_rows(&checks()[0], &rounds)
+        evaluate_rows(&checks()[0], &rounds, 2)
     }
 
     #[test]
@@ -795,7 +796,11 @@ max = 10
         let r = open.rounds.as_ref().unwrap();
         let i = r.estimate.interval.unwrap();
         assert!(i.lo < 40.0 && 40.0 < i.hi, "{r:?}");
-        assert_eq!(r.estimate.rounds, 5);
+        assert_eq!((r.estimate.rounds, r.remeasured), (5, 2));
+        assert!(
+            open.measured.ends_with(", 5 rounds (2 re-measured)"),
+            "{open:?}"
+        );
         let n = r.to_resolve().unwrap();
         assert!(n > 5, "{n}");
         assert!(
