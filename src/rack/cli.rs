@@ -21,8 +21,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Rack acceptance: runs doctor and the spec's tests (through mpirun or srun),
-/// checks every result against the spec's thresholds, and writes a report
-/// directory (summary.md, CSVs, logs, plots). Exits 0 only when everything passed.
+/// judges every threshold on the 95% interval of several rounds, and writes a report
+/// directory (summary.md, report.html, checks.json, CSVs, logs). Exits 0 only when
+/// everything passed, 1 when anything failed, 4 when a check stayed inconclusive.
 #[derive(Parser, Debug)]
 #[command(name = "rack_check", version)]
 pub struct RackArgs {
@@ -37,8 +38,9 @@ pub struct RackArgs {
     pub bin_dir: Option<PathBuf>,
 }
 
-/// Exit status: 0 when everything passed, 1 when anything failed, 2 for a usage
-/// or spec error (and a report directory that cannot be written).
+/// Exit status: 0 when everything passed, 1 when anything failed, 4 when nothing
+/// failed but a check's interval stayed across its threshold, 2 for a usage or
+/// spec error (and a report directory that cannot be written).
 pub fn main() -> ExitCode {
     job::main(Start::Alone, "rack_check", |_job, _program| {
         run().map_err(Failure::Usage)
