@@ -336,7 +336,7 @@ fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
         text.contains("rack_check: all_reduce busbw at 256 KiB (out-of-place): FAIL "),
         "{text}"
     );
-    assert!(text.contains(" rounds: wholly below 0.005"), "{text}");
+    assert!(text.contains(" rounds: wholly below 0.005\n"), "{text}");
     for (node, verdict) in [
         ("node1", "**FAIL**"),
         ("node2", "PASS"),

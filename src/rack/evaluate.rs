@@ -59,7 +59,7 @@ impl Rounds {
     pub fn text(&self) -> String {
         let e = &self.estimate;
         let interval = match e.interval {
-            Some(i) => format!("95% interval {:.3} to {:.3}", i.lo, i.hi),
+            Some(i) => format!("95% interval {} to {}", figure(i.lo), figure(i.hi)),
             None => "no interval".to_string(),
         };
         let again = match self.remeasured {
@@ -67,8 +67,10 @@ impl Rounds {
             n => format!(" ({n} re-measured)"),
         };
         format!(
-            "{:.3} {}, {interval}, {} rounds{again}",
-            e.value, self.unit, e.rounds
+            "{} {}, {interval}, {} rounds{again}",
+            figure(e.value),
+            self.unit,
+            e.rounds
         )
     }
 
@@ -76,6 +78,16 @@ impl Rounds {
     pub fn to_resolve(&self) -> Option<usize> {
         self.estimate.rounds_to_clear(self.edge)
     }
+}
+
+/// A figure with 3 decimals, or 4 significant digits when smaller than 1: a
+/// 0.0003 GB/s link reads as itself, not as 0.000.
+fn figure(v: f64) -> String {
+    let digits = match v.abs() {
+        a if a > 0.0 && a < 1.0 => (3 - a.log10().floor() as i32).clamp(3, 12) as usize,
+        _ => 3,
+    };
+    format!("{v:.digits$}")
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -360,10 +372,10 @@ pub fn evaluate_rows(check: &Check, rounds: &[Vec<Row>], remeasured: usize) -> C
         Verdict::Pass => {}
         Verdict::Fail => {
             details.push(format!(
-                "{} {}: wholly {word} {:.3}",
+                "{} {}: wholly {word} {}",
                 metric.name(),
                 rounds.text(),
-                edge.value
+                shown(edge.value)
             ));
             // The round whose figure is the median's (or nearest it) names the rank.
             let nearest = figures
@@ -410,9 +422,9 @@ fn inconclusive_note(r: &Rounds, metric: &str) -> String {
         None => "the median is on the threshold: no number of rounds resolves it".into(),
     };
     format!(
-        "{metric} {}: the interval lies across {:.3}; {more}",
+        "{metric} {}: the interval lies across {}; {more}",
         r.text(),
-        r.edge
+        shown(r.edge)
     )
 }
 
@@ -697,17 +709,14 @@ max = 10
         assert_eq!(
             r.details,
             vec![
-                "busbw 39.900 GB/s, 95% interval 39.900 to 39.900, 3 rounds: wholly below 40.000"
+                "busbw 39.900 GB/s, 95% interval 39.900 to 39.900, 3 rounds: wholly below 40"
                     .to_string(),
                 "slowest rank 3 of 4 on a, b".to_string()
             ]
         );
         let r = thrice(&c[1], &[row(8, "out-of-place", 0.0, 10.5)]);
         assert!(!r.passed());
-        assert!(
-            r.details[0].ends_with("3 rounds: wholly above 10.000"),
-            "{r:?}"
-        );
+        assert!(r.details[0].ends_with("3 rounds: wholly above 10"), "{r:?}");
     }
 
     #[test]
@@ -790,7 +799,7 @@ max = 10
         assert_eq!(pass.verdict, Verdict::Pass, "{pass:?}");
         let fail = judged(&[20.0, 21.0, 19.0, 20.5, 19.5]);
         assert_eq!(fail.verdict, Verdict::Fail, "{fail:?}");
-        assert!(fail.details[0].contains("wholly below 40.000"), "{fail:?}");
+        assert!(fail.details[0].contains("wholly below 40"), "{fail:?}");
         let open = judged(&[36.0, 44.0, 39.0, 42.0, 41.0]);
         assert_eq!(open.verdict, Verdict::Inconclusive, "{open:?}");
         let r = open.rounds.as_ref().unwrap();
@@ -805,7 +814,7 @@ max = 10
         assert!(n > 5, "{n}");
         assert!(
             open.details[0].ends_with(&format!(
-                "the interval lies across 40.000; about {n} rounds would resolve it"
+                "the interval lies across 40; about {n} rounds would resolve it"
             )),
             "{open:?}"
         );
@@ -814,6 +823,15 @@ max = 10
             judged(&[45.0, 46.0, 10.0, 45.5, 44.5, 46.5, 45.2]).verdict,
             Verdict::Pass
         );
+    }
+
+    #[test]
+    fn small_figures_keep_their_digits() {
+        assert_eq!(figure(41.0), "41.000");
+        assert_eq!(figure(0.018437), "0.01844");
+        assert_eq!(figure(0.000305123), "0.0003051");
+        assert_eq!(figure(0.0), "0.000");
+        assert_eq!(figure(f64::NAN), "NaN");
     }
 
     #[test]
