@@ -128,4 +128,84 @@ mod tests {
         };
         assert!(simulate(none, 100, 1.0).0.is_empty());
     }
+
+    /// The judging and the re-measuring together, on constructed figures: a
+    /// check that passes is never re-measured; one across its threshold is,
+    /// until its interval clears it or the rounds run out.
+    #[test]
+    fn only_inconclusive_checks_are_remeasured_until_judged() {
+        use crate::rack::evaluate::{evaluate_rows, Verdict};
+        use crate::rack::spec::Spec;
+        use crate::report::Row;
+        let check = &Spec::parse(
+            "name = \"t\"\n[launch]\n[[test]]\nname = \"ar\"\nbinary = \"all_reduce_perf\"\n\
+             [[check]]\ntest = \"ar\"\nmetric = \"busbw\"\nsize = \"1M\"\nmin = 40\n",
+        )
+        .unwrap()
+        .checks[0];
+        let rows = |b: &f64| {
+            vec![Row {
+                size_bytes: 1 << 20,
+                placement: "out-of-place".into(),
+                busbw_gbs: *b,
+                wrong: Some(0),
+                ..Row::default()
+            }]
+        };
+        let judge = |figures: &[f64]| {
+            let rounds: Vec<Vec<Row>> = figures.iter().map(rows).collect();
+            evaluate_rows(check, &rounds, 0).verdict
+        };
+        // Test 0 passes at once; test 1 starts across 40 GB/s, then its
+        // launches settle near 44.
+        let next = [44.0, 45.0, 44.5, 43.8, 44.2, 44.1, 44.3, 43.9];
+        let taken = RefCell::new(vec![vec![45.0, 46.0, 44.0], vec![36.0, 44.0, 41.0]]);
+        let mut seconds = vec![vec![1.0; 3], vec![1.0; 3]];
+        let budget = Budget {
+            max_rounds: 10,
+            max_seconds: 100.0,
+        };
+        let why = remeasure(
+            budget,
+            &mut seconds,
+            || {
+                (0..2)
+                    .filter(|&t| judge(&taken.borrow()[t]) == Verdict::Inconclusive)
+                    .collect()
+            },
+            |t| {
+                assert_eq!(t, 1, "only the inconclusive test is re-measured");
+                let n = taken.borrow()[1].len() - 3;
+                taken.borrow_mut()[1].push(next[n]);
+                1.0
+            },
+        );
+        let taken = taken.into_inner();
+        assert_eq!(why, None, "{taken:?}");
+        assert_eq!(taken[0].len(), 3);
+        assert!((4..=10).contains(&taken[1].len()), "{taken:?}");
+        assert_eq!(judge(&taken[1]), Verdict::Pass);
+        // Figures that stay across the threshold stop at max rounds, inconclusive.
+        let stuck = RefCell::new(vec![36.0, 44.0, 41.0]);
+        let mut seconds = vec![vec![1.0; 3]];
+        let why = remeasure(
+            budget,
+            &mut seconds,
+            || match judge(&stuck.borrow()) {
+                Verdict::Inconclusive => vec![0],
+                _ => vec![],
+            },
+            |_| {
+                let n = stuck.borrow().len();
+                stuck
+                    .borrow_mut()
+                    .push(if n % 2 == 0 { 36.0 } else { 44.0 });
+                1.0
+            },
+        );
+        let stuck = stuck.into_inner();
+        assert_eq!(stuck.len(), 10);
+        assert_eq!(why.as_deref(), Some("[rounds] max = 10 rounds reached"));
+        assert_eq!(judge(&stuck), Verdict::Inconclusive);
+    }
 }
