@@ -14,12 +14,14 @@
 
 mod counters;
 mod numa;
+mod topology;
 
 use super::rdma::port_dir;
 use super::{pci_device, Root, STEPS};
 pub use counters::{advancing, PASSES};
 use counters::{port_errors, rxe_bad_round, rxe_retransmits, two_rails, wrap_reset};
 pub use numa::numa_host;
+use topology::{hgx8, Shape};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -150,6 +152,21 @@ pub const TREES: &[(&str, Build)] = &[
     // Soft-RoCE, rxe1 and rxe2 on one host: packets during every read span,
     // duplicate requests and a retry only during the second (an all-pairs round).
     ("counters/rxe-bad-round", rxe_bad_round),
+    // Topology: an 8-GPU, 8-NIC node, four PCIe switches of two GPUs and two
+    // NICs each (see `topology`), and one fault each.
+    ("topology/hgx8", |t| hgx8(t, Shape::default())),
+    ("topology/nic-other-socket", |t| {
+        hgx8(t, Shape { nic7_on_socket0: true, ..Shape::default() })
+    }),
+    ("topology/acs", |t| {
+        hgx8(t, Shape { acs_on_switch0: true, ..Shape::default() })
+    }),
+    ("topology/shared-nic", |t| {
+        hgx8(t, Shape { nic7_beside_switch: true, ..Shape::default() })
+    }),
+    ("topology/iommu-translated", |t| {
+        hgx8(t, Shape { iommu_translated: true, ..Shape::default() })
+    }),
 ];
 
 /// Writes the tree called `name` (one of [`TREES`]).
