@@ -6,7 +6,7 @@
 use super::facts::{GpuFacts, NodeFacts, PciDevice};
 use super::{Finding, Severity};
 use crate::limits;
-use crate::sysfs::{self, Reading, Root, Unreadable, PCI_DEVICES};
+use crate::sysfs::{Reading, Root, Unreadable, PCI_DEVICES};
 
 /// The PCI device at `bdf` and its link.
 pub fn read_pci_device(root: &Root, bdf: &str) -> PciDevice {

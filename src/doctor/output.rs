@@ -2,9 +2,9 @@
 //! with every node's facts as JSON. Files are created, never overwritten.
 
 use super::{count, topology, Finding, NodeFacts, Severity};
-use crate::sysfs::topology::Kind;
 use crate::cli::io_reason;
 use crate::output::{write_whole, Replace};
+use crate::sysfs::topology::Kind;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::io::Write;

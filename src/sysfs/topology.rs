@@ -108,7 +108,10 @@ pub struct Topology {
 
 impl Topology {
     pub fn of(&self, kind: Kind) -> impl Iterator<Item = (usize, &Device)> {
-        self.devices.iter().enumerate().filter(move |(_, d)| d.kind == kind)
+        self.devices
+            .iter()
+            .enumerate()
+            .filter(move |(_, d)| d.kind == kind)
     }
 
     pub fn class(&self, i: usize, j: usize) -> Option<PathClass> {
@@ -163,7 +166,11 @@ pub fn gpus(root: &Root) -> Vec<String> {
 }
 
 fn label(devices: &mut [Device]) {
-    for (kind, prefix) in [(Kind::Gpu, "GPU"), (Kind::Nic, "NIC"), (Kind::Netdev, "NET")] {
+    for (kind, prefix) in [
+        (Kind::Gpu, "GPU"),
+        (Kind::Nic, "NIC"),
+        (Kind::Netdev, "NET"),
+    ] {
         for (n, d) in devices.iter_mut().filter(|d| d.kind == kind).enumerate() {
             d.label = format!("{prefix}{n}");
         }
@@ -229,11 +236,21 @@ fn is_bdf(s: &str) -> bool {
 /// The path class between two devices; None where either has no PCI path.
 pub fn class(a: &Device, b: &Device) -> Option<PathClass> {
     let (pa, pb) = (a.path.as_ref()?, b.path.as_ref()?);
-    Some(path_class(pa, pb, a.numa.get().copied().flatten(), b.numa.get().copied().flatten()))
+    Some(path_class(
+        pa,
+        pb,
+        a.numa.get().copied().flatten(),
+        b.numa.get().copied().flatten(),
+    ))
 }
 
 /// The class of two PCI paths (host bridge first), given their NUMA nodes.
-pub fn path_class(a: &[String], b: &[String], numa_a: Option<u32>, numa_b: Option<u32>) -> PathClass {
+pub fn path_class(
+    a: &[String],
+    b: &[String],
+    numa_a: Option<u32>,
+    numa_b: Option<u32>,
+) -> PathClass {
     if a == b {
         return PathClass::X;
     }
@@ -280,12 +297,27 @@ mod tests {
         let other_bridge = p("pci0000:30/0000:30:01.0/0000:31:00.0");
         assert_eq!(path_class(&gpu, &gpu, Some(0), Some(0)), PathClass::X);
         assert_eq!(path_class(&gpu, &nic, Some(0), Some(0)), PathClass::Pix);
-        assert_eq!(path_class(&nic, &nic_port2, Some(0), Some(0)), PathClass::Pix);
-        assert_eq!(path_class(&gpu, &cascaded, Some(0), Some(0)), PathClass::Pxb);
-        assert_eq!(path_class(&gpu, &other_root_port, None, None), PathClass::Phb);
-        assert_eq!(path_class(&gpu, &other_bridge, Some(0), Some(0)), PathClass::Node);
+        assert_eq!(
+            path_class(&nic, &nic_port2, Some(0), Some(0)),
+            PathClass::Pix
+        );
+        assert_eq!(
+            path_class(&gpu, &cascaded, Some(0), Some(0)),
+            PathClass::Pxb
+        );
+        assert_eq!(
+            path_class(&gpu, &other_root_port, None, None),
+            PathClass::Phb
+        );
+        assert_eq!(
+            path_class(&gpu, &other_bridge, Some(0), Some(0)),
+            PathClass::Node
+        );
         assert_eq!(path_class(&gpu, &other_bridge, None, None), PathClass::Node);
-        assert_eq!(path_class(&gpu, &other_bridge, Some(0), Some(1)), PathClass::Sys);
+        assert_eq!(
+            path_class(&gpu, &other_bridge, Some(0), Some(1)),
+            PathClass::Sys
+        );
     }
 
     #[test]
