@@ -282,7 +282,7 @@ fn acs(
                 format!("bridge {port}"),
                 "topology-acs",
                 format!("not checked: {why}"),
-                "ACS redirect off between {pairs}",
+                format!("ACS redirect off between {pairs}"),
                 "run doctor as root to read the ACS control register",
             )),
             _ => {}
