@@ -8,11 +8,13 @@
 //!   (named with its text, so that callers can say what they could not read);
 //! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer);
 //! - `counters`: snapshots of every RDMA port's and netdev's counters;
-//! - `numa`: an RDMA device's NUMA node, the nodes' CPUs, CPU lists.
+//! - `numa`: an RDMA device's NUMA node, the nodes' CPUs, CPU lists;
+//! - `topology`: GPUs, NICs and netdevs, and the PCI path class of each pair.
 
 pub mod counters;
 pub mod numa;
 pub mod rdma;
+pub mod topology;
 
 #[cfg(test)]
 pub(crate) mod fixture;
