@@ -7,7 +7,7 @@
 
 use super::judging::{SlowPair, Verdict};
 use super::matrix::PairResults;
-use super::runner::PairSample;
+use super::sample::PairSample;
 use crate::sizes::human_bytes;
 use crate::stats::interval::{Estimate, Side};
 

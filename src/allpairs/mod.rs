@@ -22,11 +22,13 @@ pub mod heatmap;
 pub mod judging;
 pub mod matrix;
 pub mod runner;
+pub mod sample;
 pub mod schedule;
 pub mod table;
 
 pub use judging::{gbs, SlowPair, Thresholds, Verdict, JUDGE_SIZE};
 pub use matrix::{labels, read_csv, write_csv, Matrix, Metric, PairResults, SizeMatrices};
 pub(crate) use runner::run_pairs;
-pub use runner::{measure_all_pairs, PairMeasure, PairRun, PairSample};
+pub use runner::{measure_all_pairs, PairMeasure, PairRun};
+pub use sample::PairSample;
 pub use table::write_table;

@@ -3,6 +3,7 @@
 //! it measured, the threshold, and which nodes or pairs failed.
 
 use super::check::{Check, CheckKind, Threshold};
+pub use super::check_result::{CheckResult, Rounds, Verdict};
 use super::steps::{file_name, TestStep};
 use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
 use crate::cli::shown;
@@ -11,114 +12,7 @@ use crate::report::{Placement, Row};
 use crate::sizes::human_bytes;
 use crate::stats::interval::{Estimate, Side, MIN_SAMPLES};
 use crate::sysfs::counters::Class;
-use serde::Serialize;
 use std::path::PathBuf;
-
-/// A check's verdict: PASS and FAIL are facts; INCONCLUSIVE is a figure whose
-/// interval lies across its threshold (or too few rounds to tell).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Inconclusive,
-}
-
-impl Verdict {
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-            Verdict::Inconclusive => "INCONCLUSIVE",
-        }
-    }
-
-    pub fn of(passed: bool) -> Verdict {
-        if passed {
-            Verdict::Pass
-        } else {
-            Verdict::Fail
-        }
-    }
-}
-
-/// A figure judged on rounds: its median and 95% interval (`crate::stats`),
-/// against the threshold nearest to it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Rounds {
-    pub estimate: Estimate,
-    pub unit: &'static str,
-    /// The threshold judged against: where "rounds to resolve" measures from.
-    pub edge: f64,
-    /// Of the estimate's rounds, how many were re-measures.
-    pub remeasured: usize,
-}
-
-impl Rounds {
-    /// "41.000 GB/s, 95% interval 40.100 to 42.000, 5 rounds (2 re-measured)".
-    pub fn text(&self) -> String {
-        let e = &self.estimate;
-        let interval = match e.interval {
-            Some(i) => format!("95% interval {} to {}", figure(i.lo), figure(i.hi)),
-            None => "no interval".to_string(),
-        };
-        let again = match self.remeasured {
-            0 => String::new(),
-            n => format!(" ({n} re-measured)"),
-        };
-        format!(
-            "{} {}, {interval}, {} rounds{again}",
-            figure(e.value),
-            self.unit,
-            e.rounds
-        )
-    }
-
-    /// About how many rounds would resolve an inconclusive figure.
-    pub fn to_resolve(&self) -> Option<usize> {
-        self.estimate.rounds_to_clear(self.edge)
-    }
-}
-
-/// A figure with 3 decimals, or 4 significant digits when smaller than 1: a
-/// 0.0003 GB/s link reads as itself, not as 0.000.
-fn figure(v: f64) -> String {
-    let digits = match v.abs() {
-        a if a > 0.0 && a < 1.0 => (3 - a.log10().floor() as i32).clamp(3, 12) as usize,
-        _ => 3,
-    };
-    format!("{v:.digits$}")
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct CheckResult {
-    pub label: String,
-    pub measured: String,
-    pub threshold: String,
-    pub verdict: Verdict,
-    /// Why it failed, naming nodes, ranks or pairs; notes on a pass.
-    pub details: Vec<String>,
-    /// The rounds it was judged on; None for a check judged on one run (counters,
-    /// all pairs) or not judged at all.
-    pub rounds: Option<Rounds>,
-}
-
-impl CheckResult {
-    fn failed(check: &Check, threshold: String, why: String) -> CheckResult {
-        CheckResult {
-            label: check.label.clone(),
-            measured: "-".into(),
-            threshold,
-            verdict: Verdict::Fail,
-            details: vec![why],
-            rounds: None,
-        }
-    }
-
-    pub fn passed(&self) -> bool {
-        self.verdict == Verdict::Pass
-    }
-}
 
 fn describe(min: &Option<Threshold>, max: &Option<Threshold>) -> String {
     let mut parts = Vec::new();
@@ -823,15 +717,6 @@ max = 10
             judged(&[45.0, 46.0, 10.0, 45.5, 44.5, 46.5, 45.2]).verdict,
             Verdict::Pass
         );
-    }
-
-    #[test]
-    fn small_figures_keep_their_digits() {
-        assert_eq!(figure(41.0), "41.000");
-        assert_eq!(figure(0.018437), "0.01844");
-        assert_eq!(figure(0.000305123), "0.0003051");
-        assert_eq!(figure(0.0), "0.000");
-        assert_eq!(figure(f64::NAN), "NaN");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! and what failed on it (`nodes`). Exit 0 only when all passed, 4 when a check stayed inconclusive.
 
 pub mod check;
+pub mod check_result;
 pub mod cli;
 pub mod evaluate;
 pub mod html;
