@@ -147,7 +147,10 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
         |severity, component: String, check: &str, seen: String, expected: &str, fix: &str| {
             Finding::new(severity, &node.node, component, check, seen, expected, fix)
         };
-    for d in &t.devices {
+    // A PCI folder that could not be listed is its own error: what lies behind
+    // it is unknown, not a device doctor failed to place.
+    let pci_listed = !node.unlisted(crate::sysfs::PCI_DEVICES);
+    for d in t.devices.iter().filter(|_| pci_listed) {
         for p in &d.problems {
             out.push(finding(
                 Severity::Warning,
