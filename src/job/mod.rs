@@ -3,7 +3,8 @@
 //! - `world`: MPI's ranks, nodes and the few exchanges outside the timed loops;
 //! - `exit`: the exit statuses, the usage error and `Failure`, how a run ends early;
 //! - `agree`: steps every rank takes together (each distinct error printed once);
-//! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone.
+//! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone;
+//! - `setup`: -T over the collectives' setup, before the watchdog exists.
 //!
 //! A binary's family calls [`main`] with how it starts (`Start`) and its body;
 //! the body gets a [`Job`] (MPI's world, or a process alone) and returns a status
@@ -12,6 +13,7 @@
 pub mod agree;
 pub mod comm;
 pub mod exit;
+pub mod setup;
 pub mod world;
 
 pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};

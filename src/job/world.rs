@@ -3,6 +3,8 @@
 //! Started without mpirun, a binary is a job of one rank.
 
 use super::exit::ExitStatus;
+use super::setup::{self, Step};
+use crate::sysfs::identity::machine_identity;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -45,6 +47,21 @@ pub fn abort_job(status: ExitStatus) {
     }
 }
 
+/// How long a verdict has to reach the launcher's output before MPI_Abort's banner.
+const VERDICT_FIRST: std::time::Duration = std::time::Duration::from_millis(300);
+/// How long a rank that gave a verdict waits for MPI_Abort before it exits.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ends the job once a verdict is printed: MPI_Abort from another thread (it may
+/// never return when a rank is stopped), and this process's own exit after
+/// `EXIT_GRACE` whatever it does.
+pub fn end_job(status: ExitStatus) -> ! {
+    std::thread::sleep(VERDICT_FIRST);
+    std::thread::spawn(move || abort_job(status));
+    std::thread::sleep(EXIT_GRACE);
+    std::process::exit(status.code().into())
+}
+
 pub struct World {
     // Dropping the universe finalizes MPI, so it lives as long as the world.
     _universe: mpi::environment::Universe,
@@ -56,6 +73,9 @@ pub struct World {
     pub local_size: usize,
     /// Host name of every rank, by rank.
     pub hosts: Vec<String>,
+    /// Machine identity of every rank, by rank (`sysfs::identity`; "" where
+    /// none could be read): a host name claimed from two identities is two nodes.
+    pub identities: Vec<String>,
 }
 
 impl World {
@@ -69,7 +89,8 @@ impl World {
         let comm = universe.world();
         let rank = comm.rank() as usize;
         let size = comm.size() as usize;
-        let hostname = hostname();
+        setup::rank_is(rank);
+        let identity = machine_identity(&crate::sysfs::Root::new("/")).unwrap_or_default();
         let mut world = World {
             _universe: universe,
             comm,
@@ -78,12 +99,19 @@ impl World {
             local_rank: 0,
             local_size: 1,
             hosts: Vec::new(),
+            identities: Vec::new(),
         };
-        world.hosts = world
-            .all_gather_bytes(hostname.as_bytes())
+        setup::step(Step::Exchange("exchanging host names and machine identities"));
+        let mine = format!("{}\t{identity}", hostname());
+        (world.hosts, world.identities) = world
+            .all_gather_bytes(mine.as_bytes())
             .into_iter()
-            .map(|h| String::from_utf8_lossy(&h).into_owned())
-            .collect();
+            .map(|b| {
+                let text = String::from_utf8_lossy(&b).into_owned();
+                let (host, id) = text.split_once('\t').unwrap_or((&text, ""));
+                (host.to_string(), id.to_string())
+            })
+            .unzip();
         // A node is a host name, as nccl-tests counts them. Not MPI_Comm_split_type: making
         // any communicator leaves Open MPI 4.1's libnbc progress hook running for good, a
         // cost on every later call of the timed loop (1% of an 8-byte allreduce's cycles).

@@ -8,9 +8,11 @@
 //!   (named with its text, so that callers can say what they could not read);
 //! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer);
 //! - `counters`: snapshots of every RDMA port's and netdev's counters;
-//! - `numa`: an RDMA device's NUMA node, the nodes' CPUs, CPU lists.
+//! - `numa`: an RDMA device's NUMA node, the nodes' CPUs, CPU lists;
+//! - `identity`: which machine and network namespace a process runs on.
 
 pub mod counters;
+pub mod identity;
 pub mod numa;
 pub mod rdma;
 
