@@ -349,14 +349,27 @@ fn failed_in_setup(how: &str) -> Ended {
     let timeout = TIMEOUT_S.to_string();
     let args = ["-b", "8", "-e", "8", "-T", &timeout];
     let fault = format!("1:{how}");
-    let job = launch(&dir, &[(3, ALL_REDUCE)], &args, &[(FAULT_SETUP_ENV, &fault)]);
+    let job = launch(
+        &dir,
+        &[(3, ALL_REDUCE)],
+        &args,
+        &[(FAULT_SETUP_ENV, &fault)],
+    );
     let ended = job.wait(None);
     assert_eq!(ended.code, Some(3), "exit status 3 (-T):\n{}", ended.stderr);
     // From mpirun's start: the ranks' own start under load comes on top of -T.
     let bound = Duration::from_secs(TIMEOUT_S + 60);
-    assert!(ended.after_rows < bound, "{:?}:\n{}", ended.after_rows, ended.stderr);
+    assert!(
+        ended.after_rows < bound,
+        "{:?}:\n{}",
+        ended.after_rows,
+        ended.stderr
+    );
     for v in ended.verdicts() {
-        assert!(v.contains(&format!("-T/--timeout {TIMEOUT_S}: setup: ")), "{v}");
+        assert!(
+            v.contains(&format!("-T/--timeout {TIMEOUT_S}: setup: ")),
+            "{v}"
+        );
     }
     ended
 }
@@ -373,7 +386,11 @@ fn a_rank_stopped_in_the_setup_ends_the_job_naming_the_phase() {
         )),
         "{v}"
     );
-    assert!(!ended.stdout.contains("#  Rank"), "no benchmark started:\n{}", ended.stdout);
+    assert!(
+        !ended.stdout.contains("#  Rank"),
+        "no benchmark started:\n{}",
+        ended.stdout
+    );
 }
 
 #[test]

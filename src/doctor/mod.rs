@@ -465,7 +465,10 @@ mod tests {
     #[test]
     fn without_identities_names_tell_nodes_apart() {
         let mut named = Vec::new();
-        let nodes = one_per_node(vec![node("a", None), node("a", None), node("b", None)], &mut named);
+        let nodes = one_per_node(
+            vec![node("a", None), node("a", None), node("b", None)],
+            &mut named,
+        );
         assert_eq!(nodes.len(), 2);
         assert!(named.is_empty());
         let live = collect(&crate::sysfs::Root::new("/"), &Selection::default());
@@ -474,6 +477,9 @@ mod tests {
             node_name: Some("n1".into()),
             ..Selection::default()
         };
-        assert_eq!(collect(&crate::sysfs::Root::new("/"), &by_hand).identity, None);
+        assert_eq!(
+            collect(&crate::sysfs::Root::new("/"), &by_hand).identity,
+            None
+        );
     }
 }

@@ -102,7 +102,9 @@ fn run(
     // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
     let env = relevant_env();
     // NCCL_TESTS_SPLIT: the collective runs among the ranks of each group.
-    setup::step(Step::Exchange("agreeing on the groups and the collective's files"));
+    setup::step(Step::Exchange(
+        "agreeing on the groups and the collective's files",
+    ));
     let groups = outputs::Groups::agree(world, program, plan)?;
     let (in_group, group_size) = groups.place(world.rank, world.size);
     let nranks = group_size * plan.gpus_per_process;

@@ -184,7 +184,10 @@ mod tests {
             "{line}"
         );
         let line = verdict(&armed(agree, Some(2)), "node3");
-        assert!(line.contains("rank 2 (node3) waited 13 s in it (rank 0 did not end"), "{line}");
+        assert!(
+            line.contains("rank 2 (node3) waited 13 s in it (rank 0 did not end"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -101,7 +101,9 @@ impl World {
             hosts: Vec::new(),
             identities: Vec::new(),
         };
-        setup::step(Step::Exchange("exchanging host names and machine identities"));
+        setup::step(Step::Exchange(
+            "exchanging host names and machine identities",
+        ));
         let mine = format!("{}\t{identity}", hostname());
         (world.hosts, world.identities) = world
             .all_gather_bytes(mine.as_bytes())

@@ -14,7 +14,12 @@ const ID_CHARS: usize = 8;
 pub fn machine_identity(root: &Root) -> Option<String> {
     let short = |abs: &str| {
         root.read(abs)
-            .map(|id| id.replace('-', "").chars().take(ID_CHARS).collect::<String>())
+            .map(|id| {
+                id.replace('-', "")
+                    .chars()
+                    .take(ID_CHARS)
+                    .collect::<String>()
+            })
             .filter(|id| !id.is_empty())
     };
     let parts = [

@@ -72,7 +72,9 @@ impl Watchdog {
         let hosts: Vec<String> = (0..nranks).map(|r| group.host(r).to_string()).collect();
         let opened = match rank {
             0 => {
-                setup::step(Step::Alone("finding the watchdog's addresses (resolving the hosts)"));
+                setup::step(Step::Alone(
+                    "finding the watchdog's addresses (resolving the hosts)",
+                ));
                 open(&hosts).map(Some).map_err(|e| e.to_string())
             }
             _ => Ok(None),
