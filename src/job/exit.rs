@@ -42,8 +42,8 @@ impl ExitStatus {
                  file and the fix), or ranks started with different arguments or binaries."
             }
             ExitStatus::Timeout => {
-                "The collectives' watchdog (`-T`/`--timeout`): a call did not finish in time \
-                 and the job was ended. (A verbs binary's `--timeout` exits 1.)"
+                "The collectives' watchdog (`-T`/`--timeout`): a call, or an exchange of the \
+                 setup, did not finish in time and the job was ended. (A verbs binary's `--timeout` exits 1.)"
             }
             ExitStatus::Inconclusive => {
                 "No verdict could be reached and nothing was found wrong: a figure's 95% \
