@@ -49,7 +49,7 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
     // Parsed before MPI starts, so that -T watches every exchange of the setup.
     let parsed = parse_args(collective, std::env::args_os());
     if let Ok(args) = &parsed {
-        setup::arm(&program, args.timeout);
+        setup::arm(&program, job::hostname(), args.timeout);
     }
     job::main(Start::Mpi, &program, |job, program| {
         let world = job

@@ -236,7 +236,7 @@ fn abort_job_on_panic() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        world::abort_job(ExitStatus::Failed);
+        exit::abort_job(ExitStatus::Failed);
     }));
 }
 

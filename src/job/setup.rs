@@ -8,8 +8,7 @@
 //! job by then (it may be the one stopped). The speaker prints one line naming
 //! the phase and ends the job with status 3.
 
-use super::exit::ExitStatus;
-use super::world::{end_job, hostname};
+use super::exit::{end_job, ExitStatus};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -28,6 +27,7 @@ pub enum Step {
 
 struct Armed {
     program: String,
+    host: String,
     timeout_s: u64,
     step: Step,
     since: Instant,
@@ -41,13 +41,15 @@ fn setup() -> MutexGuard<'static, Option<Armed>> {
     SETUP.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts the watch, in the phase "starting MPI"; `timeout_s` 0 watches nothing.
-pub fn arm(program: &str, timeout_s: u64) {
+/// Starts the watch of this process on `host`, in the phase "starting MPI";
+/// `timeout_s` 0 watches nothing.
+pub fn arm(program: &str, host: String, timeout_s: u64) {
     if timeout_s == 0 {
         return;
     }
     *setup() = Some(Armed {
         program: program.to_string(),
+        host,
         timeout_s,
         step: Step::Exchange("starting MPI (MPI_Init)"),
         since: Instant::now(),
@@ -106,7 +108,7 @@ fn watch() {
                 continue;
             }
             match armed.since.elapsed() >= due(armed.step, armed.rank, armed.timeout_s) {
-                true => verdict(armed, &hostname()),
+                true => verdict(armed),
                 false => continue,
             }
         };
@@ -127,8 +129,8 @@ fn due(step: Step, rank: Option<usize>, timeout_s: u64) -> Duration {
 }
 
 /// The one line a rank prints when its setup step outlived -T.
-fn verdict(armed: &Armed, host: &str) -> String {
-    let (program, t) = (&armed.program, armed.timeout_s);
+fn verdict(armed: &Armed) -> String {
+    let (program, host, t) = (&armed.program, &armed.host, armed.timeout_s);
     let who = match armed.rank {
         Some(r) => format!("rank {r} ({host})"),
         None => format!("a rank ({host})"),
@@ -158,9 +160,10 @@ fn verdict(armed: &Armed, host: &str) -> String {
 mod tests {
     use super::*;
 
-    fn armed(step: Step, rank: Option<usize>) -> Armed {
+    fn armed(step: Step, rank: Option<usize>, host: &str) -> Armed {
         Armed {
             program: "all_reduce_perf".into(),
+            host: host.into(),
             timeout_s: 10,
             step,
             since: Instant::now(),
@@ -175,7 +178,7 @@ mod tests {
         assert_eq!(due(agree, Some(2), 10), Duration::from_secs(13));
         assert_eq!(due(agree, None, 10), Duration::from_secs(13));
         assert_eq!(due(Step::Alone("x"), Some(2), 10), Duration::from_secs(10));
-        let line = verdict(&armed(agree, Some(0)), "node1");
+        let line = verdict(&armed(agree, Some(0), "node1"));
         assert!(
             line.starts_with(
                 "all_reduce_perf: -T/--timeout 10: setup: agreeing on the arguments did not finish: \
@@ -183,7 +186,7 @@ mod tests {
             ),
             "{line}"
         );
-        let line = verdict(&armed(agree, Some(2)), "node3");
+        let line = verdict(&armed(agree, Some(2), "node3"));
         assert!(
             line.contains("rank 2 (node3) waited 13 s in it (rank 0 did not end"),
             "{line}"
@@ -192,13 +195,13 @@ mod tests {
 
     #[test]
     fn a_rank_late_on_its_own_names_itself() {
-        let line = verdict(&armed(Step::Alone("resolving the hosts"), Some(1)), "node2");
+        let line = verdict(&armed(Step::Alone("resolving the hosts"), Some(1), "node2"));
         assert_eq!(
             line,
             "all_reduce_perf: -T/--timeout 10: setup: resolving the hosts did not finish within \
              10 s on rank 1 (node2): it is the rank that did not arrive; the job is ended\n"
         );
-        assert!(verdict(&armed(Step::Alone("x"), None), "vm").contains("on a rank (vm)"));
+        assert!(verdict(&armed(Step::Alone("x"), None, "vm")).contains("on a rank (vm)"));
     }
 
     #[test]

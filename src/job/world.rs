@@ -2,7 +2,6 @@
 //! driver needs outside the timed loops (agreeing on arguments, gathering timings).
 //! Started without mpirun, a binary is a job of one rank.
 
-use super::exit::ExitStatus;
 use super::setup::{self, Step};
 use crate::sysfs::identity::machine_identity;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
@@ -29,37 +28,6 @@ pub fn launched_by_mpi() -> bool {
     ]
     .iter()
     .any(|var| std::env::var_os(var).is_some())
-}
-
-/// Asks the launcher to end every rank of the job (MPI_Abort), from any thread;
-/// returns at once when MPI is not running (a process alone, a unit test, or
-/// after MPI_Finalize).
-pub fn abort_job(status: ExitStatus) {
-    let (mut started, mut finished) = (0, 0);
-    // SAFETY: MPI_Initialized and MPI_Finalized may be called at any time, from any thread.
-    unsafe {
-        mpi::ffi::MPI_Initialized(&mut started);
-        mpi::ffi::MPI_Finalized(&mut finished);
-    }
-    if started != 0 && finished == 0 {
-        // SAFETY: MPI is initialised; MPI_Abort does not return.
-        unsafe { mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, status.code() as i32) };
-    }
-}
-
-/// How long a verdict has to reach the launcher's output before MPI_Abort's banner.
-const VERDICT_FIRST: std::time::Duration = std::time::Duration::from_millis(300);
-/// How long a rank that gave a verdict waits for MPI_Abort before it exits.
-const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Ends the job once a verdict is printed: MPI_Abort from another thread (it may
-/// never return when a rank is stopped), and this process's own exit after
-/// `EXIT_GRACE` whatever it does.
-pub fn end_job(status: ExitStatus) -> ! {
-    std::thread::sleep(VERDICT_FIRST);
-    std::thread::spawn(move || abort_job(status));
-    std::thread::sleep(EXIT_GRACE);
-    std::process::exit(status.code().into())
 }
 
 pub struct World {

@@ -248,7 +248,7 @@ fn route_to(host: &str) -> Option<IpAddr> {
 
 /// Ends the job once a verdict is printed (status 3).
 fn end_job() -> ! {
-    crate::job::world::end_job(ExitStatus::Timeout)
+    crate::job::exit::end_job(ExitStatus::Timeout)
 }
 
 #[cfg(test)]
