@@ -154,7 +154,9 @@ fn run(
     }
 
     let opened = Opened { info, choice };
-    let warning = world.launcher_mismatch();
+    let warning = world
+        .launcher_mismatch()
+        .or_else(|| world.shared_host_names());
     let (mut run_info, mut header) =
         header::describe_run(world, program, plan, opened, env, warning);
     groups.describe(plan, &mut header, &mut run_info);

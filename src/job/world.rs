@@ -106,6 +106,12 @@ impl World {
         nodes
     }
 
+    /// A host name that ranks of different machine identities claim (a node
+    /// renamed, a cloned image): per-host figures of that name mix two nodes.
+    pub fn shared_host_names(&self) -> Option<String> {
+        shared_host_names(&self.hosts, &self.identities)
+    }
+
     /// A launcher that started several processes which each see a world of one:
     /// the binary was built against another MPI than the launcher's.
     pub fn launcher_mismatch(&self) -> Option<String> {
@@ -190,6 +196,32 @@ impl World {
     }
 }
 
+/// The warning of `World::shared_host_names`, from every rank's host name and
+/// identity (an empty identity tells nothing).
+fn shared_host_names(hosts: &[String], identities: &[String]) -> Option<String> {
+    let mut shared: Vec<String> = Vec::new();
+    for (rank, host) in hosts.iter().enumerate() {
+        let other = (0..rank).find(|&r| {
+            hosts[r] == *host && !identities[r].is_empty() && identities[r] != identities[rank]
+        });
+        if let Some(first) = other {
+            if !shared.iter().any(|s| s.starts_with(&format!("{host}:"))) {
+                shared.push(format!(
+                    "{host}: rank {first} from {}, rank {rank} from {}",
+                    identities[first], identities[rank]
+                ));
+            }
+        }
+    }
+    (!shared.is_empty()).then(|| {
+        format!(
+            "one host name answered from different machines ({}): give every node its own host \
+             name; doctor names them",
+            shared.join("; ")
+        )
+    })
+}
+
 impl super::Group for World {
     fn rank(&self) -> usize {
         self.rank
@@ -205,5 +237,27 @@ impl super::Group for World {
 
     fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
         World::all_gather_bytes(self, mine)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_name_of_two_identities_is_named() {
+        let hosts: Vec<String> = ["n1", "n3", "n3", "n3"].map(String::from).to_vec();
+        let ids: Vec<String> = ["a", "c", "c", "d"].map(String::from).to_vec();
+        assert_eq!(
+            shared_host_names(&hosts, &ids).as_deref(),
+            Some(
+                "one host name answered from different machines (n3: rank 1 from c, rank 3 from d): \
+                 give every node its own host name; doctor names them"
+            )
+        );
+        let same: Vec<String> = ["a", "c", "c", "c"].map(String::from).to_vec();
+        assert_eq!(shared_host_names(&hosts, &same), None);
+        let unknown = vec![String::new(); 4];
+        assert_eq!(shared_host_names(&hosts, &unknown), None);
     }
 }
