@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what fabricbench needs on a fresh Debian/Ubuntu machine (run as root):
-# Open MPI (build and run), libclang and cmake (bindings), libibverbs (verbs
+# Open MPI (build and run), MPICH beside it (mpicc.mpich, mpiexec.mpich: the
+# MPICH build of scripts/test.sh and the launcher-mismatch test; Debian keeps
+# mpicc and mpirun on Open MPI), libclang and cmake (bindings), libibverbs (verbs
 # binaries, loaded at run time), perftest (side-by-side checks), Python's
 # pandas and matplotlib (the notebook checks), nbconvert, nbclient and ipykernel
 # (scripts/compare.ipynb executed headless), pip (scripts/nccl-wheels.sh fetches
@@ -12,7 +14,7 @@
 # reads every generated man page with `man -l`).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-packages=(openmpi-bin libopenmpi-dev libclang-dev clang cmake pkg-config
+packages=(openmpi-bin libopenmpi-dev mpich libmpich-dev libclang-dev clang cmake pkg-config
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
           python3 python3-pip python3-pandas python3-matplotlib
           python3-nbconvert python3-nbclient python3-ipykernel

@@ -433,7 +433,30 @@ assert [r["direction"] for r in doc["all_results"]] == ["both", "client->server"
 assert doc["results"]["direction"] == "both" and doc["fabricbench"]["complete"]
 ' "$log.csv" "$json" || ok=1
     report_check "ib_write_bw -b --report-both (3 lines, CSV and JSON directions)" "$ok" "$log"
+    # --rounds 3: one table row of medians with the spread column, three CSV rows.
+    log="$OUT/report-write_lat-rounds.log"
+    report_pair "$log" ib_write_lat -n 100 --rounds 3 -- -n 100 --rounds 3 --csv "$log.csv"
+    ok=$?
+    [ "$ok" = 0 ] && grep -q 'spread\[+-%\]$' "$log" \
+        && [ "$(grep -cE '^ 2 +100 .*	   [0-9]+\.[0-9]{2}$' "$log")" = 1 ] \
+        && [ "$(awk -F, 'NR > 1 { print $NF }' "$log.csv" | tr '\n' ' ')" = "1 2 3 " ] || ok=1
+    report_check "ib_write_lat --rounds 3 (1 row of medians with its spread, 3 CSV rows)" "$ok" "$log"
+    # Both sides must run the same rounds: a different count is refused on both.
+    log="$OUT/report-write_bw-rounds-mismatch.log"
+    report_pair "$log" ib_write_bw -n 100 --rounds 2 -- -n 100 --rounds 3
+    [ $? != 0 ] && grep -q -- '--rounds is 2 there but 3 here' "$log" && ok=0 || ok=1
+    report_check "ib_write_bw --rounds 2 against --rounds 3 (refused, naming the flag)" "$ok" "$log"
     [ "$1" = full ] || return 0
+    # --rounds 3 with -a: round 1 of every size, then round 2, then round 3 (CSV order).
+    log="$OUT/report-write_bw-a-rounds.log"
+    report_pair "$log" ib_write_bw -a -n 20 --rounds 3 -- -a -n 20 --rounds 3 --csv "$log.csv"
+    ok=$?
+    [ "$ok" = 0 ] && [ "$(grep -cE '^ [0-9]+ +20 ' "$log")" = 23 ] && /usr/bin/python3 -c '
+import csv, sys
+rows = [(int(r["round"]), int(r["size_bytes"])) for r in csv.DictReader(open(sys.argv[1]))]
+assert rows == [(r, 2 ** e) for r in (1, 2, 3) for e in range(1, 24)], rows
+' "$log.csv" || ok=1
+    report_check "ib_write_bw -a --rounds 3 (23 rows of medians, 69 CSV rows interleaved)" "$ok" "$log"
     # --cpu_util over -D: perftest's CPU_Util[%] title and a percentage ending the row.
     log="$OUT/report-write_bw-cpu_util.log"
     report_pair "$log" ib_write_bw -D 2 --cpu_util -s 64K -- -D 2 --cpu_util -s 64K

@@ -32,7 +32,7 @@ const MAX_UNALIGN: usize = 1 << 20;
 
 #[derive(Parser, Debug, Clone, Serialize)]
 // -V is nccl-tests' --device_cta_count: --version keeps its long name only.
-#[command(version, about, disable_help_flag = false, disable_version_flag = true)]
+#[command(version = crate::job::provenance::version(), about, disable_help_flag = false, disable_version_flag = true)]
 pub struct CollArgs {
     /// Print version
     #[arg(long = "version", action = clap::ArgAction::Version)]

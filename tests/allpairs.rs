@@ -1,5 +1,6 @@
-//! sendrecv_perf --all-pairs under mpirun: every pair measured once, the matrix
-//! CSV and heatmap written, and a rank made slow on purpose named as the suspect.
+//! sendrecv_perf --all-pairs under mpirun: every pair measured in rounds, the
+//! matrix CSV and heatmap written, a rank made slow on purpose named as the
+//! suspect once measured again alone, and a healthy run naming none.
 
 mod common;
 
@@ -19,12 +20,14 @@ fn run(np: usize, args: &[&str], slow_rank: Option<&str>) -> Output {
     mpirun_env(np, SENDRECV, &all, &env)
 }
 
-#[test]
-fn slow_rank_is_named_the_suspect() {
-    let dir = scratch("allpairs-slow");
+/// The thresholds of the slow-rank and healthy runs: the same, so that only the
+/// injected delay (10 ms per exchange) tells them apart. The latency limit is a
+/// multiple of the lowest pair's time, which a loaded 2-core host stretches from
+/// microseconds to 2 ms or more: at 3x it the slow pairs stay above it up to a
+/// lowest pair of 3 ms (at 50x, only up to 0.2 ms), and a healthy pair above it is
+/// measured alone before it could be named.
+fn suspect_run(dir: &std::path::Path, slow_rank: Option<&str>) -> (Output, std::path::PathBuf) {
     let csv = dir.join("pairs.csv");
-    // Noise on a shared 2-core host moves small-message times a lot: only the
-    // injected 10 ms per exchange should cross these thresholds.
     let out = run(
         4,
         &[
@@ -37,13 +40,56 @@ fn slow_rank_is_named_the_suspect() {
             "--slow-fraction",
             "0.5",
             "--slow-latency",
-            "50",
+            "3",
             "--csv",
             csv.to_str().unwrap(),
         ],
-        Some("3"),
+        slow_rank,
     );
+    (out, csv)
+}
+
+/// The lines on what measuring a pair alone said, and the exit status they
+/// make: 1 with a pair confirmed slow, else 4 with one that cannot be told, else 0.
+fn findings_agree_with_the_status(log: &str, out: &Output) {
+    let remeasured: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("(re-measured alone 3 times)"))
+        .collect();
+    let slow_lines = log
+        .lines()
+        .filter(|l| l.starts_with("# slow pair "))
+        .count();
+    // Every pair slow by its median is measured alone, and only those (a pair
+    // cleared alone no longer has a "slow pair" line).
+    assert!(remeasured.len() >= slow_lines, "{log}");
+    let confirmed = remeasured
+        .iter()
+        .any(|l| l.ends_with(": slow, confirmed alone"));
+    let unsure = remeasured.iter().any(|l| l.contains(": cannot tell ("));
+    let expected = if confirmed {
+        1
+    } else if unsure {
+        4
+    } else {
+        0
+    };
+    assert_eq!(out.status.code(), Some(expected), "{log}");
+}
+
+/// pandas reads every row of the matrix file: at least 4 nodes x 4 metrics x 2 sizes.
+fn assert_loads_in_pandas(csv: &std::path::Path) {
+    let rows = std::fs::read_to_string(csv).unwrap().lines().count() - 1;
+    assert!(rows >= 32, "{rows} rows");
+    assert_eq!(common::pandas_rows(csv), rows);
+}
+
+#[test]
+fn slow_rank_is_named_the_suspect() {
+    let dir = scratch("allpairs-slow");
+    let (out, csv) = suspect_run(&dir, Some("3"));
     let log = log(&out);
+    findings_agree_with_the_status(&log, &out);
     assert_eq!(out.status.code(), Some(1), "{log}");
     let results = read_csv(&csv).unwrap();
     assert_eq!(results.labels.len(), 4);
@@ -53,6 +99,25 @@ fn slow_rank_is_named_the_suspect() {
     );
     assert!(log.contains(&suspect), "{log}");
     assert_eq!(log.matches("# suspect node").count(), 1, "{log}");
+    // Each of its pairs was measured alone and stayed slow: named only then.
+    for a in 0..3 {
+        let pair = format!(
+            "# pair {} <-> {} at 8 B: ",
+            results.labels[a], results.labels[3]
+        );
+        let line = log
+            .lines()
+            .find(|l| l.starts_with(&pair))
+            .unwrap_or_else(|| panic!("{pair}\n{log}"));
+        assert!(
+            line.contains("over 3 rounds with the other pairs running"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("(re-measured alone 3 times): slow, confirmed alone"),
+            "{line}"
+        );
+    }
     assert_eq!(
         results
             .sizes
@@ -76,8 +141,19 @@ fn slow_rank_is_named_the_suspect() {
         // The slow rank's pairs include its 10 ms delay per exchange.
         assert!(s.time_us.get(0, 3).unwrap() >= 10_000.0, "{log}");
     }
+    assert_loads_in_pandas(&csv);
     let png = std::fs::read(dir.join("pairs.png")).expect("heatmap written");
     assert_eq!(&png[1..4], b"PNG");
+}
+
+#[test]
+fn a_healthy_run_names_no_suspect() {
+    let dir = scratch("allpairs-healthy");
+    let (out, csv) = suspect_run(&dir, None);
+    let log = log(&out);
+    assert!(!log.contains("# suspect node"), "{log}");
+    findings_agree_with_the_status(&log, &out);
+    assert_loads_in_pandas(&csv);
 }
 
 #[test]

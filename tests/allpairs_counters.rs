@@ -16,7 +16,8 @@ fn the_pair_whose_round_moved_a_retransmit_is_named() {
     let dir = scratch("allpairs-counters");
     let (csv, counters) = (dir.join("pairs.csv"), dir.join("counters.csv"));
     let root = fixture("counters/rxe-bad-round");
-    // Three ranks, rounds (1, 2), (0, 1), (0, 2); thresholds no noise crosses.
+    // Three ranks, rounds (1, 2), (0, 1), (0, 2), three times over (9 rounds);
+    // thresholds no noise crosses.
     let mut args: Vec<&str> =
         "--all-pairs -b 8 -e 64 -f 8 -n 3 -w 1 --slow-fraction 0.001 --slow-latency 100000"
             .split(' ')
@@ -36,7 +37,7 @@ fn the_pair_whose_round_moved_a_retransmit_is_named() {
         .collect();
     assert_eq!(
         footer.first().copied(),
-        Some("# Fabric counters: deltas over 3 round(s) of pairs, read before and after each"),
+        Some("# Fabric counters: deltas over 9 round(s) of pairs, read before and after each"),
         "{log}"
     );
     assert!(
@@ -52,11 +53,11 @@ fn the_pair_whose_round_moved_a_retransmit_is_named() {
     assert_eq!(warnings.len(), 1, "{log}");
     assert!(
         warnings[0].starts_with(&format!(
-            "# WARNING: pair {pair} (round 2 of 3): retransmits +7 while this pair ran"
+            "# WARNING: pair {pair} (round 2 of 9): retransmits +7 while this pair ran"
         )),
         "{log}"
     );
-    // The matrix CSV's counter columns: the pair's round's deltas.
+    // The matrix CSV's counter columns: the deltas of the pair's rounds added up.
     let retransmits = &results
         .counters
         .iter()
@@ -68,7 +69,7 @@ fn the_pair_whose_round_moved_a_retransmit_is_named() {
         vec![(0, 1, 7.0), (0, 2, 0.0), (1, 2, 0.0)]
     );
     // --counters: per round 2 ports x (sent, received), and the 2 that moved in round 2.
-    assert_eq!(pandas_rows(&counters), 3 * 4 + 2);
+    assert_eq!(pandas_rows(&counters), 9 * 4 + 2);
     let text = std::fs::read_to_string(&counters).unwrap();
     let dup: Vec<&str> = text
         .lines()

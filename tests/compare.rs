@@ -297,3 +297,170 @@ fn sizes_a_rounded_label_would_merge_are_told_apart() {
          runs of the same sweep"
     );
 }
+
+/// `rounds` rows a size (round 1..=rounds, one run), busbw spread evenly over
+/// ±spread around `busbw` in a fixed scrambled order: real-looking rounds
+/// with fixed figures.
+fn rounds(run: &str, busbw: f64, spread: f64, rounds: u32) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for round in 1..=rounds {
+        // 7 is prime to every count used here: each offset once, out of order.
+        let k = (round * 7 % rounds) as f64;
+        let offset = if rounds == 1 {
+            0.0
+        } else {
+            spread * (2.0 * k / (rounds - 1) as f64 - 1.0)
+        };
+        for size in [1u64 << 20, 1 << 24] {
+            let mut r = row("out-of-place", size, busbw + offset, 100.0 + offset);
+            r.run_id = run.into();
+            r.round = Some(round);
+            rows.push(r);
+        }
+    }
+    rows
+}
+
+/// The verdict cells of the table's rows.
+fn verdicts(out: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.starts_with("  all_reduce"))
+        .map(|l| {
+            l.split("  ")
+                .filter(|c| !c.is_empty())
+                .last()
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn rounds_in_one_file_give_the_three_verdicts() {
+    let dir = scratch("rounds");
+    let base = dir.join("base.csv");
+    write(&base, &rounds("b", 10.0, 0.4, 10));
+    let run = |name: &str, rows: Vec<Row>| {
+        let path = dir.join(name);
+        write(&path, &rows);
+        compare(
+            &[&base, &path],
+            &["--threshold", "10", "--p99-threshold", "1000"],
+        )
+    };
+    // 10 rounds around 7 GB/s against 10 around 10: the whole interval below -10%.
+    let (code, out, err) = run("slow.csv", rounds("s", 7.0, 0.4, 10));
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(verdicts(&out), ["REGRESSED (busbw)"; 2], "{out}");
+    assert!(out.contains("10/10") && out.contains("-30.0%"), "{out}");
+    assert!(!out.contains("noise not estimated"), "{out}");
+    // Around 10 again: the whole interval within -10%.
+    let (code, out, err) = run("same.csv", rounds("c", 10.1, 0.4, 10));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(verdicts(&out), ["ok"; 2], "{out}");
+    // Around 8.6 with a wide spread: the interval across -10%, exit 4, and how
+    // many rounds would tell.
+    let (code, out, err) = run("near.csv", rounds("n", 8.6, 2.5, 10));
+    assert_eq!(code, Some(4), "{out}{err}");
+    for v in verdicts(&out) {
+        assert!(
+            v.starts_with("INCONCLUSIVE (busbw: about ")
+                && v.ends_with(" rounds a side would resolve it)"),
+            "{out}"
+        );
+    }
+    assert!(
+        out.contains("2 inconclusive (an interval across the threshold"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn several_files_a_side_are_pooled() {
+    let dir = scratch("pooled");
+    // Three launches a side, one round each, as `--append` or separate files give.
+    let side = |name: &str, busbw: [f64; 3]| -> Vec<PathBuf> {
+        busbw
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let path = dir.join(format!("{name}{i}.csv"));
+                write(&path, &rounds(&format!("{name}{i}"), *b, 0.0, 1));
+                path
+            })
+            .collect()
+    };
+    let base = side("base", [10.0, 10.3, 9.8]);
+    let slow = side("slow", [7.4, 7.6, 7.5]);
+    let mut args: Vec<&Path> = base.iter().map(PathBuf::as_path).collect();
+    let vs: Vec<&str> = slow
+        .iter()
+        .flat_map(|p| ["--vs", p.to_str().unwrap()])
+        .collect();
+    let flags = [&["--threshold", "10"][..], &vs].concat();
+    let (code, out, err) = compare(&args, &flags);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.contains("# baseline base0+base1+base2, candidate slow0+slow1+slow2"),
+        "{out}"
+    );
+    assert!(out.contains("3/3"), "{out}");
+    assert_eq!(verdicts(&out), ["REGRESSED (busbw)"; 2], "{out}");
+    // The same three runs appended to one file: the same table.
+    let appended = dir.join("appended.csv");
+    write(
+        &appended,
+        &slow
+            .iter()
+            .flat_map(|p| fabricbench::report::csv::read_rows(p).unwrap())
+            .collect::<Vec<_>>(),
+    );
+    let (code, again, _) = compare(
+        &args,
+        &["--threshold", "10", "--vs", appended.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(1));
+    let table = |o: &str| {
+        o.lines()
+            .filter(|l| l.starts_with("  "))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(table(&again), table(&out));
+    // A baseline alone is a usage error naming both forms.
+    args.truncate(1);
+    let (code, _, err) = compare(&args, &[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--vs CAND1.csv --vs CAND2.csv"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn too_few_rounds_are_judged_on_medians_and_say_so() {
+    let dir = scratch("few");
+    let (base, cand) = (dir.join("base.csv"), dir.join("cand.csv"));
+    // Two rounds a side that overlap: no interval, the medians decide, said once.
+    write(&base, &rounds("b", 10.0, 0.5, 2));
+    write(&cand, &rounds("c", 9.8, 0.5, 2));
+    let (code, out, err) = compare(&[&base, &cand], &["--threshold", "10"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        out.matches("# noise not estimated for 2 rows: fewer than 3 samples a side (use --rounds 3 or several runs per side)").count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("2/2") && out.contains("  -  "), "{out}");
+    // The one-run case is unchanged but for that line.
+    write(&base, &rounds("b", 10.0, 0.0, 1));
+    write(&cand, &rounds("c", 8.5, 0.0, 1));
+    let (code, out, _) = compare(&[&base, &cand], &["--threshold", "10"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(verdicts(&out), ["REGRESSED (busbw)"; 2], "{out}");
+    assert!(
+        out.contains("# noise not estimated: one run per side"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -443,3 +443,54 @@ fn files_another_user_may_not_read_are_said_so() {
         )
     );
 }
+
+/// doctor on a tree of tests/fixtures/topology: its exit status and stdout.
+fn topology(name: &str) -> (i32, String) {
+    let root = fixture(&format!("topology/{name}")).display().to_string();
+    let out = Command::new(DOCTOR)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--sysfs-root", &root])
+        .output()
+        .expect("run doctor");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code().unwrap_or(-1), stdout)
+}
+
+#[test]
+fn the_topology_matrix_and_its_findings() {
+    let (code, out) = topology("hgx8");
+    assert_eq!(code, 0, "{out}");
+    let row = |out: &str, label: &str| -> Vec<String> {
+        let line = out
+            .lines()
+            .filter(|l| !l.contains("Affinity"))
+            .find(|l| l.trim_start().starts_with(&format!("{label} ")));
+        line.unwrap_or_else(|| panic!("no row {label} in {out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let gpu0 = "GPU0 X PIX NODE NODE SYS SYS SYS SYS PIX PIX NODE NODE SYS SYS SYS SYS NODE 0-55,112-167 0";
+    assert_eq!(row(&out, "GPU0").join(" "), gpu0);
+    assert!(
+        out.contains("doctor: 0 errors, 0 warnings, 0 notes"),
+        "{out}"
+    );
+    // Warnings: doctor still exits 0.
+    let (code, out) = topology("nic-other-socket");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("doctor: 0 errors, 2 warnings"), "{out}");
+    let nic7 = "NIC7 PHB PHB NODE NODE SYS SYS SYS SYS PHB PHB NODE NODE SYS SYS SYS X NODE 0-55,112-167 0";
+    assert_eq!(row(&out, "NIC7").join(" "), nic7);
+    for check in ["topology-nic-shared", "topology-nic-numa"] {
+        assert!(out.contains(check), "{check} in {out}");
+    }
+    let (_, out) = topology("acs");
+    assert!(out.contains("topology-acs"), "{out}");
+    let (_, out) = topology("shared-nic");
+    assert!(
+        out.contains("topology-nic-shared") && !out.contains("topology-nic-numa"),
+        "{out}"
+    );
+}

@@ -162,6 +162,7 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ("recv_post_list", &[&["--recv_post_list", "2"]]),
     ("events", &[&["--events"]]),
     ("cqe_poll", &[&["--cqe_poll", "4"]]),
+    ("rounds", &[&["--rounds", "3"]]),
     ("disable_dynamic_polling", &[&["--disable_dynamic_polling"]]),
     ("use_old_post_send", &[&["--use_old_post_send"]]),
     ("report-histogram", &[&["--report-histogram"]]),
@@ -177,6 +178,7 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ("out", &[&["--out", "@/out"]]),
     ("threshold", &[&["--threshold", "5"]]),
     ("p99-threshold", &[&["--p99-threshold", "10%"]]),
+    ("vs", &[&["--vs", "other.csv"]]),
     // doctor, rack_check.
     ("node-name", &[&["--node-name", "n1"]]),
     ("hca", &[&["--hca", "mlx5_0:1,mlx5_1"]]),

@@ -82,6 +82,8 @@ fn result(size: u64) -> VerbsResult {
         }],
         counters: None,
         cpu_util: None,
+        round: 1,
+        spread: None,
     }
 }
 

@@ -116,6 +116,30 @@ fn bad_flags_name_the_flag() {
         (&["-x", "abc"], "'abc'"),
         (&["--use_cuda_dmabuf"], "--use_cuda"),
         (&["-a", "-s", "64"], "--all"),
+        (
+            &["--rounds", "0"],
+            "--rounds 0: use a whole number from 1 to 10000",
+        ),
+        (
+            &["--rounds", "-1"],
+            "--rounds -1: use a whole number from 1 to 10000",
+        ),
+        (
+            &["--rounds", "abc"],
+            "'abc' is not a whole number in digits; use a whole number from 1 to 10000",
+        ),
+        (
+            &["--rounds", "1e9"],
+            "'1e9' is not a whole number in digits; use a whole number from 1 to 10000",
+        ),
+        (
+            &["--rounds", "20000"],
+            "--rounds 20000: too many rounds; use a whole number from 1 to 10000",
+        ),
+        (
+            &["-D", "2", "--run_infinitely", "--rounds", "3"],
+            "--rounds 3: --run_infinitely measures one size until it is stopped",
+        ),
     ] {
         one_error(&plain(WRITE_BW, args), 2, expected);
     }

@@ -6,7 +6,8 @@
 //! both, and the mpi backend's tests cover what the nccl backend runs.
 
 use super::judging::Thresholds;
-use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun, PairSample};
+use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun};
+use super::sample::PairSample;
 use crate::args::{CollArgs, Plan};
 use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
 use crate::datatype::{DataType, RedOp};

@@ -120,7 +120,8 @@ impl Schedule<'_> {
 }
 
 impl RoundCounters {
-    /// The matrix CSV's counter columns: pair (a, b) holds its round's deltas.
+    /// The matrix CSV's counter columns: pair (a, b) holds the deltas of its
+    /// rounds added up (it runs once in each repetition of the schedule).
     pub fn matrices(&self, schedule: &Schedule) -> Vec<(Column, Matrix)> {
         Column::ALL
             .into_iter()
@@ -129,7 +130,8 @@ impl RoundCounters {
                 for (r, round) in self.rounds.iter().enumerate() {
                     for &pair in &schedule.rounds[r] {
                         if let Some(v) = column.of(&schedule.of_pair(round, pair)) {
-                            m.set(pair.0, pair.1, v as f64);
+                            let before = m.get(pair.0, pair.1).unwrap_or(0.0);
+                            m.set(pair.0, pair.1, before + v as f64);
                         }
                     }
                 }

@@ -6,6 +6,7 @@ use super::matrix::PairResults;
 use crate::cli::{shown, AllPairsArgs, SLOW_FRACTION, SLOW_LATENCY};
 use crate::job::UsageError;
 use crate::sizes::human_bytes;
+use crate::stats::interval::median;
 
 /// Bandwidth is judged at the largest size when it is at least this, latency at the
 /// smallest when it is at most this.
@@ -98,18 +99,6 @@ pub fn gbs(v: f64) -> String {
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
 /// The pairs whose value `crosses` the limit, and those whose value is NaN or inf:
 /// not a measurement, so never a pass.
 fn beyond(
@@ -176,8 +165,7 @@ impl PairResults {
             Vec::new()
         };
         let median_gbs = median(
-            &mut bw
-                .iter()
+            &bw.iter()
                 .map(|p| p.2)
                 .filter(|v| v.is_finite())
                 .collect::<Vec<_>>(),
@@ -202,15 +190,6 @@ impl PairResults {
             .filter(|p| p.2 > 0.0)
             .map(|(a, b, w)| (a, b, w as u64))
             .collect();
-        let slow = |a: usize, b: usize| {
-            slow_bw
-                .iter()
-                .chain(&slow_latency)
-                .any(|p| (p.a, p.b) == (a.min(b), a.max(b)))
-        };
-        let suspects = suspects(self.labels.len(), slow, |a, b| {
-            large.algbw_gbs.get(a, b).is_some()
-        });
         let n = self.labels.len();
         let judged = [
             (bw_judged, &large.algbw_gbs, large.size_bytes),
@@ -226,7 +205,7 @@ impl PairResults {
                 .collect();
             unmeasured.extend(missing);
         }
-        Verdict {
+        let mut verdict = Verdict {
             bw_judged,
             bw_size: large.size_bytes,
             median_gbs,
@@ -237,12 +216,29 @@ impl PairResults {
             slow_latency,
             unmeasured,
             wrong,
-            suspects,
-        }
+            suspects: Vec::new(),
+        };
+        verdict.find_suspects(self);
+        verdict
     }
 }
 
 impl Verdict {
+    /// The suspect nodes of `results` from the slow pairs (again after some
+    /// were cleared by measuring them alone).
+    pub fn find_suspects(&mut self, results: &PairResults) {
+        let slow = |a: usize, b: usize| {
+            self.slow_bw
+                .iter()
+                .chain(&self.slow_latency)
+                .any(|p| (p.a, p.b) == (a.min(b), a.max(b)))
+        };
+        let large = results.at(self.bw_size);
+        self.suspects = suspects(results.labels.len(), slow, |a, b| {
+            large.is_some_and(|l| l.algbw_gbs.get(a, b).is_some())
+        });
+    }
+
     /// Something was judged, and nothing failed or went unmeasured.
     pub fn passed(&self) -> bool {
         (self.bw_judged || self.latency_judged)
@@ -459,9 +455,9 @@ mod tests {
 
     #[test]
     fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        assert_eq!(median(&mut [4.0, 1.0, 3.0]), 3.0);
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert!(median(&mut []).is_nan());
+        assert_eq!(median(&[4.0, 1.0, 3.0]), 3.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
         // Four pairs at 10, 20, 30, 40 GB/s: median 25, so 0.9 x 25 = 22.5 flags two.
         let mut r = results(4, None, 45.0, 0.0);
         r.sizes[1] = super::super::matrix::SizeMatrices::empty(1 << 20, 4, false);

@@ -11,6 +11,7 @@
 //! pair (i, j) holds the deltas of its two nodes over its round, every size.
 
 use crate::report::counters::Column;
+use crate::stats::interval::median;
 use anyhow::{bail, Context};
 use std::io::Write;
 use std::path::Path;
@@ -135,6 +136,42 @@ impl PairResults {
     pub fn at(&self, size_bytes: u64) -> Option<&SizeMatrices> {
         self.sizes.iter().find(|s| s.size_bytes == size_bytes)
     }
+
+    /// One matrix set from the rounds of one run (each with the same labels and
+    /// sizes): per cell the median over the rounds that measured it, and the
+    /// wrong bytes of every round added up (one bad round is wrong data).
+    /// None when there are no rounds.
+    pub fn median_over(rounds: &[PairResults]) -> Option<PairResults> {
+        let first = rounds.first()?;
+        let mut out = first.clone();
+        let cell =
+            |pick: &dyn Fn(&SizeMatrices) -> Option<&Matrix>, s: usize, a: usize, b: usize| {
+                rounds
+                    .iter()
+                    .filter_map(|r| pick(&r.sizes[s])?.get(a, b))
+                    .collect::<Vec<f64>>()
+            };
+        let n = first.labels.len();
+        for (s, m) in out.sizes.iter_mut().enumerate() {
+            for a in 0..n {
+                for b in (a + 1)..n {
+                    for metric in [Metric::TimeUs, Metric::P50Us, Metric::AlgbwGbs] {
+                        let figures = cell(&|m| m.metric(metric), s, a, b);
+                        if !figures.is_empty() {
+                            m.metric_mut(metric).set(a, b, median(&figures));
+                        }
+                    }
+                    if let Some(w) = &mut m.wrong_bytes {
+                        let figures = cell(&|m| m.wrong_bytes.as_ref(), s, a, b);
+                        if !figures.is_empty() {
+                            w.set(a, b, figures.iter().sum());
+                        }
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
 }
 
 /// Labels for the ranks of a job: host names, or host/rank when hosts repeat.
@@ -216,7 +253,7 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
             if record.get(1) != Some("") {
                 bail!("{}", bad());
             }
-            if counters.last().map_or(true, |(c, _)| *c != column) {
+            if counters.last().is_none_or(|(c, _)| *c != column) {
                 counters.push((column, Matrix::empty(n)));
             }
             &mut counters.last_mut().expect("pushed above").1
@@ -225,7 +262,7 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
                 .get(1)
                 .and_then(|s| s.parse().ok())
                 .with_context(bad)?;
-            if sizes.last().map_or(true, |s| s.size_bytes != size_bytes) {
+            if sizes.last().is_none_or(|s| s.size_bytes != size_bytes) {
                 sizes.push(SizeMatrices::empty(size_bytes, n, false));
             }
             let Some(metric) = Metric::from_name(name) else {

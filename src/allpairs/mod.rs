@@ -11,19 +11,24 @@
 //!   validated) and their CSV, which rack_check reads back;
 //! - `counters`: the fabric counters around each round, attributed to its pairs;
 //! - `judging`: the thresholds, the pairs that cross them and the suspect node;
+//! - `confirm`: each pair over `confirm::ROUNDS` rounds with its interval, and the
+//!   suspects measured again alone before they are named;
 //! - `table` and `heatmap`: what rank 0 prints and draws.
 
 pub mod backend;
+pub mod confirm;
 pub mod counters;
 pub mod heatmap;
 pub mod judging;
 pub mod matrix;
 pub mod runner;
+pub mod sample;
 pub mod schedule;
 pub mod table;
 
 pub use judging::{gbs, SlowPair, Thresholds, Verdict, JUDGE_SIZE};
 pub use matrix::{labels, read_csv, write_csv, Matrix, Metric, PairResults, SizeMatrices};
 pub(crate) use runner::run_pairs;
-pub use runner::{measure_all_pairs, PairMeasure, PairRun, PairSample};
+pub use runner::{measure_all_pairs, PairMeasure, PairRun};
+pub use sample::PairSample;
 pub use table::write_table;

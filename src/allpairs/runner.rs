@@ -4,10 +4,12 @@
 //! CSV and heatmap. It does not know what a pair
 //! measurement is (`PairMeasure`).
 
+use super::confirm::{self, Confirmation, Suspect, ROUNDS};
 use super::counters::{self, RoundWatch, Schedule};
 use super::heatmap;
 use super::judging::Thresholds;
 use super::matrix::{labels, write_csv, PairResults, SizeMatrices};
+use super::sample::{PairSample, SAMPLE_LEN};
 use super::schedule::{partner, round_robin};
 use super::table::{write_header, write_table, Header};
 use crate::cli::io_reason;
@@ -20,39 +22,6 @@ use crate::report::RunInfo;
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
 use std::path::Path;
-
-/// One pair measurement as one rank of the pair timed it.
-#[derive(Clone, Copy, Debug)]
-pub struct PairSample {
-    /// Mean seconds per exchange.
-    pub seconds: f64,
-    /// Median seconds of one exchange: latency is judged on it, as perftest's
-    /// t_typical, so one descheduled iteration does not make a pair slow.
-    pub p50_seconds: f64,
-    /// Bytes received wrong in validation; None when not validated.
-    pub wrong: Option<u64>,
-}
-
-/// Values each rank sends per round and size: mean and median seconds (NaN on a
-/// bye), wrong bytes (-1: not checked).
-const SAMPLE_LEN: usize = 3;
-
-impl PairSample {
-    /// What a rank without a partner in the round sends.
-    const BYE: PairSample = PairSample {
-        seconds: f64::NAN,
-        p50_seconds: f64::NAN,
-        wrong: None,
-    };
-
-    fn encode(self) -> [f64; SAMPLE_LEN] {
-        [
-            self.seconds,
-            self.p50_seconds,
-            self.wrong.map_or(-1.0, |w| w as f64),
-        ]
-    }
-}
 
 /// A way of measuring one pair, driven by `measure_all_pairs` on both ranks of
 /// the pair at the same time.
@@ -69,40 +38,57 @@ pub trait PairMeasure {
     ) -> anyhow::Result<PairSample>;
 }
 
-/// Runs every round on every rank; rank 0 returns the matrices.
+/// The schedule run `ROUNDS` times over, interleaved: every pair once, then
+/// every pair again, so that a slow spell of the machine touches every pair.
+pub fn repeated_schedule(n: usize) -> Vec<Vec<(usize, usize)>> {
+    let once = round_robin(n);
+    (0..ROUNDS).flat_map(|_| once.iter().cloned()).collect()
+}
+
+/// Every rank at the barrier that starts a round, watched.
+fn meet(world: &World, watchdog: &Watchdog, what: &str) {
+    watchdog.begin(format!("{what} (barrier)"));
+    watchdog.enter_call();
+    world.barrier();
+    watchdog.end();
+}
+
+/// This rank's sample of `size` bytes with `peer`, a bye without one.
+fn measure_with(
+    world: &World,
+    measure: &mut dyn PairMeasure,
+    peer: Option<usize>,
+    size: u64,
+    what: &str,
+    watchdog: &Watchdog,
+) -> anyhow::Result<PairSample> {
+    let Some(p) = peer else {
+        return Ok(PairSample::BYE);
+    };
+    watchdog.begin(format!("{what}: ranks {} and {p}, {size} B", world.rank));
+    let sample = measure.measure(p, size as usize, watchdog)?;
+    watchdog.end();
+    Ok(sample)
+}
+
+/// Runs every round on every rank; rank 0 returns the matrices of each
+/// repetition of the schedule.
 pub fn measure_all_pairs(
     world: &World,
     measure: &mut dyn PairMeasure,
     sizes: &[u64],
     watchdog: &Watchdog,
     fabric: &mut RoundWatch,
-) -> anyhow::Result<Option<PairResults>> {
-    let rounds = round_robin(world.size);
+) -> anyhow::Result<Option<Vec<PairResults>>> {
+    let rounds = repeated_schedule(world.size);
     let mut mine = Vec::with_capacity(rounds.len() * sizes.len() * SAMPLE_LEN);
     for (r, round) in rounds.iter().enumerate() {
         let what = format!("all-pairs round {} of {}", r + 1, rounds.len());
-        watchdog.begin(format!("{what} (barrier)"));
-        watchdog.enter_call();
-        world.barrier();
-        watchdog.end();
+        meet(world, watchdog, &what);
         fabric.before(world, watchdog, &what);
         let peer = partner(round, world.rank);
         for &size in sizes {
-            let sample = match peer {
-                Some(p) => {
-                    watchdog.begin(format!(
-                        "all-pairs round {} of {}: ranks {} and {p}, {size} B",
-                        r + 1,
-                        rounds.len(),
-                        world.rank
-                    ));
-                    let s = measure.measure(p, size as usize, watchdog)?;
-                    watchdog.end();
-                    s
-                }
-                None => PairSample::BYE,
-            };
-            mine.extend(sample.encode());
+            mine.extend(measure_with(world, measure, peer, size, &what, watchdog)?.encode());
         }
         fabric.after(world, watchdog, &what);
     }
@@ -110,21 +96,73 @@ pub fn measure_all_pairs(
     watchdog.enter_call();
     let gathered = world.gather_f64s(&mine);
     watchdog.end();
-    Ok(gathered.map(|all| assemble(&world.hosts, sizes, &rounds, &all)))
+    let once = round_robin(world.size).len();
+    Ok(gathered.map(|all| {
+        (0..ROUNDS)
+            .map(|k| assemble(&world.hosts, sizes, &rounds, k * once..(k + 1) * once, &all))
+            .collect()
+    }))
 }
 
-/// The matrices from every rank's samples (`all`: rank after rank, each round
-/// after round and size after size, as `measure_all_pairs` sends them).
+/// Each suspect pair measured again alone, `ROUNDS` times over (interleaved:
+/// every suspect once, then again): the two ranks of the pair measure, every
+/// other rank waits at the barrier before the next. Rank 0 returns, per
+/// suspect, the samples of its rounds (the slower side's of each).
+fn measure_alone(
+    world: &World,
+    measure: &mut dyn PairMeasure,
+    list: &[Suspect],
+    watchdog: &Watchdog,
+) -> anyhow::Result<Option<Vec<Vec<PairSample>>>> {
+    let mut mine = Vec::with_capacity(ROUNDS * list.len() * SAMPLE_LEN);
+    for round in 0..ROUNDS {
+        for (i, s) in list.iter().enumerate() {
+            let what = format!(
+                "all-pairs, suspect {} of {} alone, round {} of {ROUNDS}",
+                i + 1,
+                list.len(),
+                round + 1
+            );
+            meet(world, watchdog, &what);
+            let peer = partner(&[(s.a, s.b)], world.rank);
+            mine.extend(measure_with(world, measure, peer, s.size, &what, watchdog)?.encode());
+        }
+    }
+    watchdog.begin("all-pairs (gathering the suspects measured alone)".into());
+    watchdog.enter_call();
+    let gathered = world.gather_f64s(&mine);
+    watchdog.end();
+    Ok(gathered.map(|all| {
+        let per_rank: Vec<&[f64]> = all.chunks_exact(mine.len().max(1)).collect();
+        list.iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (0..ROUNDS)
+                    .map(|round| {
+                        let at = (round * list.len() + i) * SAMPLE_LEN;
+                        PairSample::of_pair(&per_rank, s.a, s.b, at)
+                    })
+                    .collect()
+            })
+            .collect()
+    }))
+}
+
+/// The matrices of rounds `of` from every rank's samples (`all`: rank after
+/// rank, each round after round and size after size, as `measure_all_pairs`
+/// sends them).
 fn assemble(
     hosts: &[String],
     sizes: &[u64],
     rounds: &[Vec<(usize, usize)>],
+    of: std::ops::Range<usize>,
     all: &[f64],
 ) -> PairResults {
     let per_rank: Vec<&[f64]> = all
         .chunks_exact((rounds.len() * sizes.len() * SAMPLE_LEN).max(1))
         .collect();
     let validated = all.iter().skip(2).step_by(SAMPLE_LEN).any(|&w| w >= 0.0);
+    let rounds = rounds.iter().enumerate().filter(|(r, _)| of.contains(r));
     let mut results = PairResults {
         labels: labels(hosts),
         sizes: sizes
@@ -133,22 +171,17 @@ fn assemble(
             .collect(),
         counters: Vec::new(),
     };
-    for (r, round) in rounds.iter().enumerate() {
+    for (r, round) in rounds {
         for &(a, b) in round {
             for (s, m) in results.sizes.iter_mut().enumerate() {
                 let at = (r * sizes.len() + s) * SAMPLE_LEN;
-                // The pair took as long as its slower side.
-                let slower = |k: usize| per_rank[a][at + k].max(per_rank[b][at + k]);
-                let seconds = slower(0);
-                m.time_us.set(a, b, seconds * 1e6);
-                m.p50_us.set(a, b, slower(1) * 1e6);
-                m.algbw_gbs.set(a, b, m.size_bytes as f64 / seconds / 1e9);
+                let pair = PairSample::of_pair(&per_rank, a, b, at);
+                m.time_us.set(a, b, pair.seconds * 1e6);
+                m.p50_us.set(a, b, pair.p50_seconds * 1e6);
+                m.algbw_gbs
+                    .set(a, b, m.size_bytes as f64 / pair.seconds / 1e9);
                 if let Some(w) = &mut m.wrong_bytes {
-                    w.set(
-                        a,
-                        b,
-                        per_rank[a][at + 2].max(0.0) + per_rank[b][at + 2].max(0.0),
-                    );
+                    w.set(a, b, pair.wrong.unwrap_or(0) as f64);
                 }
             }
         }
@@ -162,7 +195,7 @@ fn assemble(
 /// (16 B a cell) and their CSV text (at most 24 B a cell). None: more than a u64 counts.
 pub fn results_bytes(nranks: usize, sizes: u64, root: bool) -> Option<u64> {
     let n = nranks as u64;
-    let rounds = round_robin(nranks).len() as u64;
+    let rounds = repeated_schedule(nranks).len() as u64;
     let samples = rounds
         .checked_mul(sizes)?
         .checked_mul(SAMPLE_LEN as u64 * 8)?;
@@ -270,12 +303,13 @@ pub(crate) fn run_pairs_watched(
         _ => Ok(None),
     };
     let mut counters = agree(world, program, ExitStatus::Failed, counters)?;
-    let rounds = round_robin(world.size);
+    let rounds = repeated_schedule(world.size);
     if world.is_root() {
         let header = Header {
             program,
             ranks: world.size,
-            rounds: rounds.len(),
+            rounds: round_robin(world.size).len(),
+            repeats: ROUNDS,
             sizes: &run.sizes,
             iters: run.iters,
             each_pair: &measure.describe(),
@@ -284,9 +318,23 @@ pub(crate) fn run_pairs_watched(
     }
     let mut fabric = RoundWatch::new(&run.fabric, world.local_rank);
     let measured = measure_all_pairs(world, measure, &run.sizes, watchdog, &mut fabric)?;
-    let Some(mut results) = measured else {
+    // Rank 0 judges the medians and names the pairs to measure again alone;
+    // every rank learns them, so that all call the same MPI operations.
+    let judged = measured.as_ref().and_then(|each| {
+        let results = PairResults::median_over(each)?;
+        let verdict = results.judge(&run.thresholds);
+        Some((results, verdict))
+    });
+    let list = judged
+        .as_ref()
+        .map_or_else(Vec::new, |(_, v)| confirm::suspects(v));
+    let list = confirm::decode(&world.all_gather_bytes(&confirm::encode(&list))[0]);
+    let alone = measure_alone(world, measure, &list, watchdog)?;
+    let (Some(each), Some((mut results, mut verdict)), Some(alone)) = (measured, judged, alone)
+    else {
         return Ok(ExitStatus::Ok);
     };
+    let confirmation = Confirmation::judge(&mut verdict, &results, &each, &list, &alone);
     let labels = results.labels.clone();
     let schedule = Schedule {
         hosts: &world.hosts,
@@ -295,15 +343,23 @@ pub(crate) fn run_pairs_watched(
     };
     let round_counters = fabric.into_rounds();
     let footer = counters::fill(&round_counters, &run.fabric, &schedule, &mut results);
-    let verdict = results.judge(&run.thresholds);
-    write_table(&mut std::io::stdout(), &results, &verdict, &run.thresholds)
-        .map_err(|e| Failure::Fatal(e.into()))?;
+    write_table(
+        &mut std::io::stdout(),
+        &results,
+        &verdict,
+        &confirmation,
+        &run.thresholds,
+    )
+    .map_err(|e| Failure::Fatal(e.into()))?;
     for line in footer {
         println!("# {line}");
     }
-    let mut status = match verdict.passed() {
-        true => ExitStatus::Ok,
-        false => ExitStatus::Failed,
+    let mut status = if !verdict.passed() {
+        ExitStatus::Failed
+    } else if confirmation.inconclusive() {
+        ExitStatus::Inconclusive
+    } else {
+        ExitStatus::Ok
     };
     if let Some(file) = &mut counters {
         let run_info = RunInfo::new(program, chrono::Utc::now());
@@ -369,6 +425,7 @@ mod tests {
             &hosts(&["a", "b"]),
             &[1000, 2000],
             &rounds,
+            0..1,
             &[rank0, rank1].concat(),
         );
         assert_eq!(r.labels, hosts(&["a", "b"]));
@@ -406,7 +463,7 @@ mod tests {
         ]
         .concat();
         let all = [rank0, rank1, rank2].concat();
-        let r = assemble(&hosts(&["n", "n", "m"]), &[8], &rounds, &all);
+        let r = assemble(&hosts(&["n", "n", "m"]), &[8], &rounds, 0..3, &all);
         assert_eq!(r.labels, hosts(&["n/0", "n/1", "m/2"]));
         let s = &r.sizes[0];
         assert_eq!(

@@ -1,6 +1,7 @@
 //! What an all-pairs run prints on stdout: the header, the matrices at the sizes
 //! that were judged, and the verdict.
 
+use super::confirm::Confirmation;
 use super::judging::{Thresholds, Verdict};
 use super::matrix::{Matrix, PairResults};
 use crate::cli::shown;
@@ -12,6 +13,8 @@ pub struct Header<'a> {
     pub program: &'a str,
     pub ranks: usize,
     pub rounds: usize,
+    /// Times the whole schedule is run, interleaved.
+    pub repeats: usize,
     /// In sweep order.
     pub sizes: &'a [u64],
     pub iters: usize,
@@ -22,14 +25,16 @@ pub struct Header<'a> {
 pub fn write_header(out: &mut dyn Write, h: &Header) -> std::io::Result<()> {
     writeln!(
         out,
-        "# {} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each",
+        "# {} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each; \
+         every pair measured in {} rounds (the schedule over again), a suspect again alone",
         h.program,
         h.ranks,
         h.rounds,
         h.sizes.len(),
         h.sizes.first().copied().unwrap_or(0),
         h.sizes.last().copied().unwrap_or(0),
-        h.iters
+        h.iters,
+        h.repeats
     )?;
     writeln!(out, "# each pair: {}", h.each_pair)
 }
@@ -61,11 +66,13 @@ fn write_matrix(
     Ok(())
 }
 
-/// The stdout report: bandwidth at the largest size, time at the smallest, the verdict.
+/// The stdout report: bandwidth at the largest size, time at the smallest (the
+/// medians over the rounds), the verdict and what measuring suspects alone said.
 pub fn write_table(
     out: &mut dyn Write,
     results: &PairResults,
     verdict: &Verdict,
+    confirmation: &Confirmation,
     t: &Thresholds,
 ) -> std::io::Result<()> {
     if let Some(s) = results.at(verdict.bw_size) {
@@ -98,10 +105,15 @@ pub fn write_table(
     }
     writeln!(out, "# {criteria}")?;
     let lines = verdict.lines(&results.labels, t);
-    if verdict.passed() {
+    if verdict.passed() && confirmation.inconclusive() {
+        writeln!(
+            out,
+            "# all-pairs: INCONCLUSIVE: no slow pair confirmed, but some cannot be told"
+        )?;
+    } else if verdict.passed() {
         writeln!(out, "# all-pairs: no slow pair")?;
     }
-    for line in lines {
+    for line in lines.iter().chain(&confirmation.lines(&results.labels)) {
         writeln!(out, "# {line}")?;
     }
     Ok(())
@@ -115,7 +127,14 @@ mod tests {
     fn table(results: &PairResults) -> String {
         let t = Thresholds::default();
         let mut out = Vec::new();
-        write_table(&mut out, results, &results.judge(&t), &t).unwrap();
+        write_table(
+            &mut out,
+            results,
+            &results.judge(&t),
+            &Confirmation::default(),
+            &t,
+        )
+        .unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -175,6 +194,7 @@ mod tests {
             program: "sendrecv_perf",
             ranks: 3,
             rounds: 3,
+            repeats: 3,
             sizes: &[8, 1024, 65536],
             iters: 20,
             each_pair: "MPI_Sendrecv",
@@ -182,7 +202,8 @@ mod tests {
         write_header(&mut out, &h).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "# sendrecv_perf --all-pairs: 3 ranks, 3 rounds of disjoint pairs, 3 sizes from 8 to 65536 B, 20 iterations each\n# each pair: MPI_Sendrecv\n"
+            "# sendrecv_perf --all-pairs: 3 ranks, 3 rounds of disjoint pairs, 3 sizes from 8 to 65536 B, 20 iterations each; \
+             every pair measured in 3 rounds (the schedule over again), a suspect again alone\n# each pair: MPI_Sendrecv\n"
         );
     }
 }

@@ -202,10 +202,7 @@ impl MpiBackend {
 
 impl Backend for MpiBackend {
     fn info(&self) -> BackendInfo {
-        let library = mpi::environment::library_version()
-            // "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
-            .map(|v| v.split([',', '\n']).next().unwrap_or("").trim().to_string())
-            .unwrap_or_else(|_| "unknown MPI".into());
+        let library = crate::job::provenance::mpi_running();
         let transport = if self.nnodes <= 1 {
             "mpi/intra-node".to_string()
         } else {

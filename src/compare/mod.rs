@@ -1,12 +1,15 @@
-//! Comparing runs: a baseline and candidates matched row by row on collective,
-//! datatype, op, placement, size and rank count, with busbw and p99 deltas and
-//! a verdict against thresholds; `cli` is the `compare` binary.
+//! Comparing runs: a baseline and candidates matched key by key on collective,
+//! datatype, op, placement, size and rank count; each key judged on the ratio
+//! candidate/baseline of the medians of its samples (rows: rounds, cycles,
+//! appended runs, several files a side) with its 95% interval, against
+//! thresholds; `cli` is the `compare` binary.
 
 pub mod cli;
 pub mod judge;
 
 use crate::report::Row;
 use crate::sizes::exact_bytes;
+use crate::stats::interval::{Estimate, MIN_SAMPLES};
 use anyhow::bail;
 use judge::{judge, verdict_text, Figure, Judgement, RowVerdict};
 use std::collections::BTreeMap;
@@ -51,47 +54,55 @@ impl std::fmt::Display for Key {
     }
 }
 
-/// The rows of one key (several with -N cycles, -r -1 roots or appended runs),
-/// averaged; a row that is NaN or inf makes its average so (but for a p99 that is
-/// NaN: not measured, `--percentiles 0`).
+/// The figures of one key on one side: every row of it (rounds, -N cycles,
+/// -r -1 roots, appended runs, several files) gives one sample. Only these
+/// are kept, never whole rows, so a file of a million rows streams.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Samples {
+    pub busbw_gbs: Vec<f64>,
+    pub p99_us: Vec<f64>,
+    /// Wrong elements over the rows (validation on).
+    pub wrong: u64,
+}
+
+impl Samples {
+    fn rounds(&self) -> usize {
+        self.busbw_gbs.len()
+    }
+}
+
+/// Every key of one side, with its samples.
+pub type Tally = BTreeMap<Key, Samples>;
+
+/// Adds one row's figures to its key.
+pub fn tally_row(tally: &mut Tally, row: &Row) {
+    let s = tally.entry(Key::of(row)).or_default();
+    s.busbw_gbs.push(row.busbw_gbs);
+    s.p99_us.push(row.p99_us);
+    s.wrong = s.wrong.saturating_add(row.wrong.unwrap_or(0));
+}
+
+/// What a side shows of a key: the medians of its samples (a NaN or inf
+/// sample spreads; a p99 not measured among timed ones does not).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Figures {
     pub busbw_gbs: f64,
     pub p99_us: f64,
     /// Wrong elements over the rows (validation on).
     pub wrong: u64,
+    /// Samples behind the medians.
+    pub rounds: usize,
 }
 
-fn aggregate(rows: &[Row]) -> BTreeMap<Key, Figures> {
-    // Rows and, apart, rows with a p99: a row of a loop timed whole (--percentiles 0,
-    // p99 NaN) appended to timed ones leaves their p99 standing (inf still spreads).
-    let mut sums: BTreeMap<Key, (Figures, usize, usize)> = BTreeMap::new();
-    for r in rows {
-        let (s, n, timed) = sums.entry(Key::of(r)).or_default();
-        s.busbw_gbs += r.busbw_gbs;
-        if !r.p99_us.is_nan() {
-            s.p99_us += r.p99_us;
-            *timed += 1;
+impl Figures {
+    fn of(s: &Samples) -> Figures {
+        Figures {
+            busbw_gbs: Figure::Busbw.shown(&s.busbw_gbs),
+            p99_us: Figure::P99.shown(&s.p99_us),
+            wrong: s.wrong,
+            rounds: s.rounds(),
         }
-        s.wrong = s.wrong.saturating_add(r.wrong.unwrap_or(0));
-        *n += 1;
     }
-    sums.into_iter()
-        .map(|(k, (s, n, timed))| {
-            (
-                k,
-                Figures {
-                    busbw_gbs: s.busbw_gbs / n as f64,
-                    p99_us: if timed == 0 {
-                        f64::NAN
-                    } else {
-                        s.p99_us / timed as f64
-                    },
-                    wrong: s.wrong,
-                },
-            )
-        })
-        .collect()
 }
 
 /// How much worse a candidate may be before it counts as a regression, in percent.
@@ -109,10 +120,11 @@ pub struct Delta {
     pub key: Key,
     pub base: Figures,
     pub candidate: Figures,
-    /// Change in percent of the baseline; None where the baseline is 0 or
-    /// either figure is not a number.
-    pub busbw_pct: Option<f64>,
-    pub p99_pct: Option<f64>,
+    /// The ratio candidate/baseline of the medians, with its 95% interval
+    /// from 3 samples a side on; None where the baseline is 0 or either
+    /// figure is not a number.
+    pub busbw_ratio: Option<Estimate>,
+    pub p99_ratio: Option<Estimate>,
     /// The figures a threshold asked about, and what it said of each.
     pub figures: Vec<(Figure, Judgement)>,
     pub verdict: RowVerdict,
@@ -130,24 +142,18 @@ pub struct Comparison {
     pub only_in_candidate: Vec<(Key, u64)>,
 }
 
-/// Matches `candidate` against `base`; an error when no row matches.
-pub fn compare(
-    base: &[Row],
-    candidate: &[Row],
-    thresholds: Thresholds,
-) -> anyhow::Result<Comparison> {
-    let base = aggregate(base);
-    let cand = aggregate(candidate);
+/// Matches `candidate` against `base`; an error when no key matches.
+pub fn compare(base: &Tally, cand: &Tally, thresholds: Thresholds) -> anyhow::Result<Comparison> {
     let mut deltas = Vec::new();
-    for (key, b) in &base {
+    for (key, b) in base {
         let Some(c) = cand.get(key) else { continue };
-        let (busbw_pct, busbw) = judge(
+        let (busbw_ratio, busbw) = judge(
             Figure::Busbw,
-            b.busbw_gbs,
-            c.busbw_gbs,
+            &b.busbw_gbs,
+            &c.busbw_gbs,
             thresholds.busbw_drop_pct,
         );
-        let (p99_pct, p99) = judge(Figure::P99, b.p99_us, c.p99_us, thresholds.p99_rise_pct);
+        let (p99_ratio, p99) = judge(Figure::P99, &b.p99_us, &c.p99_us, thresholds.p99_rise_pct);
         let figures: Vec<(Figure, Judgement)> = [(Figure::Busbw, busbw), (Figure::P99, p99)]
             .into_iter()
             .filter_map(|(f, j)| Some((f, j?)))
@@ -155,10 +161,10 @@ pub fn compare(
         let (verdict, text) = verdict_text(&figures, c.wrong);
         deltas.push(Delta {
             key: key.clone(),
-            base: *b,
-            candidate: *c,
-            busbw_pct,
-            p99_pct,
+            base: Figures::of(b),
+            candidate: Figures::of(c),
+            busbw_ratio,
+            p99_ratio,
             figures,
             verdict,
             verdict_text: text,
@@ -182,7 +188,7 @@ pub fn compare(
         only_in_candidate: cand
             .iter()
             .filter(|(k, _)| !base.contains_key(k))
-            .map(|(k, f)| (k.clone(), f.wrong))
+            .map(|(k, s)| (k.clone(), s.wrong))
             .collect(),
     })
 }
@@ -207,8 +213,27 @@ fn summarize<'a>(keys: impl Iterator<Item = &'a Key>) -> String {
         .join("; ")
 }
 
-fn pct(p: Option<f64>) -> String {
-    p.map_or("n/a".to_string(), |p| format!("{p:+.1}%"))
+/// The change in percent of the baseline: "-12.0%", "n/a".
+fn pct(r: Option<Estimate>) -> String {
+    r.map_or("n/a".to_string(), |r| {
+        format!("{:+.1}%", (r.value - 1.0) * 100.0)
+    })
+}
+
+/// The 95% interval of the change: "-31.0%..-27.2%"; "-" where fewer than 3
+/// samples a side left the noise unestimated, "n/a" where there is no change.
+fn interval(r: Option<Estimate>) -> String {
+    match r {
+        None => "n/a".into(),
+        Some(Estimate { interval: None, .. }) => "-".into(),
+        Some(Estimate {
+            interval: Some(i), ..
+        }) => format!(
+            "{:+.1}%..{:+.1}%",
+            (i.lo - 1.0) * 100.0,
+            (i.hi - 1.0) * 100.0
+        ),
+    }
 }
 
 /// How many rows count against a candidate, and why; and what was not judged.
@@ -222,6 +247,12 @@ pub struct Counts {
     pub rows: usize,
     /// Matched rows a threshold asked about with no figure it could judge.
     pub not_judged: usize,
+    /// Matched rows with an interval across a threshold and none beyond.
+    pub inconclusive: usize,
+    /// Matched rows with fewer than 3 samples on a side: noise not estimated;
+    /// and the most samples any such side had.
+    pub unestimated: usize,
+    pub unestimated_most: usize,
     /// Figures not judged, by why ("p99 not measured in candidate"): how many rows.
     pub unjudged_figures: BTreeMap<String, usize>,
 }
@@ -232,6 +263,9 @@ impl std::ops::AddAssign for Counts {
         self.failed += o.failed;
         self.rows += o.rows;
         self.not_judged += o.not_judged;
+        self.inconclusive += o.inconclusive;
+        self.unestimated += o.unestimated;
+        self.unestimated_most = self.unestimated_most.max(o.unestimated_most);
         for (why, n) in o.unjudged_figures {
             *self.unjudged_figures.entry(why).or_default() += n;
         }
@@ -247,6 +281,12 @@ impl Comparison {
             .filter(|(_, w)| *w > 0)
             .count();
         let verdicts = |v: RowVerdict| self.deltas.iter().filter(|d| d.verdict == v).count();
+        let unestimated: Vec<usize> = self
+            .deltas
+            .iter()
+            .map(|d| d.base.rounds.min(d.candidate.rounds))
+            .filter(|&n| n < MIN_SAMPLES)
+            .collect();
         let mut unjudged_figures = BTreeMap::new();
         for (_, j) in self.deltas.iter().flat_map(|d| &d.figures) {
             if let Judgement::NotJudged(why) = j {
@@ -258,6 +298,9 @@ impl Comparison {
             failed: self.deltas.iter().filter(|d| d.candidate.wrong > 0).count() + wrong_unmatched,
             rows: verdicts(RowVerdict::Regressed) + wrong_unmatched,
             not_judged: verdicts(RowVerdict::NotJudged),
+            inconclusive: verdicts(RowVerdict::Inconclusive),
+            unestimated: unestimated.len(),
+            unestimated_most: unestimated.iter().copied().max().unwrap_or(0),
             unjudged_figures,
         }
     }
@@ -272,18 +315,36 @@ impl Comparison {
             "placement",
             "size",
             "ranks",
+            "rounds",
             "busbw base",
             "busbw new",
             "Δbusbw",
+            "95% interval",
             "p99 base",
             "p99 new",
             "Δp99",
+            "95% interval",
             "verdict",
         ];
         let mut lines: Vec<Vec<String>> = vec![
             header.iter().map(|h| h.to_string()).collect(),
             vec![
-                "", "", "", "", "(B)", "", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "", "",
+                "",
+                "",
+                "",
+                "",
+                "(B)",
+                "",
+                "(base/new)",
+                "(median GB/s)",
+                "(median GB/s)",
+                "(ratio-1)",
+                "(of Δbusbw)",
+                "(median us)",
+                "(median us)",
+                "(ratio-1)",
+                "(of Δp99)",
+                "",
             ]
             .into_iter()
             .map(String::from)
@@ -297,12 +358,15 @@ impl Comparison {
                 d.key.placement.clone(),
                 d.key.size_bytes.to_string(),
                 d.key.nranks.to_string(),
+                format!("{}/{}", d.base.rounds, d.candidate.rounds),
                 format!("{:.3}", d.base.busbw_gbs),
                 format!("{:.3}", d.candidate.busbw_gbs),
-                pct(d.busbw_pct),
+                pct(d.busbw_ratio),
+                interval(d.busbw_ratio),
                 format!("{:.2}", d.base.p99_us),
                 format!("{:.2}", d.candidate.p99_us),
-                pct(d.p99_pct),
+                pct(d.p99_ratio),
+                interval(d.p99_ratio),
                 d.verdict_text.clone(),
             ]);
         }
@@ -372,6 +436,20 @@ mod tests {
         }
     }
 
+    /// The rows of each side tallied, then compared.
+    fn cmp(base: &[Row], cand: &[Row], t: Thresholds) -> anyhow::Result<Comparison> {
+        let tally = |rows: &[Row]| {
+            let mut tally = Tally::new();
+            rows.iter().for_each(|r| tally_row(&mut tally, r));
+            tally
+        };
+        compare(&tally(base), &tally(cand), t)
+    }
+
+    fn change(r: Option<Estimate>) -> Option<f64> {
+        r.map(|r| (r.value - 1.0) * 100.0)
+    }
+
     const STRICT: Thresholds = Thresholds {
         busbw_drop_pct: Some(5.0),
         p99_rise_pct: Some(20.0),
@@ -389,14 +467,14 @@ mod tests {
             row(16, 9.0, 100.0),
             row(32, 10.0, 130.0),
         ];
-        let c = compare(&base, &cand, STRICT).unwrap();
+        let c = cmp(&base, &cand, STRICT).unwrap();
         assert_eq!(c.deltas.len(), 3);
-        assert!((c.deltas[0].busbw_pct.unwrap() + 4.0).abs() < 1e-9);
+        assert!((change(c.deltas[0].busbw_ratio).unwrap() + 4.0).abs() < 1e-9);
         let texts: Vec<&str> = c.deltas.iter().map(|d| d.verdict_text.as_str()).collect();
         assert_eq!(texts, ["ok", "REGRESSED (busbw)", "REGRESSED (p99)"]);
         assert_eq!(c.counts().rows, 2);
         // Without thresholds nothing is judged, and no row says ok.
-        let c = compare(&base, &cand, Thresholds::default()).unwrap();
+        let c = cmp(&base, &cand, Thresholds::default()).unwrap();
         assert_eq!(c.counts().rows, 0);
         assert!(c
             .deltas
@@ -405,15 +483,15 @@ mod tests {
     }
 
     #[test]
-    fn repeated_rows_are_averaged_and_unmatched_listed() {
+    fn repeated_rows_are_samples_and_unmatched_listed() {
         let base = [row(8, 10.0, 1.0), row(8, 20.0, 3.0), row(64, 1.0, 1.0)];
         let mut other = row(8, 15.0, 2.0);
         other.nranks = 8;
         let cand = [row(8, 15.0, 2.0), other];
-        let c = compare(&base, &cand, STRICT).unwrap();
+        let c = cmp(&base, &cand, STRICT).unwrap();
         assert_eq!(c.deltas.len(), 1);
-        assert_eq!(c.deltas[0].busbw_pct, Some(0.0));
-        assert_eq!(c.deltas[0].p99_pct, Some(0.0));
+        assert_eq!(change(c.deltas[0].busbw_ratio), Some(0.0));
+        assert_eq!(change(c.deltas[0].p99_ratio), Some(0.0));
         assert_eq!(c.only_in_base.len(), 1);
         assert_eq!(c.only_in_base[0].size_bytes, 64);
         assert_eq!(c.only_in_candidate[0].0.nranks, 8);
@@ -424,7 +502,7 @@ mod tests {
 
     #[test]
     fn no_overlap_is_an_error() {
-        let err = compare(&[row(8, 1.0, 1.0)], &[row(16, 1.0, 1.0)], STRICT).unwrap_err();
+        let err = cmp(&[row(8, 1.0, 1.0)], &[row(16, 1.0, 1.0)], STRICT).unwrap_err();
         let msg = err.to_string();
         assert!(msg.starts_with("no row matches the baseline"), "{msg}");
         assert!(
@@ -452,7 +530,7 @@ mod tests {
             row(128, 10.0, 1.0),
         ];
         cand[4].wrong = Some(3);
-        let c = compare(&base, &cand, STRICT).unwrap();
+        let c = cmp(&base, &cand, STRICT).unwrap();
         let texts: Vec<&str> = c.deltas.iter().map(|d| d.verdict_text.as_str()).collect();
         assert_eq!(
             texts,
@@ -481,7 +559,7 @@ mod tests {
         let mut bad = row(8, 10.0, 1.0);
         bad.wrong = Some(7);
         for t in [STRICT, Thresholds::default()] {
-            let c = compare(&base[..1], &[bad.clone()], t).unwrap();
+            let c = cmp(&base[..1], &[bad.clone()], t).unwrap();
             assert_eq!(c.deltas[0].verdict, RowVerdict::Regressed);
             assert_eq!(c.counts().failed, 1);
             assert!(c
@@ -495,28 +573,28 @@ mod tests {
     #[test]
     fn no_p99_on_either_side_is_judged_on_busbw() {
         let whole = |busbw| row(8, busbw, f64::NAN);
-        let c = compare(&[whole(10.0)], &[whole(9.9)], STRICT).unwrap();
+        let c = cmp(&[whole(10.0)], &[whole(9.9)], STRICT).unwrap();
         assert_eq!(
             c.deltas[0].verdict_text,
             "ok on busbw; not judged: p99 not measured in either file"
         );
-        let c = compare(&[whole(10.0)], &[whole(5.0)], STRICT).unwrap();
+        let c = cmp(&[whole(10.0)], &[whole(5.0)], STRICT).unwrap();
         assert_eq!(c.deltas[0].verdict, RowVerdict::Regressed);
         // The reported case: +97% busbw against a timed run is no regression.
-        let c = compare(&[row(8, 10.0, 1.0)], &[whole(19.7)], STRICT).unwrap();
+        let c = cmp(&[row(8, 10.0, 1.0)], &[whole(19.7)], STRICT).unwrap();
         assert_eq!(
             c.deltas[0].verdict_text,
             "ok on busbw; not judged: p99 not measured in candidate"
         );
         assert_eq!(c.counts().rows, 0);
         // Appended to a timed row of the same key, the p99 of the timed one stands.
-        let c = compare(
+        let c = cmp(
             &[row(8, 10.0, 1.0)],
             &[row(8, 10.0, 1.5), whole(10.0)],
             STRICT,
         )
         .unwrap();
-        assert_eq!(c.deltas[0].p99_pct, Some(50.0));
+        assert_eq!(change(c.deltas[0].p99_ratio), Some(50.0));
         assert_eq!(c.deltas[0].verdict_text, "REGRESSED (p99)");
     }
 }

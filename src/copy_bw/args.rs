@@ -12,7 +12,7 @@ use clap::Parser;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "copy_bw",
-    version,
+    version = crate::job::provenance::version(),
     about = "GPU copy bandwidth per direction (H2D, D2H, D2D, GPU to GPU) against the PCIe, NVLink and memory limits read from the machine"
 )]
 pub struct CopyArgs {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// page per binary and bash, zsh and fish completions. Files it writes are
 /// replaced; nothing else in the folders is touched.
 #[derive(Parser, Debug)]
-#[command(name = "fabricbench-docs", version)]
+#[command(name = "fabricbench-docs", version = crate::job::provenance::version())]
 #[command(group(ArgGroup::new("output").required(true).multiple(true).args(["reference", "man", "completions"])))]
 pub struct DocsArgs {
     /// Write the Markdown reference to DIR (the repository keeps it in docs/reference)

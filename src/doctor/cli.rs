@@ -18,7 +18,7 @@ use std::process::ExitCode;
 /// RoCE GIDs, memlock, GPUDirect and PCIe links, NCCL's environment, and what
 /// must match across nodes. Run one rank per node under mpirun, or alone.
 #[derive(Parser, Debug)]
-#[command(name = "doctor", version)]
+#[command(name = "doctor", version = crate::job::provenance::version())]
 pub struct DoctorArgs {
     /// Read /sys and /proc under this directory (a fixture tree, a mounted image)
     #[arg(long = "sysfs-root", default_value = "/")]

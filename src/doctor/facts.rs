@@ -40,6 +40,9 @@ pub struct NodeFacts {
     /// what they hold was not checked.
     #[serde(default)]
     pub unlisted: Vec<Unlisted>,
+    /// GPUs, NICs and the paths between them.
+    #[serde(default)]
+    pub topology: super::topology::TopologyFacts,
 }
 
 impl NodeFacts {

@@ -6,9 +6,7 @@
 use super::facts::{GpuFacts, NodeFacts, PciDevice};
 use super::{Finding, Severity};
 use crate::limits;
-use crate::sysfs::{self, Reading, Root, Unreadable, PCI_DEVICES};
-
-const NVIDIA_VENDOR: &str = "0x10de";
+use crate::sysfs::{Reading, Root, Unreadable, PCI_DEVICES};
 
 /// The PCI device at `bdf` and its link.
 pub fn read_pci_device(root: &Root, bdf: &str) -> PciDevice {
@@ -19,16 +17,8 @@ pub fn read_pci_device(root: &Root, bdf: &str) -> PciDevice {
 }
 
 pub fn collect(root: &Root) -> GpuFacts {
-    let gpus = root
-        .list(PCI_DEVICES)
+    let gpus = crate::sysfs::topology::gpus(root)
         .into_iter()
-        .filter(|bdf| {
-            let dir = sysfs::pci_device(bdf);
-            let class = root.read(&format!("{dir}/class")).unwrap_or_default();
-            root.read(&format!("{dir}/vendor")).as_deref() == Some(NVIDIA_VENDOR)
-                // 0x0300xx VGA and 0x0302xx 3D controllers; NVSwitches are 0x0680xx.
-                && (class.starts_with("0x0300") || class.starts_with("0x0302"))
-        })
         .map(|bdf| read_pci_device(root, &bdf))
         .collect();
     GpuFacts {

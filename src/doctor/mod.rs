@@ -10,7 +10,7 @@
 //! per area: `ports` (RDMA port state, rate, MTU), `roce` (GIDs), `memlock`,
 //! `gpudirect` (peermem, DMA-BUF, PCIe links), `nccl_env`, `nccl_library` (the
 //! libnccl the node would load), `counters` (error
-//! counters since boot), and `compare` (what
+//! counters since boot), `topology` (GPU-NIC paths, ACS, IOMMU), and `compare` (what
 //! must match across nodes). `output` writes the table, CSV and JSON; `cli` is
 //! the binary.
 
@@ -25,6 +25,7 @@ pub mod nccl_library;
 pub mod output;
 pub mod ports;
 pub mod roce;
+pub mod topology;
 
 pub use facts::NodeFacts;
 
@@ -169,6 +170,7 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
         nccl: nccl_env::collect(root, env, nccl_library::collect(root)),
         port_rate_gbps: selection.port_rate_gbps,
         error_counters: counters::collect(root, &selection.hcas),
+        topology: topology::collect(root),
         unlisted: [INFINIBAND, NET, PCI_DEVICES]
             .into_iter()
             .filter_map(|dir| {
@@ -236,6 +238,7 @@ pub fn check_with(nodes: &[NodeFacts], mut findings: Vec<Finding>) -> Vec<Findin
         nccl_env::check(node, &mut findings);
         nccl_library::check(node, &mut findings);
         counters::check(node, &mut findings);
+        topology::check(node, &mut findings);
     }
     compare::check(nodes, &mut findings);
     findings.sort_by(|a, b| (a.severity, &a.node).cmp(&(b.severity, &b.node)));

@@ -1,9 +1,10 @@
 //! doctor's outputs: the table on stdout, the findings as CSV, and the findings
 //! with every node's facts as JSON. Files are created, never overwritten.
 
-use super::{count, Finding, NodeFacts, Severity};
+use super::{count, topology, Finding, NodeFacts, Severity};
 use crate::cli::io_reason;
 use crate::output::{write_whole, Replace};
+use crate::sysfs::topology::Kind;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -65,6 +66,12 @@ pub fn write_table(
             n.gpus.gpus.len(),
             n.root
         )?;
+        let t = &n.topology.topology;
+        if t.of(Kind::Gpu).next().is_some() {
+            for line in topology::matrix(t) {
+                writeln!(out, "  {line}")?;
+            }
+        }
     }
     let head = ["severity", "node", "component", "check", "seen", "expected"];
     let rows: Vec<[&str; 6]> = findings

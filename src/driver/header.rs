@@ -6,6 +6,7 @@ use crate::args::{CollArgs, Launch, Plan};
 use crate::backend::BackendInfo;
 use crate::job::Comm;
 use crate::limits::{self, Detection};
+use crate::report::counters::Meant;
 use crate::report::run::new_run_id;
 use crate::report::table::{Header, RankFacts};
 use crate::report::RunInfo;
@@ -37,14 +38,12 @@ pub(super) struct Opened {
 }
 
 /// The run's facts and the table's header (a collective step: every rank calls it).
-/// `warning`: a launcher mismatch, printed first among the notes.
 pub(super) fn describe_run(
     comm: &dyn Comm,
     program: &str,
     plan: &Plan,
     opened: Opened,
     env: Vec<String>,
-    warning: Option<String>,
 ) -> (RunInfo, Header) {
     let mine = ProcessFacts {
         pid: std::process::id(),
@@ -90,8 +89,7 @@ pub(super) fn describe_run(
             .join(";"),
     };
     let transport = distinct(all.iter().map(|f| f.info.transport.clone())).join(" | ");
-    let mut notes: Vec<String> = warning.into_iter().collect();
-    notes.extend(distinct(all.iter().flat_map(|f| f.info.warnings.clone())));
+    let notes = distinct(all.iter().flat_map(|f| f.info.warnings.clone()));
     let mut details = opened.info.notes.clone();
     details.push(launch_detail(plan.launch, plan.agg_iters));
     let run = RunInfo {
@@ -164,7 +162,15 @@ fn launch_detail(launch: Launch, agg_iters: usize) -> String {
 /// rank per node, so that a downgraded link on any node is reported).
 pub(super) fn find_limits(comm: &dyn Comm, args: &CollArgs, run: &mut RunInfo) {
     let mine = if comm.local_rank() == 0 {
-        limits::detect(&crate::sysfs::Root::new(&args.sysfs_root))
+        let here = comm.host(comm.rank());
+        let meant = Meant::from_env(|v| std::env::var(v).ok());
+        let named = |dev: &str, port: u32| meant.as_ref().is_none_or(|m| m.names(dev, port));
+        let rails = limits::Rails {
+            named: &named,
+            by: meant.as_ref().map(Meant::text),
+            ranks_on_node: (0..comm.size()).filter(|&r| comm.host(r) == here).count(),
+        };
+        limits::detect_rails(&crate::sysfs::Root::new(&args.sysfs_root), &rails)
     } else {
         Detection::default()
     };

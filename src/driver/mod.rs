@@ -154,11 +154,10 @@ fn run(
     }
 
     let opened = Opened { info, choice };
-    let warning = world
-        .launcher_mismatch()
-        .or_else(|| world.shared_host_names());
-    let (mut run_info, mut header) =
-        header::describe_run(world, program, plan, opened, env, warning);
+    let (mut run_info, mut header) = header::describe_run(world, program, plan, opened, env);
+    if let Some(shared) = world.shared_host_names() {
+        run_info.notes.push(shared);
+    }
     groups.describe(plan, &mut header, &mut run_info);
     outputs::describe(plan, kind, &mut run_info);
     header::find_limits(world, args, &mut run_info);

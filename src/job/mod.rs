@@ -4,6 +4,9 @@
 //! - `exit`: the exit statuses, the usage error and `Failure`, how a run ends early;
 //! - `agree`: steps every rank takes together (each distinct error printed once);
 //! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone;
+//! - `env_snapshot`: the environment as the user set it, before MPI_Init adds to it;
+//! - `launcher`: the launcher that started the process, refused when it is not the binary's MPI;
+//! - `provenance`: the commit, build date and MPI of this build, and the MPI it runs on;
 //! - `setup`: -T over the collectives' setup, before the watchdog exists.
 //!
 //! A binary's family calls [`main`] with how it starts (`Start`) and its body;
@@ -12,14 +15,18 @@
 
 pub mod agree;
 pub mod comm;
+pub mod env_snapshot;
 pub mod exit;
+pub mod launcher;
+pub mod provenance;
 pub mod setup;
 pub mod world;
 
 pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};
 pub use comm::Comm;
 pub use exit::{ExitStatus, Failure, UsageError};
-pub use world::{hostname, launched_by_mpi, World};
+pub use launcher::launched_by_mpi;
+pub use world::{hostname, World};
 
 use mpi::topology::Communicator;
 use std::process::ExitCode;
@@ -53,6 +60,7 @@ pub enum Job {
 
 impl Job {
     pub fn start(start: Start) -> anyhow::Result<Job> {
+        env_snapshot::take();
         let mpi = match start {
             Start::Mpi => true,
             Start::MpiWhenLaunched => launched_by_mpi(),
@@ -200,34 +208,62 @@ pub fn main(
             return ExitStatus::Failed.into();
         }
     };
-    if job.world().is_some() {
+    if let Some(world) = job.world() {
+        // Every process is a world of one here, so each says it, before any output exists.
+        let var = |name: &str| std::env::var(name).ok();
+        if let Some(msg) = launcher::mismatch(world.size, &var) {
+            eprintln!("{program}: error: {msg}");
+            return ExitStatus::Usage.into();
+        }
         abort_job_on_panic();
     }
-    let status = match body(&job, program) {
-        Ok(status) => status,
-        Err(Failure::Usage(msg)) => {
+    let status = match (body(&job, program), job.world()) {
+        (Ok(status), _) => status,
+        (Err(Failure::Usage(msg)), Some(_)) => {
             if job.is_root() {
                 eprintln!("{program}: error: {msg}");
             }
             ExitStatus::Usage
         }
-        Err(Failure::Stopped(status)) => status,
-        Err(Failure::Fatal(e)) => match job.world() {
-            Some(world) => {
-                eprintln!(
-                    "{program}: rank {} ({}): error: {e:#}",
-                    world.rank, world.hosts[world.rank]
-                );
-                world.comm.abort(ExitStatus::Failed.code() as i32);
-            }
-            _ => {
-                eprintln!("{program}: error: {e:#}");
-                ExitStatus::Failed
-            }
-        },
+        (Err(Failure::Fatal(e)), Some(world)) => {
+            eprintln!(
+                "{program}: rank {} ({}): error: {e:#}",
+                world.rank, world.hosts[world.rank]
+            );
+            world.comm.abort(ExitStatus::Failed.code() as i32);
+        }
+        (Err(failure), _) => alone_failure(program, failure),
     };
     drop(job);
     status.into()
+}
+
+/// The entry of a tool that never starts MPI (plot, compare): the same exit policy
+/// as [`main`] for a process alone, and no path into MPI, so the linker (rustc
+/// links with --as-needed) leaves libmpi out and the tool starts on a host without it.
+pub fn tool_main(program: &str, body: impl FnOnce() -> Result<ExitStatus, Failure>) -> ExitCode {
+    quiet_on_a_closed_pipe();
+    env_snapshot::take();
+    match body() {
+        Ok(status) => status,
+        Err(failure) => alone_failure(program, failure),
+    }
+    .into()
+}
+
+/// How a process alone ends on a failure: its line, then its status.
+fn alone_failure(program: &str, failure: Failure) -> ExitStatus {
+    match failure {
+        Failure::Usage(msg) => {
+            eprintln!("{program}: error: {msg}");
+            ExitStatus::Usage
+        }
+        Failure::Stopped(status) => status,
+        Failure::Fatal(e) => {
+            eprintln!("{program}: error: {e:#}");
+            ExitStatus::Failed
+        }
+    }
 }
 
 /// A panic on one rank would leave the others waiting in a collective for ever:

@@ -17,19 +17,6 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Whether an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx) started this
-/// process, from the variables the launchers set.
-pub fn launched_by_mpi() -> bool {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .any(|var| std::env::var_os(var).is_some())
-}
-
 pub struct World {
     // Dropping the universe finalizes MPI, so it lives as long as the world.
     _universe: mpi::environment::Universe,
@@ -110,31 +97,6 @@ impl World {
     /// renamed, a cloned image): per-host figures of that name mix two nodes.
     pub fn shared_host_names(&self) -> Option<String> {
         shared_host_names(&self.hosts, &self.identities)
-    }
-
-    /// A launcher that started several processes which each see a world of one:
-    /// the binary was built against another MPI than the launcher's.
-    pub fn launcher_mismatch(&self) -> Option<String> {
-        if self.size != 1 {
-            return None;
-        }
-        [
-            "OMPI_COMM_WORLD_SIZE",
-            "PMI_SIZE",
-            "PMIX_SIZE",
-            "SLURM_NTASKS",
-            "MPI_LOCALNRANKS",
-        ]
-        .iter()
-        .find_map(|var| {
-            let n: usize = std::env::var(var).ok()?.parse().ok()?;
-            (n > 1).then(|| {
-                format!(
-                    "{var}={n} but MPI sees 1 rank: this binary's MPI is not the launcher's \
-                         (rebuild against the mpirun you launch with, or use that MPI's mpirun)"
-                )
-            })
-        })
     }
 
     pub fn barrier(&self) {

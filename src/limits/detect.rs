@@ -163,12 +163,54 @@ fn is_gpu(root: &Root, dev: &str) -> bool {
     class.starts_with("0x03") && matches!(vendor.as_str(), "0x10de" | "0x1002")
 }
 
+/// The RDMA ports a run's ranks on one node use: those `named` accepts
+/// (NCCL_IB_HCA, -d; all where nothing names them), at most one per rank of
+/// the node (one rank per rail).
+pub struct Rails<'a> {
+    pub named: &'a dyn Fn(&str, u32) -> bool,
+    /// What named them, for the header ("NCCL_IB_HCA names mlx5_0,mlx5_1").
+    pub by: Option<String>,
+    pub ranks_on_node: usize,
+}
+
+impl Rails<'_> {
+    /// One rank, every port: the slowest active port binds.
+    pub const ONE: Rails<'static> = Rails {
+        named: &|_, _| true,
+        by: None,
+        ranks_on_node: 1,
+    };
+}
+
+/// One active port a rank may use, and its NIC's PCIe figure.
+struct Rail {
+    who: String,
+    gbit: f64,
+    pcie_gbs: Option<f64>,
+}
+
 /// Reads the links of this node under `root` (normally "/"): every active RDMA
 /// port's rate, the PCIe link of every RDMA NIC and of every GPU.
 pub fn detect(root: &Root) -> Detection {
+    detect_rails(root, &Rails::ONE)
+}
+
+/// [`detect`] for a run whose ranks use `rails`: where they use two or more,
+/// the NIC limit is the sum over those rails of each one's port rate (or its
+/// NIC's PCIe link, where slower), and the header says which counted.
+pub fn detect_rails(root: &Root, rails: &Rails) -> Detection {
     let mut found = Detection::default();
+    let mut usable = Vec::new();
     for name in root.list(INFINIBAND) {
         let dev = format!("{INFINIBAND}/{name}");
+        let mut nic = Detection::default();
+        let pci = format!("{dev}/device");
+        if root.exists(&pci) {
+            let address = root.resolve(&pci).unwrap_or_default();
+            let who = format!("{name} ({})", sysfs::file_name(&address));
+            detect_pcie(root, &pci, &who, PcieRole::Nic, &mut nic);
+        }
+        let pcie_gbs = nic.limits.first().map(|l| l.gbs);
         for port in root.list(&format!("{dev}/ports")) {
             let who = format!("{name} port {port}");
             let link = rdma::read_port(root, &rdma::port_dir(&name, &port));
@@ -188,17 +230,28 @@ pub fn detect(root: &Root) -> Detection {
             };
             let layer = link.link_layer.unwrap_or_default();
             found.found.push(format!("{who}: {} {layer}", rate.text));
-            found.add_limit(Limit {
-                name: format!("rdma-port {} Gb/s", trim_number(rate.gbit_per_s)),
-                gbs: gbs_of_gbits(rate.gbit_per_s),
-            });
+            let named = port.parse().is_ok_and(|p| (rails.named)(&name, p));
+            if named {
+                usable.push(Rail {
+                    who: format!("{name}:{port}"),
+                    gbit: rate.gbit_per_s,
+                    pcie_gbs,
+                });
+                found.add_limit(Limit {
+                    name: format!("rdma-port {} Gb/s", trim_number(rate.gbit_per_s)),
+                    gbs: gbs_of_gbits(rate.gbit_per_s),
+                });
+            }
         }
-        let pci = format!("{dev}/device");
-        if root.exists(&pci) {
-            let address = root.resolve(&pci).unwrap_or_default();
-            let who = format!("{name} ({})", sysfs::file_name(&address));
-            detect_pcie(root, &pci, &who, PcieRole::Nic, &mut found);
+        found.found.extend(nic.found);
+        found.warnings.extend(nic.warnings);
+        for l in nic.limits {
+            found.add_limit(l);
         }
+    }
+    let counted = &usable[..usable.len().min(rails.ranks_on_node)];
+    if counted.len() > 1 {
+        sum_rails(&mut found, counted, rails);
     }
     for bdf in root.list(PCI_DEVICES) {
         let dev = sysfs::pci_device(&bdf);
@@ -207,6 +260,35 @@ pub fn detect(root: &Root) -> Detection {
         }
     }
     found
+}
+
+/// Replaces the per-port and per-NIC limits with their sum over `counted`.
+fn sum_rails(found: &mut Detection, counted: &[Rail], rails: &Rails) {
+    found
+        .limits
+        .retain(|l| !(l.name.starts_with("rdma-port") || l.name.starts_with("nic-pcie")));
+    let gbs: f64 = counted
+        .iter()
+        .map(|r| {
+            r.pcie_gbs
+                .map_or(gbs_of_gbits(r.gbit), |p| p.min(gbs_of_gbits(r.gbit)))
+        })
+        .sum();
+    let gbits: Vec<String> = counted.iter().map(|r| trim_number(r.gbit)).collect();
+    found.add_limit(Limit {
+        name: format!("rdma-rails {}x ({} Gb/s)", counted.len(), gbits.join("+")),
+        gbs,
+    });
+    let who: Vec<&str> = counted.iter().map(|r| r.who.as_str()).collect();
+    let by = rails
+        .by
+        .as_deref()
+        .map_or(String::new(), |b| format!("; {b}"));
+    found.found.push(format!(
+        "rails counted: {} ({} ranks on this node, one per rail{by})",
+        who.join(" + "),
+        rails.ranks_on_node
+    ));
 }
 
 /// Combines the detections of several nodes: limits deduplicated by name, and
@@ -294,6 +376,46 @@ mod tests {
             .contains(&"mlx5_1 port 1: DOWN, not a limit".to_string()));
         assert!(d.warnings.is_empty(), "{:?}", d.warnings);
         assert!(choose(&[], &d).first().unwrap().gbs == 50.0);
+    }
+
+    #[test]
+    fn rails_in_use_add_up() {
+        let tree = Tree::named("sysfs-two-rails");
+        let rails = |ranks_on_node, named: &dyn Fn(&str, u32) -> bool| {
+            detect_rails(
+                &tree.root(),
+                &Rails {
+                    named,
+                    by: Some("NCCL_IB_HCA names mlx5".into()),
+                    ranks_on_node,
+                },
+            )
+        };
+        // Two ranks, one per rail: both ports count, 2 x 50 GB/s.
+        let two = rails(2, &|_, _| true);
+        assert_eq!(
+            limit_names(&two),
+            ["rdma-rails 2x (400+400 Gb/s)", "gpu-pcie gen5 x16"]
+        );
+        // Each GPU's own PCIe link is still a limit of its own.
+        assert_eq!(
+            binding(&choose(&[], &two)).unwrap().name,
+            "gpu-pcie gen5 x16"
+        );
+        assert_eq!(two.limits[0].gbs, 100.0);
+        assert!(two.found.contains(
+            &"rails counted: mlx5_0:1 + mlx5_1:1 (2 ranks on this node, one per rail; NCCL_IB_HCA names mlx5)"
+                .to_string()
+        ));
+        // One rank, or one port named: one rail, one port's 50 GB/s binds.
+        for one in [rails(1, &|_, _| true), rails(8, &|d, _| d == "mlx5_1")] {
+            assert_eq!(
+                binding(&choose(&[], &one)).unwrap().name,
+                "rdma-port 400 Gb/s"
+            );
+            assert!(!one.found.iter().any(|l| l.starts_with("rails counted")));
+        }
+        assert_eq!(detect(&tree.root()), rails(1, &|_, _| true));
     }
 
     #[test]

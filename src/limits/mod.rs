@@ -18,7 +18,7 @@ pub mod detect;
 pub mod named;
 pub mod pcie;
 
-pub use detect::{detect, merge, pci_device_dir, pcie_state, Detection};
+pub use detect::{detect, detect_rails, merge, pci_device_dir, pcie_state, Detection, Rails};
 pub use named::{NamedLink, NAMED_LINKS};
 pub use pcie::{pcie_gbs, PcieLink, PcieState};
 

@@ -4,7 +4,7 @@
 use super::{apply_limits, limits_in, load_runs, render};
 use crate::cli::parse_one_line;
 use crate::cli::size_arg;
-use crate::job::{self, ExitStatus, Failure, Start};
+use crate::job::{self, ExitStatus, Failure};
 use crate::limits::{parse_limit, Limit};
 use crate::output::check_folder;
 use anyhow::Context;
@@ -15,7 +15,7 @@ use std::process::ExitCode;
 /// Draws, per collective, busbw vs size, p50/p99/p99.9 vs size and the latency
 /// distribution at one size, as PNG and SVG.
 #[derive(Parser, Debug)]
-#[command(name = "plot", version)]
+#[command(name = "plot", version = crate::job::provenance::version_without_mpi())]
 pub struct PlotArgs {
     /// CSV files written by the benchmarks' --csv
     #[arg(required = true, value_name = "CSV")]
@@ -36,7 +36,7 @@ pub struct PlotArgs {
 }
 
 pub fn main() -> ExitCode {
-    job::main(Start::Alone, "plot", |_job, _program| {
+    job::tool_main("plot", || {
         let args: PlotArgs = parse_one_line(std::env::args_os())?;
         // A file that cannot be drawn is bad input, as a bad flag is.
         run(&args).map_err(|e| Failure::Usage(format!("{e:#}")))?;

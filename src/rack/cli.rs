@@ -1,10 +1,12 @@
 //! The `rack_check` binary: doctor, then the spec's tests, then its checks, into
 //! one report directory.
 
-use super::check::CheckKind;
-use super::evaluate::{evaluate, not_run};
+use super::check::{Check, CheckKind};
+use super::evaluate::{evaluate, not_run, CheckResult, Verdict};
 use super::nodes::{node_verdicts, pairs_outcomes, Evidence};
+use super::report::checks_json;
 use super::report::{shell_line, RunReport};
+use super::rounds::{remeasure, Budget};
 use super::runner::run_step;
 use super::spec::Spec;
 use super::steps::{DoctorStep, TestStep};
@@ -13,15 +15,17 @@ use crate::job::{self, ExitStatus, Failure, Start};
 use crate::output::{check_new_folder, create_new_folder, write_whole, Replace};
 use crate::report::run::compact_utc;
 use clap::Parser;
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// Rack acceptance: runs doctor and the spec's tests (through mpirun or srun),
-/// checks every result against the spec's thresholds, and writes a report
-/// directory (summary.md, CSVs, logs, plots). Exits 0 only when everything passed.
+/// judges every threshold on the 95% interval of several rounds, and writes a report
+/// directory (summary.md, report.html, checks.json, CSVs, logs). Exits 0 only when
+/// everything passed, 1 when anything failed, 4 when a check stayed inconclusive.
 #[derive(Parser, Debug)]
-#[command(name = "rack_check", version)]
+#[command(name = "rack_check", version = crate::job::provenance::version())]
 pub struct RackArgs {
     /// The rack spec (TOML): launch layout, doctor flags, tests and checks
     #[arg(long = "spec")]
@@ -34,8 +38,9 @@ pub struct RackArgs {
     pub bin_dir: Option<PathBuf>,
 }
 
-/// Exit status: 0 when everything passed, 1 when anything failed, 2 for a usage
-/// or spec error (and a report directory that cannot be written).
+/// Exit status: 0 when everything passed, 1 when anything failed, 4 when nothing
+/// failed but a check's interval stayed across its threshold, 2 for a usage or
+/// spec error (and a report directory that cannot be written).
 pub fn main() -> ExitCode {
     job::main(Start::Alone, "rack_check", |_job, _program| {
         run().map_err(Failure::Usage)
@@ -113,72 +118,155 @@ fn run() -> Result<ExitStatus, String> {
         step
     });
 
-    let mut tests = Vec::new();
-    for (t, bin) in spec.tests.iter().zip(&test_bins) {
-        let csv = out.join(format!("{}.csv", t.name));
-        let mut flags = t.args.clone();
-        // The binary flags pairs by the spec's thresholds too, so its exit status
-        // and table agree with the check.
-        let pair_check = spec.checks.iter().find_map(|c| match &c.kind {
-            CheckKind::AllPairs(th) if c.test == t.name => Some(th),
-            _ => None,
-        });
-        if let Some(th) = pair_check.filter(|_| !flags.iter().any(|f| f.starts_with("--slow-"))) {
-            flags.extend([
-                "--slow-fraction".into(),
-                shown(th.bw_fraction),
-                "--slow-latency".into(),
-                shown(th.latency_factor),
-            ]);
-        }
+    // Each test's command, all but the file names of a round.
+    let commands: Vec<(Vec<String>, usize)> = spec
+        .tests
+        .iter()
+        .map(|t| {
+            let mut flags = t.args.clone();
+            // The binary flags pairs by the spec's thresholds too, so its exit status
+            // and table agree with the check.
+            let pair_check = spec.checks.iter().find_map(|c| match &c.kind {
+                CheckKind::AllPairs(th) if c.test == t.name => Some(th),
+                _ => None,
+            });
+            if let Some(th) = pair_check.filter(|_| !flags.iter().any(|f| f.starts_with("--slow-")))
+            {
+                flags.extend([
+                    "--slow-fraction".into(),
+                    shown(th.bw_fraction),
+                    "--slow-latency".into(),
+                    shown(th.latency_factor),
+                ]);
+            }
+            (flags, t.nodes.unwrap_or(launch.nodes))
+        })
+        .collect();
+    let run_round = |i: usize, round: usize| -> TestStep {
+        let t = &spec.tests[i];
+        let (flags, nodes) = &commands[i];
+        let stem = TestStep::file_stem(&t.name, round);
+        let csv = out.join(format!("{stem}.csv"));
+        let mut flags = flags.clone();
         flags.push("--csv".into());
         flags.push(csv.display().to_string());
-        let nodes = t.nodes.unwrap_or(launch.nodes);
         let argv = launch.argv(
-            bin,
+            &test_bins[i],
             &flags,
-            nodes,
+            *nodes,
             t.ranks_per_node.unwrap_or(launch.ranks_per_node),
         );
         println!("rack_check: test {}: {}", t.name, shell_line(&argv));
-        let outcome = run_step(&argv, &out.join(format!("{}.log", t.name)), timeout);
+        let outcome = run_step(&argv, &out.join(format!("{stem}.log")), timeout);
         let step = TestStep::read(
             &t.name,
+            round,
             outcome,
             csv,
             t.all_pairs(),
-            launch.named_hosts(nodes),
+            launch.named_hosts(*nodes),
         );
         println!(
             "rack_check: test {}: {} in {:.1} s",
-            t.name,
+            step.title(),
             step.status(),
             step.outcome.seconds
         );
-        tests.push(step);
-    }
-
-    let checks: Vec<_> = spec
-        .checks
+        step
+    };
+    // Rounds interleaved (round 1 of every test, then round 2, ...), so that a
+    // slow spell of the machine touches every test instead of ruining one.
+    let wanted: Vec<usize> = spec
+        .tests
         .iter()
-        .map(|c| {
-            let result = match tests.iter().find(|t| t.name == c.test) {
-                Some(t) if !t.ran() => not_run(c, t),
-                _ => evaluate(c, &out.join(format!("{}.csv", c.test))),
-            };
-            println!(
-                "rack_check: {}: {} {} (threshold {})",
-                result.label,
-                if result.passed { "PASS" } else { "FAIL" },
-                result.measured,
-                result.threshold
-            );
-            for d in result.details.iter().filter(|_| !result.passed) {
-                println!("rack_check:     {d}");
-            }
-            result
+        .map(|t| match spec.judged_on_rounds(&t.name) {
+            true => spec.rounds.count,
+            false => 1,
         })
         .collect();
+    let steps: RefCell<Vec<Vec<TestStep>>> =
+        RefCell::new(spec.tests.iter().map(|_| Vec::new()).collect());
+    for round in 1..=spec.rounds.count {
+        // A test whose round did not finish is not judged: running it again
+        // would only repeat the failure (a hang, once per round).
+        let more = |i: usize| wanted[i] >= round && steps.borrow()[i].iter().all(TestStep::ran);
+        for i in (0..spec.tests.len()).filter(|&i| more(i)) {
+            let step = run_round(i, round);
+            steps.borrow_mut()[i].push(step);
+        }
+    }
+    let judge = |steps: &[Vec<TestStep>]| -> Vec<CheckResult> {
+        spec.checks
+            .iter()
+            .map(|c| {
+                let i = spec
+                    .tests
+                    .iter()
+                    .position(|t| t.name == c.test)
+                    .expect("resolved");
+                judge_check(c, &steps[i], wanted[i])
+            })
+            .collect()
+    };
+    let mut seconds: Vec<Vec<f64>> = steps
+        .borrow()
+        .iter()
+        .map(|s| s.iter().map(|t| t.outcome.seconds).collect())
+        .collect();
+    let budget = Budget {
+        max_rounds: spec.rounds.max,
+        max_seconds: spec.rounds.max_seconds as f64,
+    };
+    let unsettled = remeasure(
+        budget,
+        &mut seconds,
+        || {
+            let results = judge(&steps.borrow());
+            let mut tests: Vec<usize> = Vec::new();
+            for (c, r) in spec.checks.iter().zip(&results) {
+                let i = spec
+                    .tests
+                    .iter()
+                    .position(|t| t.name == c.test)
+                    .expect("resolved");
+                if r.verdict == Verdict::Inconclusive && !tests.contains(&i) {
+                    println!(
+                        "rack_check: {}: INCONCLUSIVE {}: re-measuring",
+                        r.label, r.measured
+                    );
+                    tests.push(i);
+                }
+            }
+            tests
+        },
+        |i| {
+            let round = steps.borrow()[i].len() + 1;
+            let step = run_round(i, round);
+            let took = step.outcome.seconds;
+            steps.borrow_mut()[i].push(step);
+            took
+        },
+    );
+    let steps = steps.into_inner();
+    let checks = judge(&steps);
+    for result in &checks {
+        println!(
+            "rack_check: {}: {} {} (threshold {})",
+            result.label,
+            result.verdict.name(),
+            result.measured,
+            result.threshold
+        );
+        for d in result.details.iter().filter(|_| !result.passed()) {
+            println!("rack_check:     {d}");
+        }
+    }
+    if let Some(why) =
+        unsettled.filter(|_| checks.iter().any(|c| c.verdict == Verdict::Inconclusive))
+    {
+        println!("rack_check: re-measuring stopped: {why}");
+    }
+    let tests: Vec<TestStep> = steps.into_iter().flatten().collect();
     let pairs = pairs_outcomes(&spec.checks, &out);
     let nodes = node_verdicts(&Evidence {
         hosts: &launch.hosts,
@@ -222,11 +310,24 @@ fn run() -> Result<ExitStatus, String> {
         report.headline(),
         summary.display()
     );
-    Ok(if report.passed() {
-        ExitStatus::Ok
-    } else {
-        ExitStatus::Failed
+    let json = checks_json(&report.checks);
+    write_report_file(&out.join("checks.json"), json.as_bytes())?;
+    Ok(match report.verdict() {
+        Verdict::Pass => ExitStatus::Ok,
+        Verdict::Fail => ExitStatus::Failed,
+        Verdict::Inconclusive => ExitStatus::Inconclusive,
     })
+}
+
+/// A check judged on a test's rounds: a round that did not finish with its
+/// results is never judged (the check fails naming it); otherwise every
+/// round's CSV counts, the re-measures being those past `first` rounds.
+fn judge_check(check: &Check, rounds: &[TestStep], first: usize) -> CheckResult {
+    if let Some(t) = rounds.iter().find(|t| !t.ran()) {
+        return not_run(check, t);
+    }
+    let csvs: Vec<PathBuf> = rounds.iter().map(|t| t.csv.clone()).collect();
+    evaluate(check, &csvs, rounds.len().saturating_sub(first))
 }
 
 /// A file of the report, written whole into the new report folder.

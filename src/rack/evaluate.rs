@@ -3,36 +3,16 @@
 //! it measured, the threshold, and which nodes or pairs failed.
 
 use super::check::{Check, CheckKind, Threshold};
+pub use super::check_result::{CheckResult, Rounds, Verdict};
 use super::steps::{file_name, TestStep};
 use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
 use crate::cli::shown;
 use crate::report::csv::read_rows;
 use crate::report::{Placement, Row};
 use crate::sizes::human_bytes;
+use crate::stats::interval::{Estimate, Side, MIN_SAMPLES};
 use crate::sysfs::counters::Class;
-use std::path::Path;
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct CheckResult {
-    pub label: String,
-    pub measured: String,
-    pub threshold: String,
-    pub passed: bool,
-    /// Why it failed, naming nodes, ranks or pairs; notes on a pass.
-    pub details: Vec<String>,
-}
-
-impl CheckResult {
-    fn failed(check: &Check, threshold: String, why: String) -> CheckResult {
-        CheckResult {
-            label: check.label.clone(),
-            measured: "-".into(),
-            threshold,
-            passed: false,
-            details: vec![why],
-        }
-    }
-}
+use std::path::PathBuf;
 
 fn describe(min: &Option<Threshold>, max: &Option<Threshold>) -> String {
     let mut parts = Vec::new();
@@ -69,8 +49,11 @@ pub fn not_run(check: &Check, test: &TestStep) -> CheckResult {
     )
 }
 
-/// Evaluates one check from the CSV its test wrote.
-pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
+/// Evaluates one check from the CSVs its test wrote, one per round (the
+/// first round's first). Row checks are judged on all rounds; counters and
+/// all-pairs checks on the first round's CSV.
+/// `remeasured`: how many of the rounds were re-measures.
+pub fn evaluate(check: &Check, csvs: &[PathBuf], remeasured: usize) -> CheckResult {
     let no_results = |e: anyhow::Error| {
         CheckResult::failed(
             check,
@@ -78,20 +61,27 @@ pub fn evaluate(check: &Check, csv: &Path) -> CheckResult {
             format!("no results to check: {e:#}"),
         )
     };
+    let Some(first) = csvs.first() else {
+        return CheckResult::failed(check, threshold_text(check), "no round ran".into());
+    };
     match &check.kind {
-        CheckKind::Row { .. } => match read_rows(csv) {
-            Ok(rows) => evaluate_rows(check, &rows),
+        CheckKind::Row { .. } => match csvs
+            .iter()
+            .map(|c| read_rows(c))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(rounds) => evaluate_rows(check, &rounds, remeasured),
             Err(e) => no_results(e),
         },
         // An all-pairs test writes its matrices, with the counters of each pair's round.
-        CheckKind::Counters { max, .. } => match read_rows(csv) {
+        CheckKind::Counters { max, .. } => match read_rows(first) {
             Ok(rows) => evaluate_counters(check, &rows),
-            Err(e) => match read_pairs(csv) {
+            Err(e) => match read_pairs(first) {
                 Ok(results) => evaluate_pair_counters(check, max, &results),
                 Err(_) => no_results(e),
             },
         },
-        CheckKind::AllPairs(t) => match read_pairs(csv) {
+        CheckKind::AllPairs(t) => match read_pairs(first) {
             Ok(results) => evaluate_pairs(check, t, &results),
             Err(e) => no_results(e),
         },
@@ -113,18 +103,28 @@ fn rows_at(rows: &[Row], size: u64, placement: Placement) -> Vec<&Row> {
         .collect()
 }
 
-pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
+/// One round of a row check: its figure (the worst of the rows at the size:
+/// several datatypes, ops or -N cycles may match), or what makes it no
+/// measurement at all.
+struct RoundFigure {
+    low: f64,
+    high: f64,
+    rows: usize,
+    /// "slowest rank 3 of 4 on a, b" of the worst row, for each side.
+    slowest_low: String,
+    slowest_high: String,
+}
+
+fn round_figure(check: &Check, rows: &[Row]) -> Result<RoundFigure, Vec<String>> {
     let CheckKind::Row {
         metric,
         size,
         placement,
-        min,
-        max,
+        ..
     } = &check.kind
     else {
-        unreachable!("evaluate_rows is called for row checks")
+        unreachable!("round_figure is called for row checks")
     };
-    let threshold = describe(min, max);
     let at = rows_at(rows, *size, *placement);
     if at.is_empty() {
         let sizes: Vec<String> = rows
@@ -132,94 +132,194 @@ pub fn evaluate_rows(check: &Check, rows: &[Row]) -> CheckResult {
             .filter(|r| r.placement == placement.name())
             .map(|r| human_bytes(r.size_bytes))
             .collect();
-        return CheckResult::failed(
-            check,
-            threshold,
-            format!(
-                "no {} row at {} (measured: {})",
-                placement.name(),
-                human_bytes(*size),
-                if sizes.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    sizes.join(", ")
-                }
-            ),
-        );
+        return Err(vec![format!(
+            "no {} row at {} (measured: {})",
+            placement.name(),
+            human_bytes(*size),
+            if sizes.is_empty() {
+                "nothing".to_string()
+            } else {
+                sizes.join(", ")
+            }
+        )]);
     }
     let values: Vec<f64> = at.iter().map(|r| metric.value(r)).collect();
-    // The worst row decides (several datatypes, ops or -N cycles may match); a
-    // value that is not a number (NaN, inf) is no measurement and is the worst.
-    let unmeasured = values.iter().copied().find(|v| !v.is_finite());
-    let measured = || values.iter().copied().filter(|v| v.is_finite());
-    let low = unmeasured.unwrap_or_else(|| measured().fold(f64::INFINITY, f64::min));
-    let high = unmeasured.unwrap_or_else(|| measured().fold(f64::NEG_INFINITY, f64::max));
-    let mut details = Vec::new();
-    let mut passed = true;
-    if let Some(v) = unmeasured {
-        passed = false;
-        details.push(format!(
-            "{} is {v} in {} of {} rows: not a measurement",
+    let slowest = |pick: &dyn Fn(f64, f64) -> bool| {
+        let worst = at
+            .iter()
+            .copied()
+            .reduce(|w, r| match pick(metric.value(r), metric.value(w)) {
+                true => r,
+                false => w,
+            })
+            .expect("rows at the size");
+        format!(
+            "slowest rank {} of {} on {}",
+            worst.slowest_rank,
+            worst.nranks,
+            worst.hosts.replace(';', ", ")
+        )
+    };
+    let mut problems = Vec::new();
+    // A value that is not a number (NaN, inf) is no measurement.
+    let unmeasured = values.iter().filter(|v| !v.is_finite()).count();
+    if unmeasured > 0 {
+        let bad = values.iter().find(|v| !v.is_finite()).expect("counted");
+        problems.push(format!(
+            "{} is {bad} in {unmeasured} of {} rows: not a measurement",
             metric.name(),
-            values.iter().filter(|v| !v.is_finite()).count(),
             values.len()
         ));
-    }
-    if let Some(t) = min.as_ref().filter(|t| low.is_finite() && low < t.value) {
-        passed = false;
-        details.push(format!(
-            "{} {low:.3} {} is below {:.3}",
-            metric.name(),
-            metric.unit(),
-            t.value
-        ));
-    }
-    if let Some(t) = max.as_ref().filter(|t| high.is_finite() && high > t.value) {
-        passed = false;
-        details.push(format!(
-            "{} {high:.3} {} is above {:.3}",
-            metric.name(),
-            metric.unit(),
-            t.value
-        ));
+        problems.push(slowest(&|v, _| !v.is_finite()));
     }
     let wrong: u64 = at.iter().filter_map(|r| r.wrong).sum();
     if wrong > 0 {
-        passed = false;
-        details.push(format!("{wrong} wrong elements: the data is corrupted"));
+        problems.push(format!("{wrong} wrong elements: the data is corrupted"));
     }
-    if !passed {
-        let worst = if min.is_some() { low } else { high };
-        let is_worst = |v: f64| v == worst || (v.is_nan() && worst.is_nan());
-        if let Some(r) = at.iter().find(|r| is_worst(metric.value(r))) {
-            details.push(format!(
-                "slowest rank {} of {} on {}",
-                r.slowest_rank,
-                r.nranks,
-                r.hosts.replace(';', ", ")
-            ));
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(RoundFigure {
+        low: values.iter().copied().fold(f64::INFINITY, f64::min),
+        high: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        rows: values.len(),
+        slowest_low: slowest(&|v, w| v < w),
+        slowest_high: slowest(&|v, w| v > w),
+    })
+}
+
+/// A row check over rounds (one set of rows per round): each round's worst
+/// row is a sample; PASS when the 95% interval of their median is wholly on
+/// the right side of every threshold, FAIL when wholly on the wrong side of
+/// one, INCONCLUSIVE when it lies across one or there are too few rounds to
+/// estimate the noise. A round with wrong data or no measurement fails it.
+pub fn evaluate_rows(check: &Check, rounds: &[Vec<Row>], remeasured: usize) -> CheckResult {
+    let CheckKind::Row {
+        metric, min, max, ..
+    } = &check.kind
+    else {
+        unreachable!("evaluate_rows is called for row checks")
+    };
+    let threshold = describe(min, max);
+    let mut figures = Vec::new();
+    for (i, rows) in rounds.iter().enumerate() {
+        match round_figure(check, rows) {
+            Ok(f) => figures.push(f),
+            Err(problems) => {
+                let mut r = CheckResult::failed(check, threshold, String::new());
+                r.details = problems
+                    .into_iter()
+                    .map(|p| match rounds.len() {
+                        1 => p,
+                        _ => format!("round {}: {p}", i + 1),
+                    })
+                    .collect();
+                return r;
+            }
         }
     }
-    let shown = if values.len() == 1 || min.is_some() {
-        low
-    } else {
-        high
+    // Each side judged on its own figures: the lowest row against a minimum,
+    // the highest against a maximum.
+    let sides = [
+        min.as_ref().map(|t| {
+            let lows: Vec<f64> = figures.iter().map(|f| f.low).collect();
+            (Estimate::median_of(&lows), t, Side::Below, "below")
+        }),
+        max.as_ref().map(|t| {
+            let highs: Vec<f64> = figures.iter().map(|f| f.high).collect();
+            (Estimate::median_of(&highs), t, Side::Above, "above")
+        }),
+    ];
+    let judged: Vec<(Verdict, Estimate, &Threshold, &str)> = sides
+        .into_iter()
+        .flatten()
+        .map(|(e, t, wrong, word)| {
+            let side = match wrong {
+                Side::Below => e.against(t.value, f64::INFINITY),
+                _ => e.against(f64::NEG_INFINITY, t.value),
+            };
+            let verdict = match side {
+                _ if e.interval.is_none() => Verdict::Inconclusive,
+                Side::Inside => Verdict::Pass,
+                Side::Straddles => Verdict::Inconclusive,
+                _ => Verdict::Fail,
+            };
+            (verdict, e, t, word)
+        })
+        .collect();
+    // The deciding side: a failing one, else an inconclusive one, else the first.
+    let (verdict, estimate, edge, word) = judged
+        .iter()
+        .find(|j| j.0 == Verdict::Fail)
+        .or_else(|| judged.iter().find(|j| j.0 == Verdict::Inconclusive))
+        .or(judged.first())
+        .copied()
+        .expect("a row check has min or max");
+    let rounds = Rounds {
+        estimate,
+        unit: metric.unit(),
+        edge: edge.value,
+        remeasured,
+    };
+    let mut details = Vec::new();
+    match verdict {
+        Verdict::Pass => {}
+        Verdict::Fail => {
+            details.push(format!(
+                "{} {}: wholly {word} {}",
+                metric.name(),
+                rounds.text(),
+                shown(edge.value)
+            ));
+            // The round whose figure is the median's (or nearest it) names the rank.
+            let nearest = figures
+                .iter()
+                .min_by(|a, b| {
+                    let v = |f: &RoundFigure| if word == "below" { f.low } else { f.high };
+                    (v(a) - estimate.value)
+                        .abs()
+                        .total_cmp(&(v(b) - estimate.value).abs())
+                })
+                .expect("rounds");
+            details.push(match word {
+                "below" => nearest.slowest_low.clone(),
+                _ => nearest.slowest_high.clone(),
+            });
+        }
+        Verdict::Inconclusive => details.push(inconclusive_note(&rounds, metric.name())),
+    }
+    let worst_of = match figures.iter().map(|f| f.rows).max() {
+        Some(n) if n > 1 => format!(" (worst of {n} rows each round)"),
+        _ => String::new(),
     };
     CheckResult {
         label: check.label.clone(),
-        measured: format!(
-            "{shown:.3} {}{}",
-            metric.unit(),
-            if values.len() > 1 {
-                format!(" (worst of {} rows)", values.len())
-            } else {
-                String::new()
-            }
-        ),
+        measured: format!("{}{worst_of}", rounds.text()),
         threshold,
-        passed,
+        verdict,
         details,
+        rounds: Some(rounds),
     }
+}
+
+/// Why a figure could not be judged, and what would tell.
+fn inconclusive_note(r: &Rounds, metric: &str) -> String {
+    if r.estimate.interval.is_none() {
+        return format!(
+            "{metric}: {} rounds are too few to estimate the noise (at least {MIN_SAMPLES}); \
+             give [rounds] count = {MIN_SAMPLES} or more",
+            r.estimate.rounds
+        );
+    }
+    let more = match r.to_resolve() {
+        Some(n) => format!("about {n} rounds would resolve it"),
+        None => "the median is on the threshold: no number of rounds resolves it".into(),
+    };
+    format!(
+        "{metric} {}: the interval lies across {}; {more}",
+        r.text(),
+        shown(r.edge)
+    )
 }
 
 fn counters_threshold(max: &[(Class, u64)]) -> String {
@@ -318,8 +418,9 @@ pub fn evaluate_counters(check: &Check, rows: &[Row]) -> CheckResult {
         label: check.label.clone(),
         measured: format!("{} over {} sizes", measured.join(", "), sizes.len()),
         threshold,
-        passed,
+        verdict: Verdict::of(passed),
         details,
+        rounds: None,
     }
 }
 
@@ -380,8 +481,9 @@ pub fn evaluate_pair_counters(
         label: check.label.clone(),
         measured: format!("{} over {pairs} pairs", measured.join(", ")),
         threshold,
-        passed,
+        verdict: Verdict::of(passed),
         details,
+        rounds: None,
     }
 }
 
@@ -424,8 +526,9 @@ pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> C
             verdict.latency(human_bytes)
         ),
         threshold: pairs_threshold(t),
-        passed: verdict.passed() && unmeasured == 0,
+        verdict: Verdict::of(verdict.passed() && unmeasured == 0),
         details,
+        rounds: None,
     }
 }
 
@@ -446,6 +549,11 @@ mod tests {
             slowest_rank: 3,
             ..Row::default()
         }
+    }
+
+    /// Three rounds of the same rows: a point interval at the figure.
+    fn thrice(check: &Check, rows: &[Row]) -> CheckResult {
+        evaluate_rows(check, &[rows.to_vec(), rows.to_vec(), rows.to_vec()], 0)
     }
 
     fn checks() -> Vec<Check> {
@@ -480,25 +588,29 @@ max = 10
             row(8, "in-place", 0.0, 40.0),
             row(1 << 20, "out-of-place", 41.0, 30.0),
         ];
-        let r = evaluate_rows(&c[0], &rows);
-        assert!(r.passed, "{r:?}");
-        assert_eq!(r.measured, "41.000 GB/s");
+        let r = thrice(&c[0], &rows);
+        assert!(r.passed(), "{r:?}");
+        assert_eq!(
+            r.measured,
+            "41.000 GB/s, 95% interval 41.000 to 41.000, 3 rounds"
+        );
         assert!(r.threshold.starts_with(">= 40.000 GB/s (80% of ib-ndr"));
         // In-place at 8 B is slow, but the check reads out-of-place.
-        assert!(evaluate_rows(&c[1], &rows).passed);
+        assert!(thrice(&c[1], &rows).passed());
         let slow = vec![row(1 << 20, "out-of-place", 39.9, 30.0)];
-        let r = evaluate_rows(&c[0], &slow);
-        assert!(!r.passed);
+        let r = thrice(&c[0], &slow);
+        assert!(!r.passed());
         assert_eq!(
             r.details,
             vec![
-                "busbw 39.900 GB/s is below 40.000".to_string(),
+                "busbw 39.900 GB/s, 95% interval 39.900 to 39.900, 3 rounds: wholly below 40"
+                    .to_string(),
                 "slowest rank 3 of 4 on a, b".to_string()
             ]
         );
-        let r = evaluate_rows(&c[1], &[row(8, "out-of-place", 0.0, 10.5)]);
-        assert!(!r.passed);
-        assert_eq!(r.details[0], "time 10.500 us is above 10.000");
+        let r = thrice(&c[1], &[row(8, "out-of-place", 0.0, 10.5)]);
+        assert!(!r.passed());
+        assert!(r.details[0].ends_with("3 rounds: wholly above 10"), "{r:?}");
     }
 
     #[test]
@@ -508,26 +620,33 @@ max = 10
             row(1 << 20, "out-of-place", 45.0, 1.0),
             row(1 << 20, "out-of-place", 30.0, 1.0),
         ];
-        let r = evaluate_rows(&c[0], &rows);
-        assert!(!r.passed);
-        assert_eq!(r.measured, "30.000 GB/s (worst of 2 rows)");
+        let r = thrice(&c[0], &rows);
+        assert!(!r.passed());
+        assert!(
+            r.measured
+                .ends_with("3 rounds (worst of 2 rows each round)"),
+            "{r:?}"
+        );
         rows[1].busbw_gbs = 45.0;
         rows[1].wrong = Some(7);
-        let r = evaluate_rows(&c[0], &rows);
-        assert!(!r.passed);
-        assert_eq!(r.details[0], "7 wrong elements: the data is corrupted");
+        let r = thrice(&c[0], &rows);
+        assert!(!r.passed());
+        assert_eq!(
+            r.details[0],
+            "round 1: 7 wrong elements: the data is corrupted"
+        );
     }
 
     #[test]
     fn missing_sizes_fail_with_what_was_measured() {
         let c = checks();
         // 3 ranks round 1 MiB down to 1048560 B: still the 1 MiB row.
-        assert!(evaluate_rows(&c[0], &[row(1048560, "out-of-place", 45.0, 1.0)]).passed);
-        let r = evaluate_rows(&c[0], &[row(512 << 10, "out-of-place", 45.0, 1.0)]);
-        assert!(!r.passed);
+        assert!(thrice(&c[0], &[row(1048560, "out-of-place", 45.0, 1.0)]).passed());
+        let r = thrice(&c[0], &[row(512 << 10, "out-of-place", 45.0, 1.0)]);
+        assert!(!r.passed());
         assert_eq!(
             r.details,
-            vec!["no out-of-place row at 1 MiB (measured: 512 KiB)".to_string()]
+            vec!["round 1: no out-of-place row at 1 MiB (measured: 512 KiB)".to_string()]
         );
     }
 
@@ -541,21 +660,78 @@ max = 10
                 row(1 << 20, "out-of-place", 45.0, 1.0),
                 row(1 << 20, "out-of-place", bad, 1.0),
             ];
-            let r = evaluate_rows(&c[0], &rows);
-            assert!(!r.passed, "{bad}: {r:?}");
-            assert_eq!(r.measured, format!("{bad:.3} GB/s (worst of 2 rows)"));
+            let r = thrice(&c[0], &rows);
+            assert!(!r.passed(), "{bad}: {r:?}");
+            assert_eq!(r.measured, "-");
             assert_eq!(
                 r.details[0],
-                format!("busbw is {bad} in 1 of 2 rows: not a measurement")
+                format!("round 1: busbw is {bad} in 1 of 2 rows: not a measurement")
             );
-            assert_eq!(r.details[1], "slowest rank 3 of 4 on a, b");
-            let r = evaluate_rows(&c[1], &[row(8, "out-of-place", 1.0, bad)]);
-            assert!(!r.passed, "{bad}: {r:?}");
+            assert_eq!(r.details[1], "round 1: slowest rank 3 of 4 on a, b");
+            let r = thrice(&c[1], &[row(8, "out-of-place", 1.0, bad)]);
+            assert!(!r.passed(), "{bad}: {r:?}");
             assert_eq!(
                 r.details[0],
-                format!("time is {bad} in 1 of 1 rows: not a measurement")
+                format!("round 1: time is {bad} in 1 of 1 rows: not a measurement")
             );
         }
+    }
+
+    /// Rounds with the busbw figures `busbw`, against the 40 GB/s minimum.
+    fn judged(busbw: &[f64]) -> CheckResult {
+        let rounds: Vec<Vec<Row>> = busbw
+            .iter()
+            .map(|&b| vec![row(1 << 20, "out-of-place", b, 1.0)])
+            .collect();
+        evaluate_rows(&checks()[0], &rounds, 2)
+    }
+
+    #[test]
+    fn the_interval_decides_pass_fail_or_inconclusive() {
+        // Wholly above the 40 GB/s minimum, wholly below it, across it.
+        let pass = judged(&[44.0, 45.0, 46.0, 45.5, 44.5]);
+        assert_eq!(pass.verdict, Verdict::Pass, "{pass:?}");
+        let fail = judged(&[20.0, 21.0, 19.0, 20.5, 19.5]);
+        assert_eq!(fail.verdict, Verdict::Fail, "{fail:?}");
+        assert!(fail.details[0].contains("wholly below 40"), "{fail:?}");
+        let open = judged(&[36.0, 44.0, 39.0, 42.0, 41.0]);
+        assert_eq!(open.verdict, Verdict::Inconclusive, "{open:?}");
+        let r = open.rounds.as_ref().unwrap();
+        let i = r.estimate.interval.unwrap();
+        assert!(i.lo < 40.0 && 40.0 < i.hi, "{r:?}");
+        assert_eq!((r.estimate.rounds, r.remeasured), (5, 2));
+        assert!(
+            open.measured.ends_with(", 5 rounds (2 re-measured)"),
+            "{open:?}"
+        );
+        let n = r.to_resolve().unwrap();
+        assert!(n > 5, "{n}");
+        assert!(
+            open.details[0].ends_with(&format!(
+                "the interval lies across 40; about {n} rounds would resolve it"
+            )),
+            "{open:?}"
+        );
+        // A single low round among high ones does not fail the check.
+        assert_eq!(
+            judged(&[45.0, 46.0, 10.0, 45.5, 44.5, 46.5, 45.2]).verdict,
+            Verdict::Pass
+        );
+    }
+
+    #[test]
+    fn too_few_rounds_are_inconclusive_whatever_the_figures() {
+        for figures in [&[45.0][..], &[45.0, 46.0], &[10.0, 11.0]] {
+            let r = judged(figures);
+            assert_eq!(r.verdict, Verdict::Inconclusive, "{r:?}");
+            assert!(
+                r.details[0].contains("too few to estimate the noise"),
+                "{r:?}"
+            );
+        }
+        // ...unless one round is no measurement: that fails.
+        let r = judged(&[45.0, f64::NAN]);
+        assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
     }
 
     /// The all-pairs judging compares with a median: a matrix of NaN has a NaN
@@ -580,7 +756,7 @@ max = 10
             counters: Vec::new(),
         };
         let r = evaluate_pairs(&check, &Thresholds::default(), &results);
-        assert!(!r.passed, "{r:?}");
+        assert!(!r.passed(), "{r:?}");
         assert_eq!(
             r.details[0],
             "1 pair figures are NaN or inf: not a measurement"
@@ -622,7 +798,7 @@ max = 10
             counter_row(1 << 20, "in-place", Some(0)),
         ];
         let r = evaluate_counters(&clean, &rows);
-        assert!(r.passed, "{r:?}");
+        assert!(r.passed(), "{r:?}");
         assert_eq!(r.measured, "errors 0, retransmits 0 over 2 sizes");
         // 12 retransmits during 1 MiB: on both its rows, counted once.
         let lossy = vec![
@@ -632,7 +808,7 @@ max = 10
             counter_row(1 << 20, "in-place", Some(12)),
         ];
         let r = evaluate_counters(&clean, &lossy);
-        assert!(!r.passed);
+        assert!(!r.passed());
         assert_eq!(r.measured, "errors 0, retransmits 12 over 2 sizes");
         assert_eq!(r.details.len(), 1, "{r:?}");
         assert!(
@@ -643,14 +819,14 @@ max = 10
         );
         // At one size, and a limit above what moved.
         let at_8 = counter_check("max_retransmits = 0\nsize = \"8\"");
-        assert!(evaluate_counters(&at_8, &lossy).passed);
-        assert!(evaluate_counters(&counter_check("max_congestion = 6"), &lossy).passed);
-        assert!(!evaluate_counters(&counter_check("max_congestion = 5"), &lossy).passed);
+        assert!(evaluate_counters(&at_8, &lossy).passed());
+        assert!(evaluate_counters(&counter_check("max_congestion = 6"), &lossy).passed());
+        assert!(!evaluate_counters(&counter_check("max_congestion = 5"), &lossy).passed());
         // A CSV without counter columns is never a pass.
         let old = vec![counter_row(8, "out-of-place", None)];
         let r = evaluate_counters(&clean, &old);
         assert!(
-            !r.passed && r.details[0].contains("the run read no fabric counters"),
+            !r.passed() && r.details[0].contains("the run read no fabric counters"),
             "{r:?}"
         );
     }
@@ -688,7 +864,7 @@ max = 10
             unreachable!()
         };
         let r = evaluate_pair_counters(&pair_check(), &max, &results);
-        assert!(!r.passed);
+        assert!(!r.passed());
         assert_eq!(r.measured, "retransmits 7, errors 0 over 3 pairs");
         assert_eq!(r.details.len(), 1, "{:?}", r.details);
         assert!(
@@ -704,7 +880,7 @@ max = 10
             ..results
         };
         let r = evaluate_pair_counters(&pair_check(), &max, &bare);
-        assert!(!r.passed && r.measured == "retransmits not read, errors not read over 0 pairs");
+        assert!(!r.passed() && r.measured == "retransmits not read, errors not read over 0 pairs");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! link limit, drawn as inline SVG.
 
 use super::check::{Check, CheckKind, RowMetric};
+use super::evaluate::Verdict;
 use super::nodes::{NodeVerdict, PairsOutcome};
 use super::report::{shell_line, RunReport};
 use crate::allpairs::gbs;
@@ -33,14 +34,14 @@ fn esc(text: &str) -> String {
 const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}\
 h1{font-size:24px}h2{font-size:19px;margin-top:28px;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #bbb;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}\
-th{background:#eee}.pass{background:#d9f2d9;font-weight:bold}.fail{background:#f8d0d0;font-weight:bold}\
+th{background:#eee}.pass{background:#d9f2d9;font-weight:bold}.fail{background:#f8d0d0;font-weight:bold}.open{background:#f8ecc0;font-weight:bold}\
 .verdict{font-size:20px;padding:8px 12px;display:inline-block}.fix{color:#444}code{font-size:12px}";
 
-fn verdict_cell(passed: bool) -> &'static str {
-    if passed {
-        "<td class=\"pass\">PASS</td>"
-    } else {
-        "<td class=\"fail\">FAIL</td>"
+fn verdict_cell(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "<td class=\"pass\">PASS</td>",
+        Verdict::Fail => "<td class=\"fail\">FAIL</td>",
+        Verdict::Inconclusive => "<td class=\"open\">INCONCLUSIVE</td>",
     }
 }
 
@@ -61,7 +62,11 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
     let _ = writeln!(
         h,
         "<p class=\"verdict {}\">{}</p>",
-        if report.passed() { "pass" } else { "fail" },
+        match report.verdict() {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Inconclusive => "open",
+        },
         esc(&report.headline())
     );
     let _ = writeln!(
@@ -83,8 +88,9 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
         let _ = writeln!(h, "<h2>{}: pair heatmap</h2>", esc(&p.label));
         heatmap(&mut h, p);
     }
+    // The first round's curve: the checks' intervals are in the table above.
     for t in &report.tests {
-        if t.all_pairs {
+        if t.all_pairs || t.round > 1 {
             continue;
         }
         let Ok(rows) = read_rows(&t.csv) else {
@@ -97,12 +103,12 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
     let steps = report
         .doctor
         .iter()
-        .map(|d| ("doctor", &d.outcome, d.status()))
+        .map(|d| ("doctor".to_string(), &d.outcome, d.status()))
         .chain(
             report
                 .tests
                 .iter()
-                .map(|t| (t.name.as_str(), &t.outcome, t.status())),
+                .map(|t| (t.title(), &t.outcome, t.status())),
         );
     for (name, o, status) in steps {
         let log = o
@@ -112,7 +118,7 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
         let _ = writeln!(
             h,
             "<tr><td>{0}</td><td><code>{1}</code></td><td>{3}</td><td><a href=\"{2}\">{2}</a></td></tr>",
-            esc(name),
+            esc(&name),
             esc(&shell_line(&o.argv)),
             esc(&log),
             esc(&status)
@@ -131,7 +137,8 @@ fn nodes_table(h: &mut String, nodes: &[NodeVerdict]) {
             h,
             "<tr><td rowspan=\"{span}\">{}</td>{}",
             esc(&n.node),
-            verdict_cell(n.passed()).replace("<td", &format!("<td rowspan=\"{span}\""))
+            verdict_cell(Verdict::of(n.passed()))
+                .replace("<td", &format!("<td rowspan=\"{span}\""))
         );
         if shown.is_empty() {
             h.push_str("<td>nothing found</td><td></td></tr>\n");
@@ -155,7 +162,7 @@ fn nodes_table(h: &mut String, nodes: &[NodeVerdict]) {
 fn checks_table(h: &mut String, report: &RunReport) {
     h.push_str("<h2>Checks</h2>\n<table><tr><th>check</th><th>measured</th><th>threshold</th><th>result</th></tr>\n");
     for r in report.verdict_rows() {
-        let details = if r.passed || r.details.is_empty() {
+        let details = if r.verdict == Verdict::Pass || r.details.is_empty() {
             String::new()
         } else {
             format!(
@@ -169,7 +176,7 @@ fn checks_table(h: &mut String, report: &RunReport) {
             esc(&r.what),
             esc(&r.measured),
             esc(&r.threshold),
-            verdict_cell(r.passed)
+            verdict_cell(r.verdict)
         );
     }
     h.push_str("</table>\n");

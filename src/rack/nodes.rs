@@ -225,7 +225,7 @@ fn not_finished(nodes: &mut NodeList, t: &TestStep) {
     for node in on {
         let what = format!(
             "test {} did not finish with its results ({}; see {log}): not judged on this node{}",
-            t.name,
+            t.title(),
             t.status(),
             log_says(&t.outcome.log, &node)
         );
@@ -469,6 +469,7 @@ mod tests {
         let d = doctor(255, &[], Vec::new(), log.clone());
         let test = TestStep {
             name: "ar".into(),
+            round: 1,
             outcome: outcome(255, dir.join("ar.log")),
             csv: dir.join("ar.csv"),
             all_pairs: false,

@@ -2,7 +2,7 @@
 //! one row per check, the failing nodes and pairs, and links to every CSV, log
 //! and plot beside it.
 
-use super::evaluate::CheckResult;
+use super::evaluate::{CheckResult, Verdict};
 use super::markdown::{code, text};
 use super::nodes::NodeVerdict;
 use super::steps::{file_name, DoctorStep, TestStep};
@@ -16,7 +16,7 @@ pub struct VerdictRow {
     pub what: String,
     pub measured: String,
     pub threshold: String,
-    pub passed: bool,
+    pub verdict: Verdict,
     /// Why a check failed (nodes, pairs), or notes.
     pub details: Vec<String>,
 }
@@ -53,12 +53,53 @@ pub fn shell_line(argv: &[String]) -> String {
         .join(" ")
 }
 
-fn verdict(passed: bool) -> &'static str {
-    if passed {
-        "PASS"
-    } else {
-        "**FAIL**"
+fn verdict_cell(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "PASS",
+        Verdict::Fail => "**FAIL**",
+        Verdict::Inconclusive => "*INCONCLUSIVE*",
     }
+}
+
+fn verdict(passed: bool) -> &'static str {
+    verdict_cell(Verdict::of(passed))
+}
+
+/// checks.json: each check's verdict and, for a check judged on rounds, its
+/// median, 95% interval, rounds, re-measures and the rounds that would resolve it.
+pub fn checks_json(checks: &[CheckResult]) -> String {
+    let list: Vec<serde_json::Value> = checks
+        .iter()
+        .map(|c| {
+            let rounds = c.rounds.as_ref().map(|r| {
+                serde_json::json!({
+                    "median": r.estimate.value,
+                    "interval_lo": r.estimate.interval.map(|i| i.lo),
+                    "interval_hi": r.estimate.interval.map(|i| i.hi),
+                    "unit": r.unit,
+                    "rounds": r.estimate.rounds,
+                    "remeasured": r.remeasured,
+                    "threshold": r.edge,
+                    "rounds_to_resolve": match c.verdict {
+                        Verdict::Inconclusive => r.to_resolve(),
+                        _ => None,
+                    },
+                })
+            });
+            serde_json::json!({
+                "check": c.label,
+                "verdict": c.verdict,
+                "measured": c.measured,
+                "threshold": c.threshold,
+                "details": c.details,
+                "rounds": rounds,
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({ "checks": list }))
+        .expect("JSON of plain values");
+    text.push('\n');
+    text
 }
 
 impl RunReport {
@@ -68,11 +109,23 @@ impl RunReport {
     }
 
     pub fn failed_checks(&self) -> usize {
-        self.checks.iter().filter(|c| !c.passed).count()
+        self.count(Verdict::Fail)
     }
 
-    pub fn passed(&self) -> bool {
-        self.failed_steps() == 0 && self.failed_checks() == 0
+    fn count(&self, v: Verdict) -> usize {
+        self.checks.iter().filter(|c| c.verdict == v).count()
+    }
+
+    /// FAIL when a step or check failed; else INCONCLUSIVE when a check could
+    /// not tell; else PASS.
+    pub fn verdict(&self) -> Verdict {
+        if self.failed_steps() + self.failed_checks() > 0 {
+            Verdict::Fail
+        } else if self.count(Verdict::Inconclusive) > 0 {
+            Verdict::Inconclusive
+        } else {
+            Verdict::Pass
+        }
     }
 
     /// The verdict line, also printed by rack_check.
@@ -82,6 +135,11 @@ impl RunReport {
         if failed == 0 && self.checks.is_empty() {
             // What passed is that every step ran: say that no figure was judged.
             format!("PASS: {total} of {total} steps passed; no [[check]]: no figure was judged")
+        } else if failed == 0 && self.verdict() == Verdict::Inconclusive {
+            format!(
+                "INCONCLUSIVE: {} of {total} checks could not tell (their interval lies across the threshold); nothing failed",
+                self.count(Verdict::Inconclusive)
+            )
         } else if failed == 0 {
             format!("PASS: {total} of {total} steps and checks passed")
         } else {
@@ -104,16 +162,16 @@ impl RunReport {
                     Some(_) => "no findings read".into(),
                 },
                 threshold: "no error".into(),
-                passed: d.passed(),
+                verdict: Verdict::of(d.passed()),
                 details: Vec::new(),
             });
         }
         for t in &self.tests {
             rows.push(VerdictRow {
-                what: format!("test {} ran", t.name),
+                what: format!("test {} ran", t.title()),
                 measured: format!("{} in {:.1} s", t.status(), t.outcome.seconds),
                 threshold: "results written".into(),
-                passed: t.ran(),
+                verdict: Verdict::of(t.ran()),
                 details: Vec::new(),
             });
         }
@@ -122,7 +180,7 @@ impl RunReport {
                 what: c.label.clone(),
                 measured: c.measured.clone(),
                 threshold: c.threshold.clone(),
-                passed: c.passed,
+                verdict: c.verdict,
                 details: c.details.clone(),
             });
         }
@@ -149,11 +207,12 @@ impl RunReport {
                 text(&r.what),
                 text(&r.measured),
                 text(&r.threshold),
-                verdict(r.passed)
+                verdict_cell(r.verdict)
             );
         }
         md.push('\n');
         self.failures(&mut md);
+        self.inconclusive(&mut md);
         self.nodes(&mut md);
         self.steps(&mut md);
         if let Some(d) = &self.doctor {
@@ -209,7 +268,7 @@ impl RunReport {
                 link(&t.outcome.log)
             ));
         }
-        for c in self.checks.iter().filter(|c| !c.passed) {
+        for c in self.checks.iter().filter(|c| c.verdict == Verdict::Fail) {
             for d in &c.details {
                 lines.push(text(&format!("{}: {d}", c.label)));
             }
@@ -220,6 +279,25 @@ impl RunReport {
         md.push_str("## Failing nodes, pairs and steps\n\n");
         for l in lines {
             let _ = writeln!(md, "- {l}");
+        }
+        md.push('\n');
+    }
+
+    /// The checks that could not tell, and what would.
+    fn inconclusive(&self, md: &mut String) {
+        let open: Vec<&CheckResult> = self
+            .checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Inconclusive)
+            .collect();
+        if open.is_empty() {
+            return;
+        }
+        md.push_str("## Inconclusive checks\n\n");
+        for c in open {
+            for d in &c.details {
+                let _ = writeln!(md, "- {}", text(&format!("{}: {d}", c.label)));
+            }
         }
         md.push('\n');
     }
@@ -281,7 +359,7 @@ impl RunReport {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} |",
-                text(&t.name),
+                text(&t.title()),
                 code(&shell_line(&t.outcome.argv)),
                 text(&t.status()),
                 results,
@@ -323,8 +401,9 @@ mod tests {
                 label: format!("busbw on {hostile}"),
                 measured: "1 GB/s".into(),
                 threshold: ">= 2 GB/s".into(),
-                passed: false,
+                verdict: Verdict::Fail,
                 details: vec![format!("node {hostile} is slow")],
+                rounds: None,
             }],
             nodes: vec![NodeVerdict {
                 node: hostile.into(),

@@ -78,6 +78,89 @@ impl RawCheck {
     }
 }
 
+/// `[rounds]`: how many times each test with a threshold check runs (its
+/// launches are the samples of each check's interval), and the budget for
+/// re-measuring the checks that came out inconclusive.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoundsSpec {
+    /// Rounds of every test before judging.
+    pub count: usize,
+    /// The most rounds a test gets, re-measures included.
+    pub max: usize,
+    /// The most seconds spent re-measuring, all tests together; no round starts
+    /// that would end past it (judged by the test's rounds so far).
+    pub max_seconds: u64,
+}
+
+impl Default for RoundsSpec {
+    fn default() -> Self {
+        RoundsSpec {
+            count: 3,
+            max: 10,
+            max_seconds: 300,
+        }
+    }
+}
+
+/// `[rounds]` as written: numbers, checked whole and in range by `resolve`
+/// (serde's own words would name neither the key nor the fix).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRounds {
+    count: Option<f64>,
+    max: Option<f64>,
+    max_seconds: Option<f64>,
+}
+
+impl RawRounds {
+    fn resolve(&self) -> Result<RoundsSpec, String> {
+        const MOST_ROUNDS: f64 = 1000.0;
+        let d = RoundsSpec::default();
+        let whole = |key: &str, v: Option<f64>, least: f64, most: f64, what: &str| match v {
+            None => Ok(None),
+            Some(v) if v.fract() == 0.0 && (least..=most).contains(&v) => Ok(Some(v)),
+            Some(v) => Err(format!(
+                "[rounds] {key} = {}: give {what}, {} to {}",
+                shown(v),
+                shown(least),
+                shown(most)
+            )),
+        };
+        let count = whole(
+            "count",
+            self.count,
+            1.0,
+            MOST_ROUNDS,
+            "the rounds of each test (3 or more to judge on an interval)",
+        )?
+        .map_or(d.count, |v| v as usize);
+        let max = whole(
+            "max",
+            self.max,
+            count as f64,
+            MOST_ROUNDS,
+            "the most rounds of a test with re-measures, from count",
+        )?
+        .map_or(d.max.max(count), |v| v as usize);
+        let max_seconds = whole(
+            "max_seconds",
+            self.max_seconds,
+            0.0,
+            MAX_TIMEOUT_S as f64,
+            "the whole seconds re-measuring may take",
+        )?
+        .map_or(d.max_seconds, |v| v as u64);
+        Ok(RoundsSpec {
+            count,
+            max,
+            max_seconds,
+        })
+    }
+}
+
+/// A week: the longest re-measuring budget taken (as the longest step timeout).
+const MAX_TIMEOUT_S: u64 = 604_800;
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSpec {
@@ -85,6 +168,8 @@ struct RawSpec {
     launch: Launch,
     #[serde(default)]
     doctor: DoctorSpec,
+    #[serde(default)]
+    rounds: RawRounds,
     #[serde(default, rename = "test")]
     tests: Vec<TestSpec>,
     #[serde(default, rename = "check")]
@@ -96,6 +181,7 @@ pub struct Spec {
     pub name: String,
     pub launch: Launch,
     pub doctor: DoctorSpec,
+    pub rounds: RoundsSpec,
     pub tests: Vec<TestSpec>,
     pub checks: Vec<Check>,
 }
@@ -160,6 +246,7 @@ impl Spec {
                 raw.launch.nodes
             ));
         }
+        let rounds = raw.rounds.resolve()?;
         if raw.tests.is_empty() {
             // An acceptance that measured nothing is no acceptance: a PASS of doctor
             // alone would read as a rack accepted. doctor itself is the config check.
@@ -216,6 +303,7 @@ impl Spec {
             name: raw.name,
             launch: raw.launch,
             doctor: raw.doctor,
+            rounds,
             tests: raw.tests,
             checks,
         })
@@ -223,6 +311,14 @@ impl Spec {
 
     pub fn test(&self, name: &str) -> Option<&TestSpec> {
         self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// Whether `test` has a threshold check on its rows: those are judged on
+    /// the interval of several rounds; a test without one runs once.
+    pub fn judged_on_rounds(&self, test: &str) -> bool {
+        self.checks
+            .iter()
+            .any(|c| c.test == test && matches!(c.kind, CheckKind::Row { .. }))
     }
 }
 
@@ -522,6 +618,37 @@ slow_fraction = 0.8
         assert!(err(("args = [\"-b\", \"8\"", "args = [\"--csv\", \"x\"")).contains("drop --csv"));
         assert!(err(("hosts = [\"a\", \"b\"]", "hosts = [\"a\"]"))
             .contains("hosts lists 1 hosts for nodes = 2"));
+    }
+
+    #[test]
+    fn rounds_default_and_bad_values_name_the_key() {
+        let s = Spec::parse(SPEC).unwrap();
+        assert_eq!(s.rounds, RoundsSpec::default());
+        assert_eq!(
+            (s.rounds.count, s.rounds.max, s.rounds.max_seconds),
+            (3, 10, 300)
+        );
+        assert!(s.judged_on_rounds("ar") && !s.judged_on_rounds("pairs"));
+        let with = |r: &str| Spec::parse(&format!("{SPEC}\n[rounds]\n{r}\n"));
+        let s = with("count = 5\nmax = 5\nmax_seconds = 0").unwrap();
+        assert_eq!(
+            (s.rounds.count, s.rounds.max, s.rounds.max_seconds),
+            (5, 5, 0)
+        );
+        for (bad, want) in [
+            ("count = 0", "[rounds] count = 0: give the rounds of each test (3 or more to judge on an interval), 1 to 1000"),
+            ("count = 2.5", "[rounds] count = 2.5: give the rounds"),
+            ("count = nan", "[rounds] count = NaN: give the rounds"),
+            ("count = 5\nmax = 4", "[rounds] max = 4: give the most rounds of a test with re-measures, from count, 5 to 1000"),
+            ("max = 2", "[rounds] max = 2: give the most rounds"),
+            ("max_seconds = 1000000", "[rounds] max_seconds = 1000000: give the whole seconds re-measuring may take, 0 to 604800"),
+            ("max_seconds = -1", "[rounds] max_seconds = -1: give the whole seconds"),
+            ("rounds = 3", "unknown field `rounds`"),
+        ] {
+            let e = with(bad).unwrap_err();
+            assert_eq!(e.lines().count(), 1, "{e}");
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -82,6 +82,8 @@ impl DoctorStep {
 
 pub struct TestStep {
     pub name: String,
+    /// Which round of the test (from 1): each round is a launch of its own.
+    pub round: usize,
     pub outcome: StepOutcome,
     pub csv: PathBuf,
     pub all_pairs: bool,
@@ -97,6 +99,7 @@ impl TestStep {
     /// Reads back the results the test wrote to `csv`.
     pub fn read(
         name: &str,
+        round: usize,
         outcome: StepOutcome,
         csv: PathBuf,
         all_pairs: bool,
@@ -119,12 +122,30 @@ impl TestStep {
         };
         TestStep {
             name: name.to_string(),
+            round,
             outcome,
             all_pairs,
             launched_on,
             hosts,
             results_error: results.err().map(|e| beside(e, &csv)),
             csv,
+        }
+    }
+
+    /// "ar", "ar (round 2)": the step as the report names it.
+    pub fn title(&self) -> String {
+        match self.round {
+            0 | 1 => self.name.clone(),
+            r => format!("{} (round {r})", self.name),
+        }
+    }
+
+    /// The files of a round: NAME.csv and NAME.log for the first, NAME.rK.csv
+    /// and NAME.rK.log after it (a test's name has no '.', so none clash).
+    pub fn file_stem(name: &str, round: usize) -> String {
+        match round {
+            0 | 1 => name.to_string(),
+            r => format!("{name}.r{r}"),
         }
     }
 

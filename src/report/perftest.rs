@@ -185,9 +185,13 @@ impl<W: Write> Exporter<VerbsResult> for PerftestTable<W> {
     }
 
     fn record(&mut self, _run: &RunInfo, result: &VerbsResult) -> anyhow::Result<()> {
-        for line in &result.lines {
+        for (i, line) in result.lines.iter().enumerate() {
             let mut row = table_row(line, self.header.columns.gbits());
-            row.push_str(&self.extra.cells(line.direction, result.cpu_util));
+            let spread = result
+                .spread
+                .as_ref()
+                .and_then(|s| s.half_width_pct.get(i).copied().flatten());
+            row.push_str(&self.extra.cells(line.direction, result.cpu_util, spread));
             if let Some(wrong) = line.wrong {
                 row.push_str(&format!("\t{wrong}"));
             }
@@ -554,6 +558,8 @@ pub(crate) mod tests {
             lines: vec![bw_line(None)],
             counters: None,
             cpu_util: None,
+            round: 1,
+            spread: None,
         };
         table.record(&run, &result).unwrap();
         table.finish(&run, &Summary::default()).unwrap();

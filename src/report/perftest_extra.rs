@@ -30,6 +30,8 @@ impl Direction {
 pub struct ExtraColumns {
     pub cpu_util: bool,
     pub directions: bool,
+    /// --rounds R > 1: the 95% interval's half-width of each line's median.
+    pub spread: bool,
 }
 
 impl ExtraColumns {
@@ -42,11 +44,20 @@ impl ExtraColumns {
         if self.directions {
             out.push_str("   direction");
         }
+        if self.spread {
+            out.push_str("   spread[+-%]");
+        }
         out
     }
 
-    /// Appended to a line's row: perftest's "\t    %-3.2f", then the direction.
-    pub fn cells(self, direction: Option<Direction>, cpu_util: Option<f64>) -> String {
+    /// Appended to a line's row: perftest's "\t    %-3.2f", then the direction,
+    /// then the spread (`spread_pct`: None under 3 rounds).
+    pub fn cells(
+        self,
+        direction: Option<Direction>,
+        cpu_util: Option<f64>,
+        spread_pct: Option<f64>,
+    ) -> String {
         let mut out = String::new();
         if self.cpu_util {
             match cpu_util {
@@ -57,6 +68,12 @@ impl ExtraColumns {
         if self.directions {
             let name = direction.map_or("", Direction::name);
             out.push_str(&format!("\t{name}"));
+        }
+        if self.spread {
+            match spread_pct {
+                Some(pct) => out.push_str(&format!("\t   {pct:.2}")),
+                None => out.push_str("\t   n/a"),
+            }
         }
         out
     }
@@ -76,6 +93,7 @@ mod tests {
         let extra = ExtraColumns {
             cpu_util: true,
             directions: true,
+            spread: false,
         };
         let mut table = PerftestTable::new(Vec::new(), header()).with_extra(extra);
         let run = RunInfo::default();
@@ -95,6 +113,8 @@ mod tests {
             ],
             counters: None,
             cpu_util: Some(42.5),
+            round: 1,
+            spread: None,
         };
         table.record(&run, &result).unwrap();
         table.finish(&run, &Summary::default()).unwrap();
@@ -117,6 +137,7 @@ mod tests {
         let both = ExtraColumns {
             cpu_util: true,
             directions: true,
+            spread: false,
         };
         assert_eq!(both.titles(), "    CPU_Util[%]   direction");
         let line = Line {
@@ -124,20 +145,31 @@ mod tests {
             ..bw_line(None, None)
         };
         assert_eq!(
-            both.cells(line.direction, Some(3.456)),
+            both.cells(line.direction, Some(3.456), None),
             "\t    3.46\tserver->client"
         );
         assert_eq!(
-            both.cells(line.direction, None),
+            both.cells(line.direction, None, None),
             "\t    N/A\tserver->client"
         );
         let cpu = ExtraColumns {
             cpu_util: true,
             directions: false,
+            spread: false,
         };
         // perftest's %-3.2f: at least 3 wide, left-aligned.
-        assert_eq!(cpu.cells(line.direction, Some(100.0)), "\t    100.00");
+        assert_eq!(cpu.cells(line.direction, Some(100.0), None), "\t    100.00");
         assert_eq!(ExtraColumns::default().titles(), "");
-        assert_eq!(ExtraColumns::default().cells(line.direction, Some(1.0)), "");
+        let spread = ExtraColumns {
+            spread: true,
+            ..ExtraColumns::default()
+        };
+        assert_eq!(spread.titles(), "   spread[+-%]");
+        assert_eq!(spread.cells(None, None, Some(1.234)), "\t   1.23");
+        assert_eq!(spread.cells(None, None, None), "\t   n/a");
+        assert_eq!(
+            ExtraColumns::default().cells(line.direction, Some(1.0), Some(2.0)),
+            ""
+        );
     }
 }

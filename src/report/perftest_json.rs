@@ -327,6 +327,8 @@ mod tests {
             lines: lines.into_iter().map(|l| Line { size, ..l }).collect(),
             counters: None,
             cpu_util: Some(12.345),
+            round: 1,
+            spread: None,
         }
     }
 
@@ -337,6 +339,7 @@ mod tests {
         let extra = ExtraColumns {
             cpu_util: true,
             directions: true,
+            spread: false,
         };
         let mut json = PerftestJson::new(&path, &header(), extra);
         let run = RunInfo {

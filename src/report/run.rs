@@ -2,6 +2,7 @@
 //! environment that shapes a result.
 
 use super::RunInfo;
+use crate::job::env_snapshot;
 use chrono::{DateTime, Utc};
 
 /// Open MPI's MCA parameters a user sets to choose or tune what carries the
@@ -48,14 +49,24 @@ pub fn shapes_results(name: &str) -> bool {
     ["NCCL_", "UCX_", "FI_"].iter().any(|p| name.starts_with(p))
 }
 
-/// Environment that shapes results (`shapes_results`), as sorted K=V.
+/// Environment that shapes results (`shapes_results`), as sorted K=V: as the job
+/// started, before MPI_Init set variables of its own (`job::env_snapshot`).
 pub fn relevant_env() -> Vec<String> {
-    sorted_vars(std::env::vars().filter(|(k, _)| shapes_results(k)))
+    sorted_vars(
+        env_snapshot::vars()
+            .into_iter()
+            .filter(|(k, _)| shapes_results(k)),
+    )
 }
 
-/// The variables whose names start with one of `prefixes`, as sorted K=V.
+/// The variables whose names start with one of `prefixes`, as sorted K=V (from
+/// the same snapshot).
 pub fn env_with_prefixes(prefixes: &[&str]) -> Vec<String> {
-    sorted_vars(std::env::vars().filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p))))
+    sorted_vars(
+        env_snapshot::vars()
+            .into_iter()
+            .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p))),
+    )
 }
 
 fn sorted_vars(vars: impl Iterator<Item = (String, String)>) -> Vec<String> {
@@ -140,6 +151,20 @@ mod tests {
         ] {
             assert!(!shapes_results(dropped), "{dropped}");
         }
+    }
+
+    #[test]
+    fn a_variable_set_after_the_job_started_is_not_the_users() {
+        env_snapshot::take();
+        let name = "NCCL_FABRICBENCH_SET_INSIDE_MPI_INIT";
+        // As Open MPI's MPI_Init does under srun: after the snapshot, in this process.
+        std::env::set_var(name, "1");
+        assert!(std::env::var_os(name).is_some());
+        assert!(
+            !relevant_env().iter().any(|v| v.starts_with(name)),
+            "{:?}",
+            relevant_env()
+        );
     }
 
     #[test]

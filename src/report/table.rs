@@ -205,6 +205,7 @@ impl<W: Write> Exporter for Table<W> {
             "# fabricbench {} ({} backend), nccl-tests-compatible output",
             run.tool_version, run.backend
         )?;
+        writeln!(o, "# Build: {}", crate::job::provenance::build_line())?;
         if !run.backend_choice.is_empty() {
             writeln!(o, "# Backend: {}", run.backend_choice)?;
         }

@@ -74,6 +74,20 @@ pub struct VerbsResult {
     pub counters: Option<SizeCounters>,
     /// --cpu_util: perftest's CPU utilisation (%) of the printing side's host over the size.
     pub cpu_util: Option<f64>,
+    /// --rounds: the round that measured it (1 for the first, and without --rounds).
+    pub round: u32,
+    /// --rounds R > 1, on the table's result: its figures are medians over rounds.
+    pub spread: Option<Spread>,
+}
+
+/// A size's lines as medians over rounds, and how far each could be off.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spread {
+    pub rounds: usize,
+    /// Per line: the half-width of the 95% interval of the median of its main
+    /// figure (BW average, t_typical), in % of that median; None under
+    /// `stats::interval::MIN_SAMPLES` rounds.
+    pub half_width_pct: Vec<Option<f64>>,
 }
 
 impl WithCounters for VerbsResult {
@@ -129,7 +143,7 @@ impl Row {
             wrong: line.wrong,
             direction: line.direction.map(|d| d.name().to_string()),
             cpu_util_pct: result.cpu_util,
-            round: Some(1),
+            round: Some(result.round),
             ..Row::default()
         };
         let histogram = match &line.figures {
@@ -231,6 +245,8 @@ pub(crate) mod tests {
             lines,
             counters: None,
             cpu_util: None,
+            round: 1,
+            spread: None,
         }
     }
 

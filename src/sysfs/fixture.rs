@@ -14,6 +14,7 @@
 
 mod counters;
 mod numa;
+mod topology;
 
 use super::rdma::port_dir;
 use super::{pci_device, Root, STEPS};
@@ -22,6 +23,7 @@ use counters::{port_errors, rxe_bad_round, rxe_retransmits, two_rails, wrap_rese
 pub use numa::numa_host;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use topology::{hgx8, Shape};
 
 /// A tree being written, and removed when dropped if it is a temporary one.
 pub struct Tree {
@@ -119,6 +121,8 @@ pub const TREES: &[(&str, Build)] = &[
     ("sysfs-downgraded", sysfs_downgraded),
     // A Gen5 GPU behind a Gen4 root port.
     ("sysfs-gen5-in-gen4", sysfs_gen5_in_gen4),
+    // Two rails: two NDR NICs, both ports active.
+    ("sysfs-two-rails", sysfs_two_rails),
     // Only a BMC's VGA: no limit at all.
     ("sysfs-no-fabric", sysfs_no_fabric),
     // doctor: a RoCE GPU node with nothing to report, and one fault each.
@@ -150,6 +154,45 @@ pub const TREES: &[(&str, Build)] = &[
     // Soft-RoCE, rxe1 and rxe2 on one host: packets during every read span,
     // duplicate requests and a retry only during the second (an all-pairs round).
     ("counters/rxe-bad-round", rxe_bad_round),
+    // Topology: an 8-GPU, 8-NIC node, four PCIe switches of two GPUs and two
+    // NICs each (see `topology`), and one fault each.
+    ("topology/hgx8", |t| hgx8(t, Shape::default())),
+    ("topology/nic-other-socket", |t| {
+        hgx8(
+            t,
+            Shape {
+                nic7_on_socket0: true,
+                ..Shape::default()
+            },
+        )
+    }),
+    ("topology/acs", |t| {
+        hgx8(
+            t,
+            Shape {
+                acs_on_switch0: true,
+                ..Shape::default()
+            },
+        )
+    }),
+    ("topology/shared-nic", |t| {
+        hgx8(
+            t,
+            Shape {
+                nic7_beside_switch: true,
+                ..Shape::default()
+            },
+        )
+    }),
+    ("topology/iommu-translated", |t| {
+        hgx8(
+            t,
+            Shape {
+                iommu_translated: true,
+                ..Shape::default()
+            },
+        )
+    }),
 ];
 
 /// Writes the tree called `name` (one of [`TREES`]).
@@ -261,6 +304,13 @@ fn sysfs_ndr(t: &Tree) {
     pci(t, gpu("pci0000:1a/0000:1b:00.0", ("2.5", 16), ("32.0", 16)));
 }
 
+fn sysfs_two_rails(t: &Tree) {
+    sysfs_ndr(t);
+    let p = port_dir("mlx5_1", 1);
+    t.put(&format!("{p}/state"), "4: ACTIVE");
+    t.put(&format!("{p}/rate"), "400 Gb/sec (4X NDR)");
+}
+
 fn sysfs_downgraded(t: &Tree) {
     let path = "pci0000:16/0000:17:00.0";
     pci(t, nic(path, ("16.0", 8), ("16.0", 16)));
@@ -288,7 +338,7 @@ fn sysfs_no_fabric(t: &Tree) {
 }
 
 /// `/proc/self/environ`: NUL-terminated KEY=VALUE entries.
-fn environ(t: &Tree, vars: &[&str]) {
+pub(crate) fn environ(t: &Tree, vars: &[&str]) {
     let bytes: Vec<u8> = vars
         .iter()
         .flat_map(|kv| kv.bytes().chain(std::iter::once(0)))

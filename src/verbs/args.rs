@@ -49,7 +49,7 @@ const DEFAULT_INLINE_SEND_LAT: u32 = 236;
 #[derive(Parser, Debug, Clone)]
 // Each binary's name, description and the flags it offers: `command`.
 #[command(
-    version,
+    version = crate::job::provenance::version(),
     // The shared flag groups, as verbs means them.
     mut_arg("all_pairs", |a| a.help(
         "ib_write_bw/ib_write_lat under mpirun: measure every pair of ranks in rounds of disjoint pairs; \
@@ -143,6 +143,11 @@ pub struct VerbsArgs {
     pub post: PostArgs,
     #[command(flatten)]
     pub report: ReportArgs,
+    /// Measure every size in this many rounds, interleaved (round 1 of every size, then
+    /// round 2, ...); the table shows each size's median and its spread, the CSV one row
+    /// per round. Both sides must give the same count
+    #[arg(long = "rounds", value_name = "R", default_value_t = 1, value_parser = super::rounds::rounds_arg, allow_hyphen_values = true)]
+    pub rounds: u32,
     /// Server to connect to (client side); without it this side is the server
     pub host: Option<String>,
 }
@@ -209,6 +214,8 @@ pub struct Plan {
     pub post: PostPlan,
     /// -H, -U, --report-both, --cpu_util, --out_json.
     pub report: ReportPlan,
+    /// --rounds: every size measured this many times, interleaved (1: once).
+    pub rounds: u32,
 }
 
 fn usage(msg: impl Into<String>) -> UsageError {
@@ -514,6 +521,7 @@ impl VerbsArgs {
                 self.duration.is_some(),
                 self.pairs.all_pairs,
             )?,
+            rounds: super::rounds::check(self.rounds, &timing, all_pairs.is_some())?,
         };
         plan.distinct_outputs()?;
         Ok(plan)
@@ -572,6 +580,8 @@ impl Plan {
         settings.extend(self.options.settings(self.bench));
         settings.extend(self.timing.settings());
         settings.extend(self.cm.settings());
+        // Both sides run the same schedule of (round, size): the counts must match.
+        settings.push(("--rounds".into(), self.rounds.to_string()));
         settings
     }
 }

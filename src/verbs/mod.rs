@@ -18,6 +18,7 @@
 //! - `session`: one side of a connected pair, measuring and printing;
 //! - `figures`: the result arithmetic; `header`: the perftest header's facts
 //!   (the table and CSV rows are written by `report::perftest` and `report::csv`);
+//! - `rounds`: `--rounds`, its interleaved order and the table's medians;
 //! - `pairs`: `--all-pairs` on the all-pairs runner;
 //! - `path_args`, `path`, `numa`: the path, QoS and NUMA flags, applied to the
 //!   address vectors and to where the process runs.
@@ -55,6 +56,7 @@ pub mod qp;
 pub mod rdma_check;
 pub mod report_args;
 pub mod ring;
+pub mod rounds;
 pub mod seat;
 pub mod session;
 pub mod ud;
@@ -64,7 +66,7 @@ pub mod wire;
 
 pub use bench::{Benchmark, Test, Verb};
 
-use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start, World};
+use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start};
 use crate::report::csv::CsvExport;
 use clock::Clock;
 use link::mpi::MpiLink;
@@ -86,11 +88,6 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
     let program = bench.program();
     let parsed = args::parse(bench, std::env::args_os()).map_err(|e| e.0);
     let plan = agree(job, program, ExitStatus::Usage, parsed)?;
-    let launcher = job
-        .world()
-        .and_then(World::launcher_mismatch)
-        .map_or(Ok(()), Err);
-    agree(job, program, ExitStatus::Usage, launcher)?;
     let local = job.world().map_or((0, 1), |w| (w.local_rank, w.local_size));
     let placed = numa::resolve(&crate::sysfs::Root::new("/"), &plan.path.numa, local);
     let numa = agree(job, program, ExitStatus::Usage, placed.map_err(|e| e.0))?;

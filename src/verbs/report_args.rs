@@ -52,6 +52,8 @@ impl ReportPlan {
         ExtraColumns {
             cpu_util: self.cpu_util,
             directions: self.both,
+            // The session adds it to the table's columns with --rounds.
+            spread: false,
         }
     }
 

@@ -18,10 +18,11 @@ use super::qp::Endpoint;
 use super::seat::Seat;
 use super::validate::{wrong_summary, Checked};
 use super::wire::{histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL};
-use super::{bw, lat, rdma_check};
+use super::{bw, lat, rdma_check, rounds};
 use crate::job::{Group, Job};
 use crate::report::csv::CsvExport;
 use crate::report::perftest::{PerftestHeader, PerftestTable};
+use crate::report::perftest_extra::ExtraColumns;
 use crate::report::perftest_json::PerftestJson;
 use crate::report::run::{new_run_id, now_utc, relevant_env};
 use crate::report::verbs::VerbsResult;
@@ -192,20 +193,26 @@ impl Session<'_> {
             self.port.gid.as_ref().map(|g| g.entry.kind),
         );
         // The table first, then the CSV: a size's rows are printed before they are written.
-        let mut exporters: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
+        // With --rounds R > 1 the table (and JSON) get each size's medians at the end,
+        // the CSV and counter views every round as measured.
+        let mut summaries: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
+        let mut raw: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
         if self.printer {
             let header = self.header(&hellos, mtu, out_reads);
             // --out_json: written by the side that prints, as the CSV.
             if let Some(path) = &plan.report.json {
                 let json = PerftestJson::new(path, &header, plan.report.extra_columns());
-                exporters.push(Box::new(json));
+                summaries.push(Box::new(json));
             }
-            let table = PerftestTable::new(std::io::stdout(), header)
-                .with_extra(plan.report.extra_columns());
-            exporters.insert(0, Box::new(table));
+            let extra = ExtraColumns {
+                spread: plan.rounds > 1,
+                ..plan.report.extra_columns()
+            };
+            let table = PerftestTable::new(std::io::stdout(), header).with_extra(extra);
+            summaries.insert(0, Box::new(table));
         }
         if let Some(csv) = self.csv.take() {
-            exporters.push(Box::new(csv));
+            raw.push(Box::new(csv));
         }
         let sizes = if plan.options.connection == Connection::Ud {
             let path = format!(
@@ -220,14 +227,21 @@ impl Session<'_> {
         let port = (&self.port.device, self.port.port);
         let (mut fabric, views) =
             Fabric::open(&plan.counters, port.0, port.1, &host, self.printer)?;
-        exporters.extend(views);
-        for exporter in &mut exporters {
+        raw.extend(views);
+        for exporter in summaries.iter_mut().chain(&mut raw) {
             exporter.start(&run)?;
         }
         let mut checked = Checked::default();
         let mut below_limit = None;
-        let mut periods = Periods::new(plan, &sizes)?;
+        let order = rounds::schedule(&sizes, plan.rounds);
+        let order_sizes: Vec<u64> = order.iter().map(|&(_, size)| size).collect();
+        // --rounds R > 1: each size's results, by its place in `sizes`.
+        let mut by_size: Vec<Vec<VerbsResult>> = vec![Vec::new(); sizes.len()];
+        let mut periods = Periods::new(plan, &order_sizes)?;
         while let Some(size) = periods.next(link)? {
+            let step = periods.count() - 1;
+            // --run_infinitely runs one round (its periods are not rounds).
+            let round = order.get(step).map_or(1, |&(round, _)| round);
             let cpu = CpuWatch::start(plan.report.cpu_util, Root::new("/"));
             // The reports are gathered inside the counters' window: the passive side of
             // a write or read bandwidth test returns from `measure` at the start, and its
@@ -254,16 +268,34 @@ impl Session<'_> {
                     lines: lines_of(plan, size, &reports, &hellos, self.seat.pairs)?,
                     counters,
                     cpu_util,
+                    round,
+                    spread: None,
                 };
-                if below_limit.is_none() {
-                    below_limit = plan.options.limits.judge(&result.lines);
+                if plan.rounds == 1 {
+                    if below_limit.is_none() {
+                        below_limit = plan.options.limits.judge(&result.lines);
+                    }
+                    for exporter in &mut summaries {
+                        exporter.record(&run, &result)?;
+                    }
+                } else {
+                    by_size[step % sizes.len()].push(result.clone());
                 }
-                for exporter in &mut exporters {
+                for exporter in &mut raw {
                     exporter.record(&run, &result)?;
                 }
             }
         }
-        for exporter in &mut exporters {
+        for rounds in by_size.iter().filter(|r| !r.is_empty()) {
+            let result = rounds::median_result(rounds)?;
+            if below_limit.is_none() {
+                below_limit = plan.options.limits.judge(&result.lines);
+            }
+            for exporter in &mut summaries {
+                exporter.record(&run, &result)?;
+            }
+        }
+        for exporter in summaries.iter_mut().chain(&mut raw) {
             exporter.finish(&run, &Summary::default())?;
         }
         if let (Some(signal), true) = (&periods.stopped_by, self.printer) {
@@ -536,6 +568,8 @@ mod tests {
             lines,
             counters: None,
             cpu_util: None,
+            round: 1,
+            spread: None,
         };
         let results = [
             result(

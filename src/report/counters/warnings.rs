@@ -74,7 +74,8 @@ impl Meant {
         })
     }
 
-    fn text(&self) -> String {
+    /// "NCCL_IB_HCA names mlx5_0,mlx5_1".
+    pub fn text(&self) -> String {
         let names: Vec<String> = self
             .ports
             .iter()
