@@ -15,6 +15,9 @@
 #   virtual-rack.sh agent NODE CMD ...     CMD on NODE (Open MPI's plm_rsh_agent)
 #   virtual-rack.sh fault slow NODE RATE   tc tbf on both ends of NODE's veth (RATE: 200mbit, 1gbit)
 #   virtual-rack.sh fault mtu NODE MTU     NODE's interface MTU
+#   virtual-rack.sh fault switch-mtu NODE MTU  the MTU of NODE's port on the bridge (the
+#                                          switch side); the node keeps its own
+#   virtual-rack.sh fault duphost NODE OTHER  NODE answers with OTHER's host name
 #   virtual-rack.sh fault memlock NODE KIB RLIMIT_MEMLOCK of what starts on NODE, without CAP_IPC_LOCK
 #   virtual-rack.sh fault env NODE VAR=VALUE  a variable set for what starts on NODE
 #   virtual-rack.sh fault cut NODE         NODE's veth down (the cable pulled)
@@ -33,7 +36,7 @@ HEAD_ADDR=$NET.254
 SELF=$(readlink -f "$0")
 
 die() { echo "virtual-rack.sh: $*" >&2; exit 1; }
-usage() { sed -n '11,24s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
+usage() { sed -n '11,29s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
 
 need_root() { [ "$(id -u)" = 0 ] || die "run as root (it creates network namespaces)"; }
 need_up() { [ -f "$STATE/nodes" ] || die "no rack is up: run '$0 up' first"; }
@@ -265,6 +268,21 @@ fault() {
         ip -n "$ns" link set eth0 mtu "$value"
         echo "$value" >"$STATE/faults/$node.mtu"
         ;;
+    switch-mtu)
+        [[ $value =~ ^[0-9]+$ ]] && [ "$value" -ge 576 ] && [ "$value" -le 65535 ] ||
+            die "fault switch-mtu $node '$value': give an MTU from 576 to 65535"
+        # The bridge forwards no frame larger than the egress port's MTU: what
+        # the node sends above it toward others passes, what comes back is dropped.
+        ip -n "$sw" link set "$node" mtu "$value"
+        echo "$value" >"$STATE/faults/$node.switch-mtu"
+        ;;
+    duphost)
+        [ -n "$value" ] && [ "$value" != "$node" ] || die "fault duphost $node: give another node's name"
+        check_node "$value"
+        # The node's own UTS namespace: what its processes' gethostname says.
+        nsenter --uts="$STATE/uts/$node" hostname "$value"
+        echo "$value" >"$STATE/faults/$node.duphost"
+        ;;
     memlock)
         [[ $value =~ ^[0-9]+$ ]] || die "fault memlock $node '$value': give the limit in KiB"
         echo "$value" >"$STATE/faults/$node.memlock"
@@ -293,7 +311,7 @@ table inet fabricbench_loss {
 NFT
         echo "$value" >"$STATE/faults/$node.loss"
         ;;
-    *) die "fault $kind: one of slow, mtu, memlock, env, cut, loss" ;;
+    *) die "fault $kind: one of slow, mtu, switch-mtu, duphost, memlock, env, cut, loss" ;;
     esac
 }
 
@@ -307,6 +325,8 @@ clear_faults() {
         tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
         tc -n "$sw" qdisc del dev "$node" root 2>/dev/null || true
         ip -n "$ns" link set eth0 mtu 1500
+        ip -n "$sw" link set "$node" mtu 1500
+        nsenter --uts="$STATE/uts/$node" hostname "$node"
         ip -n "$sw" link set "$node" up
         ! command -v nft >/dev/null || ip netns exec "$ns" nft delete table inet fabricbench_loss 2>/dev/null || true
     done

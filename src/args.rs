@@ -80,7 +80,7 @@ pub struct CollArgs {
     /// Run the whole sweep this many times (0 = until interrupted)
     #[arg(short = 'N', long = "run_cycles", default_value_t = 1, value_parser = whole::<u64>(0), allow_hyphen_values = true)]
     pub run_cycles: u64,
-    /// Abort when one call has not finished after this many seconds (0 = never)
+    /// Abort when one call, or one exchange of the setup, has not finished after this many seconds (0 = never)
     #[arg(short = 'T', long = "timeout", default_value_t = 600, value_parser = whole::<u64>(0), allow_hyphen_values = true)]
     pub timeout: u64,
     /// Where the collectives run: mpi (host memory), nccl (GPU memory) or auto

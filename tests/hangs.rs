@@ -7,6 +7,7 @@
 mod common;
 
 use common::{assert_rows_load, mpirun_command, scratch};
+use fabricbench::driver::faults::FAULT_SETUP_ENV;
 use fabricbench::watchdog::{ADDRESS_FILE_ENV, FAULT_SIGNAL_ENV};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -339,6 +340,71 @@ fn the_stall_hook_names_the_rank_outside_any_call() {
         "{v}"
     );
     assert_rows_load(&csv, FINISHED_ROWS);
+}
+
+/// The job whose rank 1 fails in the setup as `how` says ("stop", "sleep"),
+/// ended: exit 3, within -T and a grace that allows a loaded machine's start.
+fn failed_in_setup(how: &str) -> Ended {
+    let dir = scratch(&format!("setup-{how}"));
+    let timeout = TIMEOUT_S.to_string();
+    let args = ["-b", "8", "-e", "8", "-T", &timeout];
+    let fault = format!("1:{how}");
+    let job = launch(
+        &dir,
+        &[(3, ALL_REDUCE)],
+        &args,
+        &[(FAULT_SETUP_ENV, &fault)],
+    );
+    let ended = job.wait(None);
+    assert_eq!(ended.code, Some(3), "exit status 3 (-T):\n{}", ended.stderr);
+    // From mpirun's start: the ranks' own start under load comes on top of -T.
+    let bound = Duration::from_secs(TIMEOUT_S + 60);
+    assert!(
+        ended.after_rows < bound,
+        "{:?}:\n{}",
+        ended.after_rows,
+        ended.stderr
+    );
+    for v in ended.verdicts() {
+        assert!(
+            v.contains(&format!("-T/--timeout {TIMEOUT_S}: setup: ")),
+            "{v}"
+        );
+    }
+    ended
+}
+
+#[test]
+fn a_rank_stopped_in_the_setup_ends_the_job_naming_the_phase() {
+    let ended = failed_in_setup("stop");
+    // Rank 0 waits in the agreement and speaks first; the stopped rank cannot.
+    let v = ended.verdict();
+    assert!(
+        v.contains(&format!(
+            "setup: agreeing on the binary and the arguments did not finish: rank 0 ({}) waited",
+            host()
+        )),
+        "{v}"
+    );
+    assert!(
+        !ended.stdout.contains("#  Rank"),
+        "no benchmark started:\n{}",
+        ended.stdout
+    );
+}
+
+#[test]
+fn a_rank_late_in_the_setup_names_itself() {
+    let ended = failed_in_setup("sleep");
+    // The late rank and rank 0 both reach their deadline; whichever ends the job
+    // first, no line blames another rank or another phase.
+    let late = format!("on rank 1 ({}): it is the rank that did not arrive", host());
+    for v in ended.verdicts() {
+        assert!(
+            v.contains(&late) || v.contains("agreeing on the binary and the arguments"),
+            "{v}"
+        );
+    }
 }
 
 #[test]

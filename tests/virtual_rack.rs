@@ -253,6 +253,49 @@ fn doctor_names_each_node_by_its_fault() {
     );
 }
 
+#[test]
+fn doctor_counts_nodes_by_identity_and_names_a_duplicate_host() {
+    let rack = Rack::up();
+    rack.fault(&["duphost", "node4", "node3"]);
+    rack.fault(&["mtu", "node4", "1400"]);
+    let dir = scratch("rack-duphost");
+    let csv = dir.join("doctor.csv");
+    let out = rack.run("doctor", &["--csv", &csv.display().to_string()]);
+    let text = log(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("on 4 nodes (node1, node2, node3 (rank 2), node3 (rank 3))"),
+        "{text}"
+    );
+    let findings = fabricbench::doctor::output::read_csv(&csv).unwrap();
+    let dup: Vec<_> = findings
+        .iter()
+        .filter(|f| f.check == "duplicate-host")
+        .collect();
+    assert_eq!(dup.len(), 1, "{text}");
+    assert_eq!(dup[0].node, "node3");
+    assert!(
+        dup[0].seen.contains("rank 2 from ") && dup[0].seen.contains("rank 3 from "),
+        "{:?}",
+        dup[0]
+    );
+    // node4's own fault is its own, not blamed on node3.
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.check == "netdev-mtu" && f.node == "node3 (rank 3)" && f.seen == "MTU 1400"),
+        "{text}"
+    );
+    rack.clear();
+    let out = rack.run("doctor", &[]);
+    let text = log(&out);
+    assert!(
+        text.contains("on 4 nodes (node1, node2, node3, node4)")
+            && !text.contains("duplicate-host"),
+        "{text}"
+    );
+}
+
 /// The page's text as a reader sees it: chromium's DOM with the tags taken out.
 fn page_text(html: &Path) -> String {
     let dom = chromium(&["--dump-dom".into(), format!("file://{}", html.display())]);

@@ -4,7 +4,7 @@
 use super::facts::NodeFacts;
 use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
-use super::{check, collect, count, one_per_node, Selection, Severity};
+use super::{check_with, collect, count, one_per_node, Finding, Selection, Severity};
 use crate::cli::{parse_one_line, real, Rule};
 use crate::job::{self, ExitStatus, Failure, Group, Job, Start, UsageError};
 use crate::output::{check_file, Existing, FileFlag, Outputs};
@@ -77,7 +77,9 @@ fn run(job: &Job, program: &str) -> Result<ExitStatus, Failure> {
             }
         }
     }
-    Ok(report(&args, one_per_node(all)))
+    let mut named = Vec::new();
+    let nodes = one_per_node(all, &mut named);
+    Ok(report(&args, nodes, named))
 }
 
 /// --port-rate: a rate sysfs can report (1X SDR, the slowest, is 2.5 Gb/s).
@@ -121,8 +123,9 @@ fn outputs_writable(args: DoctorArgs) -> Result<DoctorArgs, String> {
     Ok(args)
 }
 
-fn report(args: &DoctorArgs, nodes: Vec<NodeFacts>) -> ExitStatus {
-    let findings = check(&nodes);
+/// `named`: the findings about the nodes' names (`one_per_node`).
+fn report(args: &DoctorArgs, nodes: Vec<NodeFacts>, named: Vec<Finding>) -> ExitStatus {
+    let findings = check_with(&nodes, named);
     let mut stdout = std::io::stdout();
     if let Err(e) = write_table(&mut stdout, &nodes, &findings) {
         eprintln!("doctor: error: cannot print the table: {e}");

@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeFacts {
     pub node: String,
+    /// Which machine and network namespace answered (`sysfs::identity`); None
+    /// where it cannot be read (a fixture tree) or --node-name names the node.
+    #[serde(default)]
+    pub identity: Option<String>,
     /// The root directory the facts were read from.
     pub root: String,
     /// Kernel release (`uname -r`).

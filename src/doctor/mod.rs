@@ -29,6 +29,7 @@ pub mod topology;
 
 pub use facts::NodeFacts;
 
+use crate::sysfs::identity::machine_identity;
 use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::{Root, Unreadable, PCI_DEVICES};
 use serde::{Deserialize, Serialize};
@@ -146,12 +147,18 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
         .clone()
         .or_else(|| root.read("/proc/sys/kernel/hostname"))
         .unwrap_or_else(|| "unknown".to_string());
+    // A node named by hand is that node, whatever machine runs it.
+    let identity = match selection.node_name {
+        Some(_) => None,
+        None => machine_identity(root),
+    };
     let rdma_devices = root.list(INFINIBAND);
     let hcas = ports::collect(root, &rdma_devices, &selection.hcas);
     let env = nccl_env::read_environ(root);
     let netdevs = root.list(NET);
     NodeFacts {
         node,
+        identity,
         root: root.dir().display().to_string(),
         kernel: root.read("/proc/sys/kernel/osrelease"),
         rdma_devices,
@@ -217,7 +224,11 @@ fn netdev_mtus(root: &Root, netdevs: &[String]) -> BTreeMap<String, u32> {
 /// Every finding about these nodes: each node's own, then the cross-node ones.
 /// Sorted by severity, then node, so errors come first.
 pub fn check(nodes: &[NodeFacts]) -> Vec<Finding> {
-    let mut findings = Vec::new();
+    check_with(nodes, Vec::new())
+}
+
+/// [`check`], beside findings already made (`one_per_node`'s).
+pub fn check_with(nodes: &[NodeFacts], mut findings: Vec<Finding>) -> Vec<Finding> {
     for node in nodes {
         unlisted(node, &mut findings);
         ports::check(node, nodes, &mut findings);
@@ -238,15 +249,62 @@ pub fn count(findings: &[Finding], severity: Severity) -> usize {
     findings.iter().filter(|f| f.severity == severity).count()
 }
 
-/// Keeps the first facts of each node name: ranks sharing a node report it once.
-pub fn one_per_node(all: Vec<NodeFacts>) -> Vec<NodeFacts> {
-    let mut nodes: Vec<NodeFacts> = Vec::new();
-    for facts in all {
-        if !nodes.iter().any(|n| n.node == facts.node) {
-            nodes.push(facts);
+/// What tells one node from another: its identity, or its name where it has none.
+fn node_key(facts: &NodeFacts) -> &str {
+    facts.identity.as_deref().unwrap_or(&facts.node)
+}
+
+/// Keeps the first facts of each node (by rank, `all[r]` is rank r's), counted
+/// by identity, not by name: ranks sharing a node report it once. A host name
+/// claimed by two identities (a node renamed, a copied image) is an error
+/// naming the ranks and identities, and each claimant is named "NAME (rank R)"
+/// in the other findings, so that one's faults are not blamed on the other.
+pub fn one_per_node(all: Vec<NodeFacts>, out: &mut Vec<Finding>) -> Vec<NodeFacts> {
+    let mut nodes: Vec<(usize, NodeFacts)> = Vec::new();
+    for (rank, facts) in all.into_iter().enumerate() {
+        if !nodes.iter().any(|(_, n)| node_key(n) == node_key(&facts)) {
+            nodes.push((rank, facts));
         }
     }
-    nodes
+    let names: Vec<String> = nodes.iter().map(|(_, n)| n.node.clone()).collect();
+    for (i, name) in names.iter().enumerate() {
+        let claimants: Vec<usize> = (0..nodes.len()).filter(|&j| names[j] == *name).collect();
+        if claimants.len() < 2 {
+            continue;
+        }
+        if claimants[0] == i {
+            out.push(duplicate_name(name, &claimants, &nodes));
+        }
+        let rank = nodes[i].0;
+        nodes[i].1.node = format!("{name} (rank {rank})");
+    }
+    nodes.into_iter().map(|(_, n)| n).collect()
+}
+
+/// The error of one host name answered from several nodes.
+fn duplicate_name(name: &str, claimants: &[usize], nodes: &[(usize, NodeFacts)]) -> Finding {
+    let seen: Vec<String> = claimants
+        .iter()
+        .map(|&j| {
+            let (rank, facts) = &nodes[j];
+            let id = facts.identity.as_deref().unwrap_or("unknown");
+            format!("rank {rank} from {id}")
+        })
+        .collect();
+    Finding::new(
+        Severity::Error,
+        name,
+        "host name",
+        "duplicate-host",
+        format!(
+            "{} nodes answer as {name}: {}",
+            claimants.len(),
+            seen.join("; ")
+        ),
+        "one host name per node (machine-id, boot id, network namespace)",
+        "give every node its own host name (hostnamectl set-hostname) and check the launcher's \
+         host list: until then results and findings of these nodes cannot be told apart",
+    )
 }
 
 /// The one fixture builder of doctor's unit tests: a node's facts as doctor
@@ -362,7 +420,9 @@ mod tests {
     fn ranks_of_one_node_count_once() {
         let a = facts("doctor/healthy", |_| {});
         let b = facts("doctor/skew", |_| {});
-        let nodes = one_per_node(vec![a.clone(), b.clone(), a]);
+        let mut named = Vec::new();
+        let nodes = one_per_node(vec![a.clone(), b.clone(), a], &mut named);
+        assert!(named.is_empty());
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         assert_eq!(names, ["gpu-a", "gpu-b"]);
         let all = check(&nodes);
@@ -371,5 +431,58 @@ mod tests {
         assert!(all
             .windows(2)
             .all(|w| (w[0].severity, &w[0].node) <= (w[1].severity, &w[1].node)));
+    }
+
+    /// `name`'s healthy facts as read on the machine `identity`.
+    fn node(name: &str, identity: Option<&str>) -> NodeFacts {
+        let mut n = facts("doctor/healthy", |_| {});
+        n.node = name.into();
+        n.identity = identity.map(String::from);
+        n
+    }
+
+    #[test]
+    fn nodes_count_by_identity_and_a_shared_name_is_an_error() {
+        let all = vec![
+            node("node1", Some("m-b-net:[1]")),
+            node("node1", Some("m-b-net:[1]")),
+            node("node3", Some("m-b-net:[3]")),
+            node("node3", Some("m-b-net:[4]")),
+        ];
+        let mut named = Vec::new();
+        let nodes = one_per_node(all, &mut named);
+        let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+        assert_eq!(names, ["node1", "node3 (rank 2)", "node3 (rank 3)"]);
+        assert_eq!(named.len(), 1, "{named:?}");
+        let f = &named[0];
+        assert_eq!((f.severity, f.node.as_str()), (Severity::Error, "node3"));
+        assert_eq!(f.check, "duplicate-host");
+        assert_eq!(
+            f.seen,
+            "2 nodes answer as node3: rank 2 from m-b-net:[3]; rank 3 from m-b-net:[4]"
+        );
+        let all = check_with(&nodes, named);
+        assert_eq!(all[0].check, "duplicate-host", "errors first: {all:?}");
+    }
+
+    #[test]
+    fn without_identities_names_tell_nodes_apart() {
+        let mut named = Vec::new();
+        let nodes = one_per_node(
+            vec![node("a", None), node("a", None), node("b", None)],
+            &mut named,
+        );
+        assert_eq!(nodes.len(), 2);
+        assert!(named.is_empty());
+        let live = collect(&crate::sysfs::Root::new("/"), &Selection::default());
+        assert!(live.identity.is_some(), "{live:?}");
+        let by_hand = Selection {
+            node_name: Some("n1".into()),
+            ..Selection::default()
+        };
+        assert_eq!(
+            collect(&crate::sysfs::Root::new("/"), &by_hand).identity,
+            None
+        );
     }
 }

@@ -26,6 +26,7 @@ use crate::args::{parse_args, CollArgs, Plan, Rounds};
 use crate::backend::{host_memory, BackendKind};
 use crate::cli::in_words;
 use crate::collective::Collective;
+use crate::job::setup::{self, Step};
 use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
 use crate::plot::export::PlotExport;
 use crate::report::counters::{CounterCsv, FabricPlan, Footer};
@@ -45,11 +46,17 @@ use std::process::ExitCode;
 /// Entry point of each collective binary.
 pub fn collective_main(collective: &dyn Collective) -> ExitCode {
     let program = job::program_name(&format!("{}_perf", collective.id().as_str()));
+    // Parsed before MPI starts, so that -T watches every exchange of the setup.
+    let parsed = parse_args(collective, std::env::args_os());
+    if let Ok(args) = &parsed {
+        setup::arm(&program, job::hostname(), args.timeout);
+    }
     job::main(Start::Mpi, &program, |job, program| {
         let world = job
             .world()
             .ok_or_else(|| anyhow::anyhow!("the collectives run inside MPI"))?;
-        let parsed = parse_args(collective, std::env::args_os());
+        setup::step(Step::Exchange("agreeing on the binary and the arguments"));
+        Faults::from_env().stall_in_setup(world.rank);
         job::agree_on_binary(world, program, collective.id().as_str())?;
         agree_on_arguments(world, &parsed)?;
         let args = parsed?;
@@ -62,6 +69,10 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
     })
 }
 
+/// What the watchdog names while the backend opens (the nccl backend's
+/// communicator initialisation says so itself).
+pub(super) const OPENING: &str = "setup: opening the backend and agreeing on what it runs";
+
 /// `--all-pairs` on the backend `--backend` picks (watched from before it opens:
 /// NCCL's initialisation is a collective that can hang).
 fn all_pairs(
@@ -70,9 +81,13 @@ fn all_pairs(
     plan: &Plan,
     program: &str,
 ) -> Result<ExitStatus, Failure> {
+    setup::step(Step::Exchange("preparing the pairs"));
     let setup = crate::allpairs::backend::prepare(world, args, plan, program)?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    watchdog.begin(OPENING.into());
+    watchdog.enter_call();
     let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog, None)?;
+    watchdog.end();
     crate::allpairs::backend::run(world, &mut *backend, plan, &setup, &watchdog)
 }
 
@@ -87,6 +102,9 @@ fn run(
     // Before the backend opens: the nccl backend sets NCCL_DEBUG* for its log.
     let env = relevant_env();
     // NCCL_TESTS_SPLIT: the collective runs among the ranks of each group.
+    setup::step(Step::Exchange(
+        "agreeing on the groups and the collective's files",
+    ));
     let groups = outputs::Groups::agree(world, program, plan)?;
     let (in_group, group_size) = groups.place(world.rank, world.size);
     let nranks = group_size * plan.gpus_per_process;
@@ -96,6 +114,8 @@ fn run(
     job::agree(world, program, ExitStatus::Usage, checked)?;
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    watchdog.begin(OPENING.into());
+    watchdog.enter_call();
     let (mut backend, choice) = open::open_backend(
         world,
         program,
@@ -135,6 +155,9 @@ fn run(
 
     let opened = Opened { info, choice };
     let (mut run_info, mut header) = header::describe_run(world, program, plan, opened, env);
+    if let Some(shared) = world.shared_host_names() {
+        run_info.notes.push(shared);
+    }
     groups.describe(plan, &mut header, &mut run_info);
     outputs::describe(plan, kind, &mut run_info);
     header::find_limits(world, args, &mut run_info);

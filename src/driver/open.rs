@@ -80,7 +80,8 @@ pub(super) fn open_backend(
     watchdog.enter_call();
     let connected = nccl::connect(prepared, world, &options, notes, group)
         .map_err(|e| format!("--backend nccl: {e:#}"));
-    watchdog.end();
+    watchdog.begin(super::OPENING.into());
+    watchdog.enter_call();
     let backend = agree_each_rank(world, program, ExitStatus::Failed, connected)?;
     Ok((Box::new(backend), choice))
 }

@@ -1,5 +1,5 @@
 //! The one exit policy of every binary: what each status means, and how a run
-//! that ends early says why.
+//! that ends early says why, and ends the job (`abort_job`, `end_job`).
 
 use std::process::ExitCode;
 
@@ -42,8 +42,8 @@ impl ExitStatus {
                  file and the fix), or ranks started with different arguments or binaries."
             }
             ExitStatus::Timeout => {
-                "The collectives' watchdog (`-T`/`--timeout`): a call did not finish in time \
-                 and the job was ended. (A verbs binary's `--timeout` exits 1.)"
+                "The collectives' watchdog (`-T`/`--timeout`): a call, or an exchange of the \
+                 setup, did not finish in time and the job was ended. (A verbs binary's `--timeout` exits 1.)"
             }
             ExitStatus::Inconclusive => {
                 "No verdict could be reached and nothing was found wrong: a figure's 95% \
@@ -87,6 +87,37 @@ impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
         Failure::Fatal(e)
     }
+}
+
+/// Asks the launcher to end every rank of the job (MPI_Abort), from any thread;
+/// returns at once when MPI is not running (a process alone, a unit test, or
+/// after MPI_Finalize).
+pub fn abort_job(status: ExitStatus) {
+    let (mut started, mut finished) = (0, 0);
+    // SAFETY: MPI_Initialized and MPI_Finalized may be called at any time, from any thread.
+    unsafe {
+        mpi::ffi::MPI_Initialized(&mut started);
+        mpi::ffi::MPI_Finalized(&mut finished);
+    }
+    if started != 0 && finished == 0 {
+        // SAFETY: MPI is initialised; MPI_Abort does not return.
+        unsafe { mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, status.code() as i32) };
+    }
+}
+
+/// How long a verdict has to reach the launcher's output before MPI_Abort's banner.
+const VERDICT_FIRST: std::time::Duration = std::time::Duration::from_millis(300);
+/// How long a rank that gave a verdict waits for MPI_Abort before it exits.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ends the job once a verdict is printed: MPI_Abort from another thread (it may
+/// never return when a rank is stopped), and this process's own exit after
+/// `EXIT_GRACE` whatever it does.
+pub fn end_job(status: ExitStatus) -> ! {
+    std::thread::sleep(VERDICT_FIRST);
+    std::thread::spawn(move || abort_job(status));
+    std::thread::sleep(EXIT_GRACE);
+    std::process::exit(status.code().into())
 }
 
 #[cfg(test)]

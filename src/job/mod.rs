@@ -6,7 +6,8 @@
 //! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone;
 //! - `env_snapshot`: the environment as the user set it, before MPI_Init adds to it;
 //! - `launcher`: the launcher that started the process, refused when it is not the binary's MPI;
-//! - `provenance`: the commit, build date and MPI of this build, and the MPI it runs on.
+//! - `provenance`: the commit, build date and MPI of this build, and the MPI it runs on;
+//! - `setup`: -T over the collectives' setup, before the watchdog exists.
 //!
 //! A binary's family calls [`main`] with how it starts (`Start`) and its body;
 //! the body gets a [`Job`] (MPI's world, or a process alone) and returns a status
@@ -18,6 +19,7 @@ pub mod env_snapshot;
 pub mod exit;
 pub mod launcher;
 pub mod provenance;
+pub mod setup;
 pub mod world;
 
 pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};
@@ -270,7 +272,7 @@ fn abort_job_on_panic() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        world::abort_job(ExitStatus::Failed);
+        exit::abort_job(ExitStatus::Failed);
     }));
 }
 

@@ -2,7 +2,8 @@
 //! driver needs outside the timed loops (agreeing on arguments, gathering timings).
 //! Started without mpirun, a binary is a job of one rank.
 
-use super::exit::ExitStatus;
+use super::setup::{self, Step};
+use crate::sysfs::identity::machine_identity;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -16,22 +17,6 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Asks the launcher to end every rank of the job (MPI_Abort), from any thread;
-/// returns at once when MPI is not running (a process alone, a unit test, or
-/// after MPI_Finalize).
-pub fn abort_job(status: ExitStatus) {
-    let (mut started, mut finished) = (0, 0);
-    // SAFETY: MPI_Initialized and MPI_Finalized may be called at any time, from any thread.
-    unsafe {
-        mpi::ffi::MPI_Initialized(&mut started);
-        mpi::ffi::MPI_Finalized(&mut finished);
-    }
-    if started != 0 && finished == 0 {
-        // SAFETY: MPI is initialised; MPI_Abort does not return.
-        unsafe { mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, status.code() as i32) };
-    }
-}
-
 pub struct World {
     // Dropping the universe finalizes MPI, so it lives as long as the world.
     _universe: mpi::environment::Universe,
@@ -43,6 +28,9 @@ pub struct World {
     pub local_size: usize,
     /// Host name of every rank, by rank.
     pub hosts: Vec<String>,
+    /// Machine identity of every rank, by rank (`sysfs::identity`; "" where
+    /// none could be read): a host name claimed from two identities is two nodes.
+    pub identities: Vec<String>,
 }
 
 impl World {
@@ -56,7 +44,8 @@ impl World {
         let comm = universe.world();
         let rank = comm.rank() as usize;
         let size = comm.size() as usize;
-        let hostname = hostname();
+        setup::rank_is(rank);
+        let identity = machine_identity(&crate::sysfs::Root::new("/")).unwrap_or_default();
         let mut world = World {
             _universe: universe,
             comm,
@@ -65,12 +54,21 @@ impl World {
             local_rank: 0,
             local_size: 1,
             hosts: Vec::new(),
+            identities: Vec::new(),
         };
-        world.hosts = world
-            .all_gather_bytes(hostname.as_bytes())
+        setup::step(Step::Exchange(
+            "exchanging host names and machine identities",
+        ));
+        let mine = format!("{}\t{identity}", hostname());
+        (world.hosts, world.identities) = world
+            .all_gather_bytes(mine.as_bytes())
             .into_iter()
-            .map(|h| String::from_utf8_lossy(&h).into_owned())
-            .collect();
+            .map(|b| {
+                let text = String::from_utf8_lossy(&b).into_owned();
+                let (host, id) = text.split_once('\t').unwrap_or((&text, ""));
+                (host.to_string(), id.to_string())
+            })
+            .unzip();
         // A node is a host name, as nccl-tests counts them. Not MPI_Comm_split_type: making
         // any communicator leaves Open MPI 4.1's libnbc progress hook running for good, a
         // cost on every later call of the timed loop (1% of an 8-byte allreduce's cycles).
@@ -93,6 +91,12 @@ impl World {
             }
         }
         nodes
+    }
+
+    /// A host name that ranks of different machine identities claim (a node
+    /// renamed, a cloned image): per-host figures of that name mix two nodes.
+    pub fn shared_host_names(&self) -> Option<String> {
+        shared_host_names(&self.hosts, &self.identities)
     }
 
     pub fn barrier(&self) {
@@ -154,6 +158,32 @@ impl World {
     }
 }
 
+/// The warning of `World::shared_host_names`, from every rank's host name and
+/// identity (an empty identity tells nothing).
+fn shared_host_names(hosts: &[String], identities: &[String]) -> Option<String> {
+    let mut shared: Vec<String> = Vec::new();
+    for (rank, host) in hosts.iter().enumerate() {
+        let other = (0..rank).find(|&r| {
+            hosts[r] == *host && !identities[r].is_empty() && identities[r] != identities[rank]
+        });
+        if let Some(first) = other {
+            if !shared.iter().any(|s| s.starts_with(&format!("{host}:"))) {
+                shared.push(format!(
+                    "{host}: rank {first} from {}, rank {rank} from {}",
+                    identities[first], identities[rank]
+                ));
+            }
+        }
+    }
+    (!shared.is_empty()).then(|| {
+        format!(
+            "one host name answered from different machines ({}): give every node its own host \
+             name; doctor names them",
+            shared.join("; ")
+        )
+    })
+}
+
 impl super::Group for World {
     fn rank(&self) -> usize {
         self.rank
@@ -169,5 +199,27 @@ impl super::Group for World {
 
     fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
         World::all_gather_bytes(self, mine)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_name_of_two_identities_is_named() {
+        let hosts: Vec<String> = ["n1", "n3", "n3", "n3"].map(String::from).to_vec();
+        let ids: Vec<String> = ["a", "c", "c", "d"].map(String::from).to_vec();
+        assert_eq!(
+            shared_host_names(&hosts, &ids).as_deref(),
+            Some(
+                "one host name answered from different machines (n3: rank 1 from c, rank 3 from d): \
+                 give every node its own host name; doctor names them"
+            )
+        );
+        let same: Vec<String> = ["a", "c", "c", "c"].map(String::from).to_vec();
+        assert_eq!(shared_host_names(&hosts, &same), None);
+        let unknown = vec![String::new(); 4];
+        assert_eq!(shared_host_names(&hosts, &unknown), None);
     }
 }

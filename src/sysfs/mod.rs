@@ -9,9 +9,11 @@
 //! - `rdma`: what sysfs says about an RDMA port (state, rate, link layer);
 //! - `counters`: snapshots of every RDMA port's and netdev's counters;
 //! - `numa`: an RDMA device's NUMA node, the nodes' CPUs, CPU lists;
-//! - `topology`: GPUs, NICs and netdevs, and the PCI path class of each pair.
+//! - `topology`: GPUs, NICs and netdevs, and the PCI path class of each pair;
+//! - `identity`: which machine and network namespace a process runs on.
 
 pub mod counters;
+pub mod identity;
 pub mod numa;
 pub mod rdma;
 pub mod topology;

@@ -27,7 +27,7 @@ mod verdict;
 
 pub use hooks::{ADDRESS_FILE_ENV, FAULT_SIGNAL_ENV};
 
-use crate::job::world::abort_job;
+use crate::job::setup::{self, Step};
 use crate::job::{agree, ExitStatus, Failure, Group};
 use hooks::SignalFault;
 use listener::{Judge, Listener};
@@ -41,10 +41,6 @@ use std::time::Duration;
 
 /// How long rank 0 waits for the peers' answers before it judges without them.
 const ANSWER_BOUND: Duration = Duration::from_secs(3);
-/// How long the verdict has to reach the launcher's output before MPI_Abort's banner.
-const VERDICT_FIRST: Duration = Duration::from_millis(300);
-/// How long a rank that gave the verdict waits for MPI_Abort before it exits.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 pub struct Watchdog {
     state: Arc<State>,
@@ -75,9 +71,15 @@ impl Watchdog {
         }
         let hosts: Vec<String> = (0..nranks).map(|r| group.host(r).to_string()).collect();
         let opened = match rank {
-            0 => open(&hosts).map(Some).map_err(|e| e.to_string()),
+            0 => {
+                setup::step(Step::Alone(
+                    "finding the watchdog's addresses (resolving the hosts)",
+                ));
+                open(&hosts).map(Some).map_err(|e| e.to_string())
+            }
             _ => Ok(None),
         };
+        setup::step(Step::Exchange("exchanging the watchdog's addresses"));
         let card = match &opened {
             Ok(Some(channel)) => card(&channel.token, &channel.addresses),
             Ok(None) => String::new(),
@@ -122,6 +124,8 @@ impl Watchdog {
                 Role::Peer(peer) => peer.run(&state),
             })
             .map_err(anyhow::Error::from)?;
+        // The watchdog watches from here; the setup's own timer stops.
+        setup::done();
         Ok(watchdog)
     }
 
@@ -242,14 +246,9 @@ fn route_to(host: &str) -> Option<IpAddr> {
     })
 }
 
-/// Ends the job once a verdict is printed: MPI_Abort from another thread (it may
-/// never return when a rank is stopped), and this process's own exit after
-/// `EXIT_GRACE` whatever it does.
+/// Ends the job once a verdict is printed (status 3).
 fn end_job() -> ! {
-    std::thread::sleep(VERDICT_FIRST);
-    std::thread::spawn(|| abort_job(ExitStatus::Timeout));
-    std::thread::sleep(EXIT_GRACE);
-    std::process::exit(ExitStatus::Timeout.code().into())
+    crate::job::exit::end_job(ExitStatus::Timeout)
 }
 
 #[cfg(test)]
