@@ -364,7 +364,7 @@ fn files_another_user_may_not_read_are_said_so() {
     for rel in denied {
         std::fs::set_permissions(
             root.join(rel),
-            std::os::unix::fs::PermissionsExt::from_mode(0),
+            std::os::unix::fs::PermissionsExt::from_mode(0o0),
         )
         .unwrap();
     }

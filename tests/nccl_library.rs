@@ -243,7 +243,7 @@ fn library_mismatches(wheel: &Wheel, header_code: Option<i32>) -> Vec<String> {
             .find(|f| f.symbols.contains(&lookup.name))
             .map(|f| f.since)
             .or(REQUIRED.contains(&lookup.name).then_some(0));
-        if !lookup.found && since.map_or(true, |v| v <= nccl.version()) {
+        if !lookup.found && since.is_none_or(|v| v <= nccl.version()) {
             let expected = since.map_or(String::new(), |v| match v {
                 0 => " although fabricbench requires it of every NCCL".into(),
                 v => format!(

@@ -154,7 +154,7 @@ impl HostClock {
 
     /// Whether the loop started last marks every call (`Marks::each_call`).
     pub fn marks_each_call(&self) -> bool {
-        self.pattern.map_or(true, Marks::each_call)
+        self.pattern.is_none_or(Marks::each_call)
     }
 
     /// `Backend::timer_start`: room for every mark, so that `mark` never allocates.

@@ -63,7 +63,7 @@ pub fn collect(root: &Root, devices: &[String], filter: &[HcaFilter]) -> Vec<Hca
                 filter.is_empty()
                     || filter
                         .iter()
-                        .any(|f| f.device == *dev && f.port.map_or(true, |p| p == num))
+                        .any(|f| f.device == *dev && f.port.is_none_or(|p| p == num))
             };
             collect_hca(root, dev, &port_wanted)
         })

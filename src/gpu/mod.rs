@@ -199,7 +199,7 @@ impl DeviceBuffer {
     }
 
     fn check_range(&self, offset: usize, bytes: usize) -> anyhow::Result<()> {
-        if offset.checked_add(bytes).map_or(true, |end| end > self.len) {
+        if offset.checked_add(bytes).is_none_or(|end| end > self.len) {
             bail!(
                 "bytes {offset}..{} lie outside the {}-byte GPU buffer",
                 offset.saturating_add(bytes),

@@ -335,7 +335,7 @@ impl<W: Write> Table<W> {
         for placement in Placement::BOTH {
             match r.measurements.iter().find(|m| m.placement == placement) {
                 Some(m) => {
-                    if self.best.map_or(true, |b| m.busbw_gbs > b.0) {
+                    if self.best.is_none_or(|b| m.busbw_gbs > b.0) {
                         self.best = Some((m.busbw_gbs, r.size_bytes, placement));
                     }
                     let wrong = m.wrong.map_or("   N/A".to_string(), |w| format!("{w:>6}"));

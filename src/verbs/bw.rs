@@ -340,7 +340,7 @@ pub fn run(
                     &mut checked,
                 );
                 completed[q] = s + 1;
-                let counts = window.map_or(true, |w| w.contains(t));
+                let counts = window.is_none_or(|w| w.contains(t));
                 if newly > 0 {
                     completed_total += newly;
                     last_completion = t;

@@ -176,7 +176,7 @@ impl PairMeasure for VerbsPair<'_> {
             peer,
         };
         watchdog.enter_call();
-        if self.connected.as_ref().map_or(true, |c| c.peer != peer) {
+        if self.connected.as_ref().is_none_or(|c| c.peer != peer) {
             self.connected = None;
             self.connected = Some(self.connect(&mut link)?);
         }
@@ -190,7 +190,7 @@ impl PairMeasure for VerbsPair<'_> {
                 // The pair ends together: the side that only serves keeps its
                 // queue pair until the other side's last completion.
                 match link.swap(&Message::Report(report.clone()), Patience::WhileMeasuring)? {
-                    Message::Report(r) if r.as_ref().map_or(true, |r| r.size == size) => Ok(report),
+                    Message::Report(r) if r.as_ref().is_none_or(|r| r.size == size) => Ok(report),
                     other => Err(out_of_step(&other, &format!("the measurement of {size} B"))),
                 }
             });

@@ -22,6 +22,7 @@ use sideway::ibverbs::queue_pair::{
     BasicQueuePair, CreateQueuePairError, ExtendedQueuePair, ModifyQueuePairError, QueuePair,
     QueuePairAttribute, QueuePairBuilder, SendOperationFlags,
 };
+use std::ptr::NonNull;
 
 /// How this side posts: perftest's "ibv_wr* API" header line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,11 +148,16 @@ impl Qp {
 
     /// The basic handle, for the verbs that take one.
     pub fn raw(&self) -> *mut ibv_qp {
+        self.handle().as_ptr()
+    }
+
+    /// The basic handle, never null.
+    pub fn handle(&self) -> NonNull<ibv_qp> {
         // SAFETY: the handle lives as long as `self`; callers use it no longer.
         unsafe {
             match &self.kind {
-                Kind::Basic(qp) => qp.qp().as_ptr(),
-                Kind::Extended { qp, .. } => qp.qp().as_ptr(),
+                Kind::Basic(qp) => qp.qp(),
+                Kind::Extended { qp, .. } => qp.qp(),
             }
         }
     }
@@ -339,10 +345,10 @@ impl RecvChain {
     }
 
     /// Posts the gathered receives on `qp` in one call and empties the chain.
-    pub fn post(&mut self, qp: *mut ibv_qp) -> std::io::Result<()> {
+    pub fn post(&mut self, qp: NonNull<ibv_qp>) -> std::io::Result<()> {
         let base = link(&mut self.wrs, &mut self.sges);
         // SAFETY: a chain of `n` receives into the QP's registered buffer.
-        let posted = unsafe { post_recv_list(qp, base) };
+        let posted = unsafe { post_recv_list(qp.as_ptr(), base) };
         self.wrs.clear();
         self.sges.clear();
         posted

@@ -251,7 +251,7 @@ impl Session<'_> {
                 link.gather(&Message::Report(report), Patience::WhileMeasuring)?
                     .into_iter()
                     .map(|m| match m {
-                        Message::Report(r) if r.as_ref().map_or(true, |r| r.size == size) => Ok(r),
+                        Message::Report(r) if r.as_ref().is_none_or(|r| r.size == size) => Ok(r),
                         other => Err(out_of_step(&other, &format!("the measurement of {size} B"))),
                     })
                     .collect::<anyhow::Result<Vec<Option<Report>>>>()

@@ -114,7 +114,7 @@ pub fn to_rts(qp: *mut ibv_qp, psn: u32) -> anyhow::Result<()> {
 /// GID, else its LID) for sends of Q_Key `qkey` to its QP `qpn`, with the
 /// path flags' `route`.
 pub fn dest(
-    pd: *mut ibv_pd,
+    pd: NonNull<ibv_pd>,
     port: &Port,
     peer: &Hello,
     (qpn, qkey): (u32, u32),
@@ -142,13 +142,13 @@ pub fn dest(
 
 /// The address handle of `attr` (rdma_cm's, with -R) to QP `qpn` of `to`.
 pub fn create(
-    pd: *mut ibv_pd,
+    pd: NonNull<ibv_pd>,
     attr: &mut ibv_ah_attr,
     (qpn, qkey): (u32, u32),
     to: &str,
 ) -> anyhow::Result<UdDest> {
     // SAFETY: `pd` is the endpoint's live protection domain.
-    let ah = unsafe { ibv_create_ah(pd, attr) };
+    let ah = unsafe { ibv_create_ah(pd.as_ptr(), attr) };
     match NonNull::new(ah) {
         Some(ah) => Ok(UdDest { ah, qpn, qkey }),
         None => bail!(

@@ -12,6 +12,7 @@ use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
 use sideway::ibverbs::device_context::Mtu;
 use sideway::ibverbs::queue_pair::{QueuePairAttribute, QueuePairState};
 use std::net::Ipv6Addr;
+use std::ptr::NonNull;
 
 impl Endpoint {
     /// -R with UD: QP `qp` takes rdma_cm's Q_Key, moves to RTS and sends to
@@ -20,10 +21,10 @@ impl Endpoint {
         &mut self,
         qp: usize,
         qkey: u32,
-        dest: impl FnOnce(*mut ibv_pd) -> anyhow::Result<UdDest>,
+        dest: impl FnOnce(NonNull<ibv_pd>) -> anyhow::Result<UdDest>,
     ) -> anyhow::Result<()> {
         // SAFETY: the PD is alive in `self`.
-        let pd = unsafe { self._pd.pd().as_ptr() };
+        let pd = unsafe { self._pd.pd() };
         let end = &mut self.qps[qp];
         ud::set_qkey(end.qp.raw(), qkey)?;
         ud::to_rts(end.qp.raw(), end.psn)?;
@@ -52,7 +53,7 @@ impl Endpoint {
         for (qp_index, (end, remote)) in self.qps.iter_mut().zip(&peer.qps).enumerate() {
             if plan.options.connection == Connection::Ud {
                 // SAFETY: the PD is alive in `self`.
-                let (qp, pd) = (end.qp.raw(), unsafe { self._pd.pd().as_ptr() });
+                let (qp, pd) = (end.qp.raw(), unsafe { self._pd.pd() });
                 ud::to_rts(qp, end.psn)?;
                 end.ud = Some(ud::dest(
                     pd,

@@ -424,7 +424,9 @@ impl QpEnd {
     }
 
     fn post_recv_chain(&self, chain: &mut super::post::RecvChain) -> anyhow::Result<()> {
-        chain.post(self.qp.raw()).map_err(|e| self.recv_failed(e))
+        chain
+            .post(self.qp.handle())
+            .map_err(|e| self.recv_failed(e))
     }
 
     pub(super) fn modify(
