@@ -25,8 +25,8 @@ use yaml_rust2::{Yaml, YamlLoader};
 #[serde(tag = "kind")]
 enum Document {
     #[serde(rename = "MPIJob")]
-    MpiJob(MpiJob),
-    MacvlanNetwork(MacvlanNetwork),
+    MpiJob(Box<MpiJob>),
+    MacvlanNetwork(Box<MacvlanNetwork>),
 }
 
 // ---- kubeflow.org/v2beta1 MPIJob (MPI Operator v2) ----
