@@ -2,6 +2,7 @@
 # The test command: unit tests and multi-rank integration tests (they launch
 # mpirun themselves), among them the virtual rack's (tests/virtual_rack.rs: 4
 # network-namespace nodes of this host, real faults; root, ip and tc), then the
+# container image (scripts/image-check.sh), the MPICH build, and the
 # notebook against CSVs that real runs of our binaries write here. Runs as root,
 # on any core count.
 set -euo pipefail
