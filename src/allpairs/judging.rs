@@ -251,7 +251,13 @@ impl Verdict {
     /// "median algbw 45.000 GB/s at 1 MiB", or why bandwidth was not judged;
     /// `size` writes a size.
     pub fn bandwidth(&self, size: fn(u64) -> String) -> String {
-        if self.bw_judged {
+        if self.bw_judged && !self.median_gbs.is_finite() {
+            format!(
+                "bandwidth not judged (no pair measured at {}: the median is {})",
+                size(self.bw_size),
+                self.median_gbs
+            )
+        } else if self.bw_judged {
             format!(
                 "median algbw {} GB/s at {}",
                 gbs(self.median_gbs),
@@ -267,7 +273,13 @@ impl Verdict {
 
     /// "lowest median time 5.00 us at 8 B", or why latency was not judged.
     pub fn latency(&self, size: fn(u64) -> String) -> String {
-        if self.latency_judged {
+        if self.latency_judged && !self.min_us.is_finite() {
+            format!(
+                "latency not judged (no pair measured at {}: the lowest time is {})",
+                size(self.latency_size),
+                self.min_us
+            )
+        } else if self.latency_judged {
             format!(
                 "lowest median time {:.2} us at {}",
                 self.min_us,
@@ -340,6 +352,17 @@ mod tests {
     use super::super::matrix::tests::results;
     use super::super::matrix::Matrix;
     use super::*;
+
+    #[test]
+    fn a_size_with_no_pair_measured_is_not_judged() {
+        let v = results(3, None, f64::NAN, f64::NAN).judge(&Thresholds::default());
+        let bw = v.bandwidth(human_bytes);
+        assert!(
+            bw.starts_with("bandwidth not judged (no pair measured at 1 MiB"),
+            "{bw}"
+        );
+        assert!(!v.passed(), "nothing measured never passes: {v:?}");
+    }
 
     #[test]
     fn small_bandwidths_keep_three_digits() {
