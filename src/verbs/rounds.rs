@@ -21,6 +21,11 @@ pub fn rounds_arg(text: &str) -> Result<u32, String> {
         Ok(n) if n > MAX_ROUNDS as i128 => Err(format!("too many rounds; {fix}")),
         Ok(n) if n < 1 => Err(fix),
         Ok(n) => Ok(n as u32),
+        // Both sides of a verbs run must agree on the count before the first size.
+        Err(_) if text.trim() == "auto" => Err(format!(
+            "the verbs binaries take a count of rounds, which client and server agree on \
+             before they start (auto is the collectives'); {fix}, e.g. --rounds 5"
+        )),
         Err(_) => Err(format!("'{text}' is not a whole number in digits; {fix}")),
     }
 }
