@@ -98,8 +98,12 @@ fn sbatch_runs_doctor_first_and_one_task_per_gpu() {
     );
     let collective = sruns
         .iter()
-        .find(|s| s.contains("_perf\" --backend nccl"))
+        .find(|s| s.contains("_perf\" --backend \"$backend\""))
         .unwrap();
+    assert!(
+        script.contains("backend=${FABRICBENCH_BACKEND-nccl}"),
+        "NCCL unless the command line says otherwise"
+    );
     assert!(
         collective.contains("--ntasks-per-node=\"$gpus_per_node\""),
         "{collective}"
