@@ -71,4 +71,10 @@ if [ -s "$nb/baseline.json" ]; then
     [ -s "$nb/nb-out/json_busbw.png" ] || { echo "test.sh: compare.ipynb drew no json_busbw.png from the -J files" >&2; exit 1; }
 fi
 echo "test.sh: compare.ipynb executed headless on the same runs"
+# Slurm for real: munged, slurmctld and a slurmd per node of a 2-node virtual rack,
+# then srun --mpi=pmix across the nodes, srun -O (Open MPI told to yield),
+# rack_check with launcher = "srun" and sbatch of the rack acceptance recipe;
+# every daemon stopped and the rack taken down, also when a check fails.
+scripts/slurm-ci.sh 2 2>&1 | sed -u 's/^slurm-ci.sh: /test.sh: slurm: /' \
+    || { echo "test.sh: scripts/slurm-ci.sh failed (its lines above)" >&2; exit 1; }
 scripts/softroce-ci.sh    # the verbs data path in the Soft-RoCE VM (skipped with a message where the VM tool is absent)
