@@ -163,7 +163,10 @@ mod tests {
         );
         let (note, set) = decide(4, 2, true, Some("0"));
         assert!(!set);
-        assert!(note.contains("OMPI_MCA_mpi_yield_when_idle=0 as given"), "{note}");
+        assert!(
+            note.contains("OMPI_MCA_mpi_yield_when_idle=0 as given"),
+            "{note}"
+        );
         let (note, set) = decide(4, 2, false, None);
         assert!(!set);
         assert!(!note.contains(YIELD_VAR), "{note}");
