@@ -106,7 +106,7 @@ cpus=$(nproc)
 # munge: its own key, socket, pid, log and seed (--force: as root, in /tmp).
 dd if=/dev/urandom of="$work/munge.key" bs=1 count=1024 status=none
 chmod 0400 "$work/munge.key"
-munged --force --socket="$work/munge.sock" --key-file="$work/munge.key" \
+timeout 30 munged --force --socket="$work/munge.sock" --key-file="$work/munge.key" \
     --pid-file="$work/munged.pid" --log-file="$work/munged.log" --seed-file="$work/munged.seed"
 
 # One TmpFS per node: two slurmd's sharing /tmp collide in the pmix plugin's
@@ -147,19 +147,21 @@ EOF
 } >"$work/slurm.conf"
 export SLURM_CONF=$work/slurm.conf
 
-"$rack" daemon head -- slurmctld -f "$work/slurm.conf"
+# Each daemon forks into the background once ready: the start itself is bounded.
+timeout 30 "$rack" daemon head -- slurmctld -f "$work/slurm.conf"
 for node in ${node_list//,/ }; do
     mkdir -p "$work/tmp-$node" "$work/spool-$node"
-    "$rack" daemon "$node" -- slurmd -f "$work/slurm.conf" -N "$node"
+    timeout 30 "$rack" daemon "$node" -- slurmd -f "$work/slurm.conf" -N "$node"
 done
 # Every node idle within 60 s.
 idle=0
-for _ in $(seq 120); do
-    idle=$("$rack" exec -- sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l) || idle=0
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
+    idle=$(timeout 10 "$rack" exec -- sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l) || idle=0
     [ "$idle" -ge "$nodes" ] && break
     sleep 0.5
 done
-[ "$idle" -ge "$nodes" ] || die "the nodes did not come up idle in 60 s: $("$rack" exec -- sinfo -N 2>&1 | tr '\n' ';')"
+[ "$idle" -ge "$nodes" ] || die "the nodes did not come up idle in 60 s: $(timeout 10 "$rack" exec -- sinfo -N 2>&1 | tr '\n' ';')"
 say "munged, slurmctld on head ($head_addr), slurmd on $node_list: $nodes nodes idle ($(($(date +%s) - started)) s)"
 
 # On the rack's head: srun and sbatch reach slurmctld, and the rack's MCA
