@@ -54,6 +54,20 @@ fn quiet_on_a_closed_pipe() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
+/// A test's environment: the variables given, and no other (for the functions
+/// that read the environment through a `var` closure).
+#[cfg(test)]
+pub(crate) fn fake_env(
+    pairs: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<String> {
+    move |k| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
 /// The processes of a run: one started by hand, or the ranks of an MPI job.
 pub enum Job {
     Alone { host: String },

@@ -97,15 +97,7 @@ pub fn note() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use crate::job::fake_env as env;
 
     #[test]
     fn per_node_counts_expand() {
