@@ -40,12 +40,12 @@ daemons() {
     local name
     for name in slurmctld slurmd slurmstepd munged; do pgrep -a -x "$name" || true; done
 }
-# Ones running before (a site's own munged) are not this script's to stop, nor
-# to count as left behind.
-before=$(daemons | awk '{print $1}')
 rack=scripts/virtual-rack.sh
 exec 9>/run/fabricbench-rack.lock
 flock -w 900 9 || die "the virtual rack stayed in use 15 minutes (/run/fabricbench-rack.lock): is a test hung?"
+# Ones running before (a site's own munged) are not this script's to stop, nor
+# to count as left behind.
+before=$(daemons | awk '{print $1}')
 started=$(date +%s)
 work=$(mktemp -d /tmp/fabricbench-slurm.XXXXXX)
 chmod 755 "$work" # munged: its socket needs execute permission on every folder above
@@ -100,7 +100,7 @@ trap 'exit 130' INT TERM
 "$rack" up "$nodes" >/dev/null
 rack_up=1
 head_addr=$("$rack" hosts | awk '$2 == "head" {print $1}')
-node_list=$(seq 1 "$nodes" | sed 's/^/node/' | paste -sd,)
+node_list=$("$rack" hosts | awk '$2 != "head" {print $2}' | paste -sd,)
 cpus=$(nproc)
 
 # munge: its own key, socket, pid, log and seed (--force: as root, in /tmp).
