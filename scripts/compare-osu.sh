@@ -108,7 +108,8 @@ if [ -n "${SAMPLES_DIR:-}" ] && ! { mkdir -p "$SAMPLES_DIR" 2>/dev/null && [ -d 
     exit 2
 fi
 bin=${FABRICBENCH_BIN:-target/release}
-if [ ! -x "$bin/all_reduce_perf" ]; then
+stats=$bin/fabricbench-stats
+if [ ! -x "$bin/all_reduce_perf" ] || [ ! -x "$stats" ]; then
     echo "# building release binaries into target/release" >&2
     cargo build --release --quiet
 fi
@@ -166,114 +167,104 @@ osu_time() {
         awk -v s="$size" '$1 == s {print $2; exit}'
 }
 
+# The statistics are fabricbench's own (fabricbench-stats: src/stats/interval.rs, the
+# definition compare and rack_check judge with).
+# ratio NUM DEN T: its line "ratio lo hi verdict rounds resolve" for the ratio of the
+# medians NUM/DEN against the band 1-T..1+T (95% bootstrap interval, fixed seed).
+ratio() {
+    "$stats" --band "$(awk -v t="$3" 'BEGIN { printf "%.6f:%.6f", 1 - t, 1 + t }')" "$1" "$2" 2>/dev/null || true
+}
+inside() { [ "$(awk '{print $4}' <<<"$1")" = inside ]; }
+outside() { case $(awk '{print $4}' <<<"$1") in below | above) return 0 ;; esac; return 1; }
+median() { "$stats" "$1" | awk '{printf "%.4g", $1}'; }
+
 # One row from the five programs' samples (files, one time per line): the medians, the
-# ratios of the medians, a 95% bootstrap interval of each ratio (the launches resampled,
-# fixed seed), and a verdict that is "within" or "outside" only when the interval is:
-# a run too noisy to decide says "unresolved" rather than guess.
+# ratios of the medians with the 95% interval of each, and a verdict that is "within"
+# or "outside" only when the interval is: a run too noisy to decide (or with fewer
+# than 3 launches) says "unresolved" rather than guess.
 judge() { # name size small(1|0) ours bare ours-z3 bare-bar osu
-    "$python" - "$@" <<'EOF'
-import math, random, statistics, sys
-name, size, small, *files = sys.argv[1:]
-def number(text):
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan  # a line that is not a time (an error message) counts as bad
-samples = [[number(x) for x in open(f).read().split()] for f in files]
-bad = [k for k, s in zip(("ours", "bare", "ours-z3", "bare-bar", "osu"), samples)
-       if any(not (math.isfinite(x) and x > 0) for x in s)]
-if bad:
-    print("  %-20s %10s BAD DATA: a time of %s is not a positive number" % (name, size, ", ".join(bad)))
-    sys.exit(1)
-if any(not s for s in samples):
-    print("  %-20s %10s NO DATA (%s)" % (name, size, ", ".join(
-        "%s %d runs" % (k, len(s)) for k, s in zip(("ours", "bare", "ours-z3", "bare-bar", "osu"), samples))))
-    sys.exit(1)
-o, b, oz, bb, u = samples
-med = statistics.median
-rng = random.Random(1)
-def ratio(a, c):
-    boots = sorted(med(rng.choices(a, k=len(a))) / med(rng.choices(c, k=len(c))) for _ in range(2000))
-    return med(a) / med(c), boots[50], boots[1949]
-def inside(r, t):
-    return 1 - t <= r[1] and r[2] <= 1 + t
-def outside(r, t):
-    return r[2] < 1 - t or r[1] > 1 + t
-harness, harness_z3, method = ratio(o, b), ratio(oz, bb), ratio(bb, u)
-if small == "1":
-    vs_osu = ratio(oz, u)  # time, OSU's method on both sides
-    if inside(harness, 0.05) and inside(vs_osu, 0.05):
-        verdict = "within target"
-    elif outside(harness, 0.05) or outside(vs_osu, 0.05):
-        verdict = "outside target"
-    else:
-        verdict = "unresolved: an interval crosses 5% (more SMALL_REPEATS)"
-else:
-    vs_osu = ratio(u, o)  # algbw ours / OSU: the same bytes, so OSU's time over ours
-    if inside(vs_osu, 0.03):
-        verdict = "within target"
-    elif inside(harness, 0.03) and inside(ratio(u, oz), 0.03):
-        verdict = "outside: back to back vs a barrier per call (-z 3 matches OSU; README)"
-    elif inside(harness, 0.03) and inside(harness_z3, 0.03):
-        verdict = "outside: the harness is not the cause (ours = bare); README"
-    elif outside(vs_osu, 0.03):
-        verdict = "outside target"
-    else:
-        verdict = "unresolved: an interval crosses 3% (more REPEATS)"
-g = lambda v: "%.4g" % v
-r = lambda x: "%.3f" % x[0]
-ci = lambda x: "%.2f-%.2f" % (x[1], x[2])
-print("  %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s" % (
-    name, size, g(med(o)), g(med(b)), g(med(oz)), g(med(bb)), g(med(u)),
-    r(harness), ci(harness), r(harness_z3), r(method), r(vs_osu), ci(vs_osu), verdict))
-sys.exit(0 if verdict == "within target" else 3)
-EOF
+    local name=$1 size=$2 small=$3 f err
+    shift 3
+    local o=$1 b=$2 oz=$3 bb=$4 u=$5
+    for f in "$@"; do
+        # A time that is not a positive number (an error message), or no time at all.
+        if ! err=$("$stats" "$f" 2>&1 >/dev/null); then
+            printf '  %-20s %10s BAD DATA: %s\n' "$name" "$size" "${err#fabricbench-stats: error: }"
+            return 1
+        fi
+    done
+    local t harness harness_z3 method vs_osu verdict
+    t=$([ "$small" = 1 ] && echo 0.05 || echo 0.03)
+    harness=$(ratio "$o" "$b" "$t")
+    harness_z3=$(ratio "$oz" "$bb" "$t")
+    method=$(ratio "$bb" "$u" "$t")
+    if [ "$small" = 1 ]; then
+        vs_osu=$(ratio "$oz" "$u" 0.05) # time, OSU's method on both sides
+        if inside "$harness" && inside "$vs_osu"; then
+            verdict="within target"
+        elif outside "$harness" || outside "$vs_osu"; then
+            verdict="outside target"
+        else
+            verdict="unresolved: an interval crosses 5% (more SMALL_REPEATS)"
+        fi
+    else
+        vs_osu=$(ratio "$u" "$o" 0.03) # algbw ours / OSU: the same bytes, so OSU's time over ours
+        if inside "$vs_osu"; then
+            verdict="within target"
+        elif inside "$harness" && inside "$(ratio "$u" "$oz" 0.03)"; then
+            verdict="outside: back to back vs a barrier per call (-z 3 matches OSU; README)"
+        elif inside "$harness" && inside "$harness_z3"; then
+            verdict="outside: the harness is not the cause (ours = bare); README"
+        elif outside "$vs_osu"; then
+            verdict="outside target"
+        else
+            verdict="unresolved: an interval crosses 3% (more REPEATS)"
+        fi
+    fi
+    r() { awk '{printf "%.3f", $1}' <<<"$1"; }
+    ci() { awk '{printf "%.2f-%.2f", $2, $3}' <<<"$1"; }
+    printf '  %-20s %10s %9s %9s %9s %9s %9s | %8s %9s %8s %8s %8s %9s  %s\n' "$name" "$size" \
+        "$(median "$o")" "$(median "$b")" "$(median "$oz")" "$(median "$bb")" "$(median "$u")" \
+        "$(r "$harness")" "$(ci "$harness")" "$(r "$harness_z3")" "$(r "$method")" "$(r "$vs_osu")" "$(ci "$vs_osu")" "$verdict"
+    [ "$verdict" = "within target" ]
 }
 
 # The rows pooled, the smallest sizes apart from the bandwidth sizes: the geometric
 # mean over rows of each ratio of medians, with a 95% interval from resampling every
-# row's launches. One row rarely settles 3% on a noisy host; the rows together say
-# whether the harness costs anything (ours/bare), and whether a gap to OSU is the
-# method's (the bare loop's algbw ratio to OSU as far from 1 as ours) or ours.
+# row's launches (fabricbench-stats with the rows' files in pairs). One row rarely
+# settles 3% on a noisy host; the rows together say whether the harness costs
+# anything (ours/bare), and whether a gap to OSU is the method's (the bare loop's
+# algbw ratio to OSU as far from 1 as ours) or ours.
 pooled() { # a folder holding 1/ (smallest sizes) and 0/, files <collective>-<size>.<program>
-    "$python" - "$1" <<'EOF'
-import math, os, random, statistics, sys
-med = statistics.median
-rng = random.Random(2)
-for small, label in (("1", "smallest sizes"), ("0", ">= 16 MiB")):
-    folder = os.path.join(sys.argv[1], small)
-    if not os.path.isdir(folder):
-        continue
-    rows = {}
-    for name in os.listdir(folder):
-        row, program = name.rsplit(".", 1)
-        try:
-            times = [float(x) for x in open(os.path.join(folder, name)).read().split()]
-        except ValueError:
-            times = [math.nan]  # left out below, as a bad time
-        rows.setdefault(row, {})[program] = times
-    found = len(rows)
-    rows = [r for r in rows.values() if all(
-        r.get(p) and all(math.isfinite(x) and x > 0 for x in r[p]) for p in ("o", "b", "oz", "bb", "u"))]
-    if not rows:
-        print("# pooled, %s: no row with a time from every program" % label)
-        continue
-    left = "" if len(rows) == found else ", %d left out (no data, or a time that is not a positive number)" % (found - len(rows))
-    def pool(a, c, resample):
-        logs = []
-        for r in rows:
-            x, y = r[a], r[c]
-            if resample:
-                x, y = rng.choices(x, k=len(x)), rng.choices(y, k=len(y))
-            logs.append(math.log(med(x) / med(y)))
-        return math.exp(sum(logs) / len(logs))
-    parts = []
-    for a, c, what in (("o", "b", "ours/bare"), ("oz", "bb", "z3/bar"), ("bb", "u", "bar/osu"),
-                       ("oz", "u", "z3/osu time"), ("u", "o", "algbw ours/osu"), ("u", "b", "algbw bare/osu")):
-        boots = sorted(pool(a, c, True) for _ in range(1000))
-        parts.append("%s %.3f (%.2f-%.2f)" % (what, pool(a, c, False), boots[25], boots[974]))
-    print("# pooled, %s, %d rows%s (geometric means, 95%%): %s" % (label, len(rows), left, ", ".join(parts)))
-EOF
+    local small label folder row found ok p a c what left line
+    for small in 1 0; do
+        label=$([ "$small" = 1 ] && echo "smallest sizes" || echo ">= 16 MiB")
+        folder=$1/$small
+        [ -d "$folder" ] || continue
+        local -a rows=() parts=() files=()
+        found=0
+        for row in $(find "$folder" -type f -printf '%f\n' | sed 's/\.[^.]*$//' | sort -u); do
+            found=$((found + 1))
+            ok=1
+            for p in o b oz bb u; do "$stats" "$folder/$row.$p" >/dev/null 2>&1 || ok=0; done
+            [ "$ok" = 1 ] && rows+=("$row")
+        done
+        if [ "${#rows[@]}" = 0 ]; then
+            echo "# pooled, $label: no row with a time from every program"
+            continue
+        fi
+        left=
+        [ "${#rows[@]}" = "$found" ] || left=", $((found - ${#rows[@]})) left out (no data, or a time that is not a positive number)"
+        for p in "o b ours/bare" "oz bb z3/bar" "bb u bar/osu" "oz u z3/osu_time" "u o algbw_ours/osu" "u b algbw_bare/osu"; do
+            read -r a c what <<<"$p"
+            files=()
+            for row in "${rows[@]}"; do files+=("$folder/$row.$a" "$folder/$row.$c"); done
+            line=$("$stats" "${files[@]}" 2>/dev/null || true)
+            parts+=("$(awk -v w="${what//_/ }" '{printf "%s %.3f (%.2f-%.2f)", w, $1, $2, $3}' <<<"$line")")
+        done
+        line=$(printf '%s, ' "${parts[@]}")
+        echo "# pooled, $label, ${#rows[@]} rows$left (geometric means, 95%): ${line%, }"
+    done
 }
 
 printf '# fabricbench vs a bare loop vs OSU Micro-Benchmarks, %s ranks on %s cores (BIND=%s, PERCENTILES=%s), medians of %s rounds (smallest size) and %s rounds (each program once a round, in random order), %s\n' \

@@ -114,6 +114,10 @@ figure() { # bw|rate|lat|avg size log
     awk -v s="$2" -v c="$col" '$1 == s && $2 ~ /^[0-9]+$/ && NF >= 4 && NF >= c { print $c; exit }' "$3"
 }
 
+# The band of ours/perftest a case must lie in, for fabricbench-stats: bandwidth at
+# least BW_TARGET, latency at most LAT_TARGET.
+band() { if [ "$1" = bw ]; then echo "$BW_TARGET:"; else echo ":$LAT_TARGET"; fi; }
+
 # "median min max" of the numbers on stdin (nothing when there are none).
 spread() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
 
@@ -962,13 +966,19 @@ while read -r bin size extra; do
             verdict=FAILED
             continue
         fi
-        ratio=$(awk -v a="$ours" -v b="$ref" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
-        line+=$(printf '  %s %s [%s-%s] x%s' "$kind" "$ours" "$lo" "$hi" "$ratio")
-        if [ "$test" = bw ]; then
-            awk -v r="$ratio" -v t="$BW_TARGET" 'BEGIN { exit !(r >= t) }' || { [ "$verdict" = ok ] && verdict=MISSED; }
-        else
-            awk -v r="$ratio" -v t="$LAT_TARGET" 'BEGIN { exit !(r <= t) }' || { [ "$verdict" = ok ] && verdict=MISSED; }
-        fi
+        # ours/perftest judged by fabricbench-stats (the statistics of compare and
+        # rack_check): on the whole 95% interval from 3 runs a side, else not judged.
+        read -r ratio r_lo r_hi word _ <<<"$("$BIN_DIR/fabricbench-stats" --band "$(band "$test")" \
+            "$sample.$kind" "$sample.perftest" 2>/dev/null || true)"
+        line+=$(printf '  %s %s [%s-%s] x%.3f' "$kind" "$ours" "$lo" "$hi" "${ratio:-0}")
+        case $word in
+            inside) ;;
+            below | above) [ "$verdict" = FAILED ] || verdict=MISSED ;;
+            *)
+                [ "$word" = unresolved ] && line+=$(printf ' (95%% %.3f-%.3f)' "$r_lo" "$r_hi")
+                [ "$verdict" = ok ] && verdict="unresolved (REPEAT >= 3 for an interval, or more)"
+                ;;
+        esac
     done
     [ "$verdict" = MISSED ] && misses=$((misses + 1))
     target=">= $BW_TARGET"
@@ -978,53 +988,44 @@ while read -r bin size extra; do
 done <<<"$CASES"
 
 # The cases pooled, bandwidth apart from latency: the geometric mean over cases of
-# each ratio of medians, with a 95% interval from resampling every case's runs. On
-# Soft-RoCE under emulation one run differs from the next by up to 2x, for perftest
-# as for ours, so 5 runs rarely settle 5% in one case; the cases together can. The
-# verdict is "within" or "outside" only when the whole interval is.
+# each ratio of medians, with a 95% interval from resampling every case's runs
+# (fabricbench-stats with the cases' files in pairs). On Soft-RoCE under emulation
+# one run differs from the next by up to 2x, for perftest as for ours, so 5 runs
+# rarely settle 5% in one case; the cases together can. The verdict is "within" or
+# "outside" only when the whole interval is.
 pooled() { # folder of <family>_<case>.<kind> files
-    python3 - "$1" "$BW_TARGET" "$LAT_TARGET" $KINDS <<'PY'
-import math, os, random, statistics, sys
-folder, bw_target, lat_target, *kinds = sys.argv[1:]
-med, rng = statistics.median, random.Random(1)
-cases = {}
-for name in sorted(os.listdir(folder)):
-    case, kind = name.rsplit(".", 1)
-    try:
-        values = [float(x) for x in open(os.path.join(folder, name)).read().split()]
-    except ValueError:
-        values = []  # a figure that is not a number: the case is left out
-    if values and all(math.isfinite(v) and v > 0 for v in values):
-        cases.setdefault(case, {})[kind] = values
-status = 0
-for family, target in (("bw", float(bw_target)), ("lat", float(lat_target))):
-    for kind in [k for k in kinds if k != "perftest"]:
-        rows = [c for name, c in cases.items() if name.startswith(family + "_") and kind in c and "perftest" in c]
-        if not rows:
-            continue
-        def pool(resample):
-            logs = []
-            for c in rows:
-                ours, ref = c[kind], c["perftest"]
-                if resample:
-                    ours, ref = rng.choices(ours, k=len(ours)), rng.choices(ref, k=len(ref))
-                logs.append(math.log(med(ours) / med(ref)))
-            return math.exp(sum(logs) / len(logs))
-        head = "pooled %-3s %s / perftest over %d cases: x%.3f" % (family, kind, len(rows), pool(False))
-        fewest = min(len(c[k]) for c in rows for k in (kind, "perftest"))
-        if fewest < 3:
-            # Resampling one or two runs gives an interval of no width: no verdict.
-            print("%s, not judged: %d run(s) of a case (REPEAT >= 3 for an interval)" % (head, fewest))
-            continue
-        boots = sorted(pool(True) for _ in range(2000))
-        lo, hi = boots[50], boots[1949]
-        within, outside = (lo >= target, hi < target) if family == "bw" else (hi <= target, lo > target)
-        verdict = "within target" if within else "outside target" if outside else "unresolved (more REPEAT)"
-        status |= outside
-        print("%s (95%% %.3f-%.3f), target %s %s: %s" % (
-            head, lo, hi, ">=" if family == "bw" else "<=", target, verdict))
-sys.exit(3 if status else 0)
-PY
+    local family kind status=0 f ref line value lo hi word fewest target
+    for family in bw lat; do
+        target=$BW_TARGET
+        [ "$family" = lat ] && target=$LAT_TARGET
+        for kind in ${KINDS/perftest/}; do
+            local -a files=()
+            for f in "$1/${family}_"*".$kind"; do
+                [ -e "$f" ] || continue
+                ref=${f%.*}.perftest
+                # A case with a figure that is not a positive number is left out.
+                "$BIN_DIR/fabricbench-stats" "$f" >/dev/null 2>&1 || continue
+                "$BIN_DIR/fabricbench-stats" "$ref" >/dev/null 2>&1 || continue
+                files+=("$f" "$ref")
+            done
+            [ "${#files[@]}" -gt 0 ] || continue
+            read -r value lo hi word fewest _ <<<"$("$BIN_DIR/fabricbench-stats" --band "$(band "$family")" "${files[@]}" 2>/dev/null || true)"
+            line=$(printf 'pooled %-3s %s / perftest over %d cases: x%.3f' "$family" "$kind" $((${#files[@]} / 2)) "$value")
+            if [ "$word" = not-judged ]; then
+                # Resampling one or two runs gives an interval of no width: no verdict.
+                echo "$line, not judged: $fewest run(s) of a case (REPEAT >= 3 for an interval)"
+                continue
+            fi
+            case $word in
+                inside) word="within target" ;;
+                below | above) word="outside target"; status=1 ;;
+                *) word="unresolved (more REPEAT)" ;;
+            esac
+            printf '%s (95%% %.3f-%.3f), target %s %s: %s\n' "$line" "$lo" "$hi" \
+                "$([ "$family" = bw ] && echo ">=" || echo "<=")" "$target" "$word"
+        done
+    done
+    return $((status * 3))
 }
 if [ -d "$OUT/samples" ]; then
     pooled "$OUT/samples" || misses=$((misses + 1))

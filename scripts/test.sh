@@ -2,12 +2,13 @@
 # The test command: unit tests and multi-rank integration tests (they launch
 # mpirun themselves), among them the virtual rack's (tests/virtual_rack.rs: 4
 # network-namespace nodes of this host, real faults; root, ip and tc), then the
-# notebook against CSVs that real runs of our binaries write here. Runs as root,
-# on any core count.
+# container image (scripts/image-check.sh), the MPICH build, the notebook
+# against CSVs that real runs of our binaries write here, and a real Slurm on a
+# 2-node virtual rack (scripts/slurm-ci.sh). Runs as root, on any core count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root: the virtual rack's tests create network namespaces" >&2; exit 1; }
-for tool in ip tc nsenter unshare setpriv chromium; do
+for tool in ip tc nsenter unshare setpriv chromium mmdebstrap umoci; do
     command -v "$tool" >/dev/null || { echo "test.sh: $tool not found: run scripts/setup.sh" >&2; exit 1; }
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -19,10 +20,11 @@ cargo test --locked -- --test-threads=2
 # The rack's tests took it down; a rack left up means one of them did not.
 [ ! -e /run/fabricbench-rack ] || { echo "test.sh: the virtual rack was left up: scripts/virtual-rack.sh down" >&2; exit 1; }
 
-# scripts/compare.py, headless, on two fresh runs: a baseline on 2 ranks with a
-# given limit, a candidate on 2 ranks (limits as detected here) with a 4-rank
-# run of another collective appended.
+# The container image itself (scripts/image.sh from the debug binaries the tests
+# built): no SSH host key in it, and inside its root filesystem mpirun -np 2
+# all_reduce_perf validates and sshd -t passes after the entrypoint.
 cargo build --locked --bins
+scripts/image-check.sh -b target/debug
 
 # MPICH: the same code built against MPICH (a target folder of its own: mpi-sys's
 # build does not rerun when MPICC changes; one binary keeps it short), then 3
@@ -36,6 +38,9 @@ grep -q '^# Out of bounds values : 0 OK$' <<<"$mpich_out" \
     || { echo "test.sh: the MPICH run on 3 ranks failed:" >&2; echo "$mpich_out" >&2; exit 1; }
 echo "test.sh: the MPICH build ran on 3 ranks under mpiexec.mpich, #wrong 0"
 
+# scripts/compare.py, headless, on two fresh runs: a baseline on 2 ranks with a
+# given limit, a candidate on 2 ranks (limits as detected here) with a 4-rank
+# run of another collective appended (the binaries built above).
 python=""
 for candidate in python3 /usr/bin/python3; do
     if "$candidate" -c 'import pandas, matplotlib' 2>/dev/null; then python=$candidate; break; fi

@@ -7,9 +7,9 @@
 # configuration that is really slower: the same binary and sizes with an MPI setting
 # that costs bandwidth (SLOW_MCA; default: Open MPI's shared-memory BTL without its
 # single-copy mechanism, so every message is copied through fragments). Never a
-# multiplied number. Each comparison: RUNS launches a side (or one launch with
-# --rounds RUNS when the binary has --rounds), baseline and candidate alternating and
-# which goes first alternating from one comparison to the next; then
+# multiplied number. Each comparison: LAUNCHES launches a side of --rounds RUNS each
+# (RUNS launches when the binary has no --rounds), baseline and candidate alternating
+# and which goes first alternating from one comparison to the next; then
 # `compare base.csv cand.csv --threshold THRESHOLD`, whose exit status is the verdict:
 # 0 OK, 1 REGRESSION, 4 INCONCLUSIVE.
 #
@@ -18,7 +18,10 @@
 #
 # Environment:
 #   PAIRS       comparisons of each kind per condition (default 20)
-#   RUNS        launches (or rounds) a side (default 5)
+#   RUNS        rounds a launch with --rounds (default 3), or launches a side without it (5)
+#   LAUNCHES    launches a side when the binary has --rounds (default 3): rounds within
+#               one launch miss what differs from one launch to the next (placement,
+#               page cache, the other jobs of the moment), which is most of the noise
 #   BIN         the collective binary (default sendrecv_perf)
 #   SIZES       its size flags (default "-b 1M -e 4M -f 4")
 #   ITERS       timed iterations per size (default 20)
@@ -34,7 +37,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pairs=${PAIRS:-20}
-runs=${RUNS:-5}
+runs=${RUNS:-}
 bin_name=${BIN:-sendrecv_perf}
 sizes=${SIZES:-"-b 1M -e 4M -f 4"}
 iters=${ITERS:-20}
@@ -66,10 +69,12 @@ trap cleanup EXIT
 
 # Rounds in one launch when the binary has them; else RUNS launches appended.
 if "$bindir/$bin_name" --help 2>&1 | grep -q -- '--rounds'; then
+    runs=${runs:-3}
     per_launch="--rounds $runs"
-    launches=1
-    how="--rounds $runs in one launch a side"
+    launches=${LAUNCHES:-3}
+    how="$launches launches a side, --rounds $runs each, appended"
 else
+    runs=${runs:-5}
     per_launch=
     launches=$runs
     how="$runs launches a side appended (--csv --append; no --rounds in $bin_name)"

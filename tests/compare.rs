@@ -464,3 +464,49 @@ fn too_few_rounds_are_judged_on_medians_and_say_so() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// fabricbench-stats, as the benchmark scripts call it: figures in files, the
+/// line they parse, and the exit status they branch on.
+#[test]
+fn fabricbench_stats_judges_figures_of_any_program() {
+    let dir = scratch("stats");
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let ours = file("ours", "9.0 9.1 8.9 9.05 8.95\n");
+    let peer = file("peer", "10.0\n10.1\n9.9\n10.05\n9.95\n");
+    let two = file("two", "10 11");
+    let bad = file("bad", "10 inf 11");
+    let stats = |args: &[&Path], band: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fabricbench-stats"))
+            .args(["--band", band])
+            .args(args)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = common::text(&out);
+        (out.status.code(), stdout, stderr)
+    };
+    let (code, line, _) = stats(&[&ours, &peer], "0.95:1.05");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        (code, words[0], words[3], words[4]),
+        (Some(1), "0.900000", "below", "5"),
+        "{line}"
+    );
+    assert_eq!(stats(&[&ours, &peer], "0.85:1.05").0, Some(0));
+    let (code, line, _) = stats(&[&ours, &peer], "0.89:1.05");
+    assert_eq!(code, Some(4), "{line}");
+    assert!(line.contains(" unresolved 5 "), "{line}");
+    let (code, line, stderr) = stats(&[&ours, &two], "0.5:");
+    assert_eq!(code, Some(4));
+    assert!(line.contains("NaN NaN not-judged 2 -"), "{line}");
+    assert!(stderr.contains("at least 3 a side"), "{stderr}");
+    let (code, _, stderr) = stats(&[&ours, &bad], "0.5:");
+    assert_eq!(code, Some(2));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("'inf' is not a figure"), "{stderr}");
+    let (code, _, stderr) = stats(&[&ours, &peer, &ours], "0.5:");
+    assert_eq!(code, Some(2), "{stderr}");
+}

@@ -179,6 +179,7 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ("threshold", &[&["--threshold", "5"]]),
     ("p99-threshold", &[&["--p99-threshold", "10%"]]),
     ("vs", &[&["--vs", "other.csv"]]),
+    ("band", &[&["--band", "0.95:1.05"], &["--band", "0.98:"]]),
     // doctor, rack_check.
     ("node-name", &[&["--node-name", "n1"]]),
     ("hca", &[&["--hca", "mlx5_0:1,mlx5_1"]]),
@@ -198,6 +199,7 @@ fn required(b: Binary) -> &'static [&'static str] {
     match b.name().as_str() {
         "plot" => &["run.csv"],
         "compare" => &["base.csv", "candidate.csv"],
+        "fabricbench-stats" => &["ours.txt", "peer.txt"],
         "rack_check" => &["--spec", "rack.toml"],
         "fabricbench-docs" => &["--man", "man"],
         _ => &[],

@@ -1,4 +1,4 @@
-//! plot and compare start on a host without any MPI library: they never start
+//! plot, compare and fabricbench-stats start on a host without any MPI library: they never start
 //! MPI, so their binaries do not name libmpi, and with every libmpi on this host
 //! hidden (an empty file mounted over each, in a private mount namespace) they
 //! still run, where a collective binary cannot start.
@@ -7,7 +7,11 @@ mod common;
 
 use std::process::Command;
 
-const TOOLS: [&str; 2] = [env!("CARGO_BIN_EXE_compare"), env!("CARGO_BIN_EXE_plot")];
+const TOOLS: [&str; 3] = [
+    env!("CARGO_BIN_EXE_compare"),
+    env!("CARGO_BIN_EXE_plot"),
+    env!("CARGO_BIN_EXE_fabricbench-stats"),
+];
 const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 
 /// The libraries `ldd` resolves for `binary`, one "name => path" line each.

@@ -182,6 +182,27 @@ fn mpijob_requests_gpus_rdma_ipc_lock_and_the_network() {
         caps.iter().any(|c| c.as_str() == Some("IPC_LOCK")),
         "{caps:?}"
     );
+    // The image of scripts/image.sh, at the crate's version (a registry before it is
+    // the user's), and the worker starts through its entrypoint: `command`
+    // replaces the image's, and sshd needs the host keys and /run/sshd it makes.
+    for (role, c) in [
+        (
+            "Launcher",
+            &replicas["Launcher"]["template"]["spec"]["containers"][0],
+        ),
+        ("Worker", container),
+    ] {
+        let image = string(&c["image"], "image");
+        assert!(
+            image.ends_with(&format!("fabricbench:{}", env!("CARGO_PKG_VERSION"))),
+            "{role}: {image}: not the fabricbench:{} scripts/image.sh builds",
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+    assert_eq!(
+        string(&container["command"][0], "worker command"),
+        "/usr/local/bin/fabricbench-entrypoint"
+    );
     let worker_cmd = string(&container["args"][0], "worker args");
     assert!(
         worker_cmd
@@ -240,4 +261,74 @@ fn mpijob_requests_gpus_rdma_ipc_lock_and_the_network() {
         pairs.contains("-np $workers --map-by ppr:1:node"),
         "{pairs}"
     );
+}
+
+/// The two image recipes, scripts/image.sh (no engine) and the Containerfile
+/// (Docker, Podman), install one package list and finish alike, so they cannot drift.
+#[test]
+fn image_sh_and_the_containerfile_share_packages_and_finish() {
+    let list = "scripts/image/packages.txt";
+    let packages: Vec<String> = read(list)
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    for needed in [
+        "openmpi-bin",
+        "rdma-core",
+        "libibverbs1",
+        "ibverbs-providers",
+        "openssh-server",
+    ] {
+        assert!(
+            packages.iter().any(|p| p == needed),
+            "{list} lacks {needed}"
+        );
+    }
+
+    let image_sh = read("scripts/image.sh");
+    assert!(
+        image_sh.contains(r#"sed 's/#.*//' "$here/image/packages.txt""#),
+        "image.sh does not read {list}"
+    );
+    assert!(image_sh.contains(r#"'$here/image/finish.sh' \"\$1\""#));
+    assert!(image_sh.contains("--config.entrypoint /usr/local/bin/fabricbench-entrypoint"));
+
+    let containerfile = read("Containerfile");
+    let runtime = containerfile
+        .rsplit("\nFROM ")
+        .next()
+        .filter(|_| containerfile.matches("\nFROM ").count() == 2)
+        .expect("two stages: the build and the runtime");
+    assert!(
+        runtime.starts_with("docker.io/library/debian:bookworm-slim\n"),
+        "{runtime}"
+    );
+    assert!(runtime.contains("COPY scripts/image/ /tmp/image/"));
+    assert!(
+        runtime.contains("sed 's/#.*//' /tmp/image/packages.txt | xargs apt-get install -y --no-install-recommends"),
+        "the Containerfile does not install {list}"
+    );
+    // No package named in the runtime stage itself: only the list's.
+    assert_eq!(runtime.matches("apt-get install").count(), 1, "{runtime}");
+    assert!(runtime.contains("/tmp/image/finish.sh /"));
+    assert!(runtime.contains(r#"ENTRYPOINT ["/usr/local/bin/fabricbench-entrypoint"]"#));
+
+    for (shell, script) in [
+        ("bash", "scripts/image.sh"),
+        ("bash", "scripts/image-check.sh"),
+        ("sh", "scripts/image/entrypoint.sh"),
+        ("sh", "scripts/image/finish.sh"),
+    ] {
+        let ok = std::process::Command::new(shell)
+            .args(["-n", script])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "{shell} -n {script} failed");
+    }
+    let entrypoint = read("scripts/image/entrypoint.sh");
+    assert!(entrypoint.contains("ssh-keygen -A") && entrypoint.contains("exec \"$@\""));
+    assert!(read("scripts/image/finish.sh").contains(r#"rm -f "$root"/etc/ssh/ssh_host_*"#));
 }

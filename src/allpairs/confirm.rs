@@ -16,7 +16,8 @@ use crate::stats::interval::{Estimate, Side};
 pub const ROUNDS: usize = crate::stats::interval::MIN_SAMPLES;
 
 /// What a pair was slow on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Criterion {
     /// algbw below the limit, at the largest size.
     Bandwidth,
@@ -42,7 +43,7 @@ impl Criterion {
         }
     }
 
-    fn unit(self) -> &'static str {
+    pub fn unit(self) -> &'static str {
         match self {
             Criterion::Bandwidth => "GB/s algbw",
             Criterion::Latency => "us median time",
@@ -117,8 +118,10 @@ pub struct Checked {
     pub size: u64,
     /// Over the concurrent rounds.
     pub together: Estimate,
-    /// Over the rounds alone.
+    /// Over the rounds alone (no rounds: not measured alone).
     pub alone: Estimate,
+    /// The figures alone, in the criterion's unit.
+    pub figures: Vec<f64>,
     pub finding: Finding,
 }
 
@@ -155,16 +158,60 @@ fn judge_alone(c: Criterion, figures: &[f64], limit: f64) -> (Estimate, Finding)
     (alone, finding)
 }
 
+/// A slow pair not measured alone, on its concurrent rounds: slow only when
+/// its whole interval lies beyond the limit.
+fn judge_together(c: Criterion, together: &Estimate, limit: f64) -> Finding {
+    if !together.value.is_finite() {
+        return Finding::Confirmed;
+    }
+    match c.side(together, limit) {
+        Side::Inside => Finding::NotConfirmed,
+        Side::Straddles => Finding::CannotTell(together.rounds_to_clear(limit)),
+        Side::Below | Side::Above => Finding::Confirmed,
+    }
+}
+
+/// The figures of a slow pair measured alone, in its criterion's unit, where
+/// there are any: `(criterion, size, a, b)`.
+pub type AloneFigures<'a> = dyn Fn(Criterion, u64, usize, usize) -> Option<Vec<f64>> + 'a;
+
 impl Confirmation {
-    /// Judges each suspect's samples alone (`results`: the medians of `rounds`) (`alone[i]` for `list[i]`) against
-    /// the limit it crossed in the concurrent rounds, and keeps in `verdict`
-    /// only the confirmed pairs (its suspect nodes recomputed from them).
+    /// Judges each suspect's samples alone (`alone[i]` for `list[i]`; `results`:
+    /// the medians of `rounds`) against the limit it crossed in the concurrent
+    /// rounds, and keeps in `verdict` only the confirmed pairs (its suspect
+    /// nodes recomputed from them).
     pub fn judge(
         verdict: &mut Verdict,
         results: &PairResults,
         rounds: &[PairResults],
         list: &[Suspect],
         alone: &[Vec<PairSample>],
+    ) -> Confirmation {
+        for (s, samples) in list.iter().zip(alone) {
+            let wrong: u64 = samples.iter().filter_map(|x| x.wrong).sum();
+            if wrong > 0 && !verdict.wrong.iter().any(|w| (w.0, w.1) == (s.a, s.b)) {
+                verdict.wrong.push((s.a, s.b, wrong));
+            }
+        }
+        let figures = |c: Criterion, size: u64, a: usize, b: usize| {
+            let i = list
+                .iter()
+                .position(|s| (s.a, s.b, s.size) == (a, b, size))?;
+            Some(alone[i].iter().map(|s| c.figure(s, size)).collect())
+        };
+        Confirmation::judge_with(verdict, results, rounds, &figures)
+    }
+
+    /// Judges each pair of `verdict` that crossed a limit: on its figures alone
+    /// where `alone` has them, else on the interval of its concurrent `rounds`
+    /// (slow only when the whole interval is); keeps in `verdict` only the
+    /// confirmed pairs, its suspect nodes recomputed. rack_check judges the
+    /// launches of an all-pairs test with it, their re-measures alone pooled.
+    pub fn judge_with(
+        verdict: &mut Verdict,
+        results: &PairResults,
+        rounds: &[PairResults],
+        alone: &AloneFigures,
     ) -> Confirmation {
         let mut checked = Vec::new();
         let kinds = [
@@ -177,29 +224,24 @@ impl Confirmation {
         ];
         for (criterion, slow, size) in kinds {
             for p in slow {
-                let Some(i) = list
-                    .iter()
-                    .position(|s| (s.a, s.b, s.size) == (p.a, p.b, size))
-                else {
-                    continue;
+                let together = Estimate::median_of(&together(rounds, criterion, size, p.a, p.b));
+                let figures = alone(criterion, size, p.a, p.b).unwrap_or_default();
+                let (alone, finding) = match figures.is_empty() {
+                    false => judge_alone(criterion, &figures, p.limit),
+                    true => (
+                        Estimate::median_of(&[]),
+                        judge_together(criterion, &together, p.limit),
+                    ),
                 };
-                let figures: Vec<f64> =
-                    alone[i].iter().map(|s| criterion.figure(s, size)).collect();
-                let (alone, finding) = judge_alone(criterion, &figures, p.limit);
                 checked.push(Checked {
                     pair: p.clone(),
                     criterion,
                     size,
-                    together: Estimate::median_of(&together(rounds, criterion, size, p.a, p.b)),
+                    together,
                     alone,
+                    figures,
                     finding,
                 });
-            }
-        }
-        for (s, samples) in list.iter().zip(alone) {
-            let wrong: u64 = samples.iter().filter_map(|x| x.wrong).sum();
-            if wrong > 0 && !verdict.wrong.iter().any(|w| (w.0, w.1) == (s.a, s.b)) {
-                verdict.wrong.push((s.a, s.b, wrong));
             }
         }
         let confirmed = |c: Criterion, p: &SlowPair| {
@@ -207,7 +249,7 @@ impl Confirmation {
                 k.criterion == c
                     && (k.pair.a, k.pair.b) == (p.a, p.b)
                     && k.finding == Finding::Confirmed
-            }) || !list.iter().any(|s| (s.a, s.b) == (p.a, p.b))
+            })
         };
         verdict
             .slow_bw
@@ -232,14 +274,19 @@ impl Confirmation {
             .iter()
             .map(|c| {
                 let unit = c.criterion.unit();
-                let what = format!(
-                    "pair {} <-> {} at {}: {} with the other pairs running, limit {}; \
-                     alone {} (re-measured alone {} times)",
+                let pair = format!(
+                    "pair {} <-> {} at {}: {} with the other pairs running, limit {}",
                     labels[c.pair.a],
                     labels[c.pair.b],
                     human_bytes(c.size),
                     shown_estimate(&c.together, unit),
                     fig(c.pair.limit),
+                );
+                if c.alone.rounds == 0 {
+                    return format!("{pair}; not measured alone: {}", together_finding(c.finding));
+                }
+                let what = format!(
+                    "{pair}; alone {} (re-measured alone {} times)",
                     shown_estimate(&c.alone, unit),
                     c.alone.rounds,
                 );
@@ -257,6 +304,20 @@ impl Confirmation {
                 }
             })
             .collect()
+    }
+}
+
+/// A pair judged on its rounds with the other pairs running only.
+fn together_finding(f: Finding) -> String {
+    match f {
+        Finding::Confirmed => "slow over the whole interval".into(),
+        Finding::NotConfirmed => "within the limit over the whole interval".into(),
+        Finding::CannotTell(Some(n)) => {
+            format!("cannot tell (its interval lies across the limit); about {n} rounds would tell")
+        }
+        Finding::CannotTell(None) => {
+            "cannot tell (its median lies on the limit; no number of rounds would tell)".into()
+        }
     }
 }
 

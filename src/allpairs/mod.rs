@@ -12,9 +12,11 @@
 //! - `counters`: the fabric counters around each round, attributed to its pairs;
 //! - `judging`: the thresholds, the pairs that cross them and the suspect node;
 //! - `confirm`: each pair over `confirm::ROUNDS` rounds with its interval, and the
-//!   suspects measured again alone before they are named;
+//!   suspects measured again alone before they are named; `alone`: those
+//!   re-measurements as a CSV beside the matrices, for rack_check;
 //! - `table` and `heatmap`: what rank 0 prints and draws.
 
+pub mod alone;
 pub mod backend;
 pub mod confirm;
 pub mod counters;

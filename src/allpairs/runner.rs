@@ -4,6 +4,7 @@
 //! CSV and heatmap. It does not know what a pair
 //! measurement is (`PairMeasure`).
 
+use super::alone;
 use super::confirm::{self, Confirmation, Suspect, ROUNDS};
 use super::counters::{self, RoundWatch, Schedule};
 use super::heatmap;
@@ -393,6 +394,19 @@ pub(crate) fn run_pairs_watched(
         match drawn {
             Ok(()) => println!("# matrix: {}  heatmap: {}", path.display(), png.display()),
             Err(e) => eprintln!("{program}: warning: {e:#}"),
+        }
+        let remeasured = alone::rows(&confirmation, &labels);
+        if !remeasured.is_empty() {
+            let file = alone::alone_csv_of(path);
+            match alone::write(&file, &remeasured) {
+                Ok(()) => println!("# measured alone: {}", file.display()),
+                // rack_check reads them to judge the suspects: without them it would judge
+                // on the concurrent rounds alone.
+                Err(e) => {
+                    eprintln!("{program}: error: {e:#}");
+                    status = ExitStatus::Failed;
+                }
+            }
         }
     }
     Ok(status)

@@ -2,9 +2,11 @@
 //! datatype, op, placement, size and rank count; each key judged on the ratio
 //! candidate/baseline of the medians of its samples (rows: rounds, cycles,
 //! appended runs, several files a side) with its 95% interval, against
-//! thresholds; `cli` is the `compare` binary.
+//! thresholds; `cli` is the `compare` binary, `figures` the `fabricbench-stats`
+//! binary (the same statistics for figures measured by any program).
 
 pub mod cli;
+pub mod figures;
 pub mod judge;
 
 use crate::report::Row;

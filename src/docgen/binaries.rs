@@ -4,6 +4,7 @@
 
 use crate::collective::Collective;
 use crate::compare::cli::CompareArgs;
+use crate::compare::figures::StatsArgs;
 use crate::copy_bw::CopyArgs;
 use crate::doctor::cli::DoctorArgs;
 use crate::plot::cli::PlotArgs;
@@ -19,6 +20,7 @@ pub enum Binary {
     CopyBw,
     Plot,
     Compare,
+    Stats,
     Doctor,
     RackCheck,
     Docs,
@@ -57,6 +59,7 @@ impl Binary {
             Binary::CopyBw,
             Binary::Plot,
             Binary::Compare,
+            Binary::Stats,
             Binary::Doctor,
             Binary::RackCheck,
             Binary::Docs,
@@ -72,6 +75,7 @@ impl Binary {
             Binary::CopyBw => CopyArgs::command(),
             Binary::Plot => PlotArgs::command(),
             Binary::Compare => CompareArgs::command(),
+            Binary::Stats => StatsArgs::command(),
             Binary::Doctor => DoctorArgs::command(),
             Binary::RackCheck => RackArgs::command(),
             Binary::Docs => super::args::DocsArgs::command(),
@@ -88,7 +92,7 @@ impl Binary {
             Binary::Collective(_) => Family::Collectives,
             Binary::Verbs(_) => Family::Verbs,
             Binary::CopyBw => Family::Gpu,
-            Binary::Plot | Binary::Compare => Family::Results,
+            Binary::Plot | Binary::Compare | Binary::Stats => Family::Results,
             Binary::Doctor | Binary::RackCheck => Family::Rack,
             Binary::Docs => Family::Maintenance,
         }

@@ -267,7 +267,7 @@ fn run() -> Result<ExitStatus, String> {
         println!("rack_check: re-measuring stopped: {why}");
     }
     let tests: Vec<TestStep> = steps.into_iter().flatten().collect();
-    let pairs = pairs_outcomes(&spec.checks, &out);
+    let pairs = pairs_outcomes(&spec.checks, &tests);
     let nodes = node_verdicts(&Evidence {
         hosts: &launch.hosts,
         launched_nodes: launch.nodes,

@@ -5,6 +5,7 @@
 use super::check::{Check, CheckKind, Threshold};
 pub use super::check_result::{CheckResult, Rounds, Verdict};
 use super::steps::{file_name, TestStep};
+use crate::allpairs::alone::{judge_launches, Judged};
 use crate::allpairs::{read_csv as read_pairs, PairResults, Thresholds};
 use crate::cli::shown;
 use crate::report::csv::read_rows;
@@ -50,8 +51,9 @@ pub fn not_run(check: &Check, test: &TestStep) -> CheckResult {
 }
 
 /// Evaluates one check from the CSVs its test wrote, one per round (the
-/// first round's first). Row checks are judged on all rounds; counters and
-/// all-pairs checks on the first round's CSV.
+/// first round's first). Row and all-pairs checks are judged on all rounds
+/// (all-pairs with each round's re-measurements alone); counters checks on the
+/// first round's CSV.
 /// `remeasured`: how many of the rounds were re-measures.
 pub fn evaluate(check: &Check, csvs: &[PathBuf], remeasured: usize) -> CheckResult {
     let no_results = |e: anyhow::Error| {
@@ -81,8 +83,8 @@ pub fn evaluate(check: &Check, csvs: &[PathBuf], remeasured: usize) -> CheckResu
                 Err(_) => no_results(e),
             },
         },
-        CheckKind::AllPairs(t) => match read_pairs(first) {
-            Ok(results) => evaluate_pairs(check, t, &results),
+        CheckKind::AllPairs(t) => match judge_launches(csvs, t) {
+            Ok(judged) => evaluate_pairs(check, t, &judged),
             Err(e) => no_results(e),
         },
     }
@@ -495,10 +497,19 @@ fn pairs_threshold(t: &Thresholds) -> String {
     )
 }
 
-pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> CheckResult {
-    let verdict = results.judge(t);
+/// An all-pairs check on its test's launches judged together: FAIL on a pair
+/// confirmed slow (alone, or over the whole interval of the launches), wrong
+/// data or a pair figure that is not a measurement; INCONCLUSIVE when a pair's
+/// interval lies across its limit; else PASS.
+pub fn evaluate_pairs(check: &Check, t: &Thresholds, judged: &Judged) -> CheckResult {
+    let Judged {
+        results,
+        verdict,
+        confirmation,
+    } = judged;
     let n = results.labels.len();
     let mut details = verdict.lines(&results.labels, t);
+    details.extend(confirmation.lines(&results.labels));
     // A NaN compares false with every threshold: the judging would pass it.
     let unmeasured = results
         .sizes
@@ -517,6 +528,7 @@ pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> C
             format!("{unmeasured} pair figures are NaN or inf: not a measurement"),
         );
     }
+    let passed = verdict.passed() && unmeasured == 0;
     CheckResult {
         label: check.label.clone(),
         measured: format!(
@@ -526,7 +538,11 @@ pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> C
             verdict.latency(human_bytes)
         ),
         threshold: pairs_threshold(t),
-        verdict: Verdict::of(verdict.passed() && unmeasured == 0),
+        verdict: match (passed, confirmation.inconclusive()) {
+            (false, _) => Verdict::Fail,
+            (true, true) => Verdict::Inconclusive,
+            (true, false) => Verdict::Pass,
+        },
         details,
         rounds: None,
     }
@@ -755,7 +771,12 @@ max = 10
             sizes: vec![size],
             counters: Vec::new(),
         };
-        let r = evaluate_pairs(&check, &Thresholds::default(), &results);
+        let judged = Judged {
+            verdict: results.judge(&Thresholds::default()),
+            results,
+            confirmation: Default::default(),
+        };
+        let r = evaluate_pairs(&check, &Thresholds::default(), &judged);
         assert!(!r.passed(), "{r:?}");
         assert_eq!(
             r.details[0],

@@ -6,10 +6,11 @@
 
 use super::check::{Check, CheckKind};
 use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
-use crate::allpairs::{gbs, read_csv as read_pairs, PairResults, Thresholds, Verdict};
+use crate::allpairs::alone::judge_launches;
+use crate::allpairs::{gbs, PairResults, Thresholds, Verdict};
 use crate::doctor::{Finding, Severity};
 use crate::sizes::human_bytes;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// An all-pairs check's matrices and their verdict by the spec's thresholds.
 pub struct PairsOutcome {
@@ -20,21 +21,27 @@ pub struct PairsOutcome {
     pub verdict: Verdict,
 }
 
-/// The all-pairs checks whose test wrote its matrices (`TEST.csv` in `dir`).
-pub fn pairs_outcomes(checks: &[Check], dir: &Path) -> Vec<PairsOutcome> {
+/// The all-pairs checks whose test's launches all wrote their matrices, each
+/// judged on them together (`judge_launches`: pairs named only when confirmed).
+pub fn pairs_outcomes(checks: &[Check], tests: &[TestStep]) -> Vec<PairsOutcome> {
     checks
         .iter()
         .filter_map(|c| {
             let CheckKind::AllPairs(t) = &c.kind else {
                 return None;
             };
-            let results = read_pairs(&dir.join(format!("{}.csv", c.test))).ok()?;
+            let launches: Vec<&TestStep> = tests.iter().filter(|s| s.name == c.test).collect();
+            if launches.iter().any(|s| !s.ran()) {
+                return None;
+            }
+            let csvs: Vec<PathBuf> = launches.iter().map(|s| s.csv.clone()).collect();
+            let judged = judge_launches(&csvs, t).ok()?;
             Some(PairsOutcome {
                 label: c.label.clone(),
                 test: c.test.clone(),
                 thresholds: *t,
-                verdict: results.judge(t),
-                results,
+                verdict: judged.verdict,
+                results: judged.results,
             })
         })
         .collect()
