@@ -139,7 +139,7 @@ MpiDefault=pmix
 ReturnToService=2
 # A task that dies ends its step: with Slurm's default (0) the others wait for
 # it in MPI for ever (Open MPI 4.1.4's TCP BTL crashed a task in MPI_Init about
-# once in 10 launches of 3 nodes here; see docs/launching.md).
+# once in 10 launches of 3 nodes here, about once in 150 of 2: docs/launching.md).
 KillOnBadExit=1
 KillWait=5
 AccountingStorageType=accounting_storage/none
