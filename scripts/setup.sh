@@ -12,14 +12,17 @@
 # util-linux (nsenter, unshare, setpriv), and Debian's chromium with python3-pil
 # (report.html rendered and its screenshot checked); man-db (tests/docs_drift.rs
 # reads every generated man page with `man -l`); mmdebstrap and umoci (the
-# container image of scripts/image.sh and its check, scripts/image-check.sh).
+# container image of scripts/image.sh and its check, scripts/image-check.sh);
+# Slurm with munge (slurmctld, slurmd, slurm-client, munge: scripts/slurm-ci.sh
+# starts them on the virtual rack; no service of theirs is enabled or started here).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(openmpi-bin libopenmpi-dev mpich libmpich-dev libclang-dev clang cmake pkg-config
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
           python3 python3-pip python3-pandas python3-matplotlib
           python3-nbconvert python3-nbclient python3-ipykernel
-          iproute2 nftables util-linux chromium python3-pil man-db mmdebstrap umoci)
+          iproute2 nftables util-linux chromium python3-pil man-db mmdebstrap umoci
+          slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

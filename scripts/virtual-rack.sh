@@ -13,6 +13,10 @@
 #   virtual-rack.sh exec -- CMD ...        CMD on the head, where a plain `mpirun -H node1,...`
 #                                          (rack_check with scripts/rack-virtual.toml) reaches the rack
 #   virtual-rack.sh agent NODE CMD ...     CMD on NODE (Open MPI's plm_rsh_agent)
+#   virtual-rack.sh daemon NODE -- CMD ... CMD in NODE's (or head's) network and UTS namespaces
+#                                          only: the host's /sys, mounts and /etc/hosts, as
+#                                          slurmd's cgroup setup needs; no faults (scripts/slurm-ci.sh)
+#   virtual-rack.sh hosts                  the rack's /etc/hosts: ADDRESS NAME, the head's and each node's
 #   virtual-rack.sh fault slow NODE RATE   tc tbf on both ends of NODE's veth (RATE: 200mbit, 1gbit)
 #   virtual-rack.sh fault mtu NODE MTU     NODE's interface MTU
 #   virtual-rack.sh fault switch-mtu NODE MTU  the MTU of NODE's port on the bridge (the
@@ -36,7 +40,7 @@ HEAD_ADDR=$NET.254
 SELF=$(readlink -f "$0")
 
 die() { echo "virtual-rack.sh: $*" >&2; exit 1; }
-usage() { sed -n '11,29s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
+usage() { sed -n '11,33s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
 
 need_root() { [ "$(id -u)" = 0 ] || die "run as root (it creates network namespaces)"; }
 need_up() { [ -f "$STATE/nodes" ] || die "no rack is up: run '$0 up' first"; }
@@ -200,6 +204,20 @@ agent() {
     check_node "$node"
     # rsh semantics: the remote command is one shell line (mpirun quotes for it).
     enter "$node" sh -c "$*"
+}
+
+# A daemon's way in: nsenter into the namespaces alone. `ip netns exec` (enter)
+# remounts /sys for the namespace, and slurmd 22.05 then finds no
+# /sys/fs/cgroup and dies initialising its cgroup plugin, even with task/none.
+daemon() {
+    local node=${1:-}
+    [ -n "$node" ] || die "daemon NODE -- CMD ...: give the node (or head)"
+    shift
+    [ "${1:-}" = -- ] && shift
+    [ $# -ge 1 ] || die "daemon $node -- CMD ...: give the command"
+    [ "$node" = head ] || check_node "$node"
+    need_up
+    exec nsenter --net="/run/netns/$(node_ns "$node")" --uts="$STATE/uts/$node" -- "$@"
 }
 
 head_env() {
@@ -373,11 +391,13 @@ down) need_root; down ;;
 run) need_root; run "$@" ;;
 exec) need_root; exec_head "$@" ;;
 agent) agent "$@" ;;
+daemon) need_root; daemon "$@" ;;
+hosts) need_up; grep -v ' localhost$' "$STATE/hosts" ;;
 _inside) inside "$@" ;;
 fault) need_root; fault "$@" ;;
 clear) need_root; clear_faults ;;
 status) status ;;
 with) need_root; with "$@" ;;
 -h | --help | help) usage ;;
-*) die "unknown command '$cmd' (up, run, exec, agent, fault, clear, status, down, with)" ;;
+*) die "unknown command '$cmd' (up, run, exec, agent, daemon, hosts, fault, clear, status, down, with)" ;;
 esac

@@ -98,8 +98,19 @@ fn sbatch_runs_doctor_first_and_one_task_per_gpu() {
     );
     let collective = sruns
         .iter()
-        .find(|s| s.contains("_perf\" --backend nccl"))
+        .find(|s| s.contains("_perf\" --backend \"$backend\""))
         .unwrap();
+    assert!(
+        script.contains("backend=${FABRICBENCH_BACKEND-nccl}"),
+        "NCCL unless the command line says otherwise"
+    );
+    // scripts/slurm-ci.sh runs the job for real and reads this line.
+    assert!(
+        script.contains("trap verdict EXIT")
+            && script.contains("fabricbench rack acceptance: PASS: ")
+            && script.contains("fabricbench rack acceptance: FAIL at $step"),
+        "the job's last line is its verdict"
+    );
     assert!(
         collective.contains("--ntasks-per-node=\"$gpus_per_node\""),
         "{collective}"

@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 struct ProcessFacts {
     pid: u32,
     info: BackendInfo,
+    /// srun's tasks beyond this node's CPUs (`job::oversubscription`).
+    #[serde(default)]
+    oversubscribed: Option<String>,
 }
 
 /// Distinct values in order of first appearance.
@@ -48,6 +51,7 @@ pub(super) fn describe_run(
     let mine = ProcessFacts {
         pid: std::process::id(),
         info: opened.info.clone(),
+        oversubscribed: crate::job::oversubscription::note(),
     };
     let all: Vec<ProcessFacts> = comm
         .all_gather_bytes(&serde_json::to_vec(&mine).unwrap_or_default())
@@ -56,6 +60,7 @@ pub(super) fn describe_run(
             serde_json::from_slice(b).unwrap_or_else(|_| ProcessFacts {
                 pid: 0,
                 info: BackendInfo::default(),
+                oversubscribed: None,
             })
         })
         .collect();
@@ -89,7 +94,14 @@ pub(super) fn describe_run(
             .join(";"),
     };
     let transport = distinct(all.iter().map(|f| f.info.transport.clone())).join(" | ");
-    let notes = distinct(all.iter().flat_map(|f| f.info.warnings.clone()));
+    let notes = distinct(all.iter().flat_map(|f| {
+        f.info
+            .warnings
+            .iter()
+            .chain(&f.oversubscribed)
+            .cloned()
+            .collect::<Vec<_>>()
+    }));
     let mut details = opened.info.notes.clone();
     details.push(launch_detail(plan.launch, plan.agg_iters));
     let run = RunInfo {

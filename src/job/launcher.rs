@@ -91,15 +91,7 @@ fn own_launcher(built: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use crate::job::fake_env as env;
 
     #[test]
     fn a_launcher_of_several_processes_and_a_world_of_one_is_refused() {

@@ -6,6 +6,7 @@
 //! - `comm`: the exchanges a benchmark sweep makes, on the world or one rank alone;
 //! - `env_snapshot`: the environment as the user set it, before MPI_Init adds to it;
 //! - `launcher`: the launcher that started the process, refused when it is not the binary's MPI;
+//! - `oversubscription`: srun's tasks beyond a node's CPUs, and Open MPI told to yield;
 //! - `provenance`: the commit, build date and MPI of this build, and the MPI it runs on;
 //! - `setup`: -T over the collectives' setup, before the watchdog exists.
 //!
@@ -18,6 +19,7 @@ pub mod comm;
 pub mod env_snapshot;
 pub mod exit;
 pub mod launcher;
+pub mod oversubscription;
 pub mod provenance;
 pub mod setup;
 pub mod world;
@@ -52,6 +54,20 @@ fn quiet_on_a_closed_pipe() {
     let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
 }
 
+/// A test's environment: the variables given, and no other (for the functions
+/// that read the environment through a `var` closure).
+#[cfg(test)]
+pub(crate) fn fake_env(
+    pairs: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<String> {
+    move |k| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
 /// The processes of a run: one started by hand, or the ranks of an MPI job.
 pub enum Job {
     Alone { host: String },
@@ -70,6 +86,7 @@ impl Job {
             }
         };
         Ok(if mpi {
+            oversubscription::yield_if_oversubscribed();
             Job::Mpi(World::init()?)
         } else {
             Job::Alone { host: hostname() }
