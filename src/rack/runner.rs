@@ -20,6 +20,8 @@ pub struct StepOutcome {
     /// Exit status; None when it was killed or never started.
     pub exit: Option<i32>,
     pub timed_out: bool,
+    /// SIGTERM was not enough: its process group was killed (SIGKILL) after the grace.
+    pub killed: bool,
     /// The limit it ran under.
     pub timeout: Duration,
     /// Why it did not start, if it did not.
@@ -34,8 +36,12 @@ impl StepOutcome {
         if let Some(e) = &self.start_error {
             format!("did not start: {e}")
         } else if self.timed_out {
+            let how = match self.killed {
+                true => format!("SIGTERM, then SIGKILL after {} s", GRACE.as_secs()),
+                false => "SIGTERM".into(),
+            };
             format!(
-                "timed out after {} s (timeout_s) and was stopped",
+                "timed out after {} s (timeout_s) and was killed with its process group ({how})",
                 self.timeout.as_secs()
             )
         } else {
@@ -54,6 +60,7 @@ pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
         argv: argv.to_vec(),
         exit: None,
         timed_out: false,
+        killed: false,
         timeout,
         start_error: None,
         seconds: 0.0,
@@ -100,6 +107,7 @@ pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
                     terminated_at = Some(Instant::now());
                 }
                 Some(t) if t.elapsed() >= GRACE => {
+                    outcome.killed = true;
                     let _ = killpg(group, Signal::SIGKILL);
                 }
                 Some(_) => {}
@@ -109,6 +117,23 @@ pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
     }
     outcome.seconds = started.elapsed().as_secs_f64();
     outcome
+}
+
+/// A step not started, because `why` (a node it needs did not answer): its
+/// log says so, and it never passes.
+pub fn skip_step(argv: &[String], log: &Path, why: String) -> StepOutcome {
+    let _ = create_new(log)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{why}\n").as_bytes()));
+    StepOutcome {
+        argv: argv.to_vec(),
+        exit: None,
+        timed_out: false,
+        killed: false,
+        timeout: Duration::ZERO,
+        start_error: Some(why),
+        seconds: 0.0,
+        log: log.to_path_buf(),
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +170,21 @@ mod tests {
                 .map_or(true, |stat| stat.contains(") Z "))
         });
         assert!(gone, "the step's background child {pid} survived");
+        assert!(
+            !o.killed && o.status().ends_with("process group (SIGTERM)"),
+            "{o:?}"
+        );
+        // A step that ignores SIGTERM is killed after the grace.
+        let o = run_step(
+            &sh("trap '' TERM; while :; do sleep 0.1; done"),
+            &dir.join("d.log"),
+            Duration::from_secs(1),
+        );
+        assert!(o.timed_out && o.killed && o.exit.is_none(), "{o:?}");
+        assert_eq!(
+            o.status(),
+            "timed out after 1 s (timeout_s) and was killed with its process group (SIGTERM, then SIGKILL after 5 s)"
+        );
         let o = run_step(
             &["/no/such/binary".to_string()],
             &dir.join("c.log"),
