@@ -553,3 +553,179 @@ fn a_killed_rank_and_a_cut_link_end_the_job_naming_the_node() {
     );
     assert_finished_rows_kept(&out, &csv);
 }
+
+/// A short spec for the fault tests: doctor, a small sweep and all-pairs, each
+/// step stopped after `timeout_s`; written into `dir`.
+fn quick_spec(dir: &Path, timeout_s: u64, watchdog: &str) -> PathBuf {
+    let spec = dir.join("spec.toml");
+    let text = format!(
+        r#"name = "virtual rack, a fault"
+[launch]
+launcher = "mpirun"
+nodes = 4
+ranks_per_node = 1
+hosts = ["node1", "node2", "node3", "node4"]
+timeout_s = {timeout_s}
+[rounds]
+count = 3
+max = 3
+max_seconds = 0
+[[test]]
+name = "all_reduce"
+binary = "all_reduce_perf"
+args = ["-b", "16", "-e", "64K", "-f", "8", "-n", "3", "-w", "1"{watchdog}]
+[[test]]
+name = "pairs"
+binary = "sendrecv_perf"
+args = ["--all-pairs", "-b", "64K", "-e", "64K", "-n", "5", "-w", "1"{watchdog}]
+[[check]]
+test = "all_reduce"
+metric = "time"
+size = "16"
+max = 100000
+[[check]]
+test = "pairs"
+metric = "all-pairs"
+slow_fraction = 0.1
+slow_latency = 1000000
+"#
+    );
+    std::fs::write(&spec, text).unwrap();
+    spec
+}
+
+/// rack_check with `spec` on the rack's head, into `out`: its output and how long it took.
+fn rack_check_on(rack: &Rack, spec: &Path, out: &Path) -> (Output, Duration) {
+    let argv = [
+        "exec".to_string(),
+        "--".into(),
+        bin("rack_check"),
+        "--spec".into(),
+        spec.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    let started = Instant::now();
+    let run = rack.sh(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    (run, started.elapsed())
+}
+
+/// The processes of a job still alive (zombies aside: this host's init may not
+/// reap what a killed mpirun leaves).
+fn job_processes() -> Vec<String> {
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let ours = ["orted", "all_reduce_perf", "sendrecv_perf", "doctor"].contains(&name);
+        // Only the rack's: a process in one of its namespaces or started under it.
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let on_rack = name == "orted"
+            || String::from_utf8_lossy(&cmdline).contains(env!("CARGO_MANIFEST_DIR"));
+        if ours && on_rack && !rest.starts_with('Z') {
+            left.push(format!("{} {name}", entry.file_name().to_string_lossy()));
+        }
+    }
+    left
+}
+
+fn assert_nothing_left(what: &str) {
+    let left = job_processes();
+    assert!(left.is_empty(), "{what}: processes left: {left:?}");
+}
+
+#[test]
+fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
+    let rack = Rack::up();
+    rack.fault(&["down", "node3"]);
+    let dir = scratch("rack-down");
+    let spec = quick_spec(&dir, 60, "");
+    let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "rack_check: node node3: FAIL: did not answer the launch: doctor.log: ssh: connect to host node3"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("rack_check: test pairs: did not start: node3 did not answer"),
+        "{text}"
+    );
+    assert!(!text.contains(": PASS"), "{text}");
+    // Each step would have waited timeout_s: none did.
+    assert!(took < Duration::from_secs(60), "{took:?}: {text}");
+    assert_nothing_left("down");
+}
+
+#[test]
+fn rack_check_counts_nodes_by_identity() {
+    let rack = Rack::up();
+    rack.fault(&["duphost", "node4", "node3"]);
+    let dir = scratch("rack-duphost-check");
+    let spec = quick_spec(&dir, 30, "");
+    let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    // Open MPI itself may hang on two daemons of one name: doctor times out,
+    // and no node passes; when doctor answers, the duplicate is named.
+    for node in ["node3", "node4"] {
+        assert!(
+            text.contains(&format!("rack_check: node {node}: FAIL: ")),
+            "{text}"
+        );
+    }
+    if text.contains("rack_check: doctor: FAIL (exit 1)") {
+        assert!(
+            text.contains("rack_check: node node4: FAIL: no machine answered as node4, while 2 nodes answer as node3: rank 2 from "),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "rack_check: node node3 (rank 3): FAIL: one of several machines answering as node3"
+            ),
+            "{text}"
+        );
+    } else {
+        assert!(
+            text.contains("rack_check: doctor: FAIL (timed out after 30 s"),
+            "{text}"
+        );
+    }
+    assert_nothing_left("duphost");
+}
+
+/// A step that outlives timeout_s (all-pairs behind a switch port whose MTU
+/// drops the large frames) fails its checks, says it was killed, and leaves
+/// no daemon or rank behind.
+#[test]
+fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
+    let rack = Rack::up();
+    rack.fault(&["switch-mtu", "node3", "1280"]);
+    let dir = scratch("rack-timeout");
+    let spec = quick_spec(&dir, 15, "");
+    let report = dir.join("report");
+    let (run, took) = rack_check_on(&rack, &spec, &report);
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    let killed = "timed out after 15 s (timeout_s) and was killed with its process group";
+    assert!(
+        text.contains(&format!("rack_check: test pairs: {killed}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("rack_check: pairs all pairs: FAIL - ")
+            && text.contains("not judged: test pairs did not finish with its results"),
+        "{text}"
+    );
+    assert!(!text.contains("pairs all pairs: PASS"), "{text}");
+    for file in ["summary.md", "report.html", "checks.json"] {
+        let body = std::fs::read_to_string(report.join(file)).unwrap();
+        assert!(body.contains(killed), "{file}: {body}");
+    }
+    assert_nothing_left("switch-mtu");
+}
