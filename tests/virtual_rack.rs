@@ -632,9 +632,17 @@ fn job_processes() -> Vec<String> {
     left
 }
 
-fn assert_nothing_left(what: &str) {
-    let left = job_processes();
-    assert!(left.is_empty(), "{what}: processes left: {left:?}");
+/// No process of the job is left, `within` after it ended (a daemon cut off
+/// from mpirun notices by TCP keepalive, in seconds).
+fn assert_nothing_left(what: &str, within: Duration) {
+    let since = Instant::now();
+    let mut left = job_processes();
+    while !left.is_empty() && since.elapsed() < within {
+        std::thread::sleep(Duration::from_millis(200));
+        left = job_processes();
+    }
+    assert!(left.is_empty(), "{what}: processes left after {within:?}: {left:?}");
+    eprintln!("{what}: nothing left after {:?}", since.elapsed());
 }
 
 #[test]
@@ -659,7 +667,7 @@ fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
     assert!(!text.contains(": PASS"), "{text}");
     // Each step would have waited timeout_s: none did.
     assert!(took < Duration::from_secs(60), "{took:?}: {text}");
-    assert_nothing_left("down");
+    assert_nothing_left("down", Duration::ZERO);
 }
 
 #[test]
@@ -696,7 +704,7 @@ fn rack_check_counts_nodes_by_identity() {
             "{text}"
         );
     }
-    assert_nothing_left("duphost");
+    assert_nothing_left("duphost", Duration::ZERO);
 }
 
 /// A step that outlives timeout_s (all-pairs behind a switch port whose MTU
@@ -727,5 +735,86 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
         let body = std::fs::read_to_string(report.join(file)).unwrap();
         assert!(body.contains(killed), "{file}: {body}");
     }
-    assert_nothing_left("switch-mtu");
+    assert_nothing_left("switch-mtu", Duration::ZERO);
+}
+
+/// A link cut during all-pairs: the job ends within -T and a bound, naming
+/// node3, and the CSV keeps every pair measured before the cut, the others
+/// empty (not measured); nothing of the job is left running.
+#[test]
+fn a_cut_during_all_pairs_keeps_the_pairs_measured_before_it() {
+    let rack = Rack::up();
+    let dir = scratch("rack-cut-pairs");
+    let csv = dir.join("pairs.csv");
+    let stdout_path = dir.join("stdout");
+    let stderr_path = dir.join("stderr");
+    let mut child = Command::new(script())
+        .args(["run", "--", &bin("sendrecv_perf")])
+        .args([
+            "--all-pairs",
+            "-b",
+            "256K",
+            "-e",
+            "256K",
+            "-n",
+            "200",
+            "-w",
+            "1",
+            "-T",
+            "10",
+        ])
+        .arg("--csv")
+        .arg(&csv)
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout_path).unwrap())
+        .stderr(File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    // The first round's pairs written: cut node3.
+    while std::fs::metadata(&csv).map_or(0, |m| m.len()) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no pair after 120 s"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the job ended before the cut"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    rack.fault(&["cut", "node3"]);
+    let cut = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if cut.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("the job outlived the cut by 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let took = cut.elapsed();
+    let text = format!(
+        "{}{}",
+        std::fs::read_to_string(&stdout_path).unwrap(),
+        std::fs::read_to_string(&stderr_path).unwrap()
+    );
+    assert!(!status.success(), "{text}");
+    assert!(text.contains("node3"), "after {took:?}: {text}");
+    let results = fabricbench::allpairs::read_csv(&csv).expect("the pairs before the cut");
+    let measured = results.sizes[0].time_us.pairs().len();
+    let verdict = results.judge(&fabricbench::allpairs::Thresholds::default());
+    assert!(measured >= 2, "{measured} pairs kept: {text}");
+    assert!(
+        measured + verdict.unmeasured.len() == 6,
+        "{measured} measured, {:?} not",
+        verdict.unmeasured
+    );
+    eprintln!(
+        "cut: ended {took:?} after the cut, {measured} of 6 pairs kept, exit {:?}",
+        status.code()
+    );
+    assert_nothing_left("cut", Duration::from_secs(60));
 }
