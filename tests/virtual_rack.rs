@@ -554,9 +554,31 @@ fn a_killed_rank_and_a_cut_link_end_the_job_naming_the_node() {
     assert_finished_rows_kept(&out, &csv);
 }
 
-/// A short spec for the fault tests: doctor, a small sweep and all-pairs, each
-/// step stopped after `timeout_s`; written into `dir`.
-fn quick_spec(dir: &Path, timeout_s: u64, watchdog: &str) -> PathBuf {
+/// The fault tests' steps: a small sweep and all-pairs, each with a check.
+const QUICK_TESTS: &str = r#"
+[[test]]
+name = "all_reduce"
+binary = "all_reduce_perf"
+args = ["-b", "16", "-e", "64K", "-f", "8", "-n", "3", "-w", "1"]
+[[test]]
+name = "pairs"
+binary = "sendrecv_perf"
+args = ["--all-pairs", "-b", "64K", "-e", "64K", "-n", "5", "-w", "1"]
+[[check]]
+test = "all_reduce"
+metric = "time"
+size = "16"
+max = 100000
+[[check]]
+test = "pairs"
+metric = "all-pairs"
+slow_fraction = 0.1
+slow_latency = 1000000
+"#;
+
+/// A short spec for the fault tests: doctor and `tests`, each step stopped
+/// after `timeout_s`; written into `dir`.
+fn quick_spec(dir: &Path, timeout_s: u64, tests: &str) -> PathBuf {
     let spec = dir.join("spec.toml");
     let text = format!(
         r#"name = "virtual rack, a fault"
@@ -570,25 +592,7 @@ timeout_s = {timeout_s}
 count = 3
 max = 3
 max_seconds = 0
-[[test]]
-name = "all_reduce"
-binary = "all_reduce_perf"
-args = ["-b", "16", "-e", "64K", "-f", "8", "-n", "3", "-w", "1"{watchdog}]
-[[test]]
-name = "pairs"
-binary = "sendrecv_perf"
-args = ["--all-pairs", "-b", "64K", "-e", "64K", "-n", "5", "-w", "1"{watchdog}]
-[[check]]
-test = "all_reduce"
-metric = "time"
-size = "16"
-max = 100000
-[[check]]
-test = "pairs"
-metric = "all-pairs"
-slow_fraction = 0.1
-slow_latency = 1000000
-"#
+{tests}"#
     );
     std::fs::write(&spec, text).unwrap();
     spec
@@ -641,7 +645,10 @@ fn assert_nothing_left(what: &str, within: Duration) {
         std::thread::sleep(Duration::from_millis(200));
         left = job_processes();
     }
-    assert!(left.is_empty(), "{what}: processes left after {within:?}: {left:?}");
+    assert!(
+        left.is_empty(),
+        "{what}: processes left after {within:?}: {left:?}"
+    );
     eprintln!("{what}: nothing left after {:?}", since.elapsed());
 }
 
@@ -650,7 +657,7 @@ fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
     let rack = Rack::up();
     rack.fault(&["down", "node3"]);
     let dir = scratch("rack-down");
-    let spec = quick_spec(&dir, 60, "");
+    let spec = quick_spec(&dir, 60, QUICK_TESTS);
     let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
     let text = log(&run);
     assert_eq!(run.status.code(), Some(1), "{text}");
@@ -675,7 +682,7 @@ fn rack_check_counts_nodes_by_identity() {
     let rack = Rack::up();
     rack.fault(&["duphost", "node4", "node3"]);
     let dir = scratch("rack-duphost-check");
-    let spec = quick_spec(&dir, 30, "");
+    let spec = quick_spec(&dir, 30, QUICK_TESTS);
     let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
     let text = log(&run);
     assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
@@ -715,7 +722,7 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
     let rack = Rack::up();
     rack.fault(&["switch-mtu", "node3", "1280"]);
     let dir = scratch("rack-timeout");
-    let spec = quick_spec(&dir, 15, "");
+    let spec = quick_spec(&dir, 15, QUICK_TESTS);
     let report = dir.join("report");
     let (run, took) = rack_check_on(&rack, &spec, &report);
     let text = log(&run);
@@ -817,4 +824,59 @@ fn a_cut_during_all_pairs_keeps_the_pairs_measured_before_it() {
         status.code()
     );
     assert_nothing_left("cut", Duration::from_secs(60));
+}
+
+/// 5% loss on node3 (nftables, both ways): never a PASS, and node3 named.
+/// Over TCP the loss hides in retransmits; all-pairs reads them around each
+/// round, so node3's pairs retransmit hundreds and the others a few (a
+/// loaded host's noise): the counters check lays the failure on node3 alone.
+#[test]
+fn rack_check_names_a_lossy_node_by_its_pairs_retransmits() {
+    let rack = Rack::up();
+    rack.fault(&["loss", "node3", "5"]);
+    let dir = scratch("rack-loss");
+    let tests = r#"
+[[test]]
+name = "pairs"
+binary = "sendrecv_perf"
+args = ["--all-pairs", "-b", "256K", "-e", "256K", "-n", "20", "-w", "1", "-T", "20"]
+[[check]]
+test = "pairs"
+metric = "all-pairs"
+slow_fraction = 0.1
+slow_latency = 1000000
+[[check]]
+test = "pairs"
+metric = "counters"
+max_retransmits = 50
+"#;
+    let spec = quick_spec(&dir, 60, tests);
+    let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    assert!(
+        text.contains(
+            "rack_check: pairs fabric counters retransmits <= 50 over every pair's round: FAIL "
+        ),
+        "{text}"
+    );
+    let suspect = "is at one end of every pair whose rounds moved retransmits most";
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("rack_check: node ") && l.contains(suspect))
+        .collect();
+    assert_eq!(named.len(), 1, "{text}");
+    assert!(
+        named[0].starts_with("rack_check: node node3: FAIL: "),
+        "{text}"
+    );
+    // Any slow pair has node3 at one end.
+    assert!(
+        text.lines()
+            .filter(|l| l.starts_with("rack_check:     slow pair "))
+            .all(|l| l.contains("node3")),
+        "{text}"
+    );
+    eprintln!("loss: rack_check took {took:?}");
+    assert_nothing_left("loss", Duration::ZERO);
 }

@@ -291,6 +291,7 @@ fn run() -> Result<ExitStatus, String> {
         doctor: doctor.as_ref(),
         tests: &tests,
         pairs: &pairs,
+        checks: &checks,
     });
     for n in &nodes {
         let failed: Vec<&str> = n

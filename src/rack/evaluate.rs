@@ -299,6 +299,7 @@ pub fn evaluate_rows(check: &Check, rounds: &[Vec<Row>], remeasured: usize) -> C
         verdict,
         details,
         rounds: Some(rounds),
+        suspects: Vec::new(),
     }
 }
 
@@ -321,6 +322,11 @@ fn inconclusive_note(r: &Rounds, metric: &str) -> String {
         shown(r.edge)
     )
 }
+
+/// How far above every other pair a node's pairs must have moved a counter
+/// for the node to be named: a lossy link's retransmits are hundreds of times
+/// its neighbours' on the virtual rack, where a loaded host's noise is a few.
+const STANDOUT: f64 = 10.0;
 
 fn counters_threshold(max: &[(Class, u64)]) -> String {
     let parts: Vec<String> = max
@@ -421,6 +427,7 @@ pub fn evaluate_counters(check: &Check, rows: &[Row]) -> CheckResult {
         verdict: Verdict::of(passed),
         details,
         rounds: None,
+        suspects: Vec::new(),
     }
 }
 
@@ -437,6 +444,7 @@ pub fn evaluate_pair_counters(
     let mut measured = Vec::new();
     let mut passed = true;
     let mut pairs = 0;
+    let mut suspects = Vec::new();
     for &(class, limit) in max {
         let column = results
             .counters
@@ -475,6 +483,16 @@ pub fn evaluate_pair_counters(
                 named.join(", "),
                 counters_hint(class)
             ));
+            if let Some(node) = matrix.standout(STANDOUT) {
+                let why = format!(
+                    "{} is at one end of every pair whose rounds moved {} most, each at least \
+                     {STANDOUT}x any pair without it: the suspect",
+                    results.labels[node],
+                    class.name()
+                );
+                details.push(why.clone());
+                suspects.push((results.labels[node].clone(), why));
+            }
         }
     }
     CheckResult {
@@ -484,6 +502,7 @@ pub fn evaluate_pair_counters(
         verdict: Verdict::of(passed),
         details,
         rounds: None,
+        suspects,
     }
 }
 
@@ -529,6 +548,7 @@ pub fn evaluate_pairs(check: &Check, t: &Thresholds, results: &PairResults) -> C
         verdict: Verdict::of(verdict.passed() && unmeasured == 0),
         details,
         rounds: None,
+        suspects: Vec::new(),
     }
 }
 
@@ -881,6 +901,40 @@ max = 10
         };
         let r = evaluate_pair_counters(&pair_check(), &max, &bare);
         assert!(!r.passed() && r.measured == "retransmits not read, errors not read over 0 pairs");
+    }
+
+    /// 5% loss on one node of four: its three pairs retransmit hundreds, the
+    /// others a few; the check fails and lays it on that node alone.
+    #[test]
+    fn a_node_whose_pairs_alone_retransmit_is_the_suspect() {
+        let mut retransmits = crate::allpairs::Matrix::empty(4);
+        for (a, b, v) in [
+            (0, 1, 1.0),
+            (0, 2, 143.0),
+            (0, 3, 0.0),
+            (1, 2, 330.0),
+            (1, 3, 2.0),
+            (2, 3, 600.0),
+        ] {
+            retransmits.set(a, b, v);
+        }
+        let results = PairResults {
+            labels: ["node1", "node2", "node3", "node4"]
+                .map(String::from)
+                .to_vec(),
+            sizes: Vec::new(),
+            counters: vec![(crate::report::counters::Column::Retransmits, retransmits)],
+        };
+        let max = [(Class::Retransmits, 50)];
+        let r = evaluate_pair_counters(&pair_check(), &max, &results);
+        assert!(!r.passed());
+        let why = "node3 is at one end of every pair whose rounds moved retransmits most, each \
+                   at least 10x any pair without it: the suspect";
+        assert_eq!(r.suspects, [("node3".to_string(), why.to_string())]);
+        assert_eq!(r.details.last().map(String::as_str), Some(why));
+        // Within the limit: no suspect, whatever stands out.
+        let r = evaluate_pair_counters(&pair_check(), &[(Class::Retransmits, 2000)], &results);
+        assert!(r.passed() && r.suspects.is_empty(), "{r:?}");
     }
 
     #[test]

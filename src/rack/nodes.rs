@@ -5,6 +5,7 @@
 //! passes. The summary and the HTML report list every node, failing or not.
 
 use super::check::{Check, CheckKind};
+use super::check_result::CheckResult;
 use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
 use crate::allpairs::{gbs, read_csv as read_pairs, PairResults, Thresholds, Verdict};
 use crate::doctor::{claimed_name, Finding, Severity, DUPLICATE_HOST};
@@ -85,6 +86,8 @@ pub struct Evidence<'a> {
     pub doctor: Option<&'a DoctorStep>,
     pub tests: &'a [TestStep],
     pub pairs: &'a [PairsOutcome],
+    /// The checks' results: a failed one's suspects fail their nodes.
+    pub checks: &'a [CheckResult],
 }
 
 /// The nodes in the order first seen, each with its problems in the order found.
@@ -146,6 +149,15 @@ pub fn node_verdicts(e: &Evidence) -> Vec<NodeVerdict> {
     }
     for p in e.pairs {
         pair_problems(&mut nodes, p);
+    }
+    for c in e.checks.iter().filter(|c| !c.passed()) {
+        for (label, why) in &c.suspects {
+            nodes.fail(
+                host_of(label),
+                format!("{}: {why}", c.label),
+                LINK_FIX.into(),
+            );
+        }
     }
     nodes.0
 }
@@ -431,6 +443,7 @@ mod tests {
             doctor,
             tests,
             pairs,
+            checks: &[],
         })
     }
 

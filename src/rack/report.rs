@@ -404,6 +404,7 @@ mod tests {
                 verdict: Verdict::Fail,
                 details: vec![format!("node {hostile} is slow")],
                 rounds: None,
+                suspects: Vec::new(),
             }],
             nodes: vec![NodeVerdict {
                 node: hostile.into(),

@@ -179,7 +179,8 @@ impl TestStep {
     }
 
     /// It ran to the end and wrote results. An all-pairs run exits 1 when it
-    /// flags pairs by its own thresholds; its checks judge the matrix by the spec's.
+    /// flags pairs by its own thresholds (4 when it cannot tell); its checks
+    /// judge the matrix by the spec's.
     pub fn ran(&self) -> bool {
         self.results_error.is_none()
             && ended_with_a_verdict(&self.outcome)
@@ -205,10 +206,11 @@ fn status(outcome: &StepOutcome, results_error: &Option<String>) -> String {
     }
 }
 
-/// It ended by itself (not stopped at the timeout), with 0 or 1: the exit
-/// statuses of a run that judged what it measured.
+/// It ended by itself (not stopped at the timeout), with 0, 1 or 4 (passed,
+/// failed, could not tell): the exit statuses of a run that judged what it
+/// measured (all-pairs exits 4 when a pair measured alone cannot be told).
 fn ended_with_a_verdict(outcome: &StepOutcome) -> bool {
-    !outcome.timed_out && outcome.start_error.is_none() && matches!(outcome.exit, Some(0 | 1))
+    !outcome.timed_out && outcome.start_error.is_none() && matches!(outcome.exit, Some(0 | 1 | 4))
 }
 
 /// A reader's error, naming `path` as the report does: by its file name, beside it.
