@@ -91,6 +91,7 @@ pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
         match child.try_wait() {
             Ok(Some(status)) => {
                 outcome.exit = status.code();
+                stop_leftovers(group);
                 break;
             }
             Ok(None) => {}
@@ -117,6 +118,24 @@ pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
     }
     outcome.seconds = started.elapsed().as_secs_f64();
     outcome
+}
+
+/// What a launcher that ended by itself left in its process group (the
+/// daemons of a launch it gave up on: mpirun exits 255 when one node's ssh
+/// fails, while the others' daemons are starting) is stopped as at a timeout:
+/// SIGTERM, then SIGKILL after the grace.
+fn stop_leftovers(group: Pid) {
+    if killpg(group, Signal::SIGTERM).is_err() {
+        return;
+    }
+    let since = Instant::now();
+    while since.elapsed() < GRACE {
+        if killpg(group, None).is_err() {
+            return;
+        }
+        std::thread::sleep(POLL);
+    }
+    let _ = killpg(group, Signal::SIGKILL);
 }
 
 /// A step not started, because `why` (a node it needs did not answer): its
@@ -157,6 +176,17 @@ mod tests {
         assert_eq!((o.exit, o.timed_out), (Some(3), false));
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "out\nerr\n");
         assert_eq!(o.status(), "exit 3");
+        // What the step left running when it ended is stopped.
+        let left = dir.join("left");
+        let script = format!("sleep 600 & echo $! > {}; exit 255", left.display());
+        let o = run_step(&sh(&script), &dir.join("e.log"), Duration::from_secs(60));
+        assert_eq!(o.exit, Some(255));
+        let pid = std::fs::read_to_string(&left).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        assert!(
+            stat.map_or(true, |s| s.contains(") Z ")),
+            "{pid} left running"
+        );
         // A child of the step is stopped with it.
         let pid_file = dir.join("pid");
         let script = format!("sleep 600 & echo $! > {}; sleep 600", pid_file.display());
