@@ -344,18 +344,7 @@ fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
     rack.fault(&["mtu", "node1", "9000"]);
     let dir = scratch("rack-check");
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/rack-virtual.toml");
-    let rack_check = |out: &Path| {
-        let argv = [
-            "exec".to_string(),
-            "--".into(),
-            bin("rack_check"),
-            "--spec".into(),
-            spec.display().to_string(),
-            "--out".into(),
-            out.display().to_string(),
-        ];
-        rack.sh(&argv.iter().map(String::as_str).collect::<Vec<_>>())
-    };
+    let rack_check = |out: &Path| rack_check_on(&rack, &spec, out).0;
     let failing = dir.join("failing");
     let run = rack_check(&failing);
     let text = log(&run);
@@ -448,6 +437,22 @@ fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
     }
 }
 
+/// Waits, at most 120 s, until `ready` while `child` runs (the job must not end first).
+fn wait_running(child: &mut std::process::Child, what: &str, ready: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no {what} after 120 s"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the job ended before the fault"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Starts a long sweep with -T on every node, waits until it has written
 /// `rows` rows, then applies `fault` and waits for the job to end.
 fn fault_mid_run(
@@ -470,18 +475,9 @@ fn fault_mid_run(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) < 9 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no rows after 120 s"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the job ended before the fault"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_running(&mut child, "rows", || {
+        std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) >= 9
+    });
     fault(rack);
     let faulted = Instant::now();
     let deadline = Duration::from_secs(10 + 15);
@@ -614,6 +610,17 @@ fn rack_check_on(rack: &Rack, spec: &Path, out: &Path) -> (Output, Duration) {
     (run, started.elapsed())
 }
 
+/// rack_check with `tests` on the rack (steps stopped after `timeout_s`), in
+/// `dir`, which must fail (exit 1): what it printed and how long it took.
+fn failing_rack_check(rack: &Rack, dir: &Path, timeout_s: u64, tests: &str) -> (String, Duration) {
+    let spec = quick_spec(dir, timeout_s, tests);
+    let (run, took) = rack_check_on(rack, &spec, &dir.join("report"));
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    eprintln!("{}: rack_check failed in {took:?}", dir.display());
+    (text, took)
+}
+
 /// The processes of a job still alive (zombies aside: this host's init may not
 /// reap what a killed mpirun leaves).
 fn job_processes() -> Vec<String> {
@@ -657,10 +664,7 @@ fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
     let rack = Rack::up();
     rack.fault(&["down", "node3"]);
     let dir = scratch("rack-down");
-    let spec = quick_spec(&dir, 60, QUICK_TESTS);
-    let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
-    let text = log(&run);
-    assert_eq!(run.status.code(), Some(1), "{text}");
+    let (text, took) = failing_rack_check(&rack, &dir, 60, QUICK_TESTS);
     assert!(
         text.contains(
             "rack_check: node node3: FAIL: did not answer the launch: doctor.log: ssh: connect to host node3"
@@ -682,10 +686,7 @@ fn rack_check_counts_nodes_by_identity() {
     let rack = Rack::up();
     rack.fault(&["duphost", "node4", "node3"]);
     let dir = scratch("rack-duphost-check");
-    let spec = quick_spec(&dir, 30, QUICK_TESTS);
-    let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
-    let text = log(&run);
-    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    let (text, _) = failing_rack_check(&rack, &dir, 30, QUICK_TESTS);
     // Open MPI itself may hang on two daemons of one name: doctor times out,
     // and no node passes; when doctor answers, the duplicate is named.
     for node in ["node3", "node4"] {
@@ -722,11 +723,8 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
     let rack = Rack::up();
     rack.fault(&["switch-mtu", "node3", "1280"]);
     let dir = scratch("rack-timeout");
-    let spec = quick_spec(&dir, 15, QUICK_TESTS);
     let report = dir.join("report");
-    let (run, took) = rack_check_on(&rack, &spec, &report);
-    let text = log(&run);
-    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    let (text, _) = failing_rack_check(&rack, &dir, 15, QUICK_TESTS);
     let killed = "timed out after 15 s (timeout_s) and was killed with its process group";
     assert!(
         text.contains(&format!("rack_check: test pairs: {killed}")),
@@ -777,19 +775,10 @@ fn a_cut_during_all_pairs_keeps_the_pairs_measured_before_it() {
         .stderr(File::create(&stderr_path).unwrap())
         .spawn()
         .unwrap();
-    let started = Instant::now();
     // The first round's pairs written: cut node3.
-    while std::fs::metadata(&csv).map_or(0, |m| m.len()) == 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no pair after 120 s"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the job ended before the cut"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_running(&mut child, "pairs", || {
+        std::fs::metadata(&csv).is_ok_and(|m| m.len() > 0)
+    });
     rack.fault(&["cut", "node3"]);
     let cut = Instant::now();
     let status = loop {
@@ -850,10 +839,7 @@ test = "pairs"
 metric = "counters"
 max_retransmits = 50
 "#;
-    let spec = quick_spec(&dir, 60, tests);
-    let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
-    let text = log(&run);
-    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    let (text, _) = failing_rack_check(&rack, &dir, 60, tests);
     assert!(
         text.contains(
             "rack_check: pairs fabric counters retransmits <= 50 over every pair's round: FAIL "
@@ -877,6 +863,5 @@ max_retransmits = 50
             .all(|l| l.contains("node3")),
         "{text}"
     );
-    eprintln!("loss: rack_check took {took:?}");
     assert_nothing_left("loss", Duration::ZERO);
 }

@@ -470,7 +470,7 @@ mod tests {
         let nodes = one_per_node(all, &mut named);
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         assert_eq!(names, ["node1", "node3 (rank 2)", "node3 (rank 3)"]);
-        assert_eq!(claimed_name(&names[2]), ("node3", true));
+        assert_eq!(claimed_name(names[2]), ("node3", true));
         assert_eq!(claimed_name("node1"), ("node1", false));
         assert_eq!(claimed_name("a (rank x)"), ("a (rank x)", false));
         assert_eq!(named.len(), 1, "{named:?}");
