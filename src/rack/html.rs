@@ -7,7 +7,7 @@
 use super::check::{Check, CheckKind, RowMetric};
 use super::evaluate::Verdict;
 use super::nodes::{NodeVerdict, PairsOutcome};
-use super::report::{shell_line, RunReport};
+use super::report::RunReport;
 use crate::allpairs::gbs;
 use crate::cli::shown;
 use crate::report::csv::read_rows;
@@ -119,7 +119,7 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
             h,
             "<tr><td>{0}</td><td><code>{1}</code></td><td>{3}</td><td><a href=\"{2}\">{2}</a></td></tr>",
             esc(&name),
-            esc(&shell_line(&o.argv)),
+            esc(&o.command_line()),
             esc(&log),
             esc(&status)
         );

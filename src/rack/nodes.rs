@@ -410,6 +410,7 @@ mod tests {
     fn outcome(exit: i32, log: PathBuf) -> StepOutcome {
         StepOutcome {
             argv: vec!["mpirun".into()],
+            env: Vec::new(),
             exit: Some(exit),
             timed_out: false,
             killed: false,

@@ -17,6 +17,10 @@ const GRACE: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 pub struct StepOutcome {
     pub argv: Vec<String>,
+    /// The variables of its environment that steer the launcher and the
+    /// benchmarks (see [`LAUNCH_ENV`]): a command line without them does not
+    /// rerun the step.
+    pub env: Vec<(String, String)>,
     /// Exit status; None when it was killed or never started.
     pub exit: Option<i32>,
     pub timed_out: bool,
@@ -30,7 +34,32 @@ pub struct StepOutcome {
     pub log: PathBuf,
 }
 
+/// The prefixes of the variables that change what a launched step does: Open
+/// MPI's MCA settings and its launcher's, PMIx, UCX, NCCL and fabricbench's own.
+pub const LAUNCH_ENV: [&str; 6] = ["OMPI_", "PRTE_", "PMIX_", "UCX_", "NCCL_", "FABRICBENCH_"];
+
+/// Those variables of this process's environment, sorted, as a step inherits them.
+fn launch_env() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| LAUNCH_ENV.iter().any(|p| k.starts_with(p)))
+        .collect();
+    env.sort();
+    env
+}
+
 impl StepOutcome {
+    /// The command line that reruns it: `env K=V ... ARGV` where the launch
+    /// variables were set, shell-quoted.
+    pub fn command_line(&self) -> String {
+        let mut words: Vec<String> = Vec::new();
+        if !self.env.is_empty() {
+            words.push("env".into());
+            words.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+        }
+        words.extend(self.argv.iter().cloned());
+        super::report::shell_line(&words)
+    }
+
     /// "exit 0", "timed out after 60 s", "did not start: ...".
     pub fn status(&self) -> String {
         if let Some(e) = &self.start_error {
@@ -58,6 +87,7 @@ pub fn run_step(argv: &[String], log: &Path, timeout: Duration) -> StepOutcome {
     let started = Instant::now();
     let mut outcome = StepOutcome {
         argv: argv.to_vec(),
+        env: launch_env(),
         exit: None,
         timed_out: false,
         killed: false,
@@ -145,6 +175,7 @@ pub fn skip_step(argv: &[String], log: &Path, why: String) -> StepOutcome {
         .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{why}\n").as_bytes()));
     StepOutcome {
         argv: argv.to_vec(),
+        env: launch_env(),
         exit: None,
         timed_out: false,
         killed: false,
@@ -176,6 +207,14 @@ mod tests {
         assert_eq!((o.exit, o.timed_out), (Some(3), false));
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "out\nerr\n");
         assert_eq!(o.status(), "exit 3");
+        let rerun = StepOutcome {
+            env: vec![("OMPI_MCA_btl".into(), "tcp,self".into())],
+            ..o.clone()
+        };
+        assert_eq!(
+            rerun.command_line(),
+            "env OMPI_MCA_btl=tcp,self sh -c 'echo out; echo err >&2; exit 3'"
+        );
         // What the step left running when it ended is stopped.
         let left = dir.join("left");
         let script = format!("sleep 600 & echo $! > {}; exit 255", left.display());
