@@ -25,6 +25,8 @@
 #   virtual-rack.sh fault memlock NODE KIB RLIMIT_MEMLOCK of what starts on NODE, without CAP_IPC_LOCK
 #   virtual-rack.sh fault env NODE VAR=VALUE  a variable set for what starts on NODE
 #   virtual-rack.sh fault cut NODE         NODE's veth down (the cable pulled)
+#   virtual-rack.sh fault down NODE        NODE powered off: its link down both ends, its
+#                                          processes killed, and the agent fails as ssh does
 #   virtual-rack.sh fault loss NODE PCT    drop PCT% (1-50) of the packets NODE receives and
 #                                          sends (nftables; this kernel has no netem)
 #   virtual-rack.sh clear                  remove every fault
@@ -40,7 +42,7 @@ HEAD_ADDR=$NET.254
 SELF=$(readlink -f "$0")
 
 die() { echo "virtual-rack.sh: $*" >&2; exit 1; }
-usage() { sed -n '11,33s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
+usage() { sed -n '11,36s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
 
 need_root() { [ "$(id -u)" = 0 ] || die "run as root (it creates network namespaces)"; }
 need_up() { [ -f "$STATE/nodes" ] || die "no rack is up: run '$0 up' first"; }
@@ -202,6 +204,11 @@ agent() {
     local node=$1
     shift
     check_node "$node"
+    # A node powered off answers nothing: ssh gives up with 255, as here.
+    if [ -e "$STATE/faults/$node.down" ]; then
+        echo "ssh: connect to host $node port 22: No route to host" >&2
+        exit 255
+    fi
     # rsh semantics: the remote command is one shell line (mpirun quotes for it).
     enter "$node" sh -c "$*"
 }
@@ -313,6 +320,13 @@ fault() {
         ip -n "$sw" link set "$node" down
         touch "$STATE/faults/$node.cut"
         ;;
+    down)
+        echo "powered off" >"$STATE/faults/$node.down"
+        ip -n "$sw" link set "$node" down
+        ip -n "$ns" link set eth0 down
+        # What ran there stops with the power (a job's orted, a rank).
+        ip netns pids "$ns" | xargs -r kill -9 2>/dev/null || true
+        ;;
     loss)
         [[ $value =~ ^[0-9]+$ ]] && [ "$value" -ge 1 ] && [ "$value" -le 50 ] ||
             die "fault loss $node '$value': give a whole percentage from 1 to 50"
@@ -329,7 +343,7 @@ table inet fabricbench_loss {
 NFT
         echo "$value" >"$STATE/faults/$node.loss"
         ;;
-    *) die "fault $kind: one of slow, mtu, switch-mtu, duphost, memlock, env, cut, loss" ;;
+    *) die "fault $kind: one of slow, mtu, switch-mtu, duphost, memlock, env, cut, down, loss" ;;
     esac
 }
 
@@ -346,6 +360,7 @@ clear_faults() {
         ip -n "$sw" link set "$node" mtu 1500
         nsenter --uts="$STATE/uts/$node" hostname "$node"
         ip -n "$sw" link set "$node" up
+        ip -n "$ns" link set eth0 up
         ! command -v nft >/dev/null || ip netns exec "$ns" nft delete table inet fabricbench_loss 2>/dev/null || true
     done
     rm -f "$STATE"/faults/*

@@ -344,18 +344,7 @@ fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
     rack.fault(&["mtu", "node1", "9000"]);
     let dir = scratch("rack-check");
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/rack-virtual.toml");
-    let rack_check = |out: &Path| {
-        let argv = [
-            "exec".to_string(),
-            "--".into(),
-            bin("rack_check"),
-            "--spec".into(),
-            spec.display().to_string(),
-            "--out".into(),
-            out.display().to_string(),
-        ];
-        rack.sh(&argv.iter().map(String::as_str).collect::<Vec<_>>())
-    };
+    let rack_check = |out: &Path| rack_check_on(&rack, &spec, out).0;
     let failing = dir.join("failing");
     let run = rack_check(&failing);
     let text = log(&run);
@@ -448,6 +437,22 @@ fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
     }
 }
 
+/// Waits, at most 120 s, until `ready` while `child` runs (the job must not end first).
+fn wait_running(child: &mut std::process::Child, what: &str, ready: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no {what} after 120 s"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the job ended before the fault"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Starts a long sweep with -T on every node, waits until it has written
 /// `rows` rows, then applies `fault` and waits for the job to end.
 fn fault_mid_run(
@@ -470,18 +475,9 @@ fn fault_mid_run(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) < 9 {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no rows after 120 s"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the job ended before the fault"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_running(&mut child, "rows", || {
+        std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) >= 9
+    });
     fault(rack);
     let faulted = Instant::now();
     let deadline = Duration::from_secs(10 + 15);
@@ -552,4 +548,320 @@ fn a_killed_rank_and_a_cut_link_end_the_job_naming_the_node() {
         "after {took:?}: {text}"
     );
     assert_finished_rows_kept(&out, &csv);
+}
+
+/// The fault tests' steps: a small sweep and all-pairs, each with a check.
+const QUICK_TESTS: &str = r#"
+[[test]]
+name = "all_reduce"
+binary = "all_reduce_perf"
+args = ["-b", "16", "-e", "64K", "-f", "8", "-n", "3", "-w", "1"]
+[[test]]
+name = "pairs"
+binary = "sendrecv_perf"
+args = ["--all-pairs", "-b", "64K", "-e", "64K", "-n", "5", "-w", "1"]
+[[check]]
+test = "all_reduce"
+metric = "time"
+size = "16"
+max = 100000
+[[check]]
+test = "pairs"
+metric = "all-pairs"
+slow_fraction = 0.1
+slow_latency = 1000000
+"#;
+
+/// A short spec for the fault tests: doctor and `tests`, each step stopped
+/// after `timeout_s`; written into `dir`.
+fn quick_spec(dir: &Path, timeout_s: u64, tests: &str) -> PathBuf {
+    let spec = dir.join("spec.toml");
+    let text = format!(
+        r#"name = "virtual rack, a fault"
+[launch]
+launcher = "mpirun"
+nodes = 4
+ranks_per_node = 1
+hosts = ["node1", "node2", "node3", "node4"]
+timeout_s = {timeout_s}
+[rounds]
+count = 3
+max = 3
+max_seconds = 0
+{tests}"#
+    );
+    std::fs::write(&spec, text).unwrap();
+    spec
+}
+
+/// rack_check with `spec` on the rack's head, into `out`: its output and how long it took.
+fn rack_check_on(rack: &Rack, spec: &Path, out: &Path) -> (Output, Duration) {
+    let argv = [
+        "exec".to_string(),
+        "--".into(),
+        bin("rack_check"),
+        "--spec".into(),
+        spec.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    let started = Instant::now();
+    let run = rack.sh(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    (run, started.elapsed())
+}
+
+/// rack_check with `tests` on the rack (steps stopped after `timeout_s`), in
+/// `dir`, which must fail (exit 1): what it printed and how long it took.
+fn failing_rack_check(rack: &Rack, dir: &Path, timeout_s: u64, tests: &str) -> (String, Duration) {
+    let spec = quick_spec(dir, timeout_s, tests);
+    let (run, took) = rack_check_on(rack, &spec, &dir.join("report"));
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
+    eprintln!("{}: rack_check failed in {took:?}", dir.display());
+    (text, took)
+}
+
+/// The processes of a job still alive (zombies aside: this host's init may not
+/// reap what a killed mpirun leaves).
+fn job_processes() -> Vec<String> {
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let ours = ["orted", "all_reduce_perf", "sendrecv_perf", "doctor"].contains(&name);
+        // Only the rack's: a process in one of its namespaces or started under it.
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let on_rack = name == "orted"
+            || String::from_utf8_lossy(&cmdline).contains(env!("CARGO_MANIFEST_DIR"));
+        if ours && on_rack && !rest.starts_with('Z') {
+            left.push(format!("{} {name}", entry.file_name().to_string_lossy()));
+        }
+    }
+    left
+}
+
+/// No process of the job is left, `within` after it ended (a daemon cut off
+/// from mpirun notices by TCP keepalive, in seconds).
+fn assert_nothing_left(what: &str, within: Duration) {
+    let since = Instant::now();
+    let mut left = job_processes();
+    while !left.is_empty() && since.elapsed() < within {
+        std::thread::sleep(Duration::from_millis(200));
+        left = job_processes();
+    }
+    assert!(
+        left.is_empty(),
+        "{what}: processes left after {within:?}: {left:?}"
+    );
+    eprintln!("{what}: nothing left after {:?}", since.elapsed());
+}
+
+#[test]
+fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
+    let rack = Rack::up();
+    rack.fault(&["down", "node3"]);
+    let dir = scratch("rack-down");
+    let (text, took) = failing_rack_check(&rack, &dir, 60, QUICK_TESTS);
+    assert!(
+        text.contains(
+            "rack_check: node node3: FAIL: did not answer the launch: doctor.log: ssh: connect to host node3"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("rack_check: test pairs: did not start: node3 did not answer"),
+        "{text}"
+    );
+    assert!(!text.contains(": PASS"), "{text}");
+    // Each step would have waited timeout_s: none did.
+    assert!(took < Duration::from_secs(60), "{took:?}: {text}");
+    assert_nothing_left("down", Duration::ZERO);
+}
+
+#[test]
+fn rack_check_counts_nodes_by_identity() {
+    let rack = Rack::up();
+    rack.fault(&["duphost", "node4", "node3"]);
+    let dir = scratch("rack-duphost-check");
+    let (text, _) = failing_rack_check(&rack, &dir, 30, QUICK_TESTS);
+    // Open MPI itself may hang on two daemons of one name: doctor times out,
+    // and no node passes; when doctor answers, the duplicate is named.
+    for node in ["node3", "node4"] {
+        assert!(
+            text.contains(&format!("rack_check: node {node}: FAIL: ")),
+            "{text}"
+        );
+    }
+    if text.contains("rack_check: doctor: FAIL (exit 1)") {
+        assert!(
+            text.contains("rack_check: node node4: FAIL: no machine answered as node4, while 2 nodes answer as node3: rank 2 from "),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "rack_check: node node3 (rank 3): FAIL: one of several machines answering as node3"
+            ),
+            "{text}"
+        );
+    } else {
+        assert!(
+            text.contains("rack_check: doctor: FAIL (timed out after 30 s"),
+            "{text}"
+        );
+    }
+    assert_nothing_left("duphost", Duration::ZERO);
+}
+
+/// A step that outlives timeout_s (all-pairs behind a switch port whose MTU
+/// drops the large frames) fails its checks, says it was killed, and leaves
+/// no daemon or rank behind.
+#[test]
+fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
+    let rack = Rack::up();
+    rack.fault(&["switch-mtu", "node3", "1280"]);
+    let dir = scratch("rack-timeout");
+    let report = dir.join("report");
+    let (text, _) = failing_rack_check(&rack, &dir, 15, QUICK_TESTS);
+    let killed = "timed out after 15 s (timeout_s) and was killed with its process group";
+    assert!(
+        text.contains(&format!("rack_check: test pairs: {killed}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("rack_check: pairs all pairs: FAIL - ")
+            && text.contains("not judged: test pairs did not finish with its results"),
+        "{text}"
+    );
+    assert!(!text.contains("pairs all pairs: PASS"), "{text}");
+    for file in ["summary.md", "report.html", "checks.json"] {
+        let body = std::fs::read_to_string(report.join(file)).unwrap();
+        assert!(body.contains(killed), "{file}: {body}");
+    }
+    assert_nothing_left("switch-mtu", Duration::ZERO);
+}
+
+/// A link cut during all-pairs: the job ends within -T and a bound, naming
+/// node3, and the CSV keeps every pair measured before the cut, the others
+/// empty (not measured); nothing of the job is left running.
+#[test]
+fn a_cut_during_all_pairs_keeps_the_pairs_measured_before_it() {
+    let rack = Rack::up();
+    let dir = scratch("rack-cut-pairs");
+    let csv = dir.join("pairs.csv");
+    let stdout_path = dir.join("stdout");
+    let stderr_path = dir.join("stderr");
+    let mut child = Command::new(script())
+        .args(["run", "--", &bin("sendrecv_perf")])
+        .args([
+            "--all-pairs",
+            "-b",
+            "256K",
+            "-e",
+            "256K",
+            "-n",
+            "200",
+            "-w",
+            "1",
+            "-T",
+            "10",
+        ])
+        .arg("--csv")
+        .arg(&csv)
+        .stdin(Stdio::null())
+        .stdout(File::create(&stdout_path).unwrap())
+        .stderr(File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    // The first round's pairs written: cut node3.
+    wait_running(&mut child, "pairs", || {
+        std::fs::metadata(&csv).is_ok_and(|m| m.len() > 0)
+    });
+    rack.fault(&["cut", "node3"]);
+    let cut = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if cut.elapsed() > Duration::from_secs(90) {
+            let _ = child.kill();
+            panic!("the job outlived the cut by 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let took = cut.elapsed();
+    let text = format!(
+        "{}{}",
+        std::fs::read_to_string(&stdout_path).unwrap(),
+        std::fs::read_to_string(&stderr_path).unwrap()
+    );
+    assert!(!status.success(), "{text}");
+    assert!(text.contains("node3"), "after {took:?}: {text}");
+    let results = fabricbench::allpairs::read_csv(&csv).expect("the pairs before the cut");
+    let measured = results.sizes[0].time_us.pairs().len();
+    let verdict = results.judge(&fabricbench::allpairs::Thresholds::default());
+    assert!(measured >= 2, "{measured} pairs kept: {text}");
+    assert!(
+        measured + verdict.unmeasured.len() == 6,
+        "{measured} measured, {:?} not",
+        verdict.unmeasured
+    );
+    eprintln!(
+        "cut: ended {took:?} after the cut, {measured} of 6 pairs kept, exit {:?}",
+        status.code()
+    );
+    assert_nothing_left("cut", Duration::from_secs(60));
+}
+
+/// 5% loss on node3 (nftables, both ways): never a PASS, and node3 named.
+/// Over TCP the loss hides in retransmits; all-pairs reads them around each
+/// round, so node3's pairs retransmit hundreds and the others a few (a
+/// loaded host's noise): the counters check lays the failure on node3 alone.
+#[test]
+fn rack_check_names_a_lossy_node_by_its_pairs_retransmits() {
+    let rack = Rack::up();
+    rack.fault(&["loss", "node3", "5"]);
+    let dir = scratch("rack-loss");
+    let tests = r#"
+[[test]]
+name = "pairs"
+binary = "sendrecv_perf"
+args = ["--all-pairs", "-b", "256K", "-e", "256K", "-n", "20", "-w", "1", "-T", "20"]
+[[check]]
+test = "pairs"
+metric = "all-pairs"
+slow_fraction = 0.1
+slow_latency = 1000000
+[[check]]
+test = "pairs"
+metric = "counters"
+max_retransmits = 50
+"#;
+    let (text, _) = failing_rack_check(&rack, &dir, 60, tests);
+    assert!(
+        text.contains(
+            "rack_check: pairs fabric counters retransmits <= 50 over every pair's round: FAIL "
+        ),
+        "{text}"
+    );
+    let suspect = "is at one end of every pair whose rounds moved retransmits most";
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("rack_check: node ") && l.contains(suspect))
+        .collect();
+    assert_eq!(named.len(), 1, "{text}");
+    assert!(
+        named[0].starts_with("rack_check: node node3: FAIL: "),
+        "{text}"
+    );
+    // Any slow pair has node3 at one end.
+    assert!(
+        text.lines()
+            .filter(|l| l.starts_with("rack_check:     slow pair "))
+            .all(|l| l.contains("node3")),
+        "{text}"
+    );
+    assert_nothing_left("loss", Duration::ZERO);
 }

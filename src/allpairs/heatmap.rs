@@ -1,7 +1,7 @@
 //! The all-pairs heatmap: one cell per pair, coloured from red (slowest pair) to
 //! green (fastest), with its bandwidth written in it and slow pairs outlined.
 
-use super::judging::{gbs, Verdict};
+use super::judging::{gbs, three_significant, Verdict};
 use super::matrix::{PairResults, SizeMatrices};
 use crate::output::{write_whole, Replace};
 use anyhow::{anyhow, Context};
@@ -114,7 +114,7 @@ fn draw(
                     .map_err(|e| plot(&e))?;
             }
             root.draw(&Text::new(
-                crate::report::table::fit(v, 6).trim().to_string(),
+                three_significant(v),
                 (x0 + 6, y0 + CELL as i32 / 2 - 6),
                 label.clone(),
             ))

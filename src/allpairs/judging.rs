@@ -93,10 +93,20 @@ pub struct Verdict {
 /// so that a slowed link's 0.0006 is not printed as the 0.001 of its limit.
 pub fn gbs(v: f64) -> String {
     if v.is_finite() && v > 0.0 && v < 0.1 {
-        format!("{v:.*}", (2 - v.log10().floor() as i64) as usize)
+        three_significant(v)
     } else {
         format!("{v:.3}")
     }
+}
+
+/// A figure with three significant digits (no decimals from 100 up): short
+/// enough for a heatmap cell, and a slow pair's 0.0062 is not 0.01.
+pub fn three_significant(v: f64) -> String {
+    let decimals = match v.abs() {
+        a if a.is_finite() && a > 0.0 => (2 - a.log10().floor() as i64).max(0) as usize,
+        _ => 2,
+    };
+    format!("{v:.decimals$}")
 }
 
 /// The pairs whose value `crosses` the limit, and those whose value is NaN or inf:
@@ -370,6 +380,13 @@ mod tests {
         assert_eq!(gbs(0.0123), "0.0123");
         assert_eq!(gbs(0.000614), "0.000614");
         assert_eq!(gbs(0.0), "0.000");
+        let three: Vec<String> = [0.0062, 0.195, 1.234, 41.25, 398.4, 1234.0, 0.0]
+            .map(three_significant)
+            .to_vec();
+        assert_eq!(
+            three,
+            ["0.00620", "0.195", "1.23", "41.2", "398", "1234", "0.00"]
+        );
     }
 
     #[test]

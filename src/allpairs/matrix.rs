@@ -34,6 +34,31 @@ impl Matrix {
         self.0[a][b]
     }
 
+    /// The one node at an end of every pair where a count moved most: each of
+    /// its pairs at least `factor` times the largest count of any pair without
+    /// it (taken as 1 at least, so a pair with no count of its own still needs
+    /// `factor`). None with fewer than 3 nodes (no pair without it to compare),
+    /// where a pair is unmeasured, or where no node stands out so.
+    pub fn standout(&self, factor: f64) -> Option<usize> {
+        let n = self.0.len();
+        if n < 3 || self.pairs().len() != n * (n - 1) / 2 {
+            return None;
+        }
+        let stands_out = |node: usize| {
+            let (mine, others): (Vec<_>, Vec<_>) = self
+                .pairs()
+                .into_iter()
+                .partition(|&(a, b, _)| a == node || b == node);
+            let most_without = others.iter().map(|p| p.2).fold(1.0, f64::max);
+            mine.iter().all(|p| p.2 >= factor * most_without)
+        };
+        let found: Vec<usize> = (0..n).filter(|&i| stands_out(i)).collect();
+        match found[..] {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
     /// Each measured pair once: (a, b, value) with a < b.
     pub fn pairs(&self) -> Vec<(usize, usize, f64)> {
         let n = self.0.len();
@@ -288,6 +313,35 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_whose_pairs_all_moved_most_stands_out() {
+        let mut m = Matrix::empty(4);
+        for (a, b, v) in [
+            (0, 1, 1.0),
+            (0, 2, 143.0),
+            (0, 3, 0.0),
+            (1, 2, 330.0),
+            (1, 3, 2.0),
+            (2, 3, 600.0),
+        ] {
+            m.set(a, b, v);
+        }
+        assert_eq!(m.standout(10.0), Some(2));
+        // One of its pairs within 10x of a pair without it: no node named.
+        m.set(0, 2, 19.0);
+        assert_eq!(m.standout(10.0), None);
+        // Counts that moved everywhere alike name nobody.
+        let mut flat = Matrix::empty(3);
+        for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+            flat.set(a, b, 50.0);
+        }
+        assert_eq!(flat.standout(10.0), None);
+        // Two nodes: no pair without either.
+        let mut two = Matrix::empty(2);
+        two.set(0, 1, 900.0);
+        assert_eq!(two.standout(10.0), None);
+    }
 
     /// n nodes, every pair at `fast` GB/s and 5 us (median; 6 us mean) except
     /// those touching `slow_node`, at `slow` GB/s and 50 us; sizes 8 B and 1 MiB.

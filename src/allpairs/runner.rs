@@ -73,36 +73,67 @@ fn measure_with(
 }
 
 /// Runs every round on every rank; rank 0 returns the matrices of each
-/// repetition of the schedule.
+/// repetition of the schedule. Each round's samples are gathered when it ends,
+/// and rank 0 hands `measured` the medians of every pair measured so far: a
+/// job ended in a later round (a cut link, -T) keeps the pairs before it.
 pub fn measure_all_pairs(
     world: &World,
     measure: &mut dyn PairMeasure,
     sizes: &[u64],
     watchdog: &Watchdog,
     fabric: &mut RoundWatch,
+    measured: &mut dyn FnMut(&PairResults),
 ) -> anyhow::Result<Option<Vec<PairResults>>> {
     let rounds = repeated_schedule(world.size);
-    let mut mine = Vec::with_capacity(rounds.len() * sizes.len() * SAMPLE_LEN);
+    let per_rank = rounds.len() * sizes.len() * SAMPLE_LEN;
+    // Rank 0: every rank's samples, each padded to the whole schedule (the
+    // rounds not run yet are never read).
+    let mut all = world.is_root().then(|| vec![0f64; per_rank * world.size]);
     for (r, round) in rounds.iter().enumerate() {
         let what = format!("all-pairs round {} of {}", r + 1, rounds.len());
         meet(world, watchdog, &what);
         fabric.before(world, watchdog, &what);
         let peer = partner(round, world.rank);
+        let mut mine = Vec::with_capacity(sizes.len() * SAMPLE_LEN);
         for &size in sizes {
             mine.extend(measure_with(world, measure, peer, size, &what, watchdog)?.encode());
         }
         fabric.after(world, watchdog, &what);
+        watchdog.begin(format!("{what} (gathering its results)"));
+        watchdog.enter_call();
+        let gathered = world.gather_f64s(&mine);
+        watchdog.end();
+        if let (Some(all), Some(round_samples)) = (&mut all, gathered) {
+            let at = r * sizes.len() * SAMPLE_LEN;
+            for (rank, samples) in round_samples.chunks_exact(mine.len().max(1)).enumerate() {
+                let start = rank * per_rank + at;
+                all[start..start + samples.len()].copy_from_slice(samples);
+            }
+            if let Some(so_far) =
+                PairResults::median_over(&repeats(&world.hosts, sizes, &rounds, r + 1, all))
+            {
+                measured(&so_far);
+            }
+        }
     }
-    watchdog.begin("all-pairs (gathering results)".into());
-    watchdog.enter_call();
-    let gathered = world.gather_f64s(&mine);
-    watchdog.end();
-    let once = round_robin(world.size).len();
-    Ok(gathered.map(|all| {
-        (0..ROUNDS)
-            .map(|k| assemble(&world.hosts, sizes, &rounds, k * once..(k + 1) * once, &all))
-            .collect()
-    }))
+    Ok(all.map(|all| repeats(&world.hosts, sizes, &rounds, rounds.len(), &all)))
+}
+
+/// The matrices of each repetition of the schedule that the first `done`
+/// rounds reached (the last one in part).
+fn repeats(
+    hosts: &[String],
+    sizes: &[u64],
+    rounds: &[Vec<(usize, usize)>],
+    done: usize,
+    all: &[f64],
+) -> Vec<PairResults> {
+    let once = round_robin(hosts.len()).len().max(1);
+    (0..ROUNDS)
+        .map(|k| k * once..((k + 1) * once).min(done))
+        .filter(|of| !of.is_empty())
+        .map(|of| assemble(hosts, sizes, rounds, of, all))
+        .collect()
 }
 
 /// Each suspect pair measured again alone, `ROUNDS` times over (interleaved:
@@ -318,7 +349,22 @@ pub(crate) fn run_pairs_watched(
         write_header(&mut std::io::stdout(), &header).map_err(|e| Failure::Fatal(e.into()))?;
     }
     let mut fabric = RoundWatch::new(&run.fabric, world.local_rank);
-    let measured = measure_all_pairs(world, measure, &run.sizes, watchdog, &mut fabric)?;
+    // The matrices so far, after every round: a job ended later keeps them.
+    let mut partial = |so_far: &PairResults| {
+        if let (Some(_claimed), Some(path)) = (&csv, run.csv) {
+            if let Err(e) = write_matrices(path, so_far) {
+                eprintln!("{program}: warning: --csv {}: {e:#}", path.display());
+            }
+        }
+    };
+    let measured = measure_all_pairs(
+        world,
+        measure,
+        &run.sizes,
+        watchdog,
+        &mut fabric,
+        &mut partial,
+    )?;
     // Rank 0 judges the medians and names the pairs to measure again alone;
     // every rank learns them, so that all call the same MPI operations.
     let judged = measured.as_ref().and_then(|each| {
@@ -370,15 +416,11 @@ pub(crate) fn run_pairs_watched(
         }
     }
     if let (Some(_claimed), Some(path)) = (csv, run.csv) {
-        // Written whole over the empty file claimed at the start: one that
-        // fails leaves it empty, for a rerun.
-        let mut bytes = Vec::new();
-        write_csv(&mut bytes, &results)?;
-        if let Err(e) = write_whole(path, Replace::IfEmpty, &bytes) {
+        if let Err(e) = write_matrices(path, &results) {
             eprintln!(
-                "{program}: error: --csv {}: writing the matrices failed ({}); the file is left empty",
+                "{program}: error: --csv {}: writing the matrices failed ({e:#}); the file holds \
+                 the pairs measured before",
                 path.display(),
-                io_reason(&e)
             );
             return Ok(ExitStatus::Failed);
         }
@@ -412,6 +454,16 @@ pub(crate) fn run_pairs_watched(
     Ok(status)
 }
 
+/// The matrices written whole over the file this run claimed (empty at first,
+/// then each round's): a write that fails leaves the one before.
+fn write_matrices(path: &Path, results: &PairResults) -> anyhow::Result<()> {
+    let mut bytes = Vec::new();
+    write_csv(&mut bytes, results)?;
+    write_whole(path, Replace::Always, &bytes)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("{}", io_reason(&e)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,6 +479,41 @@ mod tests {
 
     fn hosts(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// After the first rounds, the pairs they measured are in the matrices and
+    /// the others are not: what a job ended there writes, and what the verdict
+    /// names as not measured.
+    #[test]
+    fn the_rounds_so_far_give_the_pairs_they_measured() {
+        let names = hosts(&["a", "b", "c", "d"]);
+        let rounds = repeated_schedule(4);
+        let once = round_robin(4).len();
+        // Every rank's samples, 1 us each, for the whole schedule at one size.
+        let all: Vec<f64> = (0..4 * rounds.len())
+            .flat_map(|_| sample(1e-6, 1e-6, None))
+            .collect();
+        let so_far = PairResults::median_over(&repeats(&names, &[8], &rounds, 1, &all)).unwrap();
+        let measured: Vec<(usize, usize)> = so_far.sizes[0]
+            .time_us
+            .pairs()
+            .iter()
+            .map(|p| (p.0, p.1))
+            .collect();
+        let mut first = rounds[0].clone();
+        first
+            .iter_mut()
+            .for_each(|p| *p = (p.0.min(p.1), p.0.max(p.1)));
+        first.sort();
+        assert_eq!(measured, first);
+        let verdict = so_far.judge(&Thresholds::default());
+        assert_eq!(verdict.unmeasured.len(), 6 - first.len(), "{verdict:?}");
+        // The whole schedule: every pair, each repetition its own matrices.
+        let whole = repeats(&names, &[8], &rounds, rounds.len(), &all);
+        assert_eq!(whole.len(), ROUNDS);
+        assert!(whole.iter().all(|r| r.sizes[0].time_us.pairs().len() == 6));
+        // Part of the second repetition: two repetitions, the second partial.
+        assert_eq!(repeats(&names, &[8], &rounds, once + 1, &all).len(), 2);
     }
 
     #[test]

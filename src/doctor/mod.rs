@@ -276,10 +276,27 @@ pub fn one_per_node(all: Vec<NodeFacts>, out: &mut Vec<Finding>) -> Vec<NodeFact
             out.push(duplicate_name(name, &claimants, &nodes));
         }
         let rank = nodes[i].0;
-        nodes[i].1.node = format!("{name} (rank {rank})");
+        nodes[i].1.node = claimant(name, rank);
     }
     nodes.into_iter().map(|(_, n)| n).collect()
 }
+
+/// "node3 (rank 2)": one of several nodes answering as `name`, by its first rank.
+fn claimant(name: &str, rank: usize) -> String {
+    format!("{name} (rank {rank})")
+}
+
+/// The host name a node answered as: "node3" of "node3 (rank 2)" (see
+/// [`one_per_node`]), and whether another node answered as it too.
+pub fn claimed_name(node: &str) -> (&str, bool) {
+    node.strip_suffix(')')
+        .and_then(|s| s.rsplit_once(" (rank "))
+        .filter(|(_, r)| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+        .map_or((node, false), |(name, _)| (name, true))
+}
+
+/// The check name of that error.
+pub const DUPLICATE_HOST: &str = "duplicate-host";
 
 /// The error of one host name answered from several nodes.
 fn duplicate_name(name: &str, claimants: &[usize], nodes: &[(usize, NodeFacts)]) -> Finding {
@@ -295,7 +312,7 @@ fn duplicate_name(name: &str, claimants: &[usize], nodes: &[(usize, NodeFacts)])
         Severity::Error,
         name,
         "host name",
-        "duplicate-host",
+        DUPLICATE_HOST,
         format!(
             "{} nodes answer as {name}: {}",
             claimants.len(),
@@ -453,6 +470,9 @@ mod tests {
         let nodes = one_per_node(all, &mut named);
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         assert_eq!(names, ["node1", "node3 (rank 2)", "node3 (rank 3)"]);
+        assert_eq!(claimed_name(names[2]), ("node3", true));
+        assert_eq!(claimed_name("node1"), ("node1", false));
+        assert_eq!(claimed_name("a (rank x)"), ("a (rank x)", false));
         assert_eq!(named.len(), 1, "{named:?}");
         let f = &named[0];
         assert_eq!((f.severity, f.node.as_str()), (Severity::Error, "node3"));

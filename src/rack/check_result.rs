@@ -92,6 +92,9 @@ pub struct CheckResult {
     /// The rounds it was judged on; None for a check judged on one run (counters,
     /// all pairs) or not judged at all.
     pub rounds: Option<Rounds>,
+    /// The nodes its failure is laid on (pair labels), with why: a node its
+    /// evidence singles out.
+    pub suspects: Vec<(String, String)>,
 }
 
 impl CheckResult {
@@ -103,6 +106,7 @@ impl CheckResult {
             verdict: Verdict::Fail,
             details: vec![why],
             rounds: None,
+            suspects: Vec::new(),
         }
     }
 

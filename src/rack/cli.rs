@@ -7,7 +7,7 @@ use super::nodes::{node_verdicts, pairs_outcomes, Evidence};
 use super::report::checks_json;
 use super::report::{shell_line, RunReport};
 use super::rounds::{remeasure, Budget};
-use super::runner::run_step;
+use super::runner::{run_step, skip_step};
 use super::spec::Spec;
 use super::steps::{DoctorStep, TestStep};
 use crate::cli::{io_reason, parse_one_line, shown};
@@ -118,6 +118,14 @@ fn run() -> Result<ExitStatus, String> {
         step
     });
 
+    // A node the launcher could not reach for doctor fails every step launched
+    // on it, after the ssh timeout each time: those steps are not started.
+    let unreachable = doctor
+        .as_ref()
+        .map_or_else(Vec::new, DoctorStep::unreachable);
+    for (host, line) in &unreachable {
+        println!("rack_check: {host} did not answer: {line}");
+    }
     // Each test's command, all but the file names of a round.
     let commands: Vec<(Vec<String>, usize)> = spec
         .tests
@@ -157,7 +165,16 @@ fn run() -> Result<ExitStatus, String> {
             t.ranks_per_node.unwrap_or(launch.ranks_per_node),
         );
         println!("rack_check: test {}: {}", t.name, shell_line(&argv));
-        let outcome = run_step(&argv, &out.join(format!("{stem}.log")), timeout);
+        let log = out.join(format!("{stem}.log"));
+        let hosts = launch.named_hosts(*nodes).unwrap_or_default();
+        let outcome = match unreachable.iter().find(|(h, _)| hosts.contains(h)) {
+            Some((host, _)) => skip_step(
+                &argv,
+                &log,
+                format!("{host} did not answer when doctor was launched (doctor.log)"),
+            ),
+            None => run_step(&argv, &log, timeout),
+        };
         let step = TestStep::read(
             &t.name,
             round,
@@ -274,6 +291,7 @@ fn run() -> Result<ExitStatus, String> {
         doctor: doctor.as_ref(),
         tests: &tests,
         pairs: &pairs,
+        checks: &checks,
     });
     for n in &nodes {
         let failed: Vec<&str> = n

@@ -301,6 +301,7 @@ pub fn evaluate_rows(check: &Check, rounds: &[Vec<Row>], remeasured: usize) -> C
         verdict,
         details,
         rounds: Some(rounds),
+        suspects: Vec::new(),
     }
 }
 
@@ -323,6 +324,11 @@ fn inconclusive_note(r: &Rounds, metric: &str) -> String {
         shown(r.edge)
     )
 }
+
+/// How far above every other pair a node's pairs must have moved a counter
+/// for the node to be named: a lossy link's retransmits are hundreds of times
+/// its neighbours' on the virtual rack, where a loaded host's noise is a few.
+const STANDOUT: f64 = 10.0;
 
 fn counters_threshold(max: &[(Class, u64)]) -> String {
     let parts: Vec<String> = max
@@ -423,6 +429,7 @@ pub fn evaluate_counters(check: &Check, rows: &[Row]) -> CheckResult {
         verdict: Verdict::of(passed),
         details,
         rounds: None,
+        suspects: Vec::new(),
     }
 }
 
@@ -439,6 +446,7 @@ pub fn evaluate_pair_counters(
     let mut measured = Vec::new();
     let mut passed = true;
     let mut pairs = 0;
+    let mut suspects = Vec::new();
     for &(class, limit) in max {
         let column = results
             .counters
@@ -477,6 +485,16 @@ pub fn evaluate_pair_counters(
                 named.join(", "),
                 counters_hint(class)
             ));
+            if let Some(node) = matrix.standout(STANDOUT) {
+                let why = format!(
+                    "{} is at one end of every pair whose rounds moved {} most, each at least \
+                     {STANDOUT}x any pair without it: the suspect",
+                    results.labels[node],
+                    class.name()
+                );
+                details.push(why.clone());
+                suspects.push((results.labels[node].clone(), why));
+            }
         }
     }
     CheckResult {
@@ -486,6 +504,7 @@ pub fn evaluate_pair_counters(
         verdict: Verdict::of(passed),
         details,
         rounds: None,
+        suspects,
     }
 }
 
@@ -545,6 +564,7 @@ pub fn evaluate_pairs(check: &Check, t: &Thresholds, judged: &Judged) -> CheckRe
         },
         details,
         rounds: None,
+        suspects: Vec::new(),
     }
 }
 
@@ -902,6 +922,37 @@ max = 10
         };
         let r = evaluate_pair_counters(&pair_check(), &max, &bare);
         assert!(!r.passed() && r.measured == "retransmits not read, errors not read over 0 pairs");
+    }
+
+    /// 5% loss on one node of four: its three pairs retransmit hundreds, the
+    /// others a few; the check fails and lays it on that node alone.
+    #[test]
+    fn a_node_whose_pairs_alone_retransmit_is_the_suspect() {
+        // node3's pairs hundreds, the others one each.
+        let mut retransmits = crate::allpairs::Matrix::empty(4);
+        for a in 0..4 {
+            for b in a + 1..4 {
+                let lossy = a == 2 || b == 2;
+                retransmits.set(a, b, if lossy { 100.0 * (a + b) as f64 } else { 1.0 });
+            }
+        }
+        let results = PairResults {
+            labels: ["node1", "node2", "node3", "node4"]
+                .map(String::from)
+                .to_vec(),
+            sizes: Vec::new(),
+            counters: vec![(crate::report::counters::Column::Retransmits, retransmits)],
+        };
+        let max = [(Class::Retransmits, 50)];
+        let r = evaluate_pair_counters(&pair_check(), &max, &results);
+        assert!(!r.passed());
+        let why = "node3 is at one end of every pair whose rounds moved retransmits most, each \
+                   at least 10x any pair without it: the suspect";
+        assert_eq!(r.suspects, [("node3".to_string(), why.to_string())]);
+        assert_eq!(r.details.last().map(String::as_str), Some(why));
+        // Within the limit: no suspect, whatever stands out.
+        let r = evaluate_pair_counters(&pair_check(), &[(Class::Retransmits, 2000)], &results);
+        assert!(r.passed() && r.suspects.is_empty(), "{r:?}");
     }
 
     #[test]

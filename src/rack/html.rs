@@ -7,7 +7,7 @@
 use super::check::{Check, CheckKind, RowMetric};
 use super::evaluate::Verdict;
 use super::nodes::{NodeVerdict, PairsOutcome};
-use super::report::{shell_line, RunReport};
+use super::report::RunReport;
 use crate::allpairs::gbs;
 use crate::cli::shown;
 use crate::report::csv::read_rows;
@@ -119,7 +119,7 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
             h,
             "<tr><td>{0}</td><td><code>{1}</code></td><td>{3}</td><td><a href=\"{2}\">{2}</a></td></tr>",
             esc(&name),
-            esc(&shell_line(&o.argv)),
+            esc(&o.command_line()),
             esc(&log),
             esc(&status)
         );
@@ -305,18 +305,24 @@ fn busbw_chart(h: &mut String, test: &str, rows: &[Row], checks: &[Check]) {
     })
     .filter(|s| !s.2.is_empty())
     .collect();
-    let floors: Vec<(f64, String)> = checks
+    // Each floor at the size its check reads, not across the sizes it does not.
+    let floors: Vec<(f64, String, u64)> = checks
         .iter()
         .filter(|c| c.test == test)
         .filter_map(|c| match &c.kind {
             CheckKind::Row {
                 metric: RowMetric::Busbw,
                 min: Some(t),
+                size,
                 ..
-            } => Some((t.value, format!("floor {}", t.text))),
+            } => Some((
+                t.value,
+                format!("floor {} at {}", t.text, human_bytes(*size)),
+                *size,
+            )),
             _ => None,
         })
-        .filter(|(v, _)| *v > 0.0 && v.is_finite())
+        .filter(|(v, _, _)| *v > 0.0 && v.is_finite())
         .collect();
     let limit = rows
         .iter()
@@ -422,17 +428,19 @@ fn busbw_chart(h: &mut String, test: &str, rows: &[Row], checks: &[Check]) {
         }
         key(h, colour, "", &format!("busbw {}", placement.name()));
     }
-    for (value, text) in floors.iter().chain(limit.iter()) {
-        let colour = if text.starts_with("floor") {
-            "#d62728"
-        } else {
-            "#555"
-        };
-        let y = py(*value);
+    let floor_lines = floors.iter().map(|(v, text, size)| {
+        let x = px(*size);
+        let span = ((x - 24.0).max(LEFT), (x + 24.0).min(W - RIGHT));
+        (*v, text, span, "#d62728")
+    });
+    let limit_line = limit
+        .iter()
+        .map(|(v, text)| (*v, text, (LEFT, W - RIGHT), "#555"));
+    for (value, text, (x1, x2), colour) in floor_lines.chain(limit_line) {
+        let y = py(value);
         let _ = write!(
             h,
-            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>",
-            W - RIGHT
+            "<line x1=\"{x1:.1}\" x2=\"{x2:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>"
         );
         key(h, colour, "stroke-dasharray=\"6 4\"", text);
     }
@@ -456,5 +464,36 @@ mod tests {
         assert_eq!(shade(1.0), "rgb(65,190,80)");
         // One pair only (hi == lo): the middle, not NaN.
         assert_eq!(shade(f64::NAN), shade(0.5));
+    }
+
+    /// The floor of a check at 256 KiB is drawn there, not across 16 B to 1 MiB.
+    #[test]
+    fn a_busbw_floor_is_drawn_at_its_size_only() {
+        let checks = crate::rack::spec::Spec::parse(
+            "name = \"t\"\n[launch]\n[[test]]\nname = \"ar\"\nbinary = \"all_reduce_perf\"\n\
+             [[check]]\ntest = \"ar\"\nmetric = \"busbw\"\nsize = \"256K\"\nmin = 0.005\n",
+        )
+        .unwrap()
+        .checks;
+        let rows: Vec<Row> = [16u64, 256 << 10, 1 << 20]
+            .map(|size_bytes| Row {
+                size_bytes,
+                placement: "out-of-place".into(),
+                busbw_gbs: 0.1,
+                ..Row::default()
+            })
+            .to_vec();
+        let mut h = String::new();
+        busbw_chart(&mut h, "ar", &rows, &checks);
+        assert!(h.contains("floor 0.005 GB/s at 256 KiB"), "{h}");
+        let floor = h
+            .split("<line ")
+            .find(|l| l.contains("stroke=\"#d62728\"") && l.contains("stroke-dasharray"))
+            .expect("the floor's line");
+        let x = |name: &str| -> f64 {
+            let at = floor.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            floor[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        assert!((x("x2") - x("x1") - 48.0).abs() < 0.2, "{floor}");
     }
 }

@@ -5,10 +5,11 @@
 //! passes. The summary and the HTML report list every node, failing or not.
 
 use super::check::{Check, CheckKind};
+use super::check_result::CheckResult;
 use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
 use crate::allpairs::alone::judge_launches;
 use crate::allpairs::{gbs, PairResults, Thresholds, Verdict};
-use crate::doctor::{Finding, Severity};
+use crate::doctor::{claimed_name, Finding, Severity, DUPLICATE_HOST};
 use crate::sizes::human_bytes;
 use std::path::{Path, PathBuf};
 
@@ -92,6 +93,8 @@ pub struct Evidence<'a> {
     pub doctor: Option<&'a DoctorStep>,
     pub tests: &'a [TestStep],
     pub pairs: &'a [PairsOutcome],
+    /// The checks' results: a failed one's suspects fail their nodes.
+    pub checks: &'a [CheckResult],
 }
 
 /// The nodes in the order first seen, each with its problems in the order found.
@@ -154,6 +157,15 @@ pub fn node_verdicts(e: &Evidence) -> Vec<NodeVerdict> {
     for p in e.pairs {
         pair_problems(&mut nodes, p);
     }
+    for c in e.checks.iter().filter(|c| !c.passed()) {
+        for (label, why) in &c.suspects {
+            nodes.fail(
+                host_of(label),
+                format!("{}: {why}", c.label),
+                LINK_FIX.into(),
+            );
+        }
+    }
     nodes.0
 }
 
@@ -185,18 +197,68 @@ fn doctor_findings(nodes: &mut NodeList, findings: &[Finding]) {
 }
 
 /// The nodes doctor did not report: never checked, so failed; but when doctor
-/// answered from as many nodes as it was launched on, a name it did not report
-/// is another name of one of them (the spec's `localhost` for `gpu01`).
+/// answered from as many nodes as it was launched on, each under a name of its
+/// own, a name it did not report is another name of one of them (the spec's
+/// `localhost` for `gpu01`). Nodes are counted by identity: two machines
+/// answering as one name fail both, and a spec host no machine answered as
+/// fails naming them. A node the launcher could not reach is named so.
 fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) {
+    let claimed = |a: &str| claimed_name(a).0.to_string();
     let reported = |name: &str| {
         d.nodes
             .iter()
-            .any(|a| a == name || short_name(a) == short_name(name))
+            .map(|a| claimed(a))
+            .any(|a| a == name || short_name(&a) == short_name(name))
     };
-    let every_node_answered = d.answered() && d.nodes.len() >= launched;
+    // doctor's error naming each host name several machines answered as.
+    let duplicates: Vec<&Finding> = d
+        .findings
+        .iter()
+        .filter(|f| f.check == DUPLICATE_HOST)
+        .collect();
+    let every_node_answered = d.answered() && d.nodes.len() >= launched && duplicates.is_empty();
+    let unreachable = d.unreachable();
     let log = file_name(&d.outcome.log);
-    for n in nodes.0.iter_mut().filter(|n| !reported(&n.node)) {
-        let problem = if every_node_answered {
+    for n in nodes.0.iter_mut() {
+        let (name, shared) = claimed_name(&n.node);
+        if shared {
+            n.problems.push(NodeProblem {
+                fails: true,
+                what: format!(
+                    "one of several machines answering as {name} (doctor {DUPLICATE_HOST}): \
+                     which results are this machine's cannot be told"
+                ),
+                fix: DUPLICATE_FIX.into(),
+            });
+            continue;
+        }
+        if reported(&n.node) {
+            continue;
+        }
+        let problem = if let Some((_, line)) = unreachable.iter().find(|(h, _)| *h == n.node) {
+            NodeProblem {
+                fails: true,
+                what: format!("did not answer the launch: {log}: {line}"),
+                fix: format!(
+                    "check that {} is up and reachable from the launch node (ping, ssh {} \
+                     hostname, its power and BMC); no step ran while the launch needs it",
+                    n.node, n.node
+                ),
+            }
+        } else if !duplicates.is_empty() {
+            let seen: Vec<&str> = duplicates.iter().map(|f| f.seen.as_str()).collect();
+            NodeProblem {
+                fails: true,
+                what: format!(
+                    "no machine answered as {}, while {}: {} is likely one of them, \
+                     under another node's name",
+                    n.node,
+                    seen.join("; "),
+                    n.node
+                ),
+                fix: DUPLICATE_FIX.into(),
+            }
+        } else if every_node_answered {
             NodeProblem {
                 fails: false,
                 what: format!(
@@ -207,12 +269,15 @@ fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) 
                 fix: "name the nodes in [launch] hosts as they name themselves (hostname)".into(),
             }
         } else {
+            let why = match unreachable.first() {
+                Some((h, _)) => format!("; the launch stopped at {h}, which did not answer"),
+                None => log_says(&d.outcome.log, &n.node),
+            };
             NodeProblem {
                 fails: true,
                 what: format!(
-                    "doctor did not check this node ({}; see {log}){}",
-                    d.status(),
-                    log_says(&d.outcome.log, &n.node)
+                    "doctor did not check this node ({}; see {log}){why}",
+                    d.status()
                 ),
                 fix: STEP_FIX.into(),
             }
@@ -220,6 +285,9 @@ fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) 
         n.problems.push(problem);
     }
 }
+
+const DUPLICATE_FIX: &str = "give every node its own host name (hostnamectl set-hostname) and \
+check the launcher's host list: until then their results cannot be told apart";
 
 /// A test that did not finish with its results checked nothing on the nodes it
 /// ran on (every node, where the spec names none).
@@ -349,8 +417,10 @@ mod tests {
     fn outcome(exit: i32, log: PathBuf) -> StepOutcome {
         StepOutcome {
             argv: vec!["mpirun".into()],
+            env: Vec::new(),
             exit: Some(exit),
             timed_out: false,
+            killed: false,
             timeout: Duration::from_secs(60),
             start_error: None,
             seconds: 1.0,
@@ -381,6 +451,7 @@ mod tests {
             doctor,
             tests,
             pairs,
+            checks: &[],
         })
     }
 
@@ -504,6 +575,73 @@ mod tests {
         assert_eq!(nodes[0].node, UNNAMED);
         assert!(!nodes[0].passed());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A node powered off: the launcher's ssh says so, and that node is named
+    /// as not answering; the others were not checked, for it.
+    #[test]
+    fn a_node_the_launcher_could_not_reach_is_named() {
+        let dir = std::env::temp_dir().join(format!("rack-down-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("doctor.log");
+        std::fs::write(
+            &log,
+            "ssh: connect to host node3 port 22: No route to host\n  target node:  node1\n",
+        )
+        .unwrap();
+        let hosts: Vec<String> = ["node1", "node3"].map(String::from).to_vec();
+        let mut d = doctor(255, &[], Vec::new(), log);
+        d.launched_on = Some(hosts.clone());
+        assert_eq!(
+            d.unreachable(),
+            [(
+                "node3".to_string(),
+                "ssh: connect to host node3 port 22: No route to host".to_string()
+            )]
+        );
+        let nodes = evidence(&hosts, Some(&d), &[], &[]);
+        assert_eq!(
+            whats(&nodes[1]),
+            ["did not answer the launch: doctor.log: ssh: connect to host node3 port 22: No route to host"]
+        );
+        assert_eq!(
+            whats(&nodes[0]),
+            ["doctor did not check this node (exit 255; see doctor.log); the launch stopped at node3, which did not answer"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// node4 answers as node3: both claimants fail, and the spec's node4, which
+    /// no machine answered as, fails naming them.
+    #[test]
+    fn nodes_are_counted_by_identity() {
+        let mut dup = finding(Severity::Error, "node3", DUPLICATE_HOST);
+        dup.seen =
+            "2 nodes answer as node3: rank 2 from m-b-net:[1]; rank 3 from m-b-net:[2]".into();
+        let d = doctor(
+            1,
+            &["node1", "node3 (rank 1)", "node3 (rank 2)"],
+            vec![dup],
+            PathBuf::from("doctor.log"),
+        );
+        let hosts: Vec<String> = ["node1", "node3", "node4"].map(String::from).to_vec();
+        let nodes = evidence(&hosts, Some(&d), &[], &[]);
+        let failing: Vec<&str> = nodes
+            .iter()
+            .filter(|n| !n.passed())
+            .map(|n| n.node.as_str())
+            .collect();
+        assert_eq!(
+            failing,
+            ["node3", "node4", "node3 (rank 1)", "node3 (rank 2)"],
+            "{nodes:?}"
+        );
+        assert_eq!(
+            whats(&nodes[2]),
+            ["no machine answered as node4, while 2 nodes answer as node3: rank 2 from \
+              m-b-net:[1]; rank 3 from m-b-net:[2]: node4 is likely one of them, under another node's name"]
+        );
+        assert!(whats(&nodes[3])[0].starts_with("one of several machines answering as node3"));
     }
 
     /// Doctor answered from every node launched, under names the spec does not

@@ -340,7 +340,7 @@ impl RunReport {
             let _ = writeln!(
                 md,
                 "| doctor | {} | {} | {} | {} |",
-                code(&shell_line(&d.outcome.argv)),
+                code(&d.outcome.command_line()),
                 text(&d.status()),
                 if d.results_error.is_some() {
                     "none".to_string()
@@ -360,7 +360,7 @@ impl RunReport {
                 md,
                 "| {} | {} | {} | {} | {} |",
                 text(&t.title()),
-                code(&shell_line(&t.outcome.argv)),
+                code(&t.outcome.command_line()),
                 text(&t.status()),
                 results,
                 link(&t.outcome.log)
@@ -404,6 +404,7 @@ mod tests {
                 verdict: Verdict::Fail,
                 details: vec![format!("node {hostile} is slow")],
                 rounds: None,
+                suspects: Vec::new(),
             }],
             nodes: vec![NodeVerdict {
                 node: hostile.into(),

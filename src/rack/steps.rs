@@ -78,7 +78,36 @@ impl DoctorStep {
     pub fn status(&self) -> String {
         status(&self.outcome, &self.results_error)
     }
+
+    /// The nodes it was launched on that its launcher could not reach, each with
+    /// the log's line saying so: none where doctor answered.
+    pub fn unreachable(&self) -> Vec<(String, String)> {
+        if self.answered() {
+            return Vec::new();
+        }
+        self.launched_on
+            .iter()
+            .flatten()
+            .filter_map(|h| {
+                let line = line_naming(&self.outcome.log, h, |l| {
+                    UNREACHABLE.iter().any(|m| l.contains(m))
+                })?;
+                Some((h.clone(), line))
+            })
+            .collect()
+    }
 }
+
+/// What ssh (Open MPI's and Slurm's way to a node) prints when a node does not
+/// answer: powered off, not in DNS, no route, nothing listening.
+const UNREACHABLE: [&str; 6] = [
+    "No route to host",
+    "Could not resolve hostname",
+    "Connection timed out",
+    "Connection refused",
+    "Host is down",
+    "Network is unreachable",
+];
 
 pub struct TestStep {
     pub name: String,
@@ -150,7 +179,8 @@ impl TestStep {
     }
 
     /// It ran to the end and wrote results. An all-pairs run exits 1 when it
-    /// flags pairs by its own thresholds; its checks judge the matrix by the spec's.
+    /// flags pairs by its own thresholds (4 when it cannot tell); its checks
+    /// judge the matrix by the spec's.
     pub fn ran(&self) -> bool {
         self.results_error.is_none()
             && ended_with_a_verdict(&self.outcome)
@@ -176,10 +206,11 @@ fn status(outcome: &StepOutcome, results_error: &Option<String>) -> String {
     }
 }
 
-/// It ended by itself (not stopped at the timeout), with 0 or 1: the exit
-/// statuses of a run that judged what it measured.
+/// It ended by itself (not stopped at the timeout), with 0, 1 or 4 (passed,
+/// failed, could not tell): the exit statuses of a run that judged what it
+/// measured (all-pairs exits 4 when a pair measured alone cannot be told).
 fn ended_with_a_verdict(outcome: &StepOutcome) -> bool {
-    !outcome.timed_out && outcome.start_error.is_none() && matches!(outcome.exit, Some(0 | 1))
+    !outcome.timed_out && outcome.start_error.is_none() && matches!(outcome.exit, Some(0 | 1 | 4))
 }
 
 /// A reader's error, naming `path` as the report does: by its file name, beside it.
@@ -204,6 +235,12 @@ pub fn short_name(host: &str) -> &str {
 /// The first line of `log` (its first 64 KiB) naming `host` as a whole word,
 /// e.g. "ssh: Could not resolve hostname gpu09: Name or service not known".
 pub fn log_line_naming(log: &Path, host: &str) -> Option<String> {
+    line_naming(log, host, |_| true)
+}
+
+/// The first line of `log` (its first 64 KiB) naming `host` as a whole word
+/// for which `pick` holds.
+fn line_naming(log: &Path, host: &str, pick: impl Fn(&str) -> bool) -> Option<String> {
     let mut text = String::new();
     let file = std::fs::File::open(log).ok()?;
     // A log with invalid UTF-8 is read up to it: what comes before still helps.
@@ -212,11 +249,12 @@ pub fn log_line_naming(log: &Path, host: &str) -> Option<String> {
     let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     text.lines()
         .find(|line| {
-            line.match_indices(name).any(|(at, _)| {
-                let before = line[..at].chars().next_back();
-                let after = line[at + name.len()..].chars().next();
-                !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char)
-            })
+            pick(line)
+                && line.match_indices(name).any(|(at, _)| {
+                    let before = line[..at].chars().next_back();
+                    let after = line[at + name.len()..].chars().next();
+                    !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char)
+                })
         })
         .map(|line| line.trim().chars().take(300).collect())
 }
