@@ -3,9 +3,10 @@
 
 use super::check::{Check, CheckKind};
 use super::evaluate::{evaluate, not_run, CheckResult, Verdict};
+use super::launch::shell_line;
 use super::nodes::{node_verdicts, pairs_outcomes, Evidence};
 use super::report::checks_json;
-use super::report::{shell_line, RunReport};
+use super::report::RunReport;
 use super::rounds::{remeasure, Budget};
 use super::runner::{run_step, skip_step};
 use super::spec::Spec;

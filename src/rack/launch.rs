@@ -119,6 +119,22 @@ impl Launch {
     }
 }
 
+/// A command line as a shell would take it back.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if a.is_empty()
+                || a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>*?()".contains(c))
+            {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! one row per check, the failing nodes and pairs, and links to every CSV, log
 //! and plot beside it.
 
-use super::evaluate::{CheckResult, Verdict};
+use super::check_result::{CheckResult, Verdict};
 use super::markdown::{code, text};
 use super::nodes::NodeVerdict;
 use super::steps::{file_name, DoctorStep, TestStep};
@@ -35,22 +35,6 @@ pub struct RunReport {
 fn link(p: &Path) -> String {
     let f = file_name(p);
     format!("[{}]({f})", text(&f))
-}
-
-/// A command line as a shell would take it back.
-pub fn shell_line(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            if a.is_empty()
-                || a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>*?()".contains(c))
-            {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            } else {
-                a.clone()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn verdict_cell(verdict: Verdict) -> &'static str {

@@ -57,7 +57,7 @@ impl StepOutcome {
             words.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
         }
         words.extend(self.argv.iter().cloned());
-        super::report::shell_line(&words)
+        super::launch::shell_line(&words)
     }
 
     /// "exit 0", "timed out after 60 s", "did not start: ...".
