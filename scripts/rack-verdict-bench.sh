@@ -21,7 +21,7 @@ rate=${RATE:-5mbit}
 loops=${LOOPS:-1}
 bin=${BIN_DIR:-$root/target/debug}
 case "$runs$loops" in *[!0-9]*) echo "rack-verdict-bench.sh: RUNS and LOOPS are whole numbers (got '$runs' '$loops')" >&2; exit 2 ;; esac
-for b in rack_check doctor all_reduce_perf sendrecv_perf; do
+for b in rack_check doctor doctor-mpi all_reduce_perf sendrecv_perf; do
     [ -x "$bin/$b" ] || { echo "rack-verdict-bench.sh: $bin/$b is missing: cargo build --bins (or set BIN_DIR)" >&2; exit 2; }
 done
 

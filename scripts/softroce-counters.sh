@@ -24,7 +24,7 @@ case "${1:-all}" in
     all|pairs) only=${1:-all} ;;
     *) echo "softroce-counters: '$1': give no argument (every case) or 'pairs' (all-pairs alone)" >&2; exit 2 ;;
 esac
-cargo build --quiet --bin ib_write_bw --bin all_reduce_perf --bin rack_check --bin doctor
+cargo build --quiet --bin ib_write_bw --bin all_reduce_perf --bin rack_check --bin doctor --bin doctor-mpi
 out=target/softroce-counters
 rm -rf "$out" && mkdir -p "$out"
 

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 vm=${SOFTROCE_VM:-$PWD/../shared/tools/softroce-vm/run-in-vm.sh}
 [ -x "$vm" ] || { echo "softroce-doctor: $vm not found: set SOFTROCE_VM to run-in-vm.sh" >&2; exit 2; }
-cargo build --quiet --bin doctor
+cargo build --quiet --bin doctor --bin doctor-mpi
 out=target/softroce-doctor
 rm -rf "$out" && mkdir -p "$out"
 

@@ -222,6 +222,29 @@ fn results_are_never_overwritten() {
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), "keep me");
 }
 
+/// Started by a launcher, doctor becomes doctor-mpi from its own folder; where
+/// that is missing it says so in one line and fails, before reading anything.
+#[test]
+fn a_launched_doctor_without_its_mpi_twin_is_one_line() {
+    let dir = scratch("doctor-no-twin");
+    let lone = dir.join("doctor");
+    std::fs::copy(DOCTOR, &lone).unwrap();
+    let out = Command::new(&lone)
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .args(["--sysfs-root", &root("healthy")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let missing = dir.join("doctor-mpi");
+    assert!(
+        err.contains(&format!("{} cannot start", missing.display())),
+        "{err}"
+    );
+}
+
 /// Two fixture nodes as two ranks of one job (mpirun's MPMD form).
 fn two_nodes(a: &str, b: &str, json: &Path) -> (i32, Report, String) {
     let out = mpirun_command()

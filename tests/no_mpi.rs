@@ -1,17 +1,19 @@
-//! plot, compare and fabricbench-stats start on a host without any MPI library: they never start
-//! MPI, so their binaries do not name libmpi, and with every libmpi on this host
-//! hidden (an empty file mounted over each, in a private mount namespace) they
-//! still run, where a collective binary cannot start.
+//! plot, compare, fabricbench-stats and doctor (on one node) start on a host without any MPI
+//! library: they never start MPI (doctor hands a launched run to doctor-mpi), so their binaries
+//! do not name libmpi, and with every libmpi on this host hidden (an empty file mounted over
+//! each, in a private mount namespace) they still run, where a collective binary cannot start.
 
 mod common;
 
 use std::process::Command;
 
-const TOOLS: [&str; 3] = [
+const TOOLS: [&str; 4] = [
     env!("CARGO_BIN_EXE_compare"),
     env!("CARGO_BIN_EXE_plot"),
     env!("CARGO_BIN_EXE_fabricbench-stats"),
+    DOCTOR,
 ];
+const DOCTOR: &str = env!("CARGO_BIN_EXE_doctor");
 const ALL_REDUCE: &str = env!("CARGO_BIN_EXE_all_reduce_perf");
 
 /// The libraries `ldd` resolves for `binary`, one "name => path" line each.
@@ -21,8 +23,13 @@ fn ldd(binary: &str) -> String {
 }
 
 #[test]
-fn plot_and_compare_do_not_link_mpi() {
+fn the_tools_and_one_node_doctor_do_not_link_mpi() {
     assert!(ldd(ALL_REDUCE).contains("libmpi"), "the control links MPI");
+    let twin = ldd(env!("CARGO_BIN_EXE_doctor-mpi"));
+    assert!(
+        twin.contains("libmpi"),
+        "doctor's MPI twin links MPI: {twin}"
+    );
     for tool in TOOLS {
         let libs = ldd(tool);
         assert!(!libs.contains("libmpi"), "{tool}: {libs}");
@@ -48,7 +55,7 @@ fn mpi_libraries() -> Vec<String> {
 }
 
 #[test]
-fn plot_and_compare_run_with_every_mpi_library_hidden() {
+fn the_tools_and_one_node_doctor_run_with_every_mpi_library_hidden() {
     assert!(
         common::is_root(),
         "hiding the MPI libraries needs a mount namespace: run scripts/test.sh as root"
@@ -96,4 +103,13 @@ fn plot_and_compare_run_with_every_mpi_library_hidden() {
     let version = run(format!("{} --version", TOOLS[0]));
     let line = String::from_utf8_lossy(&version.stdout).into_owned();
     assert!(line.contains("runs without MPI"), "{line}");
+    // doctor on one node reads it and prints its findings, here of a healthy fixture node.
+    let root = common::fixture("doctor/healthy");
+    let out = run(format!("{DOCTOR} --sysfs-root {}", root.display()));
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "doctor: {stderr}");
+    assert!(
+        stdout.contains("doctor: 0 errors, 0 warnings, 0 notes on 1 node (gpu-a)"),
+        "{stdout}"
+    );
 }

@@ -22,6 +22,7 @@ pub enum Binary {
     Compare,
     Stats,
     Doctor,
+    DoctorMpi,
     RackCheck,
     Docs,
 }
@@ -61,6 +62,7 @@ impl Binary {
             Binary::Compare,
             Binary::Stats,
             Binary::Doctor,
+            Binary::DoctorMpi,
             Binary::RackCheck,
             Binary::Docs,
         ];
@@ -77,6 +79,7 @@ impl Binary {
             Binary::Compare => CompareArgs::command(),
             Binary::Stats => StatsArgs::command(),
             Binary::Doctor => DoctorArgs::command(),
+            Binary::DoctorMpi => crate::doctor::cli::mpi_command(),
             Binary::RackCheck => RackArgs::command(),
             Binary::Docs => super::args::DocsArgs::command(),
         }
@@ -93,7 +96,7 @@ impl Binary {
             Binary::Verbs(_) => Family::Verbs,
             Binary::CopyBw => Family::Gpu,
             Binary::Plot | Binary::Compare | Binary::Stats => Family::Results,
-            Binary::Doctor | Binary::RackCheck => Family::Rack,
+            Binary::Doctor | Binary::DoctorMpi | Binary::RackCheck => Family::Rack,
             Binary::Docs => Family::Maintenance,
         }
     }

@@ -1,24 +1,27 @@
-//! The `doctor` binary: every rank reads its node, rank 0 gathers the facts over
-//! MPI, checks, prints the table and writes the CSV and JSON.
+//! The `doctor` and `doctor-mpi` binaries: every rank reads its node, rank 0
+//! gathers the facts, checks, prints the table and writes the CSV and JSON.
+//! `doctor` alone is one rank without MPI (it starts where no libmpi is
+//! installed); started by a launcher it becomes `doctor-mpi`, which gathers over MPI.
 
 use super::facts::NodeFacts;
 use super::output::{write_csv, write_json, write_table, Report};
 use super::ports::HcaFilter;
 use super::{check_with, collect, count, one_per_node, Finding, Selection, Severity};
-use crate::cli::{parse_one_line, real, Rule};
-use crate::job::{self, ExitStatus, Failure, Group, Job, Start, UsageError};
+use crate::cli::{parse_with, real, Rule};
+use crate::job::{self, provenance, Alone, ExitStatus, Failure, Group, Start, UsageError};
 use crate::output::{check_file, Existing, FileFlag, Outputs};
 use crate::sysfs::rdma::MAX_PORT_GBIT_PER_S;
 use crate::sysfs::Root;
-use clap::Parser;
+use clap::{Command, CommandFactory, Parser};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Checks that every node is configured alike and as RDMA needs it: RDMA ports,
 /// RoCE GIDs, memlock, GPUDirect and PCIe links, NCCL's environment, and what
-/// must match across nodes. Run one rank per node under mpirun, or alone.
+/// must match across nodes. Run one rank per node under mpirun (or srun), or
+/// alone: alone it needs no MPI library; under a launcher it runs doctor-mpi.
 #[derive(Parser, Debug)]
-#[command(name = "doctor", version = crate::job::provenance::version())]
+#[command(name = "doctor", version = provenance::version_without_mpi())]
 pub struct DoctorArgs {
     /// Read /sys and /proc under this directory (a fixture tree, a mounted image)
     #[arg(long = "sysfs-root", default_value = "/")]
@@ -40,19 +43,45 @@ pub struct DoctorArgs {
     pub json: Option<PathBuf>,
 }
 
+/// The twin that gathers over MPI.
+pub const MPI_TWIN: &str = "doctor-mpi";
+
+/// `doctor`: one node without MPI, or, started by a launcher, `doctor-mpi`.
 pub fn main() -> ExitCode {
-    job::main(Start::Mpi, "doctor", run)
+    if job::launcher::launched() {
+        return job::twin::become_twin("doctor", MPI_TWIN);
+    }
+    job::tool_main("doctor", || {
+        run(&Alone::here(), "doctor", DoctorArgs::command())
+    })
+}
+
+/// `doctor-mpi`: every rank of an MPI job (a plain start is a world of one).
+pub fn main_mpi() -> ExitCode {
+    let program = job::program_name(MPI_TWIN);
+    job::main(Start::Mpi, &program, |job, program| {
+        run(job, program, mpi_command())
+    })
+}
+
+/// `doctor-mpi`'s command line: doctor's, with the MPI it runs on in --version.
+pub fn mpi_command() -> Command {
+    DoctorArgs::command()
+        .name(MPI_TWIN)
+        .version(provenance::version())
+        .about("doctor across nodes, gathering every node's facts over MPI: doctor runs it when a launcher (mpirun, srun) starts doctor")
 }
 
 /// Every rank checks its flags (all stop together on a mistake), reads its node
 /// and sends the facts to rank 0, which checks them and writes the outputs.
-fn run(job: &Job, program: &str) -> Result<ExitStatus, Failure> {
-    let parsed: Result<DoctorArgs, UsageError> = parse_one_line(std::env::args_os());
+fn run(job: &dyn Group, program: &str, command: Command) -> Result<ExitStatus, Failure> {
+    let parsed: Result<DoctorArgs, UsageError> = parse_with(command, std::env::args_os());
+    let root = job.rank() == 0;
     // Rank 0 writes the outputs, so it alone checks where they go.
     let mine = parsed
         .map_err(|e| e.0)
         .and_then(valid)
-        .and_then(|args| match job.is_root() {
+        .and_then(|args| match root {
             true => outputs_writable(args),
             false => Ok(args),
         });
@@ -64,7 +93,7 @@ fn run(job: &Job, program: &str) -> Result<ExitStatus, Failure> {
     };
     let facts = collect(&Root::new(&args.sysfs_root), &selection);
     let gathered = job.all_gather_bytes(&serde_json::to_vec(&facts).unwrap_or_default());
-    if !job.is_root() {
+    if !root {
         return Ok(ExitStatus::Ok);
     }
     let mut all = Vec::new();

@@ -28,6 +28,16 @@ pub fn launched_by_mpi() -> bool {
     .any(|var| std::env::var_os(var).is_some())
 }
 
+/// Whether any launcher started this process: an MPI launcher, or one that names
+/// a process count (srun without PMI), whose processes would each be a world of
+/// one that [`mismatch`] refuses. A tool with an MPI twin hands such a run to it.
+pub fn launched() -> bool {
+    launched_by_mpi()
+        || SIZE_VARS
+            .iter()
+            .any(|(var, _)| std::env::var_os(var).is_some())
+}
+
 /// Whose launcher set a size variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Launcher {

@@ -8,7 +8,8 @@
 //! - `launcher`: the launcher that started the process, refused when it is not the binary's MPI;
 //! - `oversubscription`: srun's tasks beyond a node's CPUs, and Open MPI told to yield;
 //! - `provenance`: the commit, build date and MPI of this build, and the MPI it runs on;
-//! - `setup`: -T over the collectives' setup, before the watchdog exists.
+//! - `setup`: -T over the collectives' setup, before the watchdog exists;
+//! - `twin`: a tool that starts without libmpi hands a launched run to its MPI twin.
 //!
 //! A binary's family calls [`main`] with how it starts (`Start`) and its body;
 //! the body gets a [`Job`] (MPI's world, or a process alone) and returns a status
@@ -22,6 +23,7 @@ pub mod launcher;
 pub mod oversubscription;
 pub mod provenance;
 pub mod setup;
+pub mod twin;
 pub mod world;
 
 pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};
@@ -70,8 +72,38 @@ pub(crate) fn fake_env(
 
 /// The processes of a run: one started by hand, or the ranks of an MPI job.
 pub enum Job {
-    Alone { host: String },
+    Alone(Alone),
     Mpi(World),
+}
+
+/// A process alone: a job of one rank on this host. Its exchanges name no MPI
+/// symbol, so a tool that uses it and not [`Job`] links no libmpi (`doctor`).
+pub struct Alone {
+    host: String,
+}
+
+impl Alone {
+    pub fn here() -> Alone {
+        Alone { host: hostname() }
+    }
+}
+
+impl Group for Alone {
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn host(&self, _rank: usize) -> &str {
+        &self.host
+    }
+
+    fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
+        vec![mine.to_vec()]
+    }
 }
 
 impl Job {
@@ -89,13 +121,13 @@ impl Job {
             oversubscription::yield_if_oversubscribed();
             Job::Mpi(World::init()?)
         } else {
-            Job::Alone { host: hostname() }
+            Job::Alone(Alone::here())
         })
     }
 
     pub fn world(&self) -> Option<&World> {
         match self {
-            Job::Alone { .. } => None,
+            Job::Alone(_) => None,
             Job::Mpi(w) => Some(w),
         }
     }
@@ -111,23 +143,29 @@ impl Job {
 
 impl Group for Job {
     fn rank(&self) -> usize {
-        self.world().map_or(0, |w| w.rank)
+        match self {
+            Job::Alone(a) => a.rank(),
+            Job::Mpi(w) => w.rank,
+        }
     }
 
     fn size(&self) -> usize {
-        self.world().map_or(1, |w| w.size)
+        match self {
+            Job::Alone(a) => a.size(),
+            Job::Mpi(w) => w.size,
+        }
     }
 
     fn host(&self, rank: usize) -> &str {
         match self {
-            Job::Alone { host } => host,
+            Job::Alone(a) => a.host(rank),
             Job::Mpi(w) => &w.hosts[rank],
         }
     }
 
     fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
         match self {
-            Job::Alone { .. } => vec![mine.to_vec()],
+            Job::Alone(a) => a.all_gather_bytes(mine),
             Job::Mpi(w) => w.all_gather_bytes(mine),
         }
     }
