@@ -9,7 +9,7 @@ use crate::input::read_text;
 use crate::job::{self, ExitStatus, Failure, UsageError};
 use crate::stats::interval::{Estimate, Side, MIN_SAMPLES};
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Prints the ratio median(NUMERATOR) / median(DENOMINATOR) (or one file's
@@ -64,7 +64,7 @@ fn band(text: &str) -> Result<Band, String> {
 }
 
 /// The figures of one file, or the line that says what is wrong with it.
-fn figures(path: &PathBuf) -> Result<Vec<f64>, UsageError> {
+fn figures(path: &Path) -> Result<Vec<f64>, UsageError> {
     const MAX_BYTES: u64 = 16 << 20;
     let name = path.display();
     let text = read_text(path, MAX_BYTES).map_err(|e| UsageError(format!("{name}: {e}")))?;
@@ -136,7 +136,7 @@ pub fn main() -> ExitCode {
         let lists = args
             .files
             .iter()
-            .map(figures)
+            .map(|p| figures(p))
             .collect::<Result<Vec<_>, _>>()?;
         let pairs: Vec<(&[f64], &[f64])> = lists
             .chunks_exact(2)
