@@ -94,9 +94,10 @@ fn figures(path: &Path) -> Result<Vec<f64>, UsageError> {
 /// is one, and its exit status.
 pub fn verdict(e: &Estimate, band: Option<Band>) -> (String, ExitStatus) {
     let (lo, hi) = e.interval.map_or((f64::NAN, f64::NAN), |i| (i.lo, i.hi));
+    let (value, lo, hi) = (number(e.value), number(lo), number(hi));
     let Some(band) = band else {
         return (
-            format!("{:.6} {lo:.6} {hi:.6} - {} -", e.value, e.rounds),
+            format!("{value} {lo} {hi} - {} -", e.rounds),
             ExitStatus::Ok,
         );
     };
@@ -117,11 +118,18 @@ pub fn verdict(e: &Estimate, band: Option<Band>) -> (String, ExitStatus) {
         }
     };
     let resolve = resolve.map_or("-".to_string(), |n| n.to_string());
-    let line = format!(
-        "{:.6} {lo:.6} {hi:.6} {word} {} {resolve}",
-        e.value, e.rounds
-    );
+    let line = format!("{value} {lo} {hi} {word} {} {resolve}", e.rounds);
     (line, status)
+}
+
+/// Six decimals, or six significant digits in exponent form where six decimals
+/// would hide the figure (a ratio of 1e-7 is not 0.000000).
+fn number(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-3..1e9).contains(&v.abs()) {
+        format!("{v:.5e}")
+    } else {
+        format!("{v:.6}")
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -208,6 +216,11 @@ mod tests {
                 "1.000000 NaN NaN not-judged 2 -".to_string(),
                 ExitStatus::Inconclusive
             )
+        );
+        let tiny = verdict(&estimate(1e-7, 5e-8, 2e-7), b).0;
+        assert!(
+            tiny.starts_with("1.00000e-7 5.00000e-8 2.00000e-7 below "),
+            "{tiny}"
         );
         assert_eq!(
             verdict(&estimate(0.8, 0.75, 0.85), None),
