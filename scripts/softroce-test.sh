@@ -888,17 +888,25 @@ write_bw -z --retry_count 5|ib_write_bw -z --retry_count 5 -s 65536 -n 200"
             done
             read -r ref _ <<<"$(echo "${got[perftest]}" | tr ' ' '\n' | grep . | spread)"
             read -r ours _ <<<"$(echo "${got[ours]}" | tr ' ' '\n' | grep . | spread)"
-            ratio=$(awk -v a="${ours:-0}" -v b="${ref:-0}" 'BEGIN { printf "%.3f", (b > 0) ? a / b : 0 }')
-            verdict=ok
-            if [ -z "$ours" ] || [ -z "$ref" ]; then
-                verdict=FAILED
-            elif [ "$test" = bw ]; then
-                awk -v r="$ratio" 'BEGIN { exit !(r >= 0.95) }' || verdict=MISSED
-            else
-                awk -v r="$ratio" 'BEGIN { exit !(r <= 1.05) }' || verdict=MISSED
-            fi
+            # ours/perftest judged by fabricbench-stats, as the cases below are: on the
+            # whole 95% interval from 3 runs a side, else not judged.
+            local sample word r_lo r_hi
+            sample=$OUT/samples/$(printf 'cm %s %s %s %s' "$mode" "$bin" "$size" "$extra" | tr -c 'A-Za-z0-9_.-' '_')
+            mkdir -p "$OUT/samples"
+            for kind in perftest ours; do echo "${got[$kind]}" | tr ' ' '\n' | grep . >"$sample.$kind" || true; done
+            ratio=0 word=
+            read -r ratio r_lo r_hi word _ <<<"$("$BIN_DIR/fabricbench-stats" --band "$(band "$test")" \
+                "$sample.ours" "$sample.perftest" 2>/dev/null || true)"
+            case $word in
+                "") verdict=FAILED ;;
+                inside) verdict=ok ;;
+                below | above) verdict=MISSED ;;
+                unresolved) verdict=$(printf 'unresolved (95%% %.3f-%.3f)' "$r_lo" "$r_hi") ;;
+                *) verdict="not judged: fewer than 3 runs a side (CM_REPEAT >= 3 for an interval)" ;;
+            esac
+            [ -z "$ours" ] || [ -z "$ref" ] && verdict=FAILED
             [ "$verdict" = MISSED ] && misses=$((misses + 1))
-            echo "rdma_cm $bin $mode ${extra:+$extra }-s $size -n $n: perftest [${got[perftest]% }] median ${ref:-n/a}, ours [${got[ours]% }] median ${ours:-n/a}, x$ratio $verdict"
+            echo "rdma_cm $bin $mode ${extra:+$extra }-s $size -n $n: perftest [${got[perftest]% }] median ${ref:-n/a}, ours [${got[ours]% }] median ${ours:-n/a}, x${ratio:-0} $verdict"
             unset got
         done
     done <<<"$cases"
