@@ -5,6 +5,7 @@
 //! rail i is GPU i with NIC i (one rank per rail).
 
 use super::nccl_env::NameList;
+use super::nvlink::{self, NvLinkFacts};
 use super::{Finding, NodeFacts, Severity};
 use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::topology::{self, Device, Kind, PathClass, Topology};
@@ -39,6 +40,9 @@ pub struct TopologyFacts {
     /// The IOMMU domain type of each GPU and NIC by label ("identity", "DMA-FQ");
     /// a device in no IOMMU group is not listed (no IOMMU).
     pub iommu: BTreeMap<String, String>,
+    /// NVLink between the GPUs (NVML, on the live node).
+    #[serde(default)]
+    pub nvlink: NvLinkFacts,
 }
 
 pub fn collect(root: &Root) -> TopologyFacts {
@@ -62,6 +66,7 @@ pub fn collect(root: &Root) -> TopologyFacts {
         }
     }
     TopologyFacts {
+        nvlink: nvlink::collect(root, &topology),
         topology,
         acs,
         iommu,
@@ -186,6 +191,7 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
     }
     shared(node, t, &assigned, out);
     rails(node, t, out);
+    nvlink::check(node, out);
     if has_nic {
         acs(node, f, &assigned, out);
         iommu(node, f, out);
@@ -443,8 +449,10 @@ fn gdr_level(node: &NodeFacts, t: &Topology, used: &[usize], out: &mut Vec<Findi
     }
 }
 
-/// The matrix as `nvidia-smi topo -m` prints it, then the legend of NICs and netdevs.
-pub fn matrix(t: &Topology) -> Vec<String> {
+/// The matrix as `nvidia-smi topo -m` prints it (NV# where two GPUs share
+/// NVLink links), then the legend of NICs and netdevs.
+pub fn matrix(f: &TopologyFacts) -> Vec<String> {
+    let t = &f.topology;
     let w = 7;
     let cell = |s: &str| format!("{s:<w$}");
     let mut lines = Vec::new();
@@ -460,7 +468,10 @@ pub fn matrix(t: &Topology) -> Vec<String> {
     for (i, d) in t.devices.iter().enumerate() {
         let mut row = cell(&d.label);
         for j in 0..t.devices.len() {
-            row += &cell(t.class(i, j).map_or("?", PathClass::name));
+            row += &match nvlink::links_between(&f.nvlink, t, i, j) {
+                Some(n) => cell(&format!("NV{n}")),
+                None => cell(t.class(i, j).map_or("?", PathClass::name)),
+            };
         }
         let cpus = d.cpus.get().map_or("?", String::as_str);
         let numa = match d.numa.get() {
@@ -493,7 +504,7 @@ mod tests {
     /// The matrix of a fixture, each row as its cells.
     fn cells(name: &str) -> Vec<Vec<String>> {
         let node = facts(name, |_| {});
-        matrix(&node.topology.topology)
+        matrix(&node.topology)
             .iter()
             .map(|l| l.split_whitespace().map(str::to_string).collect())
             .collect()
