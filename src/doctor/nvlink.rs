@@ -211,5 +211,11 @@ mod tests {
             NvLinkFacts::Absent { why } => assert!(!why.is_empty()),
             NvLinkFacts::Read { gpus } => assert_eq!(gpus.len(), t.of(Kind::Gpu).count()),
         }
+        // Where libnvidia-ml.so.1 does not load, the reason names it.
+        let nvml = NvmlFacts::open();
+        if let Some(why) = nvml.absent_because() {
+            eprintln!("NVML absent here: {why}");
+            assert!(why.contains("libnvidia-ml.so.1"), "{why}");
+        }
     }
 }
