@@ -189,11 +189,19 @@ up() {
 
 # Rails: bridge railR in the switch namespace, and on each node ethR (the
 # switch side is NODErR) with 198.18.R.I/24; no route joins two rails, as on
-# a rail-optimised fabric where rail R of every node meets on leaf R.
+# a rail-optimised fabric where rail R of every node meets on leaf R. Each
+# node answers ARP only on the interface that holds the address asked for
+# (arp_ignore=1, arp_announce=2, as multi-rail hosts are set): with Linux's
+# default a crossed cable is hidden, the other rail's interface answering.
 add_rails() {
     local k=$1 sw r i node
     sw=$(node_ns sw)
     echo "$k" >"$STATE/rails"
+    [ "$k" = 0 ] && return 0
+    for node in $(nodes); do
+        ip netns exec "$(node_ns "$node")" sh -c \
+            'echo 1 >/proc/sys/net/ipv4/conf/all/arp_ignore; echo 2 >/proc/sys/net/ipv4/conf/all/arp_announce'
+    done
     for r in $(seq 1 "$k"); do
         ip -n "$sw" link add name "rail$r" type bridge
         ip -n "$sw" link set "rail$r" type bridge stp_state 0 forward_delay 0
