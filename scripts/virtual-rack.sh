@@ -5,10 +5,14 @@
 # same bridge and starts real orted daemons on the nodes through an rsh agent
 # (this script, `agent`), so ranks on different nodes talk TCP over the veths.
 # Nothing is created in the host's own network namespace, no namespace has a
-# route beyond 198.18.0.0/24, and everything lives under $STATE and the
-# namespaces named fbrack-*, which `down` removes.
+# route beyond 198.18.0.0/24 (and the rails' 198.18.R.0/24), and everything
+# lives under $STATE and the namespaces named fbrack-*, which `down` removes.
+# With --rails K each node also has K rail interfaces eth1..ethK, rail R a
+# bridge railR of its own and addresses 198.18.R.I/24 (the management
+# network, eth0 on br0, keeps carrying mpirun and its daemons).
 #
-#   virtual-rack.sh up [N]                 create N nodes (default 4): node1..nodeN
+#   virtual-rack.sh up [N] [--rails K]     create N nodes (default 4): node1..nodeN,
+#                                          with K rails (1-9) beside the management network
 #   virtual-rack.sh run [-N K] -- CMD ...  mpirun CMD on every node (K ranks each, default 1)
 #   virtual-rack.sh exec -- CMD ...        CMD on the head, where a plain `mpirun -H node1,...`
 #                                          (rack_check with scripts/rack-virtual.toml) reaches the rack
@@ -29,6 +33,9 @@
 #                                          processes killed, and the agent fails as ssh does
 #   virtual-rack.sh fault loss NODE PCT    drop PCT% (1-50) of the packets NODE receives and
 #                                          sends (nftables; this kernel has no netem)
+#   virtual-rack.sh fault slow-rail NODE RAIL RATE  tc tbf on both ends of NODE's rail RAIL
+#   virtual-rack.sh fault cross-cables NODE   NODE's rail 1 and rail 2 cables swapped between
+#                                          the rail bridges (its ethR answers on the other rail)
 #   virtual-rack.sh clear                  remove every fault
 #   virtual-rack.sh status                 nodes, addresses and faults
 #   virtual-rack.sh down                   remove everything
@@ -42,7 +49,7 @@ HEAD_ADDR=$NET.254
 SELF=$(readlink -f "$0")
 
 die() { echo "virtual-rack.sh: $*" >&2; exit 1; }
-usage() { sed -n '11,36s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
+usage() { sed -n '14,42s/^# \{0,1\}//p' "$SELF" >&2; exit 2; }
 
 need_root() { [ "$(id -u)" = 0 ] || die "run as root (it creates network namespaces)"; }
 need_up() { [ -f "$STATE/nodes" ] || die "no rack is up: run '$0 up' first"; }
@@ -115,9 +122,16 @@ hosts_file() {
 }
 
 up() {
-    local n=${1:-4}
+    local n=4 rails=0
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --rails) rails=${2:-}; shift 2 || die "up --rails: give a rail count from 1 to 9" ;;
+        *) n=$1; shift ;;
+        esac
+    done
     [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] ||
         die "up $n: give a node count from 1 to 200"
+    [[ $rails =~ ^[0-9]$ ]] || die "up --rails $rails: give a rail count from 1 to 9"
     [ ! -e "$STATE" ] || die "a rack is already up ($STATE exists): run '$0 down' first"
     for tool in ip tc nsenter unshare setpriv; do
         command -v "$tool" >/dev/null || die "$tool not found: run scripts/setup.sh (iproute2, util-linux)"
@@ -167,8 +181,114 @@ up() {
         bridge -n "$sw" link show dev "$node" | grep -q 'state forwarding' ||
             die "up: the bridge port of $node does not forward: $(bridge -n "$sw" link show dev "$node")"
     done
+    add_rails "$rails"
     trap - INT TERM EXIT
     echo "virtual-rack.sh: $n nodes up: $(nodes | tr '\n' ' ')(addresses $NET.1-$n, head $HEAD_ADDR)"
+    [ "$rails" = 0 ] || echo "virtual-rack.sh: $rails rail(s): eth1..eth$rails on bridges rail1..rail$rails, addresses ${NET%.*}.R.1-$n"
+}
+
+# Rails: bridge railR in the switch namespace, and on each node ethR (the
+# switch side is NODErR) with 198.18.R.I/24; no route joins two rails, as on
+# a rail-optimised fabric where rail R of every node meets on leaf R. Each
+# node answers ARP only on the interface that holds the address asked for
+# (arp_ignore=1, arp_announce=2, as multi-rail hosts are set): with Linux's
+# default a crossed cable is hidden, the other rail's interface answering.
+add_rails() {
+    local k=$1 sw r i node
+    sw=$(node_ns sw)
+    echo "$k" >"$STATE/rails"
+    [ "$k" = 0 ] && return 0
+    for node in $(nodes); do
+        ip netns exec "$(node_ns "$node")" sh -c \
+            'echo 1 >/proc/sys/net/ipv4/conf/all/arp_ignore; echo 2 >/proc/sys/net/ipv4/conf/all/arp_announce'
+    done
+    for r in $(seq 1 "$k"); do
+        ip -n "$sw" link add name "rail$r" type bridge
+        ip -n "$sw" link set "rail$r" type bridge stp_state 0 forward_delay 0
+        ip -n "$sw" link set "rail$r" up
+        i=1
+        for node in $(nodes); do
+            ip -n "$sw" link add name "${node}r$r" type veth peer name "eth$r" netns "$(node_ns "$node")"
+            ip -n "$sw" link set "${node}r$r" master "rail$r" up
+            ip -n "$(node_ns "$node")" addr add "${NET%.*}.$r.$i/24" dev "eth$r"
+            ip -n "$(node_ns "$node")" link set "eth$r" up
+            i=$((i + 1))
+        done
+    done
+    for r in $(seq 1 "$k"); do
+        for node in $(nodes); do
+            rail_port_forwards "${node}r$r"
+        done
+    done
+}
+
+# Waits until a rail port of the switch forwards (after it joins a bridge).
+rail_port_forwards() {
+    local sw
+    sw=$(node_ns sw)
+    for _ in $(seq 50); do
+        bridge -n "$sw" link show dev "$1" | grep -q 'state forwarding' && return 0
+        sleep 0.1
+    done
+    die "the switch port $1 does not forward: $(bridge -n "$sw" link show dev "$1")"
+}
+
+# A node's neighbour entries on its rails, forgotten after a cable moves (a
+# failed ARP entry would hold for seconds).
+forget_rail_neighbours() {
+    local r
+    for r in $(seq 1 "$(rails)"); do
+        ip -n "$(node_ns "$1")" neigh flush dev "eth$r" 2>/dev/null || true
+    done
+}
+
+rails() { cat "$STATE/rails" 2>/dev/null || echo 0; }
+
+# fault slow-rail NODE RAIL RATE and fault cross-cables NODE.
+rail_fault() {
+    local kind=$1 node=$2 rail=${3:-} rate=${4:-}
+    local ns sw
+    ns=$(node_ns "$node")
+    sw=$(node_ns sw)
+    case $kind in
+    slow-rail)
+        [[ $rail =~ ^[0-9]+$ ]] && [ "$rail" -ge 1 ] && [ "$rail" -le "$(rails)" ] ||
+            die "fault slow-rail $node '$rail': give a rail from 1 to $(rails) (up --rails K makes rails)"
+        local burst
+        burst=$(tbf_burst "$rate") || die "fault slow-rail $node $rail '$rate': give a rate as tc writes it: 200mbit, 1gbit"
+        tc -n "$ns" qdisc replace dev "eth$rail" root tbf rate "$rate" burst "$burst" latency 1s
+        tc -n "$sw" qdisc replace dev "${node}r$rail" root tbf rate "$rate" burst "$burst" latency 1s
+        echo "$rail $rate" >>"$STATE/faults/$node.slow-rail"
+        ;;
+    cross-cables)
+        [ "$(rails)" -ge 2 ] || die "fault cross-cables $node: the rack has $(rails) rail(s); up --rails 2 makes two"
+        # Rail 1's cable into leaf 2 and rail 2's into leaf 1: each interface
+        # keeps its address, on the other rail's network.
+        ip -n "$sw" link set "${node}r1" master rail2
+        ip -n "$sw" link set "${node}r2" master rail1
+        rail_port_forwards "${node}r1"
+        rail_port_forwards "${node}r2"
+        echo "rail 1 on rail2, rail 2 on rail1" >"$STATE/faults/$node.cross-cables"
+        ;;
+    esac
+}
+
+# Every rail of every node back as `up` made it.
+clear_rail_faults() {
+    local sw node r
+    sw=$(node_ns sw)
+    for node in $(nodes); do
+        for r in $(seq 1 "$(rails)"); do
+            tc -n "$(node_ns "$node")" qdisc del dev "eth$r" root 2>/dev/null || true
+            tc -n "$sw" qdisc del dev "${node}r$r" root 2>/dev/null || true
+            ip -n "$sw" link set "${node}r$r" master "rail$r"
+            rail_port_forwards "${node}r$r"
+        done
+    done
+    # Every node's: the others' entries for a moved node failed too.
+    for node in $(nodes); do
+        forget_rail_neighbours "$node"
+    done
 }
 
 # Enters a node (or the head): its network namespace with /sys of that
@@ -343,7 +463,8 @@ table inet fabricbench_loss {
 NFT
         echo "$value" >"$STATE/faults/$node.loss"
         ;;
-    *) die "fault $kind: one of slow, mtu, switch-mtu, duphost, memlock, env, cut, down, loss" ;;
+    slow-rail | cross-cables) rail_fault "$kind" "$node" "$value" "${4:-}" ;;
+    *) die "fault $kind: one of slow, mtu, switch-mtu, duphost, memlock, env, cut, down, loss, slow-rail, cross-cables" ;;
     esac
 }
 
@@ -363,6 +484,7 @@ clear_faults() {
         ip -n "$ns" link set eth0 up
         ! command -v nft >/dev/null || ip netns exec "$ns" nft delete table inet fabricbench_loss 2>/dev/null || true
     done
+    clear_rail_faults
     rm -f "$STATE"/faults/*
 }
 
@@ -381,6 +503,11 @@ status() {
             "$(ip -n "$ns" -o link show eth0 | sed -n 's/.* mtu \([0-9]*\).*/\1/p')" \
             "$(ip -n "$sw" -o link show "$node" | grep -q 'state UP\|,UP' && echo up || echo down)" \
             "${faults:-no faults}"
+        for r in $(seq 1 "$(rails)"); do
+            printf '  rail %s eth%s %-13s on bridge %s\n' "$r" "$r" \
+                "$(ip -n "$ns" -o -4 addr show "eth$r" | awk '{print $4}')" \
+                "$(ip -n "$sw" -o link show "${node}r$r" | sed -n 's/.* master \([^ ]*\).*/\1/p')"
+        done
     done
 }
 

@@ -22,6 +22,7 @@ pub mod gpudirect;
 pub mod memlock;
 pub mod nccl_env;
 pub mod nccl_library;
+pub mod nvlink;
 pub mod output;
 pub mod ports;
 pub mod roce;

@@ -106,15 +106,16 @@ pub fn collect(root: &Root, env: BTreeMap<String, String>, library: NcclLibrary)
     }
 }
 
-/// NCCL's list syntax: "^a,b" excludes, "=a" matches exactly, else prefixes.
-struct NameList<'a> {
-    exclude: bool,
+/// NCCL's list syntax: "^a,b" excludes, "=a" matches exactly, else prefixes;
+/// NCCL_IB_HCA's entries may name one port ("mlx5_0:1").
+pub(super) struct NameList<'a> {
+    pub(super) exclude: bool,
     exact: bool,
     entries: Vec<&'a str>,
 }
 
 impl<'a> NameList<'a> {
-    fn parse(value: &'a str) -> NameList<'a> {
+    pub(super) fn parse(value: &'a str) -> NameList<'a> {
         let exclude = value.starts_with('^');
         let rest = value.trim_start_matches('^');
         let exact = rest.starts_with('=');
@@ -136,6 +137,21 @@ impl<'a> NameList<'a> {
         } else {
             name.starts_with(entry)
         }
+    }
+
+    /// Whether NCCL uses RDMA device `name` through at least one of `ports`:
+    /// an entry without ":port" names every port of the devices it matches.
+    pub(super) fn selects(&self, name: &str, ports: &[u32]) -> bool {
+        ports.iter().any(|&p| {
+            let named = self.entries.iter().any(|e| {
+                let (hca, port) = match e.split_once(':') {
+                    Some((h, port)) => (h, port.trim().parse::<u32>().ok()),
+                    None => (*e, None),
+                };
+                self.matches(hca, name) && port.is_none_or(|q| q == p)
+            });
+            named != self.exclude
+        })
     }
 
     /// Entries that match none of `names` (only meaningful for include lists).
@@ -295,6 +311,17 @@ mod tests {
             l.unmatched(&hcas, |e| e.split(':').next().unwrap()),
             vec!["mlx5_4:1"]
         );
+        // Which devices NCCL uses: prefixes, exact names, exclusions, ports.
+        let uses = |v: &str, name: &str, ports: &[u32]| NameList::parse(v).selects(name, ports);
+        assert!(uses("mlx5", "mlx5_10", &[1]));
+        assert!(!uses("=mlx5_1", "mlx5_10", &[1]));
+        assert!(uses("=mlx5_1,mlx5_10", "mlx5_10", &[1]));
+        assert!(!uses("^mlx5_1", "mlx5_10", &[1]));
+        assert!(uses("^=mlx5_1", "mlx5_10", &[1]));
+        assert!(!uses("mlx5_0:2", "mlx5_0", &[1]));
+        assert!(uses("mlx5_0:2", "mlx5_0", &[1, 2]));
+        assert!(!uses("^mlx5_0:1", "mlx5_0", &[1]));
+        assert!(uses("^mlx5_0:1", "mlx5_0", &[1, 2]));
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub fn write_table(
         )?;
         let t = &n.topology.topology;
         if t.of(Kind::Gpu).next().is_some() {
-            for line in topology::matrix(t) {
+            for line in topology::matrix(&n.topology) {
                 writeln!(out, "  {line}")?;
             }
         }

@@ -4,7 +4,10 @@
 //! or disables GPUDirect RDMA. A GPU's NIC is its nearest one (NCCL's choice);
 //! rail i is GPU i with NIC i (one rank per rail).
 
+use super::nccl_env::NameList;
+use super::nvlink::{self, NvLinkFacts};
 use super::{Finding, NodeFacts, Severity};
+use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::topology::{self, Device, Kind, PathClass, Topology};
 use crate::sysfs::Root;
 use serde::{Deserialize, Serialize};
@@ -37,6 +40,9 @@ pub struct TopologyFacts {
     /// The IOMMU domain type of each GPU and NIC by label ("identity", "DMA-FQ");
     /// a device in no IOMMU group is not listed (no IOMMU).
     pub iommu: BTreeMap<String, String>,
+    /// NVLink between the GPUs (NVML, on the live node).
+    #[serde(default)]
+    pub nvlink: NvLinkFacts,
 }
 
 pub fn collect(root: &Root) -> TopologyFacts {
@@ -60,6 +66,7 @@ pub fn collect(root: &Root) -> TopologyFacts {
         }
     }
     TopologyFacts {
+        nvlink: nvlink::collect(root, &topology),
         topology,
         acs,
         iommu,
@@ -97,9 +104,14 @@ fn read_acs(root: &Root, dir: &str) -> Acs {
 
 /// Each GPU's nearest NICs, nearest class first; empty where no class is known.
 fn nearest(t: &Topology, gpu: usize) -> (Option<PathClass>, Vec<usize>) {
-    let nics: Vec<(usize, PathClass)> = t
-        .of(Kind::Nic)
-        .filter_map(|(j, _)| Some((j, t.class(gpu, j)?)))
+    nearest_of(t, gpu, &t.of(Kind::Nic).map(|(j, _)| j).collect::<Vec<_>>())
+}
+
+/// A GPU's nearest NICs among `nics` and their class.
+fn nearest_of(t: &Topology, gpu: usize, nics: &[usize]) -> (Option<PathClass>, Vec<usize>) {
+    let nics: Vec<(usize, PathClass)> = nics
+        .iter()
+        .filter_map(|&j| Some((j, t.class(gpu, j)?)))
         .collect();
     let best = nics.iter().map(|(_, c)| *c).min();
     let near = nics
@@ -179,11 +191,104 @@ pub fn check(node: &NodeFacts, out: &mut Vec<Finding>) {
     }
     shared(node, t, &assigned, out);
     rails(node, t, out);
+    nvlink::check(node, out);
     if has_nic {
         acs(node, f, &assigned, out);
         iommu(node, f, out);
-        gdr_level(node, t, out);
+        let used = ib_hca(node, t, out);
+        gdr_level(node, t, &used, out);
     }
+}
+
+/// The NICs NCCL may use: all, or those NCCL_IB_HCA selects (any of whose
+/// ports it selects; a NIC whose ports doctor did not read counts as port 1).
+fn used_nics(node: &NodeFacts, t: &Topology) -> Vec<usize> {
+    let all = t.of(Kind::Nic).map(|(j, _)| j);
+    let Some(value) = node.nccl.env.get("NCCL_IB_HCA") else {
+        return all.collect();
+    };
+    let list = NameList::parse(value);
+    all.filter(|&j| {
+        let name = &t.devices[j].name;
+        let ports: Vec<u32> = node
+            .hcas
+            .iter()
+            .filter(|h| &h.name == name)
+            .flat_map(|h| h.ports.iter().map(|p| p.num))
+            .collect();
+        list.selects(name, if ports.is_empty() { &[1] } else { &ports })
+    })
+    .collect()
+}
+
+/// NCCL_IB_HCA against the topology: a GPU whose nearest NIC it leaves out
+/// (NCCL then takes the nearest it allows), worse when that one is across
+/// the CPU interconnect. A name that matches no NIC is `nccl-env`'s finding.
+/// Returns the NICs NCCL may use.
+fn ib_hca(node: &NodeFacts, t: &Topology, out: &mut Vec<Finding>) -> Vec<usize> {
+    let used = used_nics(node, t);
+    let Some(value) = node.nccl.env.get("NCCL_IB_HCA") else {
+        return used;
+    };
+    if node.unlisted(INFINIBAND) {
+        return used;
+    }
+    let var = format!("NCCL_IB_HCA={value}");
+    if used.is_empty() && NameList::parse(value).exclude {
+        let all: Vec<usize> = t.of(Kind::Nic).map(|(j, _)| j).collect();
+        out.push(Finding::new(
+            Severity::Error,
+            &node.node,
+            "NCCL_IB_HCA",
+            "topology-hca-excluded",
+            format!("{var} excludes every RDMA NIC ({})", names(t, &all)),
+            "at least the nearest NIC of each GPU left in",
+            "NCCL finds no RDMA NIC and falls back to TCP sockets: shorten the exclusion list or unset NCCL_IB_HCA",
+        ));
+    }
+    if used.is_empty() {
+        return used;
+    }
+    for (g, gpu) in t.of(Kind::Gpu) {
+        let (best, near) = nearest(t, g);
+        let (Some(best), (Some(got), took)) = (best, nearest_of(t, g, &used)) else {
+            continue;
+        };
+        if got <= best {
+            continue;
+        }
+        let seen = format!(
+            "{var} leaves out {}'s nearest NIC {} ({}); it uses {} at {}",
+            gpu.label,
+            names(t, &near),
+            best.name(),
+            names(t, &took),
+            got.name()
+        );
+        let finding = if got == PathClass::Sys {
+            Finding::new(
+                Severity::Warning,
+                &node.node,
+                who(gpu),
+                "topology-hca-socket",
+                seen,
+                "a NIC of the GPU's own socket",
+                "every transfer of this GPU crosses the CPU interconnect (and NCCL turns GPUDirect RDMA off): add its nearest NIC to NCCL_IB_HCA, or take it off the exclusion list",
+            )
+        } else {
+            Finding::new(
+                Severity::Warning,
+                &node.node,
+                who(gpu),
+                "topology-hca-excluded",
+                seen,
+                "each GPU's nearest NIC selected",
+                "this GPU's traffic takes a longer path and shares another GPU's NIC: add its nearest NIC to NCCL_IB_HCA, or take it off the exclusion list",
+            )
+        };
+        out.push(finding);
+    }
+    used
 }
 
 /// Two GPUs or more on one NIC while another NIC serves none.
@@ -314,8 +419,9 @@ fn iommu(node: &NodeFacts, f: &TopologyFacts, out: &mut Vec<Finding>) {
     }
 }
 
-/// NCCL_NET_GDR_LEVEL nearer than some GPU's nearest NIC: GPUDirect RDMA off there.
-fn gdr_level(node: &NodeFacts, t: &Topology, out: &mut Vec<Finding>) {
+/// NCCL_NET_GDR_LEVEL nearer than some GPU's nearest NIC (of those
+/// NCCL_IB_HCA leaves it): GPUDirect RDMA off there.
+fn gdr_level(node: &NodeFacts, t: &Topology, used: &[usize], out: &mut Vec<Finding>) {
     let Some(text) = node.nccl.env.get("NCCL_NET_GDR_LEVEL") else {
         return;
     };
@@ -324,7 +430,7 @@ fn gdr_level(node: &NodeFacts, t: &Topology, out: &mut Vec<Finding>) {
     };
     let off: Vec<usize> = t
         .of(Kind::Gpu)
-        .filter(|(g, _)| nearest(t, *g).0.is_some_and(|c| c > level))
+        .filter(|(g, _)| nearest_of(t, *g, used).0.is_some_and(|c| c > level))
         .map(|(g, _)| g)
         .collect();
     if !off.is_empty() {
@@ -343,8 +449,10 @@ fn gdr_level(node: &NodeFacts, t: &Topology, out: &mut Vec<Finding>) {
     }
 }
 
-/// The matrix as `nvidia-smi topo -m` prints it, then the legend of NICs and netdevs.
-pub fn matrix(t: &Topology) -> Vec<String> {
+/// The matrix as `nvidia-smi topo -m` prints it (NV# where two GPUs share
+/// NVLink links), then the legend of NICs and netdevs.
+pub fn matrix(f: &TopologyFacts) -> Vec<String> {
+    let t = &f.topology;
     let w = 7;
     let cell = |s: &str| format!("{s:<w$}");
     let mut lines = Vec::new();
@@ -360,7 +468,10 @@ pub fn matrix(t: &Topology) -> Vec<String> {
     for (i, d) in t.devices.iter().enumerate() {
         let mut row = cell(&d.label);
         for j in 0..t.devices.len() {
-            row += &cell(t.class(i, j).map_or("?", PathClass::name));
+            row += &match nvlink::links_between(&f.nvlink, t, i, j) {
+                Some(n) => cell(&format!("NV{n}")),
+                None => cell(t.class(i, j).map_or("?", PathClass::name)),
+            };
         }
         let cpus = d.cpus.get().map_or("?", String::as_str);
         let numa = match d.numa.get() {
@@ -393,7 +504,7 @@ mod tests {
     /// The matrix of a fixture, each row as its cells.
     fn cells(name: &str) -> Vec<Vec<String>> {
         let node = facts(name, |_| {});
-        matrix(&node.topology.topology)
+        matrix(&node.topology)
             .iter()
             .map(|l| l.split_whitespace().map(str::to_string).collect())
             .collect()
@@ -562,6 +673,81 @@ mod tests {
                 "topology-gdr-far GPU7 (0000:b4:00.0): nearest NIC NIC4 (mlx5_4), NIC5 (mlx5_5) at NODE",
                 "topology-gdr-level NCCL_NET_GDR_LEVEL: NCCL_NET_GDR_LEVEL=PHB: GPUDirect RDMA off for GPU6 (0000:b3:00.0), GPU7 (0000:b4:00.0)",
             ]
+        );
+    }
+
+    /// The topology and nccl-env findings on the HGX tree with NCCL_IB_HCA set.
+    fn with_ib_hca(value: &str) -> Vec<String> {
+        let node = facts("topology/hgx8", |t| {
+            crate::sysfs::fixture::environ(t, &[&format!("NCCL_IB_HCA={value}")]);
+        });
+        let mut all = findings(std::slice::from_ref(&node), "topology");
+        all.extend(findings(&[node], "nccl-env"));
+        all.into_iter()
+            .map(|f| format!("{} {}: {}", f.check, f.component, f.seen))
+            .collect()
+    }
+
+    #[test]
+    fn ib_hca_that_keeps_every_nearest_nic_says_nothing() {
+        for value in [
+            "mlx5",
+            "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7",
+            "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1",
+            // GPU6 and GPU7 keep NIC7 at PIX.
+            "^=mlx5_6",
+        ] {
+            assert_eq!(with_ib_hca(value), Vec::<String>::new(), "{value}");
+        }
+    }
+
+    #[test]
+    fn ib_hca_leaving_out_a_gpus_nearest_nic() {
+        assert_eq!(
+            with_ib_hca("^mlx5_6,mlx5_7"),
+            [
+                "topology-hca-excluded GPU6 (0000:b3:00.0): NCCL_IB_HCA=^mlx5_6,mlx5_7 leaves out GPU6's nearest NIC NIC6 (mlx5_6), NIC7 (mlx5_7) (PIX); it uses NIC4 (mlx5_4), NIC5 (mlx5_5) at NODE",
+                "topology-hca-excluded GPU7 (0000:b4:00.0): NCCL_IB_HCA=^mlx5_6,mlx5_7 leaves out GPU7's nearest NIC NIC6 (mlx5_6), NIC7 (mlx5_7) (PIX); it uses NIC4 (mlx5_4), NIC5 (mlx5_5) at NODE",
+            ]
+        );
+    }
+
+    #[test]
+    fn ib_hca_sending_gpus_to_the_other_socket() {
+        let said = with_ib_hca("=mlx5_0:1,mlx5_1:1");
+        assert_eq!(said.len(), 6, "{said:#?}");
+        assert_eq!(said[0], "topology-hca-excluded GPU2 (0000:33:00.0): NCCL_IB_HCA==mlx5_0:1,mlx5_1:1 leaves out GPU2's nearest NIC NIC2 (mlx5_2), NIC3 (mlx5_3) (PIX); it uses NIC0 (mlx5_0), NIC1 (mlx5_1) at NODE");
+        assert_eq!(said[2], "topology-hca-socket GPU4 (0000:93:00.0): NCCL_IB_HCA==mlx5_0:1,mlx5_1:1 leaves out GPU4's nearest NIC NIC4 (mlx5_4), NIC5 (mlx5_5) (PIX); it uses NIC0 (mlx5_0), NIC1 (mlx5_1) at SYS");
+        assert!(said[3..]
+            .iter()
+            .all(|s| s.starts_with("topology-hca-socket GPU")));
+    }
+
+    #[test]
+    fn ib_hca_naming_no_nic_or_excluding_all() {
+        assert_eq!(
+            with_ib_hca("mlx5_9"),
+            ["nccl-env NCCL_IB_HCA: NCCL_IB_HCA=mlx5_9: mlx5_9 matches no RDMA device here (have: mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7)"]
+        );
+        let said = with_ib_hca("^mlx5");
+        assert_eq!(said, ["topology-hca-excluded NCCL_IB_HCA: NCCL_IB_HCA=^mlx5 excludes every RDMA NIC (NIC0 (mlx5_0), NIC1 (mlx5_1), NIC2 (mlx5_2), NIC3 (mlx5_3), NIC4 (mlx5_4), NIC5 (mlx5_5), NIC6 (mlx5_6), NIC7 (mlx5_7))"]);
+    }
+
+    #[test]
+    fn gdr_level_judged_on_the_nics_ib_hca_leaves() {
+        let node = facts("topology/hgx8", |t| {
+            crate::sysfs::fixture::environ(
+                t,
+                &["NCCL_IB_HCA=^mlx5_6,mlx5_7", "NCCL_NET_GDR_LEVEL=PXB"],
+            );
+        });
+        let f = findings(&[node], "topology-gdr-level");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].seen
+                .ends_with("GPUDirect RDMA off for GPU6 (0000:b3:00.0), GPU7 (0000:b4:00.0)"),
+            "{}",
+            f[0].seen
         );
     }
 

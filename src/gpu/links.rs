@@ -10,10 +10,19 @@ use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::struct_wrappers::device::FieldValueSample;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::Nvml;
+use serde::{Deserialize, Serialize};
 
 /// NVML, when the driver has it: NVLink and memory facts.
 pub struct NvmlFacts {
-    nvml: Option<Nvml>,
+    /// NVML, or why it did not open ("libnvidia-ml.so.1: cannot open ...").
+    nvml: Result<Nvml, String>,
+}
+
+/// Where NVLink facts come from: NVML on a live node, a fake in unit tests.
+pub trait NvLinkSource {
+    /// The links of the GPU at `bus_id` ("0000:18:00.0"); none where NVML
+    /// does not know the GPU.
+    fn nvlinks(&self, bus_id: &str) -> NvLinks;
 }
 
 /// NVML's field NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: per-link speed, MB/s per direction.
@@ -28,11 +37,14 @@ fn nvml_bus_id(bus_id: &str) -> String {
 }
 
 /// The active NVLink links of one GPU: for each, the PCI bus id at the far end.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NvLinks {
     pub remotes: Vec<String>,
     /// MB/s per direction of one link, as NVML reports it.
     pub link_mbps: Option<u64>,
+    /// Links the GPU has whose state NVML reads as inactive.
+    #[serde(default)]
+    pub down: usize,
 }
 
 impl NvLinks {
@@ -50,17 +62,22 @@ impl NvLinks {
 impl NvmlFacts {
     pub fn open() -> NvmlFacts {
         NvmlFacts {
-            nvml: Nvml::init().ok(),
+            nvml: Nvml::init().map_err(|e| e.to_string()),
         }
     }
 
     pub fn available(&self) -> bool {
-        self.nvml.is_some()
+        self.nvml.is_ok()
+    }
+
+    /// Why NVML is not available; None where it is.
+    pub fn absent_because(&self) -> Option<&str> {
+        self.nvml.as_ref().err().map(String::as_str)
     }
 
     /// Peak memory bandwidth: 2 transfers per clock x bus width, at the maximum memory clock.
     pub fn memory_limit(&self, ctx: &CudaContext, bus_id: &str) -> Option<Limit> {
-        let from_nvml = self.nvml.as_ref().and_then(|nvml| {
+        let from_nvml = self.nvml.as_ref().ok().and_then(|nvml| {
             let d = nvml.device_by_pci_bus_id(nvml_bus_id(bus_id)).ok()?;
             Some((
                 d.max_clock_info(Clock::Memory).ok()? as f64,
@@ -84,21 +101,40 @@ impl NvmlFacts {
         })
     }
 
-    pub fn nvlinks(&self, bus_id: &str) -> NvLinks {
-        let Some(nvml) = &self.nvml else {
+    /// The NVLink ceiling from GPU `from` to GPU `to` (bus ids), over `gpus`: the
+    /// smaller of the two ends' usable links times the link speed.
+    pub fn peer_limit(&self, from: &str, to: &str, gpus: &[String]) -> Option<Limit> {
+        let (a, b) = (self.nvlinks(from), self.nvlinks(to));
+        let links = a.links_towards(to, gpus).min(b.links_towards(from, gpus));
+        let mbps = a.link_mbps.or(b.link_mbps)?;
+        (links > 0).then(|| Limit {
+            name: format!("NVLink x{links} @ {:.1} GB/s (NVML)", mbps as f64 / 1e3),
+            gbs: links as f64 * mbps as f64 / 1e3,
+        })
+    }
+}
+
+impl NvLinkSource for NvmlFacts {
+    fn nvlinks(&self, bus_id: &str) -> NvLinks {
+        let Ok(nvml) = &self.nvml else {
             return NvLinks::default();
         };
         let Ok(device) = nvml.device_by_pci_bus_id(nvml_bus_id(bus_id)) else {
             return NvLinks::default();
         };
+        let mut down = 0;
         let remotes = (0..NVLINK_MAX_LINKS)
             .filter_map(|l| {
                 let link = device.link_wrapper_for(l);
-                link.is_active()
-                    .ok()
-                    .filter(|a| *a)
-                    .and_then(|_| link.remote_pci_info().ok())
-                    .map(|pci| pci.bus_id)
+                // nvmlDeviceGetNvLinkState: an error is a link number this GPU lacks.
+                match link.is_active() {
+                    Ok(true) => link.remote_pci_info().ok().map(|pci| pci.bus_id),
+                    Ok(false) => {
+                        down += 1;
+                        None
+                    }
+                    Err(_) => None,
+                }
             })
             .collect();
         let link_mbps = device
@@ -113,19 +149,11 @@ impl NvmlFacts {
                 nvml_wrapper::enums::device::SampleValue::F64(x) => Some(x as u64),
             })
             .filter(|&x| x > 0);
-        NvLinks { remotes, link_mbps }
-    }
-
-    /// The NVLink ceiling from GPU `from` to GPU `to` (bus ids), over `gpus`: the
-    /// smaller of the two ends' usable links times the link speed.
-    pub fn peer_limit(&self, from: &str, to: &str, gpus: &[String]) -> Option<Limit> {
-        let (a, b) = (self.nvlinks(from), self.nvlinks(to));
-        let links = a.links_towards(to, gpus).min(b.links_towards(from, gpus));
-        let mbps = a.link_mbps.or(b.link_mbps)?;
-        (links > 0).then(|| Limit {
-            name: format!("NVLink x{links} @ {:.1} GB/s (NVML)", mbps as f64 / 1e3),
-            gbs: links as f64 * mbps as f64 / 1e3,
-        })
+        NvLinks {
+            remotes,
+            link_mbps,
+            down,
+        }
     }
 }
 
@@ -144,12 +172,14 @@ mod tests {
                 "00000000:18:00.0".into(),
             ],
             link_mbps: Some(25_000),
+            down: 0,
         };
         assert_eq!(direct.links_towards("0000:2a:00.0", &gpus), 2);
         // Links to NVSwitches (not a GPU of ours) all reach every peer.
         let switched = NvLinks {
             remotes: vec!["00000000:c1:00.0".into(); 18],
             link_mbps: Some(26_562),
+            down: 0,
         };
         assert_eq!(switched.links_towards("0000:2a:00.0", &gpus), 18);
     }
