@@ -566,13 +566,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "src/report/row.rs",
     ],
     &["src/sysfs/counters/classes.rs", "src/sysfs/counters/tcp.rs"],
-    &[
-        "src/verbs/cm.rs",
-        "src/verbs/duration.rs",
-        "src/verbs/link/cm.rs",
-        "src/verbs/link/mod.rs",
-        "src/verbs/qp/mod.rs",
-    ],
 ];
 
 #[test]

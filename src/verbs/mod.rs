@@ -8,71 +8,41 @@
 //! not start MPI and finds its peer over TCP, perftest-style (without HOST the
 //! server, with HOST the client).
 //!
-//! - `bench`: which binary; `args`: perftest's flags into a `Plan`; `offered`:
-//!   which of them each binary offers in its `--help`; `seat`: a
-//!   process's place among the pairs; `device`: device, port, GID, rate;
-//! - `memory`, `qp`, `completion`: buffers, queue pairs, completions;
-//! - `wire`: the validated messages; `peer`: the peer's details checked against
-//!   this side's; `link`: how they travel (TCP or MPI);
-//! - `clock`, `bw`, `lat`: the timed loops;
+//! The code is grouped by concern:
+//! - `flags`: perftest's flags into a `Plan` (`bench`: which binary; `offered`:
+//!   which flags each binary offers in its `--help`; one file per flag group);
+//! - `device`: the RDMA device, port, GID and rate; `memory`, `qp`, `ud`, `post`,
+//!   `completion`, `cqe`, `events`: buffers, queue pairs, posting, completions;
+//!   `path`, `numa`: the path and QoS flags on the address vectors, and where the
+//!   process runs;
+//! - `exchange`: what the two sides tell each other (`wire`, `peer`), a process's
+//!   `seat` among the pairs, and the links it travels on (TCP, MPI);
+//! - `cm`: rdma_cm (-R, -z), its link and its UD address exchange;
+//! - `measure`: the clock, the timed loops (`bw`, `lat`, `duration`), `--rounds`,
+//!   data validation, CPU utilisation and fabric counters;
+//! - `results`: the result arithmetic, the verdicts, the header's facts;
 //! - `session`: one side of a connected pair, measuring and printing;
-//! - `figures`: the result arithmetic; `header`: the perftest header's facts
-//!   (the table and CSV rows are written by `report::perftest` and `report::csv`);
-//! - `rounds`: `--rounds`, its interleaved order and the table's medians;
-//! - `pairs`: `--all-pairs` on the all-pairs runner;
-//! - `path_args`, `path`, `numa`: the path, QoS and NUMA flags, applied to the
-//!   address vectors and to where the process runs.
+//!   `pairs`: `--all-pairs` on the all-pairs runner.
 
-pub mod args;
-pub mod bench;
-pub mod bw;
-pub mod clock;
 pub mod cm;
-pub mod cm_args;
-pub mod cm_ud;
-pub mod completion;
-pub mod counters;
-pub mod cpu_util;
-pub mod cqe;
 pub mod device;
-pub mod duration;
-pub mod duration_args;
-pub mod events;
-pub mod figures;
-pub mod header;
-pub mod lat;
-pub mod link;
-pub mod memory;
-pub mod numa;
-pub mod offered;
+pub mod exchange;
+pub mod flags;
+pub mod measure;
 pub mod pairs;
-pub mod parity;
-pub mod path;
-pub mod path_args;
-pub mod peer;
-pub mod post;
-pub mod post_args;
-pub mod qp;
-pub mod rdma_check;
-pub mod report_args;
-pub mod ring;
-pub mod rounds;
-pub mod seat;
+pub mod results;
 pub mod session;
-pub mod ud;
-pub mod validate;
-pub mod verdict;
-pub mod wire;
 
-pub use bench::{Benchmark, Test, Verb};
+pub use flags::bench::{Benchmark, Test, Verb};
 
 use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start};
 use crate::report::csv::CsvExport;
-use clock::Clock;
-use link::mpi::MpiLink;
-use link::tcp::TcpLink;
-use link::Link;
-use seat::seat;
+use device::{memory, numa};
+use exchange::mpi::MpiLink;
+use exchange::seat::seat;
+use exchange::tcp::TcpLink;
+use exchange::Link;
+use measure::clock::Clock;
 use session::{open_side, Session};
 use std::process::ExitCode;
 
@@ -86,13 +56,13 @@ pub fn main(bench: Benchmark) -> ExitCode {
 
 fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
     let program = bench.program();
-    let parsed = args::parse(bench, std::env::args_os()).map_err(|e| e.0);
+    let parsed = flags::parse(bench, std::env::args_os()).map_err(|e| e.0);
     let plan = agree(job, program, ExitStatus::Usage, parsed)?;
     let local = job.world().map_or((0, 1), |w| (w.local_rank, w.local_size));
     let placed = numa::resolve(&crate::sysfs::Root::new("/"), &plan.path.numa, local);
     let numa = agree(job, program, ExitStatus::Usage, placed.map_err(|e| e.0))?;
-    let plan = args::Plan {
-        path: path_args::PathPlan { numa, ..plan.path },
+    let plan = flags::Plan {
+        path: flags::path::PathPlan { numa, ..plan.path },
         ..plan
     };
     let mpi_pairs = job.world().is_some_and(|w| w.size > 1);
@@ -100,7 +70,7 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         job,
         program,
         ExitStatus::Usage,
-        cm_args::check_launch(&plan.cm, mpi_pairs),
+        flags::cm::check_launch(&plan.cm, mpi_pairs),
     )?;
     let memory = memory::check_memory(plan.memory)
         .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)))

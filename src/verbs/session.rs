@@ -2,23 +2,6 @@
 //! to the peer's, measuring each size, and on the side that prints, the
 //! perftest table and the CSV rows of every size.
 
-use super::args::{Length, Plan};
-use super::bench::{Test, Verb};
-use super::clock::Clock;
-use super::counters::Fabric;
-use super::cpu_util::CpuWatch;
-use super::device::{device_name_for, open_port, GidKind, Port};
-use super::duration::{takes_receives, Periods};
-use super::figures::lines_of;
-use super::header::Header;
-use super::link::{Link, Patience};
-use super::parity::{check_device, ud_sizes, Connection};
-use super::peer::{check_peer, path_mtu};
-use super::qp::Endpoint;
-use super::seat::Seat;
-use super::validate::{wrong_summary, Checked};
-use super::wire::{histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL};
-use super::{bw, lat, rdma_check, rounds};
 use crate::job::{Group, Job};
 use crate::report::csv::CsvExport;
 use crate::report::perftest::{PerftestHeader, PerftestTable};
@@ -28,6 +11,27 @@ use crate::report::run::{new_run_id, now_utc, relevant_env};
 use crate::report::verbs::VerbsResult;
 use crate::report::{Exporter, RunInfo, Summary};
 use crate::sysfs::Root;
+use crate::verbs::cm::link::CmLink;
+use crate::verbs::device::qp::Endpoint;
+use crate::verbs::device::{device_name_for, open_port, GidKind, Port};
+use crate::verbs::exchange::peer::{check_peer, path_mtu};
+use crate::verbs::exchange::seat::Seat;
+use crate::verbs::exchange::wire::{
+    histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL,
+};
+use crate::verbs::exchange::{Link, Patience};
+use crate::verbs::flags::bench::{Test, Verb};
+use crate::verbs::flags::parity::{check_device, ud_sizes, Connection};
+use crate::verbs::flags::takes_receives;
+use crate::verbs::flags::{Length, Plan};
+use crate::verbs::measure::clock::Clock;
+use crate::verbs::measure::counters::Fabric;
+use crate::verbs::measure::cpu_util::CpuWatch;
+use crate::verbs::measure::duration::Periods;
+use crate::verbs::measure::validate::{wrong_summary, Checked};
+use crate::verbs::results::figures::lines_of;
+use crate::verbs::results::header::Header;
+use crate::verbs::{measure::bw, measure::lat, measure::rdma_check, measure::rounds};
 use anyhow::{anyhow, bail};
 
 /// Opens the device and port of this side and creates its queue pairs; the
@@ -166,13 +170,14 @@ impl Session<'_> {
         let out_reads = plan
             .options
             .out_reads(self.port.max_rd_atomic.min(peer.max_rd_atomic));
-        match link.rdma_cm().filter(|_| plan.cm.connect_qps) {
+        let cm = link.as_rdma_cm().and_then(|l| l.downcast_mut::<CmLink>());
+        match cm.filter(|_| plan.cm.connect_qps) {
             // -R: the QPs are connected through rdma_cm, as perftest (UD: its UDP port space).
             Some(cm) if plan.options.connection == Connection::Ud => {
-                super::cm_ud::connect_qps(cm.cm(), self.port, self.endpoint, plan, peer)?
+                crate::verbs::cm::ud::connect_qps(cm.cm(), self.port, self.endpoint, plan, peer)?
             }
             Some(cm) => {
-                super::cm::connect_qps(cm, self.port, self.endpoint, plan, peer, out_reads)?
+                crate::verbs::cm::connect_qps(cm, self.port, self.endpoint, plan, peer, out_reads)?
             }
             None => self
                 .endpoint
@@ -472,7 +477,7 @@ impl Session<'_> {
             pair_count: pairs,
             pairs: pair_lines,
             warnings,
-            post: super::post::header_lines(plan, &self.endpoint.post),
+            post: crate::verbs::device::post::header_lines(plan, &self.endpoint.post),
         }
         .facts()
     }
@@ -502,9 +507,9 @@ mod tests {
     use super::*;
     use crate::report::verbs::{Figures, Line};
     use crate::report::ToRows;
-    use crate::verbs::args::parse;
-    use crate::verbs::bench::Benchmark;
-    use crate::verbs::figures::bw_figures;
+    use crate::verbs::flags::bench::Benchmark;
+    use crate::verbs::flags::parse;
+    use crate::verbs::results::figures::bw_figures;
 
     /// The CSV of these lines as `csv_row` wrote it before the rows moved to
     /// `report::verbs`: the same run and lines give the same bytes.
