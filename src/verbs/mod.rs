@@ -35,7 +35,7 @@ pub mod session;
 
 pub use flags::bench::{Benchmark, Test, Verb};
 
-use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start};
+use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start, UsageError};
 use crate::report::csv::CsvExport;
 use device::{memory, numa};
 use exchange::mpi::MpiLink;
@@ -56,11 +56,10 @@ pub fn main(bench: Benchmark) -> ExitCode {
 
 fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
     let program = bench.program();
-    let parsed = flags::parse(bench, std::env::args_os()).map_err(|e| e.0);
-    let plan = agree(job, program, ExitStatus::Usage, parsed)?;
+    let plan = usage_step(job, program, flags::parse(bench, std::env::args_os()))?;
     let local = job.world().map_or((0, 1), |w| (w.local_rank, w.local_size));
     let placed = numa::resolve(&crate::sysfs::Root::new("/"), &plan.path.numa, local);
-    let numa = agree(job, program, ExitStatus::Usage, placed.map_err(|e| e.0))?;
+    let numa = usage_step(job, program, placed)?;
     let plan = flags::Plan {
         path: flags::path::PathPlan { numa, ..plan.path },
         ..plan
@@ -73,9 +72,8 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         flags::cm::check_launch(&plan.cm, mpi_pairs),
     )?;
     let memory = memory::check_memory(plan.memory)
-        .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)))
-        .map_err(|e| format!("{e:#}"));
-    agree(job, program, ExitStatus::Failed, memory)?;
+        .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)));
+    failure_step(job, program, memory)?;
     if let Some(thresholds) = plan.all_pairs {
         let mpi = job.world().ok_or_else(|| {
             "--all-pairs: launch under mpirun with 2 or more ranks, one per node".to_string()
@@ -83,20 +81,21 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         let world = agree(job, program, ExitStatus::Usage, mpi)?;
         return pairs::run(job, world, &plan, thresholds);
     }
-    let seat = seat(job.size(), job.rank(), plan.host.is_some()).map_err(|e| e.0);
-    let seat = agree(job, program, ExitStatus::Usage, seat)?;
-    let side = open_side(&plan, job.local_rank()).map_err(|e| format!("{e:#}"));
-    let (plan, port, mut endpoint) = agree(job, program, ExitStatus::Failed, side)?;
+    let seat = usage_step(
+        job,
+        program,
+        seat(job.size(), job.rank(), plan.host.is_some()),
+    )?;
+    let (plan, port, mut endpoint) =
+        failure_step(job, program, open_side(&plan, job.local_rank()))?;
     // The CSV is written by the side that prints the table: both sides of a
     // TCP pair when given --csv, rank 0 under mpirun.
     let printer = job.size() == 1 || job.rank() == 0;
     let csv = match (&plan.csv, printer) {
-        (Some(path), true) => CsvExport::open(path, plan.append)
-            .map(Some)
-            .map_err(|e| format!("{e:#}")),
+        (Some(path), true) => CsvExport::open(path, plan.append).map(Some),
         _ => Ok(None),
     };
-    let csv = agree(job, program, ExitStatus::Failed, csv)?;
+    let csv = failure_step(job, program, csv)?;
 
     let mut link: Box<dyn Link + '_> = if let Some(world) = job.world().filter(|w| w.size > 1) {
         Box::new(MpiLink {
@@ -105,8 +104,11 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
             timeout: plan.timeout,
         })
     } else if plan.cm.exchange {
-        let cm = cm::open_link(&plan, &port, program).map_err(|e| format!("{e:#}"));
-        Box::new(agree(job, program, ExitStatus::Failed, cm)?)
+        Box::new(failure_step(
+            job,
+            program,
+            cm::open_link(&plan, &port, program),
+        )?)
     } else {
         let source = plan.path.source_ip();
         let tcp = match &plan.host {
@@ -120,8 +122,7 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
                 TcpLink::serve(plan.tcp_port, plan.timeout, source)
             }
         };
-        let tcp = tcp.map_err(|e| format!("{e:#}"));
-        Box::new(agree(job, program, ExitStatus::Failed, tcp)?)
+        Box::new(failure_step(job, program, tcp)?)
     };
     let mut session = Session {
         job,
@@ -145,4 +146,21 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         return Err(Failure::Stopped(ExitStatus::Failed));
     }
     Ok(ExitStatus::Ok)
+}
+
+/// A step of the start that may fail on some ranks with a usage mistake: every
+/// rank stops with exit 2, the mistake printed once (`job::agree`).
+fn usage_step<T>(job: &Job, program: &str, step: Result<T, UsageError>) -> Result<T, Failure> {
+    agree(job, program, ExitStatus::Usage, step.map_err(|e| e.0))
+}
+
+/// A step of the start that may fail on some ranks: every rank stops with exit 1,
+/// the error and its causes printed once as one line (`job::agree`).
+fn failure_step<T>(job: &Job, program: &str, step: anyhow::Result<T>) -> Result<T, Failure> {
+    agree(
+        job,
+        program,
+        ExitStatus::Failed,
+        step.map_err(|e| format!("{e:#}")),
+    )
 }

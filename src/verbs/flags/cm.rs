@@ -3,6 +3,7 @@
 
 use crate::cli::whole;
 use crate::job::UsageError;
+use crate::verbs::flags::mistake::usage;
 use crate::verbs::flags::parity::Connection;
 use clap::Args;
 
@@ -35,10 +36,6 @@ pub struct CmPlan {
     pub exchange: bool,
     /// --retry_count: the transport (and, with -R, RNR) retry count of those QPs.
     pub retry_count: u8,
-}
-
-fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
 }
 
 impl CmArgs {

@@ -6,6 +6,7 @@
 use crate::cli::whole;
 use crate::job::UsageError;
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::mistake::usage;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -44,10 +45,6 @@ pub struct Context {
     /// --data_validation, --perform_warm_up.
     pub validate: bool,
     pub warm_up: bool,
-}
-
-fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
 }
 
 impl DurationArgs {

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod cm;
 pub mod duration;
+pub mod mistake;
 pub mod offered;
 pub mod parity;
 pub mod path;
@@ -24,6 +25,7 @@ use crate::verbs::flags::post::{PostArgs, PostPlan};
 use crate::verbs::flags::report::{ReportArgs, ReportPlan};
 use crate::verbs::measure::counters::{CounterArgs, CounterPlan};
 use clap::{CommandFactory, Parser};
+use mistake::usage;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -225,10 +227,6 @@ pub struct Plan {
     pub report: ReportPlan,
     /// --rounds: every size measured this many times, interleaved (1: once).
     pub rounds: u32,
-}
-
-fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
 }
 
 /// The command line of `bench`'s binary.

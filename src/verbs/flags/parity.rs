@@ -9,6 +9,7 @@ use crate::verbs::device::source_text;
 use crate::verbs::device::Port;
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
 use crate::verbs::flags::duration::validation_refusal;
+use crate::verbs::flags::mistake::usage;
 use crate::verbs::measure::validate::fault_from_env;
 use crate::verbs::results::verdict::Limits;
 use anyhow::{anyhow, bail};
@@ -139,10 +140,6 @@ pub struct Options {
     pub limits: Limits,
     /// --perform_warm_up.
     pub warm_up: bool,
-}
-
-fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
 }
 
 impl ParityArgs {

@@ -10,6 +10,7 @@ use crate::job::UsageError;
 use crate::sysfs::numa::parse_cpu_list;
 pub use crate::verbs::device::numa::NumaRequest;
 use crate::verbs::device::numa::Placement;
+use crate::verbs::flags::mistake::usage;
 use std::net::IpAddr;
 
 /// perftest's highest service level (MAX_SL).
@@ -125,10 +126,6 @@ impl PathPlan {
             _ => None,
         }
     }
-}
-
-fn usage(msg: String) -> UsageError {
-    UsageError(msg)
 }
 
 impl PathArgs {

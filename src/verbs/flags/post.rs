@@ -7,6 +7,7 @@
 use crate::cli::whole;
 use crate::job::UsageError;
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::mistake::usage;
 
 /// perftest's polling batch (CTX_POLL_BATCH), the batch with many QPs of large
 /// messages (CTX_POLL_BATCH_INTENSE) and when that applies.
@@ -92,10 +93,6 @@ pub struct Context {
     pub validate: bool,
     /// --run_infinitely.
     pub infinite: bool,
-}
-
-fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
 }
 
 /// A list of `list` requests: -n a multiple of it (perftest), and room for

@@ -9,6 +9,7 @@ use crate::report::perftest_extra::ExtraColumns;
 use crate::report::perftest_hist::SampleDump;
 use crate::report::perftest_json::DEFAULT_JSON_FILE;
 use crate::verbs::flags::bench::{Benchmark, Test};
+use crate::verbs::flags::mistake::usage;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -72,10 +73,6 @@ impl ReportPlan {
             let _ = writeln!(out, "{line}");
         }
     }
-}
-
-fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
 }
 
 impl ReportArgs {

@@ -298,7 +298,14 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(qps: usize, op: Verb, size: u32, plan: &'a Plan, roles: Roles, clock: &'a Clock) -> Self {
+    fn new(
+        qps: usize,
+        op: Verb,
+        size: u32,
+        plan: &'a Plan,
+        roles: Roles,
+        clock: &'a Clock,
+    ) -> Self {
         let (per_qp, deadline) = match plan.length {
             Length::Iters(n) => (n, None),
             Length::Duration(d) => (u64::MAX, Some(Instant::now() + d)),
@@ -332,7 +339,12 @@ impl<'a> Run<'a> {
             window: Window::of(plan, clock.now_ns()),
             marks_end: takes_receives(plan),
             stopping: false,
-            qps: (0..qps).map(|_| QpRun { post_times: qp.post_times.clone(), ..qp }).collect(),
+            qps: (0..qps)
+                .map(|_| QpRun {
+                    post_times: qp.post_times.clone(),
+                    ..qp
+                })
+                .collect(),
             posted_total: 0,
             completed_total: 0,
             first_post: None,
@@ -419,9 +431,21 @@ impl<'a> Run<'a> {
         wcs: &mut Vec<Wc>,
         batch: &mut CqePoller,
     ) -> anyhow::Result<bool> {
-        batch.poll(&ep.send_cq, wcs, self.completed_total, &mut ep.post.dynamic_cqe)?;
+        batch.poll(
+            &ep.send_cq,
+            wcs,
+            self.completed_total,
+            &mut ep.post.dynamic_cqe,
+        )?;
         for wc in wcs.iter() {
-            check(wc, ep, "a request", self.size, self.completed_total, self.total)?;
+            check(
+                wc,
+                ep,
+                "a request",
+                self.size,
+                self.completed_total,
+                self.total,
+            )?;
             let (q, s) = split_wr_id(wc.wr_id);
             let t = self.clock.now_ns();
             let qp = &mut self.qps[q];
@@ -473,7 +497,8 @@ impl<'a> Run<'a> {
                 qp.recv_ended = true;
                 continue;
             }
-            self.checked.record(ep.qps[q].received_ok(wc, qp.received, size));
+            self.checked
+                .record(ep.qps[q].received_ok(wc, qp.received, size));
             qp.received += 1;
             qp.recv_unused += 1;
             if qp.recv_unused >= recv_list
