@@ -64,7 +64,6 @@ fn without_comments(code: &str) -> String {
     let c: Vec<char> = code.chars().collect();
     let mut out = String::with_capacity(code.len());
     let blank = |ch: char| if ch == '\n' { '\n' } else { ' ' };
-    let dot = |ch: char| if ch.is_whitespace() { ch } else { '.' };
     let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
     let mut i = 0;
     while i < c.len() {
@@ -96,7 +95,7 @@ fn without_comments(code: &str) -> String {
         } else if c[i] == 'r'
             && (i == 0 || !ident(c[i - 1]) || c[i - 1] == 'b')
             && matches!(next, Some('"') | Some('#'))
-            && c[i + 1..].iter().skip_while(|&&h| h == '#').next() == Some(&'"')
+            && c[i + 1..].iter().find(|&&h| h != '#') == Some(&'"')
         {
             // A raw string: r"..." or r#"..."#, ended by '"' and as many '#'.
             let hashes = c[i + 1..].iter().take_while(|&&h| h == '#').count();
@@ -122,40 +121,44 @@ fn without_comments(code: &str) -> String {
                 i += 1;
             }
         } else if c[i] == '"' {
-            out.push('"');
-            i += 1;
-            while i < c.len() && c[i] != '"' {
-                if c[i] == '\\' {
-                    out.push('.');
-                    i += 1;
-                }
-                if i < c.len() {
-                    out.push(dot(c[i]));
-                    i += 1;
-                }
-            }
-            out.push('"');
-            i += 1;
+            i = literal(&c, i, '"', &mut out);
         } else if c[i] == '\'' && (next == Some('\\') || c.get(i + 2) == Some(&'\'')) {
             // A char literal ('x', '\n', '\u{..}'); a lifetime ('a) is left alone.
-            out.push('\'');
-            i += 1;
-            while i < c.len() && c[i] != '\'' {
-                if c[i] == '\\' {
-                    out.push('.');
-                    i += 1;
-                }
-                out.push('.');
-                i += 1;
-            }
-            out.push('\'');
-            i += 1;
+            i = literal(&c, i, '\'', &mut out);
         } else {
             out.push(c[i]);
             i += 1;
         }
     }
     out
+}
+
+/// A literal's character as the path reader sees it: a dot, white space kept.
+fn dot(ch: char) -> char {
+    if ch.is_whitespace() {
+        ch
+    } else {
+        '.'
+    }
+}
+
+/// Copies the string or char literal that opens with `quote` at `c[i]` into `out`,
+/// its text as dots (escapes included); the index after it.
+fn literal(c: &[char], mut i: usize, quote: char, out: &mut String) -> usize {
+    out.push(quote);
+    i += 1;
+    while i < c.len() && c[i] != quote {
+        if c[i] == '\\' {
+            out.push('.');
+            i += 1;
+        }
+        if i < c.len() {
+            out.push(dot(c[i]));
+            i += 1;
+        }
+    }
+    out.push(quote);
+    i + 1
 }
 
 /// Lines with code on them: not blank, not only a comment.

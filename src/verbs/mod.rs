@@ -156,7 +156,11 @@ fn usage_step<T>(job: &Job, program: &str, step: Result<T, UsageError>) -> Resul
 
 /// A step of the start that may fail on some ranks: every rank stops with exit 1,
 /// the error and its causes printed once as one line (`job::agree`).
-fn failure_step<T>(job: &Job, program: &str, step: anyhow::Result<T>) -> Result<T, Failure> {
+pub(crate) fn failure_step<T>(
+    job: &Job,
+    program: &str,
+    step: anyhow::Result<T>,
+) -> Result<T, Failure> {
     agree(
         job,
         program,

@@ -14,6 +14,7 @@ use crate::verbs::exchange::wire::{decode, encode, Message, QpInfo, Report};
 use crate::verbs::exchange::{
     accept, pair_order, Link, Patience, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN,
 };
+use crate::verbs::failure_step;
 use crate::verbs::flags::bench::Test;
 use crate::verbs::flags::{Length, Plan};
 use crate::verbs::measure::clock::Clock;
@@ -227,8 +228,7 @@ pub(super) fn run(
         )
         });
     agree(job, program, ExitStatus::Usage, no_report)?;
-    let side = open_device(plan, world.local_rank).map_err(|e| format!("{e:#}"));
-    let (plan, port) = agree(job, program, ExitStatus::Failed, side)?;
+    let (plan, port) = failure_step(job, program, open_device(plan, world.local_rank))?;
     let mut pair = VerbsPair {
         job,
         world,

@@ -34,6 +34,9 @@ use crate::verbs::results::header::Header;
 use crate::verbs::{measure::bw, measure::lat, measure::rdma_check, measure::rounds};
 use anyhow::{anyhow, bail};
 
+/// Exporters of the results.
+type Exporters = Vec<Box<dyn Exporter<VerbsResult>>>;
+
 /// Opens the device and port of this side and creates its queue pairs; the
 /// plan as it applies to that device.
 pub fn open_side(plan: &Plan, local_rank: usize) -> anyhow::Result<(Plan, Port, Endpoint)> {
@@ -186,24 +189,16 @@ impl Session<'_> {
         Ok((hellos, mtu, out_reads))
     }
 
-    /// Connects, then measures every size; the side that prints writes each
-    /// size's lines to the perftest table and the CSV.
-    pub fn run(&mut self, link: &mut dyn Link) -> anyhow::Result<()> {
+    /// Where the results go. The table first, then the CSV: a size's rows are
+    /// printed before they are written. With --rounds R > 1 the table (and JSON)
+    /// get each size's medians at the end (the first list), the CSV and counter
+    /// views every round as measured (the second).
+    fn exporters(&mut self, hellos: &[Hello], mtu: u32, out_reads: u8) -> (Exporters, Exporters) {
         let plan = self.plan;
-        let (hellos, mtu, out_reads) = self.connect(link)?;
-        let peer = &hellos[self.seat.peer()];
-        let run = run_info(
-            plan,
-            self.seat.pairs,
-            self.port.gid.as_ref().map(|g| g.entry.kind),
-        );
-        // The table first, then the CSV: a size's rows are printed before they are written.
-        // With --rounds R > 1 the table (and JSON) get each size's medians at the end,
-        // the CSV and counter views every round as measured.
-        let mut summaries: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
-        let mut raw: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
+        let mut summaries: Exporters = Vec::new();
+        let mut raw: Exporters = Vec::new();
         if self.printer {
-            let header = self.header(&hellos, mtu, out_reads);
+            let header = self.header(hellos, mtu, out_reads);
             // --out_json: written by the side that prints, as the CSV.
             if let Some(path) = &plan.report.json {
                 let json = PerftestJson::new(path, &header, plan.report.extra_columns());
@@ -219,15 +214,35 @@ impl Session<'_> {
         if let Some(csv) = self.csv.take() {
             raw.push(Box::new(csv));
         }
-        let sizes = if plan.options.connection == Connection::Ud {
-            let path = format!(
-                "{} port {} to {} {} port {}",
-                self.port.device, self.port.port, peer.host, peer.device, peer.port
-            );
-            ud_sizes(&plan.sizes, plan.sizes.len() > 1, mtu, &path)?
-        } else {
-            plan.sizes.clone()
-        };
+        (summaries, raw)
+    }
+
+    /// The sizes this pair runs: the plan's, within the path MTU under UD.
+    fn sizes(&self, peer: &Hello, mtu: u32) -> anyhow::Result<Vec<u64>> {
+        let plan = self.plan;
+        if plan.options.connection != Connection::Ud {
+            return Ok(plan.sizes.clone());
+        }
+        let path = format!(
+            "{} port {} to {} {} port {}",
+            self.port.device, self.port.port, peer.host, peer.device, peer.port
+        );
+        ud_sizes(&plan.sizes, plan.sizes.len() > 1, mtu, &path)
+    }
+
+    /// Connects, then measures every size; the side that prints writes each
+    /// size's lines to the perftest table and the CSV.
+    pub fn run(&mut self, link: &mut dyn Link) -> anyhow::Result<()> {
+        let plan = self.plan;
+        let (hellos, mtu, out_reads) = self.connect(link)?;
+        let peer = &hellos[self.seat.peer()];
+        let run = run_info(
+            plan,
+            self.seat.pairs,
+            self.port.gid.as_ref().map(|g| g.entry.kind),
+        );
+        let (mut summaries, mut raw) = self.exporters(&hellos, mtu, out_reads);
+        let sizes = self.sizes(peer, mtu)?;
         let host = self.job.host(self.job.rank()).to_string();
         let port = (&self.port.device, self.port.port);
         let (mut fabric, views) =
