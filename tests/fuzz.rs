@@ -18,8 +18,8 @@ use fabricbench::sizes::parse_size;
 use fabricbench::sysfs::rdma::{state_name, PhysState, PortRate, PortState, MAX_PORT_GBIT_PER_S};
 use fabricbench::sysfs::{Reading, Root};
 use fabricbench::verbs::device::LinkLayer;
-use fabricbench::verbs::peer::check_peer;
-use fabricbench::verbs::wire::{decode, encode, Hello, Message, QpInfo, PROTOCOL};
+use fabricbench::verbs::exchange::peer::check_peer;
+use fabricbench::verbs::exchange::wire::{decode, encode, Hello, Message, QpInfo, PROTOCOL};
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 

@@ -214,7 +214,7 @@ fn accepts(b: Binary, args: &[String]) -> Result<(), String> {
             .and_then(|a| a.plan())
             .map(drop)
             .map_err(|e| e.0),
-        Binary::Verbs(bench) => fabricbench::verbs::args::parse(bench, argv)
+        Binary::Verbs(bench) => fabricbench::verbs::flags::parse(bench, argv)
             .map(drop)
             .map_err(|e| e.0),
         Binary::CopyBw => {

@@ -73,7 +73,7 @@ impl Binary {
     pub fn command(self) -> Command {
         match self {
             Binary::Collective(c) => crate::args::command(c),
-            Binary::Verbs(bench) => crate::verbs::args::command(bench),
+            Binary::Verbs(bench) => crate::verbs::flags::command(bench),
             Binary::CopyBw => CopyArgs::command(),
             Binary::Plot => PlotArgs::command(),
             Binary::Compare => CompareArgs::command(),

@@ -8,71 +8,41 @@
 //! not start MPI and finds its peer over TCP, perftest-style (without HOST the
 //! server, with HOST the client).
 //!
-//! - `bench`: which binary; `args`: perftest's flags into a `Plan`; `offered`:
-//!   which of them each binary offers in its `--help`; `seat`: a
-//!   process's place among the pairs; `device`: device, port, GID, rate;
-//! - `memory`, `qp`, `completion`: buffers, queue pairs, completions;
-//! - `wire`: the validated messages; `peer`: the peer's details checked against
-//!   this side's; `link`: how they travel (TCP or MPI);
-//! - `clock`, `bw`, `lat`: the timed loops;
+//! The code is grouped by concern:
+//! - `flags`: perftest's flags into a `Plan` (`bench`: which binary; `offered`:
+//!   which flags each binary offers in its `--help`; one file per flag group);
+//! - `device`: the RDMA device, port, GID and rate; `memory`, `qp`, `ud`, `post`,
+//!   `completion`, `cqe`, `events`: buffers, queue pairs, posting, completions;
+//!   `path`, `numa`: the path and QoS flags on the address vectors, and where the
+//!   process runs;
+//! - `exchange`: what the two sides tell each other (`wire`, `peer`), a process's
+//!   `seat` among the pairs, and the links it travels on (TCP, MPI);
+//! - `cm`: rdma_cm (-R, -z), its link and its UD address exchange;
+//! - `measure`: the clock, the timed loops (`bw`, `lat`, `duration`), `--rounds`,
+//!   data validation, CPU utilisation and fabric counters;
+//! - `results`: the result arithmetic, the verdicts, the header's facts;
 //! - `session`: one side of a connected pair, measuring and printing;
-//! - `figures`: the result arithmetic; `header`: the perftest header's facts
-//!   (the table and CSV rows are written by `report::perftest` and `report::csv`);
-//! - `rounds`: `--rounds`, its interleaved order and the table's medians;
-//! - `pairs`: `--all-pairs` on the all-pairs runner;
-//! - `path_args`, `path`, `numa`: the path, QoS and NUMA flags, applied to the
-//!   address vectors and to where the process runs.
+//!   `pairs`: `--all-pairs` on the all-pairs runner.
 
-pub mod args;
-pub mod bench;
-pub mod bw;
-pub mod clock;
 pub mod cm;
-pub mod cm_args;
-pub mod cm_ud;
-pub mod completion;
-pub mod counters;
-pub mod cpu_util;
-pub mod cqe;
 pub mod device;
-pub mod duration;
-pub mod duration_args;
-pub mod events;
-pub mod figures;
-pub mod header;
-pub mod lat;
-pub mod link;
-pub mod memory;
-pub mod numa;
-pub mod offered;
+pub mod exchange;
+pub mod flags;
+pub mod measure;
 pub mod pairs;
-pub mod parity;
-pub mod path;
-pub mod path_args;
-pub mod peer;
-pub mod post;
-pub mod post_args;
-pub mod qp;
-pub mod rdma_check;
-pub mod report_args;
-pub mod ring;
-pub mod rounds;
-pub mod seat;
+pub mod results;
 pub mod session;
-pub mod ud;
-pub mod validate;
-pub mod verdict;
-pub mod wire;
 
-pub use bench::{Benchmark, Test, Verb};
+pub use flags::bench::{Benchmark, Test, Verb};
 
-use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start};
+use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start, UsageError};
 use crate::report::csv::CsvExport;
-use clock::Clock;
-use link::mpi::MpiLink;
-use link::tcp::TcpLink;
-use link::Link;
-use seat::seat;
+use device::{memory, numa};
+use exchange::mpi::MpiLink;
+use exchange::seat::seat;
+use exchange::tcp::TcpLink;
+use exchange::Link;
+use measure::clock::Clock;
 use session::{open_side, Session};
 use std::process::ExitCode;
 
@@ -86,13 +56,12 @@ pub fn main(bench: Benchmark) -> ExitCode {
 
 fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
     let program = bench.program();
-    let parsed = args::parse(bench, std::env::args_os()).map_err(|e| e.0);
-    let plan = agree(job, program, ExitStatus::Usage, parsed)?;
+    let plan = usage_step(job, program, flags::parse(bench, std::env::args_os()))?;
     let local = job.world().map_or((0, 1), |w| (w.local_rank, w.local_size));
     let placed = numa::resolve(&crate::sysfs::Root::new("/"), &plan.path.numa, local);
-    let numa = agree(job, program, ExitStatus::Usage, placed.map_err(|e| e.0))?;
-    let plan = args::Plan {
-        path: path_args::PathPlan { numa, ..plan.path },
+    let numa = usage_step(job, program, placed)?;
+    let plan = flags::Plan {
+        path: flags::path::PathPlan { numa, ..plan.path },
         ..plan
     };
     let mpi_pairs = job.world().is_some_and(|w| w.size > 1);
@@ -100,12 +69,11 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         job,
         program,
         ExitStatus::Usage,
-        cm_args::check_launch(&plan.cm, mpi_pairs),
+        flags::cm::check_launch(&plan.cm, mpi_pairs),
     )?;
     let memory = memory::check_memory(plan.memory)
-        .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)))
-        .map_err(|e| format!("{e:#}"));
-    agree(job, program, ExitStatus::Failed, memory)?;
+        .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)));
+    failure_step(job, program, memory)?;
     if let Some(thresholds) = plan.all_pairs {
         let mpi = job.world().ok_or_else(|| {
             "--all-pairs: launch under mpirun with 2 or more ranks, one per node".to_string()
@@ -113,20 +81,21 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         let world = agree(job, program, ExitStatus::Usage, mpi)?;
         return pairs::run(job, world, &plan, thresholds);
     }
-    let seat = seat(job.size(), job.rank(), plan.host.is_some()).map_err(|e| e.0);
-    let seat = agree(job, program, ExitStatus::Usage, seat)?;
-    let side = open_side(&plan, job.local_rank()).map_err(|e| format!("{e:#}"));
-    let (plan, port, mut endpoint) = agree(job, program, ExitStatus::Failed, side)?;
+    let seat = usage_step(
+        job,
+        program,
+        seat(job.size(), job.rank(), plan.host.is_some()),
+    )?;
+    let (plan, port, mut endpoint) =
+        failure_step(job, program, open_side(&plan, job.local_rank()))?;
     // The CSV is written by the side that prints the table: both sides of a
     // TCP pair when given --csv, rank 0 under mpirun.
     let printer = job.size() == 1 || job.rank() == 0;
     let csv = match (&plan.csv, printer) {
-        (Some(path), true) => CsvExport::open(path, plan.append)
-            .map(Some)
-            .map_err(|e| format!("{e:#}")),
+        (Some(path), true) => CsvExport::open(path, plan.append).map(Some),
         _ => Ok(None),
     };
-    let csv = agree(job, program, ExitStatus::Failed, csv)?;
+    let csv = failure_step(job, program, csv)?;
 
     let mut link: Box<dyn Link + '_> = if let Some(world) = job.world().filter(|w| w.size > 1) {
         Box::new(MpiLink {
@@ -135,8 +104,11 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
             timeout: plan.timeout,
         })
     } else if plan.cm.exchange {
-        let cm = cm::open_link(&plan, &port, program).map_err(|e| format!("{e:#}"));
-        Box::new(agree(job, program, ExitStatus::Failed, cm)?)
+        Box::new(failure_step(
+            job,
+            program,
+            cm::open_link(&plan, &port, program),
+        )?)
     } else {
         let source = plan.path.source_ip();
         let tcp = match &plan.host {
@@ -150,8 +122,7 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
                 TcpLink::serve(plan.tcp_port, plan.timeout, source)
             }
         };
-        let tcp = tcp.map_err(|e| format!("{e:#}"));
-        Box::new(agree(job, program, ExitStatus::Failed, tcp)?)
+        Box::new(failure_step(job, program, tcp)?)
     };
     let mut session = Session {
         job,
@@ -175,4 +146,25 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         return Err(Failure::Stopped(ExitStatus::Failed));
     }
     Ok(ExitStatus::Ok)
+}
+
+/// A step of the start that may fail on some ranks with a usage mistake: every
+/// rank stops with exit 2, the mistake printed once (`job::agree`).
+fn usage_step<T>(job: &Job, program: &str, step: Result<T, UsageError>) -> Result<T, Failure> {
+    agree(job, program, ExitStatus::Usage, step.map_err(|e| e.0))
+}
+
+/// A step of the start that may fail on some ranks: every rank stops with exit 1,
+/// the error and its causes printed once as one line (`job::agree`).
+pub(crate) fn failure_step<T>(
+    job: &Job,
+    program: &str,
+    step: anyhow::Result<T>,
+) -> Result<T, Failure> {
+    agree(
+        job,
+        program,
+        ExitStatus::Failed,
+        step.map_err(|e| format!("{e:#}")),
+    )
 }

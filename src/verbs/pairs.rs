@@ -4,18 +4,21 @@
 //! exchanged by MPI point-to-point between just the two ranks) and runs the
 //! binary's timed loop at every size, as a plain pair would.
 
-use super::args::{Length, Plan};
-use super::bench::Test;
-use super::clock::Clock;
-use super::device::Port;
-use super::link::{accept, pair_order, Link, Patience, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN};
-use super::qp::Endpoint;
-use super::seat::Seat;
-use super::session::{open_device, out_of_step, Session};
-use super::wire::{decode, encode, Message, QpInfo, Report};
 use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
 use crate::job::{agree, ExitStatus, Failure, Job, World};
 use crate::report::counters::{FabricPlan, Meant};
+use crate::verbs::device::qp::Endpoint;
+use crate::verbs::device::Port;
+use crate::verbs::exchange::seat::Seat;
+use crate::verbs::exchange::wire::{decode, encode, Message, QpInfo, Report};
+use crate::verbs::exchange::{
+    accept, pair_order, Link, Patience, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN,
+};
+use crate::verbs::failure_step;
+use crate::verbs::flags::bench::Test;
+use crate::verbs::flags::{Length, Plan};
+use crate::verbs::measure::clock::Clock;
+use crate::verbs::session::{open_device, out_of_step, Session};
 use crate::watchdog::Watchdog;
 use anyhow::anyhow;
 use mpi::point_to_point::{Destination, Source};
@@ -225,8 +228,7 @@ pub(super) fn run(
         )
         });
     agree(job, program, ExitStatus::Usage, no_report)?;
-    let side = open_device(plan, world.local_rank).map_err(|e| format!("{e:#}"));
-    let (plan, port) = agree(job, program, ExitStatus::Failed, side)?;
+    let (plan, port) = failure_step(job, program, open_device(plan, world.local_rank))?;
     let mut pair = VerbsPair {
         job,
         world,
@@ -278,7 +280,7 @@ fn fabric_plan(plan: &Plan, port: &Port) -> FabricPlan {
 mod tests {
     use super::*;
     use crate::report::verbs::LatStats;
-    use crate::verbs::wire::{BwReport, LatReport};
+    use crate::verbs::exchange::wire::{BwReport, LatReport};
 
     #[test]
     fn bandwidth_sample_is_the_time_of_one_message() {

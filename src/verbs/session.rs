@@ -2,23 +2,6 @@
 //! to the peer's, measuring each size, and on the side that prints, the
 //! perftest table and the CSV rows of every size.
 
-use super::args::{Length, Plan};
-use super::bench::{Test, Verb};
-use super::clock::Clock;
-use super::counters::Fabric;
-use super::cpu_util::CpuWatch;
-use super::device::{device_name_for, open_port, GidKind, Port};
-use super::duration::{takes_receives, Periods};
-use super::figures::lines_of;
-use super::header::Header;
-use super::link::{Link, Patience};
-use super::parity::{check_device, ud_sizes, Connection};
-use super::peer::{check_peer, path_mtu};
-use super::qp::Endpoint;
-use super::seat::Seat;
-use super::validate::{wrong_summary, Checked};
-use super::wire::{histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL};
-use super::{bw, lat, rdma_check, rounds};
 use crate::job::{Group, Job};
 use crate::report::csv::CsvExport;
 use crate::report::perftest::{PerftestHeader, PerftestTable};
@@ -28,7 +11,31 @@ use crate::report::run::{new_run_id, now_utc, relevant_env};
 use crate::report::verbs::VerbsResult;
 use crate::report::{Exporter, RunInfo, Summary};
 use crate::sysfs::Root;
+use crate::verbs::cm::link::CmLink;
+use crate::verbs::device::qp::Endpoint;
+use crate::verbs::device::{device_name_for, open_port, GidKind, Port};
+use crate::verbs::exchange::peer::{check_peer, path_mtu};
+use crate::verbs::exchange::seat::Seat;
+use crate::verbs::exchange::wire::{
+    histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL,
+};
+use crate::verbs::exchange::{Link, Patience};
+use crate::verbs::flags::bench::{Test, Verb};
+use crate::verbs::flags::parity::{check_device, ud_sizes, Connection};
+use crate::verbs::flags::takes_receives;
+use crate::verbs::flags::{Length, Plan};
+use crate::verbs::measure::clock::Clock;
+use crate::verbs::measure::counters::Fabric;
+use crate::verbs::measure::cpu_util::CpuWatch;
+use crate::verbs::measure::duration::Periods;
+use crate::verbs::measure::validate::{wrong_summary, Checked};
+use crate::verbs::results::figures::lines_of;
+use crate::verbs::results::header::Header;
+use crate::verbs::{measure::bw, measure::lat, measure::rdma_check, measure::rounds};
 use anyhow::{anyhow, bail};
+
+/// Exporters of the results.
+type Exporters = Vec<Box<dyn Exporter<VerbsResult>>>;
 
 /// Opens the device and port of this side and creates its queue pairs; the
 /// plan as it applies to that device.
@@ -166,13 +173,14 @@ impl Session<'_> {
         let out_reads = plan
             .options
             .out_reads(self.port.max_rd_atomic.min(peer.max_rd_atomic));
-        match link.rdma_cm().filter(|_| plan.cm.connect_qps) {
+        let cm = link.as_rdma_cm().and_then(|l| l.downcast_mut::<CmLink>());
+        match cm.filter(|_| plan.cm.connect_qps) {
             // -R: the QPs are connected through rdma_cm, as perftest (UD: its UDP port space).
             Some(cm) if plan.options.connection == Connection::Ud => {
-                super::cm_ud::connect_qps(cm.cm(), self.port, self.endpoint, plan, peer)?
+                crate::verbs::cm::ud::connect_qps(cm.cm(), self.port, self.endpoint, plan, peer)?
             }
             Some(cm) => {
-                super::cm::connect_qps(cm, self.port, self.endpoint, plan, peer, out_reads)?
+                crate::verbs::cm::connect_qps(cm, self.port, self.endpoint, plan, peer, out_reads)?
             }
             None => self
                 .endpoint
@@ -181,24 +189,16 @@ impl Session<'_> {
         Ok((hellos, mtu, out_reads))
     }
 
-    /// Connects, then measures every size; the side that prints writes each
-    /// size's lines to the perftest table and the CSV.
-    pub fn run(&mut self, link: &mut dyn Link) -> anyhow::Result<()> {
+    /// Where the results go. The table first, then the CSV: a size's rows are
+    /// printed before they are written. With --rounds R > 1 the table (and JSON)
+    /// get each size's medians at the end (the first list), the CSV and counter
+    /// views every round as measured (the second).
+    fn exporters(&mut self, hellos: &[Hello], mtu: u32, out_reads: u8) -> (Exporters, Exporters) {
         let plan = self.plan;
-        let (hellos, mtu, out_reads) = self.connect(link)?;
-        let peer = &hellos[self.seat.peer()];
-        let run = run_info(
-            plan,
-            self.seat.pairs,
-            self.port.gid.as_ref().map(|g| g.entry.kind),
-        );
-        // The table first, then the CSV: a size's rows are printed before they are written.
-        // With --rounds R > 1 the table (and JSON) get each size's medians at the end,
-        // the CSV and counter views every round as measured.
-        let mut summaries: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
-        let mut raw: Vec<Box<dyn Exporter<VerbsResult>>> = Vec::new();
+        let mut summaries: Exporters = Vec::new();
+        let mut raw: Exporters = Vec::new();
         if self.printer {
-            let header = self.header(&hellos, mtu, out_reads);
+            let header = self.header(hellos, mtu, out_reads);
             // --out_json: written by the side that prints, as the CSV.
             if let Some(path) = &plan.report.json {
                 let json = PerftestJson::new(path, &header, plan.report.extra_columns());
@@ -214,15 +214,35 @@ impl Session<'_> {
         if let Some(csv) = self.csv.take() {
             raw.push(Box::new(csv));
         }
-        let sizes = if plan.options.connection == Connection::Ud {
-            let path = format!(
-                "{} port {} to {} {} port {}",
-                self.port.device, self.port.port, peer.host, peer.device, peer.port
-            );
-            ud_sizes(&plan.sizes, plan.sizes.len() > 1, mtu, &path)?
-        } else {
-            plan.sizes.clone()
-        };
+        (summaries, raw)
+    }
+
+    /// The sizes this pair runs: the plan's, within the path MTU under UD.
+    fn sizes(&self, peer: &Hello, mtu: u32) -> anyhow::Result<Vec<u64>> {
+        let plan = self.plan;
+        if plan.options.connection != Connection::Ud {
+            return Ok(plan.sizes.clone());
+        }
+        let path = format!(
+            "{} port {} to {} {} port {}",
+            self.port.device, self.port.port, peer.host, peer.device, peer.port
+        );
+        ud_sizes(&plan.sizes, plan.sizes.len() > 1, mtu, &path)
+    }
+
+    /// Connects, then measures every size; the side that prints writes each
+    /// size's lines to the perftest table and the CSV.
+    pub fn run(&mut self, link: &mut dyn Link) -> anyhow::Result<()> {
+        let plan = self.plan;
+        let (hellos, mtu, out_reads) = self.connect(link)?;
+        let peer = &hellos[self.seat.peer()];
+        let run = run_info(
+            plan,
+            self.seat.pairs,
+            self.port.gid.as_ref().map(|g| g.entry.kind),
+        );
+        let (mut summaries, mut raw) = self.exporters(&hellos, mtu, out_reads);
+        let sizes = self.sizes(peer, mtu)?;
         let host = self.job.host(self.job.rank()).to_string();
         let port = (&self.port.device, self.port.port);
         let (mut fabric, views) =
@@ -472,7 +492,7 @@ impl Session<'_> {
             pair_count: pairs,
             pairs: pair_lines,
             warnings,
-            post: super::post::header_lines(plan, &self.endpoint.post),
+            post: crate::verbs::device::post::header_lines(plan, &self.endpoint.post),
         }
         .facts()
     }
@@ -502,9 +522,9 @@ mod tests {
     use super::*;
     use crate::report::verbs::{Figures, Line};
     use crate::report::ToRows;
-    use crate::verbs::args::parse;
-    use crate::verbs::bench::Benchmark;
-    use crate::verbs::figures::bw_figures;
+    use crate::verbs::flags::bench::Benchmark;
+    use crate::verbs::flags::parse;
+    use crate::verbs::results::figures::bw_figures;
 
     /// The CSV of these lines as `csv_row` wrote it before the rows moved to
     /// `report::verbs`: the same run and lines give the same bytes.
