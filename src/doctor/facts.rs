@@ -42,7 +42,7 @@ pub struct NodeFacts {
     pub unlisted: Vec<Unlisted>,
     /// GPUs, NICs and the paths between them.
     #[serde(default)]
-    pub topology: super::topology::TopologyFacts,
+    pub topology: super::topology_facts::TopologyFacts,
 }
 
 impl NodeFacts {

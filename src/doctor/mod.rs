@@ -23,10 +23,12 @@ pub mod memlock;
 pub mod nccl_env;
 pub mod nccl_library;
 pub mod nvlink;
+pub mod nvlink_facts;
 pub mod output;
 pub mod ports;
 pub mod roce;
 pub mod topology;
+pub mod topology_facts;
 
 pub use facts::NodeFacts;
 
@@ -171,7 +173,7 @@ pub fn collect(root: &Root, selection: &Selection) -> NodeFacts {
         nccl: nccl_env::collect(root, env, nccl_library::collect(root)),
         port_rate_gbps: selection.port_rate_gbps,
         error_counters: counters::collect(root, &selection.hcas),
-        topology: topology::collect(root),
+        topology: topology_facts::collect(root),
         unlisted: [INFINIBAND, NET, PCI_DEVICES]
             .into_iter()
             .filter_map(|dir| {
