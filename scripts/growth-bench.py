@@ -18,7 +18,7 @@ extrapolates both to 1,024 and 16,384 ranks. Below y's noise floor a fit is
 only as good as its points: the table prints them all.
 
     scripts/growth-bench.py [--ranks 4,16,64,128] [--modes sweep,allpairs]
-                            [--bin-dir target/debug] [--out DIR]
+                            [--bin-dir target/debug] [--timeout 60] [--out DIR]
 
 The host's load average is printed at each job's start and end (128 ranks on
 two cores are heavy: compare runs made at similar loads). Exit status 0, or 1
@@ -37,7 +37,9 @@ import time
 SAMPLE_S = 0.2
 WATCHDOG_THREAD = "fabricbench-wat"  # "fabricbench-watchdog", cut to 15 bytes
 EXTRAPOLATE = (1024, 16384)
-TIMEOUT_S = 20
+# -T: MPI_Init alone of 128 ranks on two loaded cores passes 20 s (the setup is
+# watched by -T too).
+TIMEOUT_S = 60
 
 # Small sizes and few iterations: the structures, not the bandwidth, are measured.
 MODES = {
@@ -195,9 +197,9 @@ def fmt(v):
     return f"{v:.3g}" if abs(v) < 1e5 else f"{v:.3e}"
 
 
-def report(mode, rows, baseline):
+def report(mode, rows, baseline, timeout_s):
     ns = sorted(rows)
-    print(f"\n## {mode}: {MODES[mode][0]} {' '.join(MODES[mode][1])} -T {TIMEOUT_S}")
+    print(f"\n## {mode}: {MODES[mode][0]} {' '.join(MODES[mode][1])} -T {timeout_s}")
     print("# N      load(start,end)  wall_s  " + "  ".join(f"{k:>18}" for k in rows[ns[0]] if k != "wall_s" and not k.startswith("_")))
     for n in ns:
         r = rows[n]
@@ -224,6 +226,7 @@ def main():
     p.add_argument("--ranks", default="4,16,64,128")
     p.add_argument("--modes", default="sweep,allpairs")
     p.add_argument("--bin-dir", default=os.path.join(root, "target", "debug"))
+    p.add_argument("--timeout", type=int, default=TIMEOUT_S, help="-T for every job (0 is the baseline's)")
     p.add_argument("--out", default=None, help="folder for each job's log, CSV and timings")
     a = p.parse_args()
     try:
@@ -250,7 +253,7 @@ def main():
             base = run_job(a.bin_dir, m, ns[0], 0, out)
             baseline = (ns[0], summary(base)) if base else None
             for n in ns:
-                job = run_job(a.bin_dir, m, n, TIMEOUT_S, out)
+                job = run_job(a.bin_dir, m, n, a.timeout, out)
                 if job is None:
                     failed = True
                     continue
@@ -260,7 +263,7 @@ def main():
                 rows[n]["_load"] = job["load"]
                 print(f"# {m} np={n}: {job['wall_s']:.1f} s, load {job['load'][0]:.1f} -> {job['load'][1]:.1f}", flush=True)
             if rows:
-                report(m, rows, baseline)
+                report(m, rows, baseline, a.timeout)
     print(f"\n# every rank's figures: {out}/growth.csv")
     sys.exit(1 if failed else 0)
 
