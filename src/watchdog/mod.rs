@@ -75,7 +75,7 @@ impl Watchdog {
                 setup::step(Step::Alone(
                     "finding the watchdog's addresses (resolving the hosts)",
                 ));
-                open(&hosts).map(Some).map_err(|e| e.to_string())
+                open(&hosts).map(Some)
             }
             _ => Ok(None),
         };
@@ -90,14 +90,16 @@ impl Watchdog {
         let role = match opened {
             Ok(Some(Channel {
                 listeners, token, ..
-            })) => Ok(Role::Rank0(
-                Listener::new(listeners, token, nranks),
-                Judge {
-                    program: program.to_string(),
-                    timeout_s,
-                    hosts,
-                },
-            )),
+            })) => Listener::new(listeners, token, nranks)
+                .map(|listener| {
+                    let judge = Judge {
+                        program: program.to_string(),
+                        timeout_s,
+                        hosts,
+                    };
+                    Role::Rank0(listener, judge)
+                })
+                .map_err(|e| e.to_string()),
             _ => read_card(&card0).map(|(token, rank0)| {
                 Role::Peer(peer::Peer {
                     rank,
@@ -172,24 +174,54 @@ struct Channel {
     token: Token,
 }
 
-fn open(hosts: &[String]) -> std::io::Result<Channel> {
-    let token = Token::generate()?;
+fn open(hosts: &[String]) -> Result<Channel, String> {
+    raise_open_files(hosts.len())?;
+    let token = Token::generate().map_err(|e| e.to_string())?;
     let listeners: Vec<TcpListener> = match hosts.len() {
         1 => Vec::new(),
         _ => listen_addresses(hosts)
             .into_iter()
             .map(|ip| TcpListener::bind((ip, 0)))
-            .collect::<Result<_, _>>()?,
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?,
     };
     let addresses = listeners
         .iter()
         .map(TcpListener::local_addr)
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     hooks::publish_addresses(&addresses);
     Ok(Channel {
         listeners,
         addresses,
         token,
+    })
+}
+
+/// Descriptors rank 0's watchdog may hold beyond one per peer: strangers, a
+/// tick's accepts, and the MPI library's and the program's own files.
+const SPARE_FILES: u64 = (listener::MAX_STRANGERS + listener::ACCEPT_BUDGET + 256) as u64;
+
+/// Rank 0 holds one connection per peer: raises its open-file limit (soft) to
+/// the hard limit when the job needs more than the soft one allows (1,024 by
+/// default), and says what to raise when even the hard limit is too low.
+fn raise_open_files(nranks: usize) -> Result<(), String> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
+    let needed = nranks as u64 + SPARE_FILES;
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| e.desc().to_string())?;
+    if soft == RLIM_INFINITY || soft >= needed {
+        return Ok(());
+    }
+    if hard != RLIM_INFINITY && hard < needed {
+        return Err(format!(
+            "{nranks} ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is {hard}: raise it (ulimit -Hn, or LimitNOFILE / nofile in limits.conf), or run without -T"
+        ));
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(|e| {
+        format!(
+            "raising the open-file limit from {soft} to {hard}: {}",
+            e.desc()
+        )
     })
 }
 
@@ -219,7 +251,10 @@ fn read_card(bytes: &[u8]) -> Result<(Token, Vec<SocketAddr>), String> {
 /// resolve here (the token still guards it).
 fn listen_addresses(hosts: &[String]) -> Vec<IpAddr> {
     let mut ips: Vec<IpAddr> = Vec::new();
-    for host in hosts.iter().filter(|h| **h != hosts[0]) {
+    // Each host once: a node's ranks share its name (8 a node on a GPU rack).
+    let others: std::collections::BTreeSet<&String> =
+        hosts.iter().filter(|h| **h != hosts[0]).collect();
+    for host in others {
         match route_to(host) {
             Some(ip) if !ips.contains(&ip) => ips.push(ip),
             Some(_) => {}
