@@ -58,7 +58,7 @@ impl Repeated {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub fn total(&self) -> usize {
         ROUNDS * self.once
     }
 
@@ -72,7 +72,7 @@ impl Repeated {
 
     /// The whole table: rank 0's, for the counters of each round.
     pub fn table(&self) -> Vec<Vec<(usize, usize)>> {
-        (0..self.len()).map(|r| self.pairs(r)).collect()
+        (0..self.total()).map(|r| self.pairs(r)).collect()
     }
 }
 
@@ -120,13 +120,13 @@ pub fn measure_all_pairs(
     measured: &mut dyn FnMut(&PairResults),
 ) -> anyhow::Result<Option<Vec<PairResults>>> {
     let rounds = Repeated::new(world.size);
-    let per_rank = rounds.len() * sizes.len() * SAMPLE_LEN;
+    let per_rank = rounds.total() * sizes.len() * SAMPLE_LEN;
     // Rank 0: every rank's samples, each padded to the whole schedule (the
     // rounds not run yet are never read).
     let mut all = world.is_root().then(|| vec![0f64; per_rank * world.size]);
     let mut next_partial = Instant::now();
-    for r in 0..rounds.len() {
-        let what = format!("all-pairs round {} of {}", r + 1, rounds.len());
+    for r in 0..rounds.total() {
+        let what = format!("all-pairs round {} of {}", r + 1, rounds.total());
         meet(world, watchdog, &what);
         fabric.before(world, watchdog, &what);
         let peer = rounds.partner(r, world.rank);
@@ -145,7 +145,7 @@ pub fn measure_all_pairs(
                 let start = rank * per_rank + at;
                 all[start..start + samples.len()].copy_from_slice(samples);
             }
-            let last = r + 1 == rounds.len();
+            let last = r + 1 == rounds.total();
             if !last && Instant::now() >= next_partial {
                 let started = Instant::now();
                 if let Some(so_far) =
@@ -157,7 +157,7 @@ pub fn measure_all_pairs(
             }
         }
     }
-    Ok(all.map(|all| repeats(&world.hosts, sizes, rounds, rounds.len(), &all)))
+    Ok(all.map(|all| repeats(&world.hosts, sizes, rounds, rounds.total(), &all)))
 }
 
 /// The matrices of each repetition of the schedule that the first `done`
@@ -232,7 +232,7 @@ fn assemble(
     all: &[f64],
 ) -> PairResults {
     let per_rank: Vec<&[f64]> = all
-        .chunks_exact((rounds.len() * sizes.len() * SAMPLE_LEN).max(1))
+        .chunks_exact((rounds.total() * sizes.len() * SAMPLE_LEN).max(1))
         .collect();
     let validated = all.iter().skip(2).step_by(SAMPLE_LEN).any(|&w| w >= 0.0);
     let mut results = PairResults {
@@ -267,7 +267,7 @@ fn assemble(
 /// (16 B a cell) and their CSV text (at most 24 B a cell). None: more than a u64 counts.
 pub fn results_bytes(nranks: usize, sizes: u64, root: bool) -> Option<u64> {
     let n = nranks as u64;
-    let rounds = Repeated::new(nranks).len() as u64;
+    let rounds = Repeated::new(nranks).total() as u64;
     let samples = rounds
         .checked_mul(sizes)?
         .checked_mul(SAMPLE_LEN as u64 * 8)?;
@@ -530,7 +530,7 @@ mod tests {
         let rounds = Repeated::new(4);
         let once = rounds.once;
         // Every rank's samples, 1 us each, for the whole schedule at one size.
-        let all: Vec<f64> = (0..4 * rounds.len())
+        let all: Vec<f64> = (0..4 * rounds.total())
             .flat_map(|_| sample(1e-6, 1e-6, None))
             .collect();
         let so_far = PairResults::median_over(&repeats(&names, &[8], rounds, 1, &all)).unwrap();
@@ -549,7 +549,7 @@ mod tests {
         let verdict = so_far.judge(&Thresholds::default());
         assert_eq!(verdict.unmeasured.len(), 6 - first.len(), "{verdict:?}");
         // The whole schedule: every pair, each repetition its own matrices.
-        let whole = repeats(&names, &[8], rounds, rounds.len(), &all);
+        let whole = repeats(&names, &[8], rounds, rounds.total(), &all);
         assert_eq!(whole.len(), ROUNDS);
         assert!(whole.iter().all(|r| r.sizes[0].time_us.pairs().len() == 6));
         // Part of the second repetition: two repetitions, the second partial.
