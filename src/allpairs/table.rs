@@ -54,7 +54,8 @@ enum Bad {
     High,
 }
 
-/// A matrix whole when small, summarised when large.
+/// A matrix whole when small; when large, the worst pairs, each node's worst
+/// pair and a histogram of every pair: O(N) lines for N ranks.
 fn write_metric(
     out: &mut dyn Write,
     title: &str,
@@ -62,21 +63,9 @@ fn write_metric(
     m: &Matrix,
     bad: Bad,
 ) -> std::io::Result<()> {
-    match labels.len() {
-        n if n > MATRIX_LIMIT => write_summary(out, title, labels, m, bad),
-        _ => write_matrix(out, title, labels, m),
+    if labels.len() <= MATRIX_LIMIT {
+        return write_matrix(out, title, labels, m);
     }
-}
-
-/// The worst pairs, each node's worst pair and a histogram of every pair: O(N)
-/// lines for N ranks.
-fn write_summary(
-    out: &mut dyn Write,
-    title: &str,
-    labels: &[String],
-    m: &Matrix,
-    bad: Bad,
-) -> std::io::Result<()> {
     let mut pairs = m.pairs();
     let worse = |x: f64, y: f64| match bad {
         Bad::Low => x.total_cmp(&y),
@@ -100,15 +89,13 @@ fn write_summary(
             .rsplit_once('/')
             .map_or(&labels[i][..], |(h, _)| h)
     };
-    let mut nodes: Vec<(&str, (usize, usize, f64))> = Vec::new();
+    let mut nodes: std::collections::BTreeMap<&str, (usize, usize, f64)> = Default::default();
     for p in &pairs {
         for end in [p.0, p.1] {
-            if !nodes.iter().any(|(n, _)| *n == node(end)) {
-                nodes.push((node(end), *p));
-            }
+            // The pairs come worst first: a node's first is its worst.
+            nodes.entry(node(end)).or_insert(*p);
         }
     }
-    nodes.sort_by(|x, y| x.0.cmp(y.0));
     for (name, p) in nodes {
         writeln!(out, "#   node {name}: worst pair {}", pair(&p))?;
     }
