@@ -206,23 +206,33 @@ const SPARE_FILES: u64 = (listener::MAX_STRANGERS + listener::ACCEPT_BUDGET + 25
 /// the hard limit when the job needs more than the soft one allows (1,024 by
 /// default), and says what to raise when even the hard limit is too low.
 fn raise_open_files(nranks: usize) -> Result<(), String> {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
-    let needed = nranks as u64 + SPARE_FILES;
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| e.desc().to_string())?;
+    match open_files_to_set(nranks, soft, hard)? {
+        Some(to) => setrlimit(Resource::RLIMIT_NOFILE, to, hard).map_err(|e| {
+            format!(
+                "raising the open-file limit from {soft} to {to}: {}",
+                e.desc()
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The soft open-file limit rank 0 needs set for `nranks` ranks (None: the
+/// current one is enough), or why no limit allowed can be.
+fn open_files_to_set(nranks: usize, soft: u64, hard: u64) -> Result<Option<u64>, String> {
+    use nix::sys::resource::RLIM_INFINITY;
+    let needed = nranks as u64 + SPARE_FILES;
     if soft == RLIM_INFINITY || soft >= needed {
-        return Ok(());
+        return Ok(None);
     }
     if hard != RLIM_INFINITY && hard < needed {
         return Err(format!(
             "{nranks} ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is {hard}: raise it (ulimit -Hn, or LimitNOFILE / nofile in limits.conf), or run without -T"
         ));
     }
-    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).map_err(|e| {
-        format!(
-            "raising the open-file limit from {soft} to {hard}: {}",
-            e.desc()
-        )
-    })
+    Ok(Some(hard))
 }
 
 /// What rank 0 tells every rank at start: "ok", the token, its addresses.
@@ -303,6 +313,21 @@ mod tests {
         assert_eq!(
             listen_addresses(&unknown),
             [IpAddr::from(Ipv4Addr::UNSPECIFIED)]
+        );
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_one_only_when_needed() {
+        let needed = 16_384 + SPARE_FILES;
+        assert_eq!(open_files_to_set(4, 1024, 4096), Ok(None));
+        assert_eq!(open_files_to_set(16_384, 1024, 1 << 20), Ok(Some(1 << 20)));
+        assert_eq!(open_files_to_set(16_384, needed, needed), Ok(None));
+        let refused = open_files_to_set(16_384, 1024, 4096).unwrap_err();
+        assert!(
+            refused.starts_with(&format!(
+                "16384 ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is 4096: raise it"
+            )),
+            "{refused}"
         );
     }
 
