@@ -192,14 +192,23 @@ fn header_pids(stdout: &str) -> Vec<u32> {
         .collect()
 }
 
-/// The ranks a verdict names as waiting ("0 (in call 7),2" is 0 and 2).
+/// The ranks a verdict names as waiting ("0 (in call 7),2" is 0 and 2; "4-6"
+/// is 4, 5 and 6).
 fn waiting(verdict: &str) -> Vec<usize> {
     let list = verdict.split("ranks waiting in it: ").nth(1).unwrap_or("");
+    let ranks = |w: &str| -> Vec<usize> {
+        let first = w.split(' ').next().unwrap_or("");
+        let (a, b) = first.split_once('-').unwrap_or((first, first));
+        match (a.parse(), b.parse()) {
+            (Ok(a), Ok(b)) => (a..=b).collect(),
+            _ => Vec::new(),
+        }
+    };
     list.split(';')
         .next()
         .unwrap_or("")
         .split(',')
-        .filter_map(|w| w.split(' ').next()?.parse().ok())
+        .flat_map(ranks)
         .collect()
 }
 

@@ -11,7 +11,7 @@ use super::heatmap;
 use super::judging::Thresholds;
 use super::matrix::{labels, write_csv, PairResults, SizeMatrices};
 use super::sample::{PairSample, SAMPLE_LEN};
-use super::schedule::{partner, round_robin};
+use super::schedule::{pairs_in, partner, partner_in, rounds as schedule_rounds};
 use super::table::{write_header, write_table, Header};
 use crate::cli::io_reason;
 use crate::job::world::World;
@@ -23,6 +23,7 @@ use crate::report::RunInfo;
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
 use std::path::Path;
+use std::time::Instant;
 
 /// A way of measuring one pair, driven by `measure_all_pairs` on both ranks of
 /// the pair at the same time.
@@ -41,10 +42,44 @@ pub trait PairMeasure {
 
 /// The schedule run `ROUNDS` times over, interleaved: every pair once, then
 /// every pair again, so that a slow spell of the machine touches every pair.
-pub fn repeated_schedule(n: usize) -> Vec<Vec<(usize, usize)>> {
-    let once = round_robin(n);
-    (0..ROUNDS).flat_map(|_| once.iter().cloned()).collect()
+/// Round `r` of it is round `r % once` of the schedule, computed when needed.
+#[derive(Clone, Copy, Debug)]
+pub struct Repeated {
+    pub n: usize,
+    /// Rounds of one pass over every pair.
+    pub once: usize,
 }
+
+impl Repeated {
+    pub fn new(n: usize) -> Repeated {
+        Repeated {
+            n,
+            once: schedule_rounds(n),
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        ROUNDS * self.once
+    }
+
+    pub fn pairs(&self, r: usize) -> Vec<(usize, usize)> {
+        pairs_in(self.n, r % self.once.max(1))
+    }
+
+    pub fn partner(&self, r: usize, me: usize) -> Option<usize> {
+        partner_in(self.n, r % self.once.max(1), me)
+    }
+
+    /// The whole table: rank 0's, for the counters of each round.
+    pub fn table(&self) -> Vec<Vec<(usize, usize)>> {
+        (0..self.total()).map(|r| self.pairs(r)).collect()
+    }
+}
+
+/// The partial matrices rank 0 writes after a round cost N x N each time: they
+/// are written again only once the run went on this many times as long as the
+/// last writing took (every round on a small job, a bounded share of a large one).
+const PARTIAL_SHARE: u32 = 10;
 
 /// Every rank at the barrier that starts a round, watched.
 fn meet(world: &World, watchdog: &Watchdog, what: &str) {
@@ -84,16 +119,17 @@ pub fn measure_all_pairs(
     fabric: &mut RoundWatch,
     measured: &mut dyn FnMut(&PairResults),
 ) -> anyhow::Result<Option<Vec<PairResults>>> {
-    let rounds = repeated_schedule(world.size);
-    let per_rank = rounds.len() * sizes.len() * SAMPLE_LEN;
+    let rounds = Repeated::new(world.size);
+    let per_rank = rounds.total() * sizes.len() * SAMPLE_LEN;
     // Rank 0: every rank's samples, each padded to the whole schedule (the
     // rounds not run yet are never read).
     let mut all = world.is_root().then(|| vec![0f64; per_rank * world.size]);
-    for (r, round) in rounds.iter().enumerate() {
-        let what = format!("all-pairs round {} of {}", r + 1, rounds.len());
+    let mut next_partial = Instant::now();
+    for r in 0..rounds.total() {
+        let what = format!("all-pairs round {} of {}", r + 1, rounds.total());
         meet(world, watchdog, &what);
         fabric.before(world, watchdog, &what);
-        let peer = partner(round, world.rank);
+        let peer = rounds.partner(r, world.rank);
         let mut mine = Vec::with_capacity(sizes.len() * SAMPLE_LEN);
         for &size in sizes {
             mine.extend(measure_with(world, measure, peer, size, &what, watchdog)?.encode());
@@ -109,14 +145,19 @@ pub fn measure_all_pairs(
                 let start = rank * per_rank + at;
                 all[start..start + samples.len()].copy_from_slice(samples);
             }
-            if let Some(so_far) =
-                PairResults::median_over(&repeats(&world.hosts, sizes, &rounds, r + 1, all))
-            {
-                measured(&so_far);
+            let last = r + 1 == rounds.total();
+            if !last && Instant::now() >= next_partial {
+                let started = Instant::now();
+                if let Some(so_far) =
+                    PairResults::median_over(&repeats(&world.hosts, sizes, rounds, r + 1, all))
+                {
+                    measured(&so_far);
+                }
+                next_partial = Instant::now() + started.elapsed() * PARTIAL_SHARE;
             }
         }
     }
-    Ok(all.map(|all| repeats(&world.hosts, sizes, &rounds, rounds.len(), &all)))
+    Ok(all.map(|all| repeats(&world.hosts, sizes, rounds, rounds.total(), &all)))
 }
 
 /// The matrices of each repetition of the schedule that the first `done`
@@ -124,11 +165,11 @@ pub fn measure_all_pairs(
 fn repeats(
     hosts: &[String],
     sizes: &[u64],
-    rounds: &[Vec<(usize, usize)>],
+    rounds: Repeated,
     done: usize,
     all: &[f64],
 ) -> Vec<PairResults> {
-    let once = round_robin(hosts.len()).len().max(1);
+    let once = rounds.once.max(1);
     (0..ROUNDS)
         .map(|k| k * once..((k + 1) * once).min(done))
         .filter(|of| !of.is_empty())
@@ -186,15 +227,14 @@ fn measure_alone(
 fn assemble(
     hosts: &[String],
     sizes: &[u64],
-    rounds: &[Vec<(usize, usize)>],
+    rounds: Repeated,
     of: std::ops::Range<usize>,
     all: &[f64],
 ) -> PairResults {
     let per_rank: Vec<&[f64]> = all
-        .chunks_exact((rounds.len() * sizes.len() * SAMPLE_LEN).max(1))
+        .chunks_exact((rounds.total() * sizes.len() * SAMPLE_LEN).max(1))
         .collect();
     let validated = all.iter().skip(2).step_by(SAMPLE_LEN).any(|&w| w >= 0.0);
-    let rounds = rounds.iter().enumerate().filter(|(r, _)| of.contains(r));
     let mut results = PairResults {
         labels: labels(hosts),
         sizes: sizes
@@ -203,8 +243,8 @@ fn assemble(
             .collect(),
         counters: Vec::new(),
     };
-    for (r, round) in rounds {
-        for &(a, b) in round {
+    for r in of {
+        for (a, b) in rounds.pairs(r) {
             for (s, m) in results.sizes.iter_mut().enumerate() {
                 let at = (r * sizes.len() + s) * SAMPLE_LEN;
                 let pair = PairSample::of_pair(&per_rank, a, b, at);
@@ -227,7 +267,7 @@ fn assemble(
 /// (16 B a cell) and their CSV text (at most 24 B a cell). None: more than a u64 counts.
 pub fn results_bytes(nranks: usize, sizes: u64, root: bool) -> Option<u64> {
     let n = nranks as u64;
-    let rounds = repeated_schedule(nranks).len() as u64;
+    let rounds = Repeated::new(nranks).total() as u64;
     let samples = rounds
         .checked_mul(sizes)?
         .checked_mul(SAMPLE_LEN as u64 * 8)?;
@@ -335,12 +375,11 @@ pub(crate) fn run_pairs_watched(
         _ => Ok(None),
     };
     let mut counters = agree(world, program, ExitStatus::Failed, counters)?;
-    let rounds = repeated_schedule(world.size);
     if world.is_root() {
         let header = Header {
             program,
             ranks: world.size,
-            rounds: round_robin(world.size).len(),
+            rounds: schedule_rounds(world.size),
             repeats: ROUNDS,
             sizes: &run.sizes,
             iters: run.iters,
@@ -383,6 +422,7 @@ pub(crate) fn run_pairs_watched(
     };
     let confirmation = Confirmation::judge(&mut verdict, &results, &each, &list, &alone);
     let labels = results.labels.clone();
+    let rounds = Repeated::new(world.size).table();
     let schedule = Schedule {
         hosts: &world.hosts,
         labels: &labels,
@@ -487,20 +527,20 @@ mod tests {
     #[test]
     fn the_rounds_so_far_give_the_pairs_they_measured() {
         let names = hosts(&["a", "b", "c", "d"]);
-        let rounds = repeated_schedule(4);
-        let once = round_robin(4).len();
+        let rounds = Repeated::new(4);
+        let once = rounds.once;
         // Every rank's samples, 1 us each, for the whole schedule at one size.
-        let all: Vec<f64> = (0..4 * rounds.len())
+        let all: Vec<f64> = (0..4 * rounds.total())
             .flat_map(|_| sample(1e-6, 1e-6, None))
             .collect();
-        let so_far = PairResults::median_over(&repeats(&names, &[8], &rounds, 1, &all)).unwrap();
+        let so_far = PairResults::median_over(&repeats(&names, &[8], rounds, 1, &all)).unwrap();
         let measured: Vec<(usize, usize)> = so_far.sizes[0]
             .time_us
             .pairs()
             .iter()
             .map(|p| (p.0, p.1))
             .collect();
-        let mut first = rounds[0].clone();
+        let mut first = rounds.pairs(0);
         first
             .iter_mut()
             .for_each(|p| *p = (p.0.min(p.1), p.0.max(p.1)));
@@ -509,25 +549,26 @@ mod tests {
         let verdict = so_far.judge(&Thresholds::default());
         assert_eq!(verdict.unmeasured.len(), 6 - first.len(), "{verdict:?}");
         // The whole schedule: every pair, each repetition its own matrices.
-        let whole = repeats(&names, &[8], &rounds, rounds.len(), &all);
+        let whole = repeats(&names, &[8], rounds, rounds.total(), &all);
         assert_eq!(whole.len(), ROUNDS);
         assert!(whole.iter().all(|r| r.sizes[0].time_us.pairs().len() == 6));
         // Part of the second repetition: two repetitions, the second partial.
-        assert_eq!(repeats(&names, &[8], &rounds, once + 1, &all).len(), 2);
+        assert_eq!(repeats(&names, &[8], rounds, once + 1, &all).len(), 2);
     }
 
     #[test]
     fn a_pair_is_as_slow_as_its_slower_side() {
         // Two ranks, one round, sizes 1000 and 2000 B.
-        let rounds = round_robin(2);
+        let rounds = Repeated::new(2);
         let rank0 = [sample(1e-6, 1e-6, None), sample(2e-6, 1.5e-6, None)].concat();
         let rank1 = [sample(2e-6, 0.5e-6, None), sample(1e-6, 3e-6, None)].concat();
         let r = assemble(
             &hosts(&["a", "b"]),
             &[1000, 2000],
-            &rounds,
+            rounds,
             0..1,
-            &[rank0, rank1].concat(),
+            // Every rank's samples of the whole repeated schedule: the one round, ROUNDS times.
+            &[rank0.repeat(ROUNDS), rank1.repeat(ROUNDS)].concat(),
         );
         assert_eq!(r.labels, hosts(&["a", "b"]));
         assert_eq!(r.sizes[0].time_us.get(0, 1), Some(2.0));
@@ -543,7 +584,7 @@ mod tests {
     #[test]
     fn a_bye_leaves_no_mark_and_wrong_bytes_add_up() {
         // Three ranks, three rounds of one pair: (1, 2), (0, 1), (0, 2); one size.
-        let rounds = round_robin(3);
+        let rounds = Repeated::new(3);
         let bye = PairSample::BYE.encode();
         let rank0 = [
             bye,
@@ -563,8 +604,8 @@ mod tests {
             sample(4e-6, 4e-6, Some(0)),
         ]
         .concat();
-        let all = [rank0, rank1, rank2].concat();
-        let r = assemble(&hosts(&["n", "n", "m"]), &[8], &rounds, 0..3, &all);
+        let all = [rank0, rank1, rank2].map(|r| r.repeat(ROUNDS)).concat();
+        let r = assemble(&hosts(&["n", "n", "m"]), &[8], rounds, 0..3, &all);
         assert_eq!(r.labels, hosts(&["n/0", "n/1", "m/2"]));
         let s = &r.sizes[0];
         assert_eq!(

@@ -2,30 +2,55 @@
 //! put and the others rotate, so each round is a set of disjoint pairs and every
 //! pair meets exactly once: n-1 rounds for even n; for odd n a phantom partner
 //! gives one participant a bye in each of n rounds.
+//!
+//! Computed by formula, one round or one partner at a time: no rank holds the
+//! whole table (n^2/2 pairs, gigabytes at 16,384 ranks).
 
-/// Rounds of disjoint pairs `(a, b)` with `a < b` covering every pair of `0..n` once.
-pub fn round_robin(n: usize) -> Vec<Vec<(usize, usize)>> {
-    if n < 2 {
-        return Vec::new();
+/// Rounds of the schedule: every pair of `0..n` once.
+pub fn rounds(n: usize) -> usize {
+    match n {
+        0 | 1 => 0,
+        _ => n + n % 2 - 1,
     }
-    // Slots 0..m; for odd n slot n is the phantom (a bye).
+}
+
+/// Slots `0..m` (m even; for odd n slot n is the phantom): who sits in slot `i`
+/// in `round`.
+fn slot(m: usize, round: usize, i: usize) -> usize {
+    match i {
+        0 => 0,
+        _ => 1 + (i - 1 + round) % (m - 1),
+    }
+}
+
+/// The disjoint pairs `(a, b)`, `a < b`, of `round` (`0..rounds(n)`).
+pub fn pairs_in(n: usize, round: usize) -> Vec<(usize, usize)> {
     let m = n + n % 2;
-    (0..m - 1)
-        .map(|round| {
-            let slot = |i: usize| {
-                if i == 0 {
-                    0
-                } else {
-                    1 + (i - 1 + round) % (m - 1)
-                }
-            };
-            (0..m / 2)
-                .map(|i| (slot(i), slot(m - 1 - i)))
-                .filter(|&(a, b)| a < n && b < n)
-                .map(|(a, b)| (a.min(b), a.max(b)))
-                .collect()
-        })
+    (0..m / 2)
+        .map(|i| (slot(m, round, i), slot(m, round, m - 1 - i)))
+        .filter(|&(a, b)| a < n && b < n)
+        .map(|(a, b)| (a.min(b), a.max(b)))
         .collect()
+}
+
+/// Who `me` meets in `round` of the schedule of `n`, if anyone: the inverse
+/// of `slot`, in constant time.
+pub fn partner_in(n: usize, round: usize, me: usize) -> Option<usize> {
+    if n < 2 || me >= n {
+        return None;
+    }
+    let m = n + n % 2;
+    let i = match me {
+        0 => 0,
+        _ => (me - 1 + (m - 1) - round % (m - 1)) % (m - 1) + 1,
+    };
+    Some(slot(m, round, m - 1 - i)).filter(|&p| p < n)
+}
+
+/// Every round's pairs, for the few who need the table (tests, and rank 0's
+/// counters, beside its N x N matrices).
+pub fn round_robin(n: usize) -> Vec<Vec<(usize, usize)>> {
+    (0..rounds(n)).map(|r| pairs_in(n, r)).collect()
 }
 
 /// Who `me` meets in this round, if anyone.
@@ -67,6 +92,15 @@ mod tests {
             assert_eq!(busy.len(), n - n % 2, "n={n}: round {round:?}");
         }
         assert_eq!(seen.len(), n * (n.max(1) - 1) / 2, "n={n}: not every pair");
+        for (r, round) in rounds.iter().enumerate() {
+            for me in 0..n {
+                assert_eq!(
+                    partner_in(n, r, me),
+                    partner(round, me),
+                    "n={n} r={r} me={me}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -40,6 +40,93 @@ pub fn write_header(out: &mut dyn Write, h: &Header) -> std::io::Result<()> {
 }
 
 /// The matrix of one metric as aligned text, "-" on the diagonal.
+/// Above this many ranks the console gets summaries instead of N x N matrices
+/// (200 MB of text at 16,384 ranks); the CSV keeps the whole matrices.
+pub const MATRIX_LIMIT: usize = 32;
+/// Pairs listed as the worst, and bins of the histogram, in a summary.
+const WORST: usize = 10;
+const BINS: usize = 10;
+
+/// Which end of a metric is bad: the lowest bandwidth, the highest time.
+#[derive(Clone, Copy)]
+enum Bad {
+    Low,
+    High,
+}
+
+/// A matrix whole when small; when large, the worst pairs, each node's worst
+/// pair and a histogram of every pair: O(N) lines for N ranks.
+fn write_metric(
+    out: &mut dyn Write,
+    title: &str,
+    labels: &[String],
+    m: &Matrix,
+    bad: Bad,
+) -> std::io::Result<()> {
+    if labels.len() <= MATRIX_LIMIT {
+        return write_matrix(out, title, labels, m);
+    }
+    let mut pairs = m.pairs();
+    let worse = |x: f64, y: f64| match bad {
+        Bad::Low => x.total_cmp(&y),
+        Bad::High => y.total_cmp(&x),
+    };
+    pairs.sort_by(|p, q| worse(p.2, q.2));
+    writeln!(
+        out,
+        "# {title}: {} pairs of {} ranks, summarised (more than {MATRIX_LIMIT} ranks; the whole matrix is in --csv)",
+        pairs.len(),
+        labels.len()
+    )?;
+    let pair = |&(a, b, v): &(usize, usize, f64)| {
+        format!("{} <-> {} {}", labels[a], labels[b], fit(v, 10).trim())
+    };
+    let worst: Vec<String> = pairs.iter().take(WORST).map(pair).collect();
+    writeln!(out, "#   worst pairs: {}", worst.join(", "))?;
+    // Each node (the host of a label "host/rank") with its worst pair, in label order.
+    let node = |i: usize| {
+        labels[i]
+            .rsplit_once('/')
+            .map_or(&labels[i][..], |(h, _)| h)
+    };
+    let mut nodes: std::collections::BTreeMap<&str, (usize, usize, f64)> = Default::default();
+    for p in &pairs {
+        for end in [p.0, p.1] {
+            // The pairs come worst first: a node's first is its worst.
+            nodes.entry(node(end)).or_insert(*p);
+        }
+    }
+    for (name, p) in nodes {
+        writeln!(out, "#   node {name}: worst pair {}", pair(&p))?;
+    }
+    let (Some(lo), Some(hi)) = (
+        pairs.iter().map(|p| p.2).reduce(f64::min),
+        pairs.iter().map(|p| p.2).reduce(f64::max),
+    ) else {
+        return Ok(());
+    };
+    let width = (hi - lo) / BINS as f64;
+    let mut counts = [0usize; BINS];
+    for p in &pairs {
+        let bin = if width > 0.0 {
+            ((p.2 - lo) / width) as usize
+        } else {
+            0
+        };
+        counts[bin.min(BINS - 1)] += 1;
+    }
+    for (i, count) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+        let from = lo + width * i as f64;
+        writeln!(
+            out,
+            "#   histogram {} to {}: {count} pairs",
+            fit(from, 10).trim(),
+            fit(from + width, 10).trim()
+        )?;
+    }
+    Ok(())
+}
+
 fn write_matrix(
     out: &mut dyn Write,
     title: &str,
@@ -76,19 +163,21 @@ pub fn write_table(
     t: &Thresholds,
 ) -> std::io::Result<()> {
     if let Some(s) = results.at(verdict.bw_size) {
-        write_matrix(
+        write_metric(
             out,
             &format!("algbw (GB/s) of each pair at {} B", s.size_bytes),
             &results.labels,
             &s.algbw_gbs,
+            Bad::Low,
         )?;
     }
     if let Some(s) = results.at(verdict.latency_size) {
-        write_matrix(
+        write_metric(
             out,
             &format!("median time (us) of each pair at {} B", s.size_bytes),
             &results.labels,
             &s.p50_us,
+            Bad::High,
         )?;
     }
     let bytes = |s: u64| format!("{s} B");
@@ -136,6 +225,34 @@ mod tests {
         )
         .unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_large_job_gets_summaries_in_lines_that_grow_with_n_not_n_squared() {
+        let n = MATRIX_LIMIT * 2;
+        let mut r = results(n, None, 45.0, 0.0);
+        r.sizes[1].algbw_gbs.set(3, 7, 4.5);
+        let text = table(&r);
+        assert!(
+            text.contains(&format!(
+                "# algbw (GB/s) of each pair at 1048576 B: {} pairs of {n} ranks, summarised",
+                n * (n - 1) / 2
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("#   worst pairs: node3 <-> node7 4.50, "),
+            "{text}"
+        );
+        assert!(
+            text.contains("#   node node7: worst pair node3 <-> node7 4.50"),
+            "{text}"
+        );
+        assert!(
+            text.contains("#   histogram 4.50 to 8.55: 1 pairs"),
+            "{text}"
+        );
+        assert!(text.lines().count() < 3 * n, "{text}");
     }
 
     #[test]

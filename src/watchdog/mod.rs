@@ -75,7 +75,7 @@ impl Watchdog {
                 setup::step(Step::Alone(
                     "finding the watchdog's addresses (resolving the hosts)",
                 ));
-                open(&hosts).map(Some).map_err(|e| e.to_string())
+                open(&hosts).map(Some)
             }
             _ => Ok(None),
         };
@@ -90,14 +90,16 @@ impl Watchdog {
         let role = match opened {
             Ok(Some(Channel {
                 listeners, token, ..
-            })) => Ok(Role::Rank0(
-                Listener::new(listeners, token, nranks),
-                Judge {
-                    program: program.to_string(),
-                    timeout_s,
-                    hosts,
-                },
-            )),
+            })) => Listener::new(listeners, token, nranks)
+                .map(|listener| {
+                    let judge = Judge {
+                        program: program.to_string(),
+                        timeout_s,
+                        hosts,
+                    };
+                    Role::Rank0(listener, judge)
+                })
+                .map_err(|e| e.to_string()),
             _ => read_card(&card0).map(|(token, rank0)| {
                 Role::Peer(peer::Peer {
                     rank,
@@ -172,25 +174,65 @@ struct Channel {
     token: Token,
 }
 
-fn open(hosts: &[String]) -> std::io::Result<Channel> {
-    let token = Token::generate()?;
+fn open(hosts: &[String]) -> Result<Channel, String> {
+    raise_open_files(hosts.len())?;
+    let token = Token::generate().map_err(|e| e.to_string())?;
     let listeners: Vec<TcpListener> = match hosts.len() {
         1 => Vec::new(),
         _ => listen_addresses(hosts)
             .into_iter()
             .map(|ip| TcpListener::bind((ip, 0)))
-            .collect::<Result<_, _>>()?,
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?,
     };
     let addresses = listeners
         .iter()
         .map(TcpListener::local_addr)
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     hooks::publish_addresses(&addresses);
     Ok(Channel {
         listeners,
         addresses,
         token,
     })
+}
+
+/// Descriptors rank 0's watchdog may hold beyond one per peer: strangers, a
+/// tick's accepts, and the MPI library's and the program's own files.
+const SPARE_FILES: u64 = (listener::MAX_STRANGERS + listener::ACCEPT_BUDGET + 256) as u64;
+
+/// Rank 0 holds one connection per peer: raises its open-file limit (soft) to
+/// the hard limit when the job needs more than the soft one allows (1,024 by
+/// default), and says what to raise when even the hard limit is too low.
+fn raise_open_files(nranks: usize) -> Result<(), String> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| e.desc().to_string())?;
+    match open_files_to_set(nranks, soft, hard)? {
+        Some(to) => setrlimit(Resource::RLIMIT_NOFILE, to, hard).map_err(|e| {
+            format!(
+                "raising the open-file limit from {soft} to {to}: {}",
+                e.desc()
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The soft open-file limit rank 0 needs set for `nranks` ranks (None: the
+/// current one is enough), or why no limit allowed can be.
+fn open_files_to_set(nranks: usize, soft: u64, hard: u64) -> Result<Option<u64>, String> {
+    use nix::sys::resource::RLIM_INFINITY;
+    let needed = nranks as u64 + SPARE_FILES;
+    if soft == RLIM_INFINITY || soft >= needed {
+        return Ok(None);
+    }
+    if hard != RLIM_INFINITY && hard < needed {
+        return Err(format!(
+            "{nranks} ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is {hard}: raise it (ulimit -Hn, or LimitNOFILE / nofile in limits.conf), or run without -T"
+        ));
+    }
+    Ok(Some(hard))
 }
 
 /// What rank 0 tells every rank at start: "ok", the token, its addresses.
@@ -219,7 +261,10 @@ fn read_card(bytes: &[u8]) -> Result<(Token, Vec<SocketAddr>), String> {
 /// resolve here (the token still guards it).
 fn listen_addresses(hosts: &[String]) -> Vec<IpAddr> {
     let mut ips: Vec<IpAddr> = Vec::new();
-    for host in hosts.iter().filter(|h| **h != hosts[0]) {
+    // Each host once: a node's ranks share its name (8 a node on a GPU rack).
+    let others: std::collections::BTreeSet<&String> =
+        hosts.iter().filter(|h| **h != hosts[0]).collect();
+    for host in others {
         match route_to(host) {
             Some(ip) if !ips.contains(&ip) => ips.push(ip),
             Some(_) => {}
@@ -268,6 +313,21 @@ mod tests {
         assert_eq!(
             listen_addresses(&unknown),
             [IpAddr::from(Ipv4Addr::UNSPECIFIED)]
+        );
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_one_only_when_needed() {
+        let needed = 16_384 + SPARE_FILES;
+        assert_eq!(open_files_to_set(4, 1024, 4096), Ok(None));
+        assert_eq!(open_files_to_set(16_384, 1024, 1 << 20), Ok(Some(1 << 20)));
+        assert_eq!(open_files_to_set(16_384, needed, needed), Ok(None));
+        let refused = open_files_to_set(16_384, 1024, 4096).unwrap_err();
+        assert!(
+            refused.starts_with(&format!(
+                "16384 ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is 4096: raise it"
+            )),
+            "{refused}"
         );
     }
 

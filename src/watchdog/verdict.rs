@@ -78,13 +78,10 @@ pub fn verdict(
             .filter(|(_, w)| w.calls < stuck_at)
             .collect(),
     };
-    let waiting: Vec<String> = inside
+    let waiting: Vec<(usize, Option<u64>)> = inside
         .iter()
         .filter(|(r, _)| !at_fault.iter().any(|(f, _)| f == r))
-        .map(|(r, w)| match w.calls == stuck_at {
-            true => r.to_string(),
-            false => format!("{r} (in call {})", w.calls),
-        })
+        .map(|(r, w)| (*r, (w.calls != stuck_at).then_some(w.calls)))
         .collect();
     let list = |ranks: &[(usize, &Where)], what: fn(&Where) -> String| {
         ranks
@@ -114,8 +111,37 @@ pub fn verdict(
     format!(
         "{program}: -T/--timeout {timeout_s}: call {stuck_at} ({label}) did not finish within {timeout_s} s; \
          ranks waiting in it: {}; {fault}{note}; aborting the job",
-        if waiting.is_empty() { "none".into() } else { waiting.join(",") },
+        if waiting.is_empty() { "none".into() } else { in_runs(&waiting) },
     )
+}
+
+/// Ranks in order, each with the call it is in when not the stuck one:
+/// "0-44,45 (in call 288),46-76,78-127". Three or more neighbours in the stuck
+/// call are written as a run, so that the line grows with the ranks that stand
+/// out, not with N (16,384 ranks would be 90 KB).
+fn in_runs(ranks: &[(usize, Option<u64>)]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut run: Option<(usize, usize)> = None;
+    let close = |run: Option<(usize, usize)>, parts: &mut Vec<String>| match run {
+        Some((a, b)) if b >= a + 2 => parts.push(format!("{a}-{b}")),
+        Some((a, b)) => parts.extend((a..=b).map(|r| r.to_string())),
+        None => {}
+    };
+    for &(r, call) in ranks {
+        match (call, run) {
+            (None, Some((a, b))) if r == b + 1 => run = Some((a, r)),
+            (None, _) => {
+                close(run, &mut parts);
+                run = Some((r, r));
+            }
+            (Some(call), _) => {
+                close(run.take(), &mut parts);
+                parts.push(format!("{r} (in call {call})"));
+            }
+        }
+    }
+    close(run, &mut parts);
+    parts.join(",")
 }
 
 /// What rank 0 adds to its verdict when it did not run itself shortly before:
@@ -168,6 +194,19 @@ pub fn rank0_lost(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn neighbours_in_the_stuck_call_are_written_as_runs() {
+        let plain = |r: std::ops::Range<usize>| r.map(|r| (r, None)).collect::<Vec<_>>();
+        assert_eq!(in_runs(&plain(0..2)), "0,1");
+        assert_eq!(in_runs(&plain(0..3)), "0-2");
+        let mut ranks = plain(0..45);
+        ranks.push((45, Some(288)));
+        ranks.extend(plain(46..77));
+        ranks.extend(plain(78..128));
+        ranks.push((130, None));
+        assert_eq!(in_runs(&ranks), "0-44,45 (in call 288),46-76,78-127,130");
+    }
 
     fn at(calls: u64, in_call: bool) -> Answer {
         Answer::At(Where {
