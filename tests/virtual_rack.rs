@@ -742,11 +742,10 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
         "{text}"
     );
     assert!(
-        text.contains(
-            "rack_check: node node3: FAIL: test pairs did not finish with its results"
-        ) && text.contains(
-            "path probe: full-size frames were lost between node3 and every other node"
-        ),
+        text.contains("rack_check: node node3: FAIL: test pairs did not finish with its results")
+            && text.contains(
+                "path probe: full-size frames were lost between node3 and every other node"
+            ),
         "{text}"
     );
     for healthy in ["node1", "node2", "node4"] {

@@ -36,8 +36,14 @@ fn probe_timeout(others: usize, spec_timeout: Duration) -> Duration {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Direction {
     /// Full-size frames crossed: the interface and its MTU.
-    Carried { dev: String, mtu: u32 },
-    Lost { dev: String, mtu: u32 },
+    Carried {
+        dev: String,
+        mtu: u32,
+    },
+    Lost {
+        dev: String,
+        mtu: u32,
+    },
     /// The node's probe did not run or could not tell.
     Unknown,
 }
@@ -63,18 +69,12 @@ pub struct LostPair {
 
 impl PathProbe {
     /// Probes every host (concurrently, one launch each), logs in `out`.
-    pub fn run(
-        launch: &Launch,
-        hosts: &[String],
-        out: &Path,
-        spec_timeout: Duration,
-    ) -> PathProbe {
+    pub fn run(launch: &Launch, hosts: &[String], out: &Path, spec_timeout: Duration) -> PathProbe {
         let outcomes: Vec<StepOutcome> = std::thread::scope(|s| {
             let handles: Vec<_> = hosts
                 .iter()
                 .map(|me| {
-                    let others: Vec<String> =
-                        hosts.iter().filter(|h| *h != me).cloned().collect();
+                    let others: Vec<String> = hosts.iter().filter(|h| *h != me).cloned().collect();
                     let one = Launch {
                         hosts: vec![me.clone()],
                         ..launch.clone()
@@ -113,17 +113,18 @@ impl PathProbe {
         let mut lost = Vec::new();
         for a in 0..n {
             for b in a + 1..n {
-                let how = [(a, b), (b, a)].iter().find_map(|&(from, to)| {
-                    match &self.seen[from][to] {
-                        Direction::Lost { dev, mtu } => Some(format!(
-                            "ping -M do -s {} over {dev} (MTU {mtu}) from {} to {}",
-                            mtu.saturating_sub(28),
-                            self.hosts[from],
-                            self.hosts[to]
-                        )),
-                        _ => None,
-                    }
-                });
+                let how =
+                    [(a, b), (b, a)]
+                        .iter()
+                        .find_map(|&(from, to)| match &self.seen[from][to] {
+                            Direction::Lost { dev, mtu } => Some(format!(
+                                "ping -M do -s {} over {dev} (MTU {mtu}) from {} to {}",
+                                mtu.saturating_sub(28),
+                                self.hosts[from],
+                                self.hosts[to]
+                            )),
+                            _ => None,
+                        });
                 if let Some(how) = how {
                     lost.push(LostPair { a, b, how });
                 }
@@ -146,15 +147,13 @@ impl PathProbe {
     pub fn suspects(&self) -> Vec<usize> {
         let n = self.hosts.len();
         let lost = self.lost();
-        let is_lost = |a: usize, b: usize| {
-            lost.iter()
-                .any(|p| (p.a, p.b) == (a.min(b), a.max(b)))
-        };
+        let is_lost = |a: usize, b: usize| lost.iter().any(|p| (p.a, p.b) == (a.min(b), a.max(b)));
         let candidates: Vec<usize> = (0..n)
             .filter(|&x| n > 2 && (0..n).filter(|&y| y != x).all(|y| is_lost(x, y)))
             .collect();
         let without = (0..n).any(|a| {
-            (a + 1..n).any(|b| !candidates.contains(&a) && !candidates.contains(&b) && self.carried(a, b))
+            (a + 1..n)
+                .any(|b| !candidates.contains(&a) && !candidates.contains(&b) && self.carried(a, b))
         });
         match without {
             true => candidates,
@@ -282,7 +281,10 @@ mod tests {
         let lost = p.lost();
         assert_eq!(lost.len(), 3);
         assert_eq!(p.pair_name(&lost[0]), "n1 <-> n3");
-        assert_eq!(lost[0].how, "ping -M do -s 1472 over eth0 (MTU 1500) from n1 to n3");
+        assert_eq!(
+            lost[0].how,
+            "ping -M do -s 1472 over eth0 (MTU 1500) from n1 to n3"
+        );
     }
 
     /// Every pair lost (ping filtered everywhere): no node told from another.
