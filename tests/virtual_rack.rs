@@ -286,6 +286,28 @@ fn doctor_counts_nodes_by_identity_and_names_a_duplicate_host() {
             .any(|f| f.check == "netdev-mtu" && f.node == "node3 (rank 3)" && f.seen == "MTU 1400"),
         "{text}"
     );
+    // A collective counts the nodes by identity too: four, one name twice.
+    let sweep = dir.join("sweep.csv");
+    let out = rack.run(
+        "all_reduce_perf",
+        &[
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-n",
+            "2",
+            "-T",
+            "20",
+            "--csv",
+            &sweep.display().to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{}", log(&out));
+    for row in read_rows(&sweep) {
+        assert_eq!(row.nnodes, 4);
+        assert_eq!(row.hosts, "node1;node2;node3;node3");
+    }
     rack.clear();
     let out = rack.run("doctor", &[]);
     let text = log(&out);
@@ -678,7 +700,10 @@ fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
     assert!(!text.contains(": PASS"), "{text}");
     // Each step would have waited timeout_s: none did.
     assert!(took < Duration::from_secs(60), "{took:?}: {text}");
-    assert_nothing_left("down", Duration::ZERO);
+    // The daemon mpirun started on node1 before node3's ssh failed left the
+    // launcher's process group (orted --daemonize): it ends itself once it
+    // notices mpirun gone, within a second or two (left at 0 s in 2 of 5 runs).
+    assert_nothing_left("down", Duration::from_secs(15));
 }
 
 #[test]

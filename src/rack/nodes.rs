@@ -700,6 +700,63 @@ mod tests {
         assert!(whats(&nodes[3])[0].starts_with("one of several machines answering as node3"));
     }
 
+    /// A test hung on every node; the path probe found node3's full-size frames
+    /// lost with everyone: node3 fails, the others carry a note and pass.
+    #[test]
+    fn the_path_probe_lays_a_hung_test_on_its_suspect() {
+        use crate::rack::probe::{Direction, PathProbe};
+        let hosts: Vec<String> = ["node1", "node2", "node3"].map(String::from).to_vec();
+        let ok = || Direction::Carried {
+            dev: "eth0".into(),
+            mtu: 1500,
+        };
+        let lost = || Direction::Lost {
+            dev: "eth0".into(),
+            mtu: 1500,
+        };
+        let u = || Direction::Unknown;
+        let probe = PathProbe {
+            hosts: hosts.clone(),
+            seen: vec![
+                vec![u(), ok(), lost()],
+                vec![ok(), u(), lost()],
+                vec![lost(), lost(), u()],
+            ],
+            outcomes: Vec::new(),
+        };
+        let mut hung = outcome(0, PathBuf::from("pairs.log"));
+        hung.exit = None;
+        hung.timed_out = true;
+        let test = TestStep {
+            name: "pairs".into(),
+            round: 1,
+            outcome: hung,
+            csv: PathBuf::from("pairs.csv"),
+            all_pairs: true,
+            launched_on: Some(hosts.clone()),
+            hosts: Vec::new(),
+            results_error: Some("pairs.csv: no pair measured".into()),
+        };
+        let nodes = node_verdicts(&Evidence {
+            hosts: &hosts,
+            launched_nodes: 3,
+            doctor: None,
+            tests: std::slice::from_ref(&test),
+            pairs: &[],
+            checks: &[],
+            probe: Some(&probe),
+        });
+        let passed: Vec<bool> = nodes.iter().map(NodeVerdict::passed).collect();
+        assert_eq!(passed, [true, true, false], "{nodes:?}");
+        assert!(whats(&nodes[0])[0].ends_with(
+            "the path probe lays it on node3: this node's paths to the others carried full-size frames"
+        ));
+        assert!(whats(&nodes[2])[1].starts_with(
+            "path probe: full-size frames were lost between node3 and every other node (ping -M do \
+             -s 1472 over eth0 (MTU 1500) from node1 to node3; "
+        ));
+    }
+
     /// Doctor answered from every node launched, under names the spec does not
     /// use: the spec's name is another name of one of them, not a missing node.
     #[test]
