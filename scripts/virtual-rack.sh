@@ -190,8 +190,10 @@ inside() {
     # host's /tmp, where it is /tmp/ompi.HOSTNAME.UID/jf.JOB, so under `fault
     # duphost` two daemons of one name would share (and each remove at its end)
     # one job directory, the other's PMIx store in it.
-    mkdir -p "$STATE/tmp/$node"
-    export OMPI_MCA_orte_tmpdir_base=$STATE/tmp/$node
+    if [ "$node" != head ]; then
+        mkdir -p "$STATE/tmp/$node"
+        export OMPI_MCA_orte_tmpdir_base=$STATE/tmp/$node
+    fi
     local f=$STATE/faults/$node
     if [ -f "$f.env" ]; then
         while IFS= read -r kv; do export "${kv?}"; done <"$f.env"

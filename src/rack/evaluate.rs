@@ -502,7 +502,7 @@ pub fn evaluate_pair_counters(
             if let Some(node) = matrix.standout(STANDOUT) {
                 let why = format!(
                     "{} is at one end of every pair whose rounds moved {} most, each at least \
-                     {STANDOUT}x any pair without it: the suspect",
+                     {STANDOUT}x any other pair: the suspect",
                     results.labels[node],
                     class.name()
                 );
@@ -968,7 +968,7 @@ max = 10
         let r = evaluate_pair_counters(&pair_check(), &max, &results);
         assert!(!r.passed());
         let why = "node3 is at one end of every pair whose rounds moved retransmits most, each \
-                   at least 10x any pair without it: the suspect";
+                   at least 10x any other pair: the suspect";
         assert_eq!(r.suspects, [("node3".to_string(), why.to_string())]);
         assert_eq!(r.details.last().map(String::as_str), Some(why));
         // Within the limit: no suspect, whatever stands out.
