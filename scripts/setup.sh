@@ -8,7 +8,7 @@
 # (scripts/compare.ipynb executed headless), pip (scripts/nccl-wheels.sh fetches
 # the NCCL wheels of the ABI check), and for the virtual rack and its
 # tests (scripts/virtual-rack.sh, tests/virtual_rack.rs): iproute2 (ip, tc), nftables
-# (`fault loss`),
+# (`fault loss`), iputils-ping (rack_check's path probe after a hung test),
 # util-linux (nsenter, unshare, setpriv), and Debian's chromium with python3-pil
 # (report.html rendered and its screenshot checked); man-db (tests/docs_drift.rs
 # reads every generated man page with `man -l`); mmdebstrap and umoci (the
@@ -21,7 +21,7 @@ packages=(openmpi-bin libopenmpi-dev mpich libmpich-dev libclang-dev clang cmake
           libibverbs1 ibverbs-providers libibverbs-dev rdma-core perftest
           python3 python3-pip python3-pandas python3-matplotlib
           python3-nbconvert python3-nbclient python3-ipykernel
-          iproute2 nftables util-linux chromium python3-pil man-db mmdebstrap umoci
+          iproute2 nftables iputils-ping util-linux chromium python3-pil man-db mmdebstrap umoci
           slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do

@@ -306,6 +306,14 @@ inside() {
     # ip netns exec gave this process a mount namespace of its own (slave to
     # the host's): this bind mount is seen by the node's processes only.
     mount --bind "$STATE/hosts" /etc/hosts
+    # Open MPI's session directory, as on a node of its own: the nodes share this
+    # host's /tmp, where it is /tmp/ompi.HOSTNAME.UID/jf.JOB, so under `fault
+    # duphost` two daemons of one name would share (and each remove at its end)
+    # one job directory, the other's PMIx store in it.
+    if [ "$node" != head ]; then
+        mkdir -p "$STATE/tmp/$node"
+        export OMPI_MCA_orte_tmpdir_base=$STATE/tmp/$node
+    fi
     local f=$STATE/faults/$node
     if [ -f "$f.env" ]; then
         while IFS= read -r kv; do export "${kv?}"; done <"$f.env"

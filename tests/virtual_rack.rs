@@ -291,6 +291,28 @@ fn doctor_counts_nodes_by_identity_and_names_a_duplicate_host() {
             .any(|f| f.check == "netdev-mtu" && f.node == "node3 (rank 3)" && f.seen == "MTU 1400"),
         "{text}"
     );
+    // A collective counts the nodes by identity too: four, one name twice.
+    let sweep = dir.join("sweep.csv");
+    let out = rack.run(
+        "all_reduce_perf",
+        &[
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-n",
+            "2",
+            "-T",
+            "20",
+            "--csv",
+            &sweep.display().to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{}", log(&out));
+    for row in read_rows(&sweep) {
+        assert_eq!(row.nnodes, 4);
+        assert_eq!(row.hosts, "node1;node2;node3;node3");
+    }
     rack.clear();
     let out = rack.run("doctor", &[]);
     let text = log(&out);
@@ -683,7 +705,10 @@ fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
     assert!(!text.contains(": PASS"), "{text}");
     // Each step would have waited timeout_s: none did.
     assert!(took < Duration::from_secs(60), "{took:?}: {text}");
-    assert_nothing_left("down", Duration::ZERO);
+    // The daemon mpirun started on node1 before node3's ssh failed left the
+    // launcher's process group (orted --daemonize): it ends itself once it
+    // notices mpirun gone, within a second or two (left at 0 s in 2 of 5 runs).
+    assert_nothing_left("down", Duration::from_secs(15));
 }
 
 #[test]
@@ -722,14 +747,15 @@ fn rack_check_counts_nodes_by_identity() {
 
 /// A step that outlives timeout_s (all-pairs behind a switch port whose MTU
 /// drops the large frames) fails its checks, says it was killed, and leaves
-/// no daemon or rank behind.
+/// no daemon or rank behind; the path probe that follows names node3, whose
+/// port it is, and only it.
 #[test]
 fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
     let rack = Rack::up();
     rack.fault(&["switch-mtu", "node3", "1280"]);
     let dir = scratch("rack-timeout");
     let report = dir.join("report");
-    let (text, _) = failing_rack_check(&rack, &dir, 15, QUICK_TESTS);
+    let (text, took) = failing_rack_check(&rack, &dir, 15, QUICK_TESTS);
     let killed = "timed out after 15 s (timeout_s) and was killed with its process group";
     assert!(
         text.contains(&format!("rack_check: test pairs: {killed}")),
@@ -741,10 +767,30 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
         "{text}"
     );
     assert!(!text.contains("pairs all pairs: PASS"), "{text}");
+    assert!(
+        text.contains("rack_check: probe: 3 of 6 pairs lost full-size frames; the suspect: node3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rack_check: node node3: FAIL: test pairs did not finish with its results")
+            && text.contains(
+                "path probe: full-size frames were lost between node3 and every other node"
+            ),
+        "{text}"
+    );
+    for healthy in ["node1", "node2", "node4"] {
+        assert!(
+            text.contains(&format!("rack_check: node {healthy}: PASS")),
+            "{text}"
+        );
+    }
     for file in ["summary.md", "report.html", "checks.json"] {
         let body = std::fs::read_to_string(report.join(file)).unwrap();
         assert!(body.contains(killed), "{file}: {body}");
     }
+    // Doctor, three rounds of the sweep, the hung step (15 s and its grace),
+    // the probe (a lost pair waits 3 s at most): well within 3 minutes.
+    assert!(took < Duration::from_secs(180), "{took:?}: {text}");
     assert_nothing_left("switch-mtu", Duration::ZERO);
 }
 
@@ -820,35 +866,23 @@ fn a_cut_during_all_pairs_keeps_the_pairs_measured_before_it() {
     assert_nothing_left("cut", Duration::from_secs(60));
 }
 
-/// 5% loss on node3 (nftables, both ways): never a PASS, and node3 named.
-/// Over TCP the loss hides in retransmits; all-pairs reads them around each
-/// round, so node3's pairs retransmit hundreds and the others a few (a
-/// loaded host's noise): the counters check lays the failure on node3 alone.
+/// 2% loss on node3 (nftables, both ways), judged by the shipped spec
+/// (scripts/rack-virtual.toml): never a PASS, and node3 named. Over TCP the
+/// loss hides in retransmits; the spec's retransmits test reads them around
+/// each round of all-pairs, so node3's pairs retransmit hundreds and the others
+/// a few (a loaded host's noise): its counters check lays the failure on node3.
 #[test]
-fn rack_check_names_a_lossy_node_by_its_pairs_retransmits() {
+fn the_shipped_spec_names_a_lossy_node_by_its_pairs_retransmits() {
     let rack = Rack::up();
-    rack.fault(&["loss", "node3", "5"]);
+    rack.fault(&["loss", "node3", "2"]);
     let dir = scratch("rack-loss");
-    let tests = r#"
-[[test]]
-name = "pairs"
-binary = "sendrecv_perf"
-args = ["--all-pairs", "-b", "256K", "-e", "256K", "-n", "20", "-w", "1", "-T", "20"]
-[[check]]
-test = "pairs"
-metric = "all-pairs"
-slow_fraction = 0.1
-slow_latency = 1000000
-[[check]]
-test = "pairs"
-metric = "counters"
-max_retransmits = 50
-"#;
-    let (text, _) = failing_rack_check(&rack, &dir, 60, tests);
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/rack-virtual.toml");
+    let (run, took) = rack_check_on(&rack, &spec, &dir.join("report"));
+    let text = log(&run);
+    assert_eq!(run.status.code(), Some(1), "after {took:?}: {text}");
     assert!(
-        text.contains(
-            "rack_check: pairs fabric counters retransmits <= 50 over every pair's round: FAIL "
-        ),
+        text.contains("rack_check: retransmits fabric counters retransmits <= ")
+            && text.contains(" over every pair's round: FAIL "),
         "{text}"
     );
     let suspect = "is at one end of every pair whose rounds moved retransmits most";
@@ -868,6 +902,8 @@ max_retransmits = 50
             .all(|l| l.contains("node3")),
         "{text}"
     );
+    eprintln!("loss: rack_check failed in {took:?}");
+    assert!(took < Duration::from_secs(300), "{took:?}: {text}");
     assert_nothing_left("loss", Duration::ZERO);
 }
 

@@ -34,26 +34,28 @@ impl Matrix {
         self.0[a][b]
     }
 
-    /// The one node at an end of every pair where a count moved most: each of
-    /// its pairs at least `factor` times the largest count of any pair without
-    /// it (taken as 1 at least, so a pair with no count of its own still needs
-    /// `factor`). None with fewer than 3 nodes (no pair without it to compare),
-    /// where a pair is unmeasured, or where no node stands out so.
+    /// The one node at an end of every pair where a count moved most: the
+    /// pairs that each moved at least `factor` times the largest count of
+    /// every other pair (taken as 1 at least, so a pair with no count of its
+    /// own still needs `factor`), two or more of them, all share that node. A
+    /// lossy node's pairs need not all stand out: random loss may spare one.
+    /// None with fewer than 3 nodes, where a pair is unmeasured, where one pair
+    /// alone stands out (either end could be at fault), or where the pairs
+    /// that stand out share no node or two.
     pub fn standout(&self, factor: f64) -> Option<usize> {
         let n = self.0.len();
-        if n < 3 || self.pairs().len() != n * (n - 1) / 2 {
+        let mut pairs = self.pairs();
+        if n < 3 || pairs.len() != n * (n - 1) / 2 {
             return None;
         }
-        let stands_out = |node: usize| {
-            let (mine, others): (Vec<_>, Vec<_>) = self
-                .pairs()
-                .into_iter()
-                .partition(|&(a, b, _)| a == node || b == node);
-            let most_without = others.iter().map(|p| p.2).fold(1.0, f64::max);
-            mine.iter().all(|p| p.2 >= factor * most_without)
-        };
-        let found: Vec<usize> = (0..n).filter(|&i| stands_out(i)).collect();
-        match found[..] {
+        pairs.sort_by(|x, y| y.2.total_cmp(&x.2));
+        // The smallest top group (two pairs or more) whose every pair is at
+        // least `factor` times every pair below it.
+        let k = (2..pairs.len()).find(|&k| pairs[k - 1].2 >= factor * pairs[k].2.max(1.0))?;
+        let shared: Vec<usize> = (0..n)
+            .filter(|&x| pairs[..k].iter().all(|&(a, b, _)| a == x || b == x))
+            .collect();
+        match shared[..] {
             [one] => Some(one),
             _ => None,
         }
@@ -328,8 +330,15 @@ pub(super) mod tests {
             m.set(a, b, v);
         }
         assert_eq!(m.standout(10.0), Some(2));
-        // One of its pairs within 10x of a pair without it: no node named.
+        // One of its pairs spared by the loss: the two that stand out still
+        // share node 2 alone.
         m.set(0, 2, 19.0);
+        assert_eq!(m.standout(10.0), Some(2));
+        // Only one pair stands out: either end could be at fault.
+        m.set(1, 2, 3.0);
+        assert_eq!(m.standout(10.0), None);
+        // Two pairs stand out that share no node: nobody named.
+        m.set(0, 1, 500.0);
         assert_eq!(m.standout(10.0), None);
         // Counts that moved everywhere alike name nobody.
         let mut flat = Matrix::empty(3);

@@ -112,7 +112,11 @@ pub(super) fn describe_run(
         transport,
         library_version: opened.info.library_version.clone(),
         device,
-        hosts: distinct((0..comm.size()).map(|r| comm.host(r).to_string())),
+        // One name per machine (by identity): two nodes of one name count as two.
+        hosts: distinct((0..comm.size()).map(|r| (comm.host(r), comm.identity(r))))
+            .into_iter()
+            .map(|(h, _)| h.to_string())
+            .collect(),
         nranks: ranks.len(),
         env,
         iters: plan.iters,

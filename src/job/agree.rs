@@ -12,6 +12,11 @@ pub trait Group {
     fn size(&self) -> usize;
     /// Host name of `rank`.
     fn host(&self, rank: usize) -> &str;
+    /// Machine identity of `rank` ("" where unknown): two ranks of one host
+    /// name and different identities are on two nodes.
+    fn identity(&self, _rank: usize) -> &str {
+        ""
+    }
     /// Every rank's bytes, on every rank (a collective step).
     fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>>;
 }

@@ -163,6 +163,13 @@ impl Group for Job {
         }
     }
 
+    fn identity(&self, rank: usize) -> &str {
+        match self {
+            Job::Alone(a) => a.identity(rank),
+            Job::Mpi(w) => w.identity(rank),
+        }
+    }
+
     fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {
         match self {
             Job::Alone(a) => a.all_gather_bytes(mine),

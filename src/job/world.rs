@@ -69,28 +69,36 @@ impl World {
                 (host.to_string(), id.to_string())
             })
             .unzip();
-        // A node is a host name, as nccl-tests counts them. Not MPI_Comm_split_type: making
-        // any communicator leaves Open MPI 4.1's libnbc progress hook running for good, a
-        // cost on every later call of the timed loop (1% of an 8-byte allreduce's cycles).
-        let mine = &world.hosts[rank];
-        world.local_rank = world.hosts[..rank].iter().filter(|h| *h == mine).count();
-        world.local_size = world.hosts.iter().filter(|h| *h == mine).count();
+        // A node is a host name and a machine identity (nccl-tests counts names alone,
+        // and two machines of one name would share local ranks). Not MPI_Comm_split_type:
+        // making any communicator leaves Open MPI 4.1's libnbc progress hook running for
+        // good, a cost on every later call of the timed loop (1% of an 8-byte allreduce's cycles).
+        let mine = world.machine(rank);
+        let local_rank = (0..rank).filter(|&r| world.machine(r) == mine).count();
+        let local_size = (0..size).filter(|&r| world.machine(r) == mine).count();
+        (world.local_rank, world.local_size) = (local_rank, local_size);
         Ok(world)
+    }
+
+    /// The machine of `rank`: its host name and identity.
+    fn machine(&self, rank: usize) -> (&str, &str) {
+        (&self.hosts[rank], &self.identities[rank])
     }
 
     pub fn is_root(&self) -> bool {
         self.rank == 0
     }
 
-    /// Distinct host names in order of first rank.
+    /// One host name per machine, in order of first rank: machines are told
+    /// apart by identity, so two nodes answering as one name are two entries.
     pub fn nodes(&self) -> Vec<String> {
-        let mut nodes: Vec<String> = Vec::new();
-        for h in &self.hosts {
-            if !nodes.contains(h) {
-                nodes.push(h.clone());
+        let mut machines: Vec<(&str, &str)> = Vec::new();
+        for r in 0..self.size {
+            if !machines.contains(&self.machine(r)) {
+                machines.push(self.machine(r));
             }
         }
-        nodes
+        machines.into_iter().map(|(h, _)| h.to_string()).collect()
     }
 
     /// A host name that ranks of different machine identities claim (a node
@@ -195,6 +203,10 @@ impl super::Group for World {
 
     fn host(&self, rank: usize) -> &str {
         &self.hosts[rank]
+    }
+
+    fn identity(&self, rank: usize) -> &str {
+        &self.identities[rank]
     }
 
     fn all_gather_bytes(&self, mine: &[u8]) -> Vec<Vec<u8>> {

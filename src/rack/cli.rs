@@ -5,6 +5,7 @@ use super::check::{Check, CheckKind};
 use super::evaluate::{evaluate, not_run, CheckResult, Verdict};
 use super::launch::shell_line;
 use super::nodes::{node_verdicts, pairs_outcomes, Evidence};
+use super::probe::after_tests;
 use super::report::checks_json;
 use super::report::RunReport;
 use super::rounds::{remeasure, Budget};
@@ -285,6 +286,7 @@ fn run() -> Result<ExitStatus, String> {
         println!("rack_check: re-measuring stopped: {why}");
     }
     let tests: Vec<TestStep> = steps.into_iter().flatten().collect();
+    let probe = after_tests(launch, &tests, !unreachable.is_empty(), &out, timeout);
     let pairs = pairs_outcomes(&spec.checks, &tests);
     let nodes = node_verdicts(&Evidence {
         hosts: &launch.hosts,
@@ -293,6 +295,7 @@ fn run() -> Result<ExitStatus, String> {
         tests: &tests,
         pairs: &pairs,
         checks: &checks,
+        probe: probe.as_ref(),
     });
     for n in &nodes {
         let failed: Vec<&str> = n

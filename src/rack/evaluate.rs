@@ -155,12 +155,7 @@ fn round_figure(check: &Check, rows: &[Row]) -> Result<RoundFigure, Vec<String>>
                 false => w,
             })
             .expect("rows at the size");
-        format!(
-            "slowest rank {} of {} on {}",
-            worst.slowest_rank,
-            worst.nranks,
-            worst.hosts.replace(';', ", ")
-        )
+        slowest_rank(worst)
     };
     let mut problems = Vec::new();
     // A value that is not a number (NaN, inf) is no measurement.
@@ -188,6 +183,25 @@ fn round_figure(check: &Check, rows: &[Row]) -> Result<RoundFigure, Vec<String>>
         slowest_low: slowest(&|v, w| v < w),
         slowest_high: slowest(&|v, w| v > w),
     })
+}
+
+/// The slowest rank of a row, and where to look. Its host is named only where
+/// the row tells it (one node); in a collective of more than two ranks every
+/// rank waits on the slowest link, so the slowest rank may be that link's
+/// victim on another node: all-pairs, which times each pair alone, names the node.
+fn slowest_rank(row: &Row) -> String {
+    let hosts: Vec<&str> = row.hosts.split(';').filter(|h| !h.is_empty()).collect();
+    let rank = format!("slowest rank {} of {}", row.slowest_rank, row.nranks);
+    match hosts[..] {
+        [one] => format!("{rank} on {one}"),
+        _ if row.nranks > 2 => format!(
+            "{rank}, on one of {} nodes; in {} every rank waits on the slowest link, so the \
+             slowest rank may be its victim: all-pairs (sendrecv_perf --all-pairs) names the node",
+            hosts.len(),
+            row.collective
+        ),
+        _ => format!("{rank}, between {}", hosts.join(" and ")),
+    }
 }
 
 /// A row check over rounds (one set of rows per round): each round's worst
@@ -488,7 +502,7 @@ pub fn evaluate_pair_counters(
             if let Some(node) = matrix.standout(STANDOUT) {
                 let why = format!(
                     "{} is at one end of every pair whose rounds moved {} most, each at least \
-                     {STANDOUT}x any pair without it: the suspect",
+                     {STANDOUT}x any other pair: the suspect",
                     results.labels[node],
                     class.name()
                 );
@@ -583,6 +597,7 @@ mod tests {
             nranks: 4,
             hosts: "a;b".into(),
             slowest_rank: 3,
+            collective: "all_reduce".into(),
             ..Row::default()
         }
     }
@@ -641,7 +656,10 @@ max = 10
             vec![
                 "busbw 39.900 GB/s, 95% interval 39.900 to 39.900, 3 rounds: wholly below 40"
                     .to_string(),
-                "slowest rank 3 of 4 on a, b".to_string()
+                "slowest rank 3 of 4, on one of 2 nodes; in all_reduce every rank waits on the \
+                 slowest link, so the slowest rank may be its victim: all-pairs (sendrecv_perf \
+                 --all-pairs) names the node"
+                    .to_string()
             ]
         );
         let r = thrice(&c[1], &[row(8, "out-of-place", 0.0, 10.5)]);
@@ -703,7 +721,10 @@ max = 10
                 r.details[0],
                 format!("round 1: busbw is {bad} in 1 of 2 rows: not a measurement")
             );
-            assert_eq!(r.details[1], "round 1: slowest rank 3 of 4 on a, b");
+            assert!(
+                r.details[1].starts_with("round 1: slowest rank 3 of 4, on one of 2 nodes; in "),
+                "{r:?}"
+            );
             let r = thrice(&c[1], &[row(8, "out-of-place", 1.0, bad)]);
             assert!(!r.passed(), "{bad}: {r:?}");
             assert_eq!(
@@ -947,7 +968,7 @@ max = 10
         let r = evaluate_pair_counters(&pair_check(), &max, &results);
         assert!(!r.passed());
         let why = "node3 is at one end of every pair whose rounds moved retransmits most, each \
-                   at least 10x any pair without it: the suspect";
+                   at least 10x any other pair: the suspect";
         assert_eq!(r.suspects, [("node3".to_string(), why.to_string())]);
         assert_eq!(r.details.last().map(String::as_str), Some(why));
         // Within the limit: no suspect, whatever stands out.

@@ -6,6 +6,7 @@
 
 use super::check::{Check, CheckKind};
 use super::check_result::CheckResult;
+use super::probe::PathProbe;
 use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
 use crate::allpairs::alone::judge_launches;
 use crate::allpairs::{gbs, PairResults, Thresholds, Verdict};
@@ -95,6 +96,8 @@ pub struct Evidence<'a> {
     pub pairs: &'a [PairsOutcome],
     /// The checks' results: a failed one's suspects fail their nodes.
     pub checks: &'a [CheckResult],
+    /// The path probe run after a test that did not finish, if one was.
+    pub probe: Option<&'a PathProbe>,
 }
 
 /// The nodes in the order first seen, each with its problems in the order found.
@@ -117,11 +120,13 @@ impl NodeList {
     }
 
     fn fail(&mut self, node: &str, what: String, fix: String) {
-        self.at(node).problems.push(NodeProblem {
-            fails: true,
-            what,
-            fix,
-        });
+        self.add(node, true, what, fix);
+    }
+
+    fn add(&mut self, node: &str, fails: bool, what: String, fix: String) {
+        self.at(node)
+            .problems
+            .push(NodeProblem { fails, what, fix });
     }
 }
 
@@ -152,7 +157,10 @@ pub fn node_verdicts(e: &Evidence) -> Vec<NodeVerdict> {
         not_checked_by_doctor(&mut nodes, d, e.launched_nodes);
     }
     for t in e.tests.iter().filter(|t| !t.ran()) {
-        not_finished(&mut nodes, t);
+        not_finished(&mut nodes, t, e.probe);
+    }
+    if let Some(p) = e.probe {
+        probe_problems(&mut nodes, p);
     }
     for p in e.pairs {
         pair_problems(&mut nodes, p);
@@ -290,8 +298,10 @@ const DUPLICATE_FIX: &str = "give every node its own host name (hostnamectl set-
 check the launcher's host list: until then their results cannot be told apart";
 
 /// A test that did not finish with its results checked nothing on the nodes it
-/// ran on (every node, where the spec names none).
-fn not_finished(nodes: &mut NodeList, t: &TestStep) {
+/// ran on (every node, where the spec names none). Where the path probe laid
+/// the hang on other nodes and this node's own paths carried full-size
+/// frames, that is said, and does not fail it.
+fn not_finished(nodes: &mut NodeList, t: &TestStep, probe: Option<&PathProbe>) {
     let on: Vec<String> = match &t.launched_on {
         Some(hosts) => hosts.clone(),
         None => nodes.0.iter().map(|n| n.node.clone()).collect(),
@@ -304,7 +314,52 @@ fn not_finished(nodes: &mut NodeList, t: &TestStep) {
             t.status(),
             log_says(&t.outcome.log, &node)
         );
-        nodes.fail(&node, what, STEP_FIX.into());
+        match probe.filter(|p| p.clears(&node)) {
+            Some(p) => {
+                let what = format!(
+                    "{what}; the path probe lays it on {}: this node's paths to the others carried full-size frames",
+                    p.suspect_names().join(", ")
+                );
+                nodes.add(&node, false, what, STEP_FIX.into());
+            }
+            None => nodes.fail(&node, what, STEP_FIX.into()),
+        }
+    }
+}
+
+const PATH_FIX: &str = "compare the MTU of the node's interface (ip link) with its switch port's and every \
+port on the path (show interface, jumbo frames on the VLAN): a port below the node's MTU drops every \
+full-size frame, while the launch's small ones pass; then check the cable and the port's error counters";
+
+/// The path probe's suspects, and each lost pair no suspect explains at both ends.
+fn probe_problems(nodes: &mut NodeList, p: &PathProbe) {
+    let suspects = p.suspects();
+    let lost = p.lost();
+    for &s in &suspects {
+        let pairs: Vec<String> = lost
+            .iter()
+            .filter(|l| l.a == s || l.b == s)
+            .map(|l| l.how.clone())
+            .collect();
+        let what = format!(
+            "path probe: full-size frames were lost between {} and every other node ({}), \
+             while the pairs without it carried them: the suspect",
+            p.hosts[s],
+            pairs.join("; ")
+        );
+        nodes.fail(&p.hosts[s], what, PATH_FIX.into());
+    }
+    for l in lost
+        .iter()
+        .filter(|l| !suspects.contains(&l.a) && !suspects.contains(&l.b))
+    {
+        for (me, other) in [(l.a, l.b), (l.b, l.a)] {
+            let what = format!(
+                "path probe: full-size frames lost between {} and {} ({})",
+                p.hosts[me], p.hosts[other], l.how
+            );
+            nodes.fail(&p.hosts[me], what, PATH_FIX.into());
+        }
     }
 }
 
@@ -452,6 +507,7 @@ mod tests {
             tests,
             pairs,
             checks: &[],
+            probe: None,
         })
     }
 
@@ -642,6 +698,63 @@ mod tests {
               m-b-net:[1]; rank 3 from m-b-net:[2]: node4 is likely one of them, under another node's name"]
         );
         assert!(whats(&nodes[3])[0].starts_with("one of several machines answering as node3"));
+    }
+
+    /// A test hung on every node; the path probe found node3's full-size frames
+    /// lost with everyone: node3 fails, the others carry a note and pass.
+    #[test]
+    fn the_path_probe_lays_a_hung_test_on_its_suspect() {
+        use crate::rack::probe::{Direction, PathProbe};
+        let hosts: Vec<String> = ["node1", "node2", "node3"].map(String::from).to_vec();
+        let ok = || Direction::Carried {
+            dev: "eth0".into(),
+            mtu: 1500,
+        };
+        let lost = || Direction::Lost {
+            dev: "eth0".into(),
+            mtu: 1500,
+        };
+        let u = || Direction::Unknown;
+        let probe = PathProbe {
+            hosts: hosts.clone(),
+            seen: vec![
+                vec![u(), ok(), lost()],
+                vec![ok(), u(), lost()],
+                vec![lost(), lost(), u()],
+            ],
+            outcomes: Vec::new(),
+        };
+        let mut hung = outcome(0, PathBuf::from("pairs.log"));
+        hung.exit = None;
+        hung.timed_out = true;
+        let test = TestStep {
+            name: "pairs".into(),
+            round: 1,
+            outcome: hung,
+            csv: PathBuf::from("pairs.csv"),
+            all_pairs: true,
+            launched_on: Some(hosts.clone()),
+            hosts: Vec::new(),
+            results_error: Some("pairs.csv: no pair measured".into()),
+        };
+        let nodes = node_verdicts(&Evidence {
+            hosts: &hosts,
+            launched_nodes: 3,
+            doctor: None,
+            tests: std::slice::from_ref(&test),
+            pairs: &[],
+            checks: &[],
+            probe: Some(&probe),
+        });
+        let passed: Vec<bool> = nodes.iter().map(NodeVerdict::passed).collect();
+        assert_eq!(passed, [true, true, false], "{nodes:?}");
+        assert!(whats(&nodes[0])[0].ends_with(
+            "the path probe lays it on node3: this node's paths to the others carried full-size frames"
+        ));
+        assert!(whats(&nodes[2])[1].starts_with(
+            "path probe: full-size frames were lost between node3 and every other node (ping -M do \
+             -s 1472 over eth0 (MTU 1500) from node1 to node3; "
+        ));
     }
 
     /// Doctor answered from every node launched, under names the spec does not

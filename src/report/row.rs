@@ -104,11 +104,13 @@ csv_row! {
         pub library_version: String,
         /// Where the buffers live: `host`, or the GPUs' (or RDMA devices') names.
         pub device: String,
-        /// The distinct host names, `;`-separated, in rank order.
+        /// The host name of each node, `;`-separated, in rank order: one per
+        /// machine, so a name two machines answer as appears twice.
         pub hosts: String,
         /// Ranks in the job (with `-g`, processes x GPUs each).
         pub nranks: usize,
-        /// Distinct hosts in the job.
+        /// Nodes in the job, counted by machine identity (machine-id, boot id,
+        /// network namespace), not by host name.
         pub nnodes: usize,
         /// What was measured: the collective (`all_reduce`, `all_gather`, `broadcast`,
         /// `reduce`, `reduce_scatter`, `alltoall`, `alltoallv`, `gather`, `scatter`,
