@@ -4,7 +4,7 @@
 //! and what to check, in the guide's order.
 
 use super::{Placement, RunInfo, SizeResult};
-use crate::cli::shown;
+use crate::limits::trim_number;
 
 /// --expected: the last columns, name and unit lines: the model's busbw and
 /// busbw as a percentage of it, out of place and in place.
@@ -47,9 +47,9 @@ pub fn shortfalls(run: &RunInfo, r: &SizeResult) -> Vec<String> {
                 "# Short of expected: {} B {}: busbw {} GB/s is {:.0}% of the {} GB/s the model expects ({}, bound {}); {}",
                 r.size_bytes,
                 m.placement.name(),
-                shown(m.busbw_gbs),
+                trim_number(m.busbw_gbs),
                 e.percent(m.busbw_gbs),
-                shown(e.busbw_gbs),
+                trim_number(e.busbw_gbs),
                 e.algorithm.name(),
                 e.bottleneck.as_deref().unwrap_or("by latency"),
                 model.checks()

@@ -138,6 +138,7 @@ impl<W: Write> Table<W> {
     /// nccl-tests' -I column header (its writeResultHeader), -S column included.
     fn per_iter_header(&mut self, run: &RunInfo) -> std::io::Result<()> {
         let (pad, label, format) = timestamp_column(run);
+        let tail = tail_columns(run);
         let time = if run.report_cputime {
             "cputime"
         } else {
@@ -150,14 +151,14 @@ impl<W: Write> Table<W> {
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {label:>pad$}{}",
             "size", "count", "type", "redop", "root",
             time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
-            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", format!("{}{}", rounds_columns(run)[0], expected::columns(run)[0])
+            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", tail[0]
         )?;
         writeln!(
             o,
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {format:>pad$}{}",
             "(B)", "(elements)", "", "", "",
             "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
-            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", format!("{}{}", rounds_columns(run)[1], expected::columns(run)[1])
+            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", tail[1]
         )
     }
 }
@@ -172,6 +173,14 @@ fn rounds_columns(run: &RunInfo) -> [String; 2] {
         ],
         false => [String::new(), String::new()],
     }
+}
+
+/// The columns after nccl-tests' and the percentiles, name and unit lines:
+/// --rounds', then --expected's.
+fn tail_columns(run: &RunInfo) -> [String; 2] {
+    let [rounds_name, rounds_unit] = rounds_columns(run);
+    let [expected_name, expected_unit] = expected::columns(run);
+    [rounds_name + &expected_name, rounds_unit + &expected_unit]
 }
 
 /// -S: nccl-tests' timestamp column: its width, label and format line.
@@ -280,6 +289,7 @@ impl<W: Write> Exporter for Table<W> {
             0 => String::new(),
             _ => format!(" {t:>pad$}"),
         };
+        let tail = tail_columns(run);
         let o = &mut self.out;
         // -C 1: nccl-tests labels the time columns "cputime".
         let time = if run.report_cputime {
@@ -295,13 +305,13 @@ impl<W: Write> Exporter for Table<W> {
             o,
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}{}",
             "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong", ts(label),
-            "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max", format!("{}{}", rounds_columns(run)[0], expected::columns(run)[0])
+            "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max", tail[0]
         )?;
         writeln!(
             o,
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}{}",
             "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ts(format),
-            "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", format!("{}{}", rounds_columns(run)[1], expected::columns(run)[1])
+            "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", tail[1]
         )?;
         o.flush()?;
         Ok(())
