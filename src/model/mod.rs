@@ -325,16 +325,19 @@ mod tests {
         }
     }
 
-    fn run(library: Library, nranks: usize, nnodes: usize, limits: &[Limit]) -> Model {
-        Model::new(&RunShape {
+    fn shape(library: Library, nranks: usize, nnodes: usize, limits: &[Limit]) -> RunShape<'_> {
+        RunShape {
             library,
             nranks,
             nnodes,
             limits,
             split: false,
             latency_us: None,
-        })
-        .unwrap()
+        }
+    }
+
+    fn run(library: Library, nranks: usize, nnodes: usize, limits: &[Limit]) -> Model {
+        Model::new(&shape(library, nranks, nnodes, limits)).unwrap()
     }
 
     #[test]
@@ -398,15 +401,7 @@ mod tests {
     #[test]
     fn no_model_without_links() {
         let none = |library, nranks, nnodes, limits: &[Limit]| {
-            Model::new(&RunShape {
-                library,
-                nranks,
-                nnodes,
-                limits,
-                split: false,
-                latency_us: None,
-            })
-            .unwrap_err()
+            Model::new(&shape(library, nranks, nnodes, limits)).unwrap_err()
         };
         assert!(none(Library::Mpi, 4, 1, &[]).contains("shared memory"));
         assert!(none(Library::Mpi, 4, 2, &[]).contains("give --limit"));
