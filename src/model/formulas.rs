@@ -104,9 +104,10 @@ pub fn hierarchical_all_reduce(shape: Shape) -> Vec<Phase> {
     vec![within.clone(), across, within]
 }
 
-/// Rabenseifner's all-reduce (recursive halving, then recursive doubling), as
-/// Open MPI's tuned component runs large all-reduces: steps at distances of k
-/// ranks or more cross nodes with all k ranks of a node at once.
+/// Rabenseifner's all-reduce (recursive halving, then recursive doubling), one
+/// of the algorithms Open MPI's tuned component runs large all-reduces with:
+/// steps at distances of k ranks or more cross nodes with all k ranks of a
+/// node at once.
 pub fn rabenseifner_all_reduce(shape: Shape) -> Vec<Phase> {
     let (k, nodes) = (shape.per_node as f64, shape.nodes as f64);
     vec![

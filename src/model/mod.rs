@@ -67,10 +67,11 @@ pub enum Library {
 /// The algorithm assumed for `collective`, or None: no model for it.
 /// NCCL: rings (its default for bandwidth-bound sizes), and for an all-reduce
 /// whose TUNING log says TREE across nodes of several GPUs, the hierarchical
-/// form (a chain within the node, a tree across nodes). Open MPI's tuned
-/// component (fixed decisions, 4.1): Rabenseifner for large all-reduces, ring
-/// (or recursive halving/doubling, of the same bandwidth term on one rank a
-/// node) for all-gather and reduce-scatter, pairwise exchange for alltoall.
+/// form (a chain within the node, a tree across nodes). MPI: the
+/// bandwidth-optimal algorithm, Rabenseifner for all-reduce, the ring for
+/// all-gather and reduce-scatter, pairwise exchange for alltoall; Open MPI's
+/// fixed decisions may pick another, slower one (measured in docs/model.md),
+/// which the model then shows short of what the links allow.
 pub fn algorithm(
     library: Library,
     collective: &str,
