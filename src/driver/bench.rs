@@ -196,16 +196,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         self.watchdog.enter_call();
         result.counters = fabric.after(self.comm, before);
         self.watchdog.end();
-        if let Some(model) = self.model.as_mut() {
-            let times: Vec<f64> = result.measurements.iter().map(|m| m.time_us).collect();
-            result.expected = model.expect(
-                &result.collective,
-                result.size_bytes,
-                result.busbw_factor,
-                &times,
-                result.nccl_algo.as_deref(),
-            );
-        }
+        result.expected = self.model.as_mut().and_then(|m| result.expect(m));
         for e in exporters.iter_mut() {
             e.record(run, &result)?;
         }

@@ -1,10 +1,27 @@
-//! The table's `--expected` columns: the performance model's busbw for each
+//! A size's expected figures from the run's model, and the table's
+//! `--expected` columns: the performance model's busbw for each
 //! line, each placement's busbw as a percentage of it, and a line for each
 //! bandwidth-bound size short of expected naming the link the model says binds
 //! and what to check, in the guide's order.
 
 use super::{Placement, RunInfo, SizeResult};
 use crate::limits::trim_number;
+use crate::model::{Expected, Model};
+
+impl SizeResult {
+    /// What `model` expects of this size, after taking its measured times into
+    /// the model's latency calibration.
+    pub fn expect(&self, model: &mut Model) -> Option<Expected> {
+        let times: Vec<f64> = self.measurements.iter().map(|m| m.time_us).collect();
+        model.expect(
+            &self.collective,
+            self.size_bytes,
+            self.busbw_factor,
+            &times,
+            self.nccl_algo.as_deref(),
+        )
+    }
+}
 
 /// --expected: the last columns, name and unit lines: the model's busbw and
 /// busbw as a percentage of it, out of place and in place.
