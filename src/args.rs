@@ -4,7 +4,7 @@
 
 use crate::backend::nccl::options::{NcclFlags, NcclOptions};
 use crate::backend::BackendKind;
-use crate::cli::{parse_with, size_arg, whole, AllPairsArgs, CountersArgs, CsvArgs};
+use crate::cli::{parse_with, real, size_arg, whole, AllPairsArgs, CountersArgs, CsvArgs, Rule};
 use crate::collective::Collective;
 use crate::datatype::{datatype_values, op_values, DataType, RedOp, ALL_VALUE};
 use crate::limits::{parse_limit, Limit};
@@ -29,6 +29,15 @@ const MAX_GPUS_PER_PROCESS: usize = 1024;
 
 /// -u: the padding (8 bytes an element of misalignment) stays far below any buffer.
 const MAX_UNALIGN: usize = 1 << 20;
+/// --model-latency: 0 (bandwidth alone) to a second a message, beyond which no
+/// fabric is being described.
+const MODEL_LATENCY: Rule = Rule {
+    least: 0.0,
+    above: false,
+    most: 1e6,
+    what: "a latency in microseconds",
+    example: "5",
+};
 
 #[derive(Parser, Debug, Clone, Serialize)]
 // -V is nccl-tests' --device_cta_count: --version keeps its long name only.
@@ -97,6 +106,15 @@ pub struct CollArgs {
     /// Without it, limits are detected from sysfs
     #[arg(long = "limit", value_name = "NAME|NUMBER[GB/s|Gb/s]", value_parser = parse_limit, allow_hyphen_values = true)]
     pub limit: Vec<Limit>,
+    /// The table's expected busbw and percent-of-expected columns, the model's
+    /// header line, and a line explaining each large size short of expected
+    /// (docs/model.md); the CSV and JSON carry the figures without it
+    #[arg(long = "expected")]
+    pub expected: bool,
+    /// The performance model's per-message latency in microseconds; without
+    /// it, calibrated from the run's latency-bound sizes
+    #[arg(long = "model-latency", value_name = "US", value_parser = real(MODEL_LATENCY), allow_hyphen_values = true)]
+    pub model_latency: Option<f64>,
     /// Root of the sysfs tree that limit detection reads (a copy, or a test fixture)
     #[arg(long = "sysfs-root", value_name = "DIR", default_value = "/")]
     pub sysfs_root: PathBuf,

@@ -9,7 +9,8 @@
 //!   `verbs`, `copy_bw`, `doctor`, `rack`, `compare`;
 //! - backends and transport: `backend`, `collective` (one file per collective),
 //!   `gpu` (CUDA and NCCL loaded at run time), `watchdog` (`-T`);
-//! - report: `report` (rows and the exporters), `limits`, `plot`;
+//! - report: `report` (rows and the exporters), `limits`, `model` (the
+//!   expected figure of every row), `plot`;
 //! - foundation: `job` (the world, agreement, exit statuses and the one exit
 //!   policy), `cli`, `input` (the one bounded reader of a file something names),
 //!   `output` (where every output file goes and how it is made), `sysfs` (the one
@@ -31,6 +32,7 @@ pub mod gpu;
 pub mod input;
 pub mod job;
 pub mod limits;
+pub mod model;
 pub mod output;
 pub mod pattern;
 pub mod plot;

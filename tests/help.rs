@@ -43,6 +43,8 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ("counters", &[&["--counters", "@/counters.csv"]]),
     ("limit", &[&["--limit", "400g"]]),
     ("sysfs-root", &[&["--sysfs-root", "/"]]),
+    ("expected", &[&["--expected"]]),
+    ("model-latency", &[&["--model-latency", "5"]]),
     ("plot", &[&["--plot", "@/plots"]]),
     ("hist", &[&["--hist", "@/hist"]]),
     ("ngpus", &[&["--ngpus", "2"]]),

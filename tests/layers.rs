@@ -16,7 +16,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "sizes", "stats", "datatype", "pattern", "input", "sysfs", "job", "cli", "output",
         ],
     ),
-    ("report", &["limits", "report", "plot"]),
+    ("report", &["limits", "model", "report", "plot"]),
     (
         "backends and transport",
         &["gpu", "backend", "collective", "watchdog"],

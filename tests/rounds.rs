@@ -66,7 +66,7 @@ fn rounds_1_is_the_run_without_the_flag() {
             .to_string()
     };
     assert_eq!(header(&plain), header(&one));
-    assert!(header(&one).ends_with(",round"));
+    assert!(header(&one).ends_with(",round,expected_busbw_gbs,pct_of_expected"));
     let rows = read_rows(&one);
     assert_eq!(rows.len(), 6);
     assert!(rows.iter().all(|r| r.round == Some(1)));

@@ -46,6 +46,8 @@ pub(super) struct Bench<'a, C: Comm> {
     checks_in_place: bool,
     /// Reused for every loop: nothing is allocated around the timed calls.
     per_iteration: Vec<f64>,
+    /// The run's performance model, calibrated as sizes are measured.
+    model: Option<crate::model::Model>,
 }
 
 impl<'a, C: Comm> Bench<'a, C> {
@@ -76,6 +78,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             watchdog,
             faults,
             per_iteration: vec![0.0; timed_iterations],
+            model: None,
         }
     }
 
@@ -99,6 +102,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         exporters: &mut [Box<dyn Exporter>],
     ) -> Result<Summary, Failure> {
         let plan = self.plan;
+        self.model = run.model.clone();
         let rounds = plan.rounds.rounds;
         // Kept for medians only where asked for: -N 0 runs until interrupted.
         let keep = rounds.many() || plan.rounds.min_busbw_gbs.is_some();
@@ -192,6 +196,7 @@ impl<'a, C: Comm> Bench<'a, C> {
         self.watchdog.enter_call();
         result.counters = fabric.after(self.comm, before);
         self.watchdog.end();
+        result.expected = self.model.as_mut().and_then(|m| result.expect(m));
         for e in exporters.iter_mut() {
             e.record(run, &result)?;
         }
@@ -500,6 +505,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             nccl_algo: tuning.as_ref().map(|t| t.0.clone()),
             nccl_proto: tuning.map(|t| t.1),
             counters: None,
+            expected: None,
         })
     }
 

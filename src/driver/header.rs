@@ -6,6 +6,7 @@ use crate::args::{CollArgs, Launch, Plan};
 use crate::backend::BackendInfo;
 use crate::job::Comm;
 use crate::limits::{self, Detection};
+use crate::model::{Library, Model, RunShape};
 use crate::report::counters::Meant;
 use crate::report::run::new_run_id;
 use crate::report::table::{Header, RankFacts};
@@ -208,4 +209,29 @@ pub(super) fn find_limits(comm: &dyn Comm, args: &CollArgs, run: &mut RunInfo) {
     run.limits_lines = vec![limits::describe(&run.limits, !args.limit.is_empty())];
     run.limits_lines.extend(detected.found);
     run.notes.extend(detected.warnings);
+}
+
+/// The run's performance model, from its shape and limits (so after
+/// `find_limits`), and --expected.
+pub(super) fn model(args: &CollArgs, run: &mut RunInfo) {
+    let library = match run.backend.as_str() {
+        "nccl" => Library::Nccl,
+        _ => Library::Mpi,
+    };
+    let built = Model::new(&RunShape {
+        library,
+        nranks: run.nranks,
+        nnodes: run.hosts.len(),
+        limits: &run.limits,
+        split: !run.groups.is_empty(),
+        latency_us: args.model_latency,
+    });
+    run.expected_column = args.expected;
+    match built {
+        Ok(model) => {
+            run.model_line = model.describe();
+            run.model = Some(model);
+        }
+        Err(why) => run.model_line = format!("Expected: {why}"),
+    }
 }

@@ -161,6 +161,7 @@ fn run(
     groups.describe(plan, &mut header, &mut run_info);
     outputs::describe(plan, kind, &mut run_info);
     header::find_limits(world, args, &mut run_info);
+    header::model(args, &mut run_info);
     run_info.fabric = FabricPlan::collective(&args.sysfs_root, run_info.hosts.len());
     run_info.planned_results = planned_results(plan, coll, roots.len());
     let json = outputs::open_json(world, program, plan, &groups, &header, &mut run_info)?;

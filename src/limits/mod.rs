@@ -51,8 +51,9 @@ pub fn gbs_of_gbits(gbit_per_s: f64) -> f64 {
     gbit_per_s / 8.0
 }
 
-/// Four significant digits, no trailing zeros: "15.75", "50", "0.3125".
-fn trim_number(x: f64) -> String {
+/// Four significant digits, no trailing zeros: "15.75", "50", "0.3125" (limits,
+/// and the figures of the table's lines under `--expected`).
+pub fn trim_number(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }

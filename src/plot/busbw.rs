@@ -1,7 +1,8 @@
 //! `<coll>_busbw`: busbw vs size (log2 x), one line per run and placement, the
 //! limits as labelled horizontal lines (always drawn: the y axis turns to a log
-//! scale when one is far above the data), each line's best point ringed with
-//! its % of limit.
+//! scale when one is far above the data), the performance model's expected
+//! busbw of each run as a dashed curve beside them, each line's best point
+//! ringed with its % of limit.
 
 use super::draw::{
     axes, axis_number, color, draw_line, draw_markers, frame, log_axis, positive_range,
@@ -16,6 +17,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 const LIMIT_COLOR: RGBColor = RGBColor(120, 0, 0);
+const EXPECTED_COLOR: RGBColor = RGBColor(70, 70, 70);
 
 /// A limit more than this many times the best busbw puts the y axis on a log
 /// scale: on a linear one every line would be flattened against the bottom,
@@ -30,6 +32,17 @@ pub struct BusbwChart<'a> {
 }
 
 impl BusbwChart<'_> {
+    /// The expected curve of each run (its placements share one), from the
+    /// first series of the run that has one.
+    fn expected_curves(&self) -> Vec<Vec<(f64, f64)>> {
+        let mut runs = std::collections::BTreeSet::new();
+        self.series
+            .iter()
+            .map(|s| (s.run, s.expected()))
+            .filter(|(run, points)| !points.is_empty() && runs.insert(*run))
+            .map(|(_, points)| points)
+            .collect()
+    }
     /// The setting, the best point against its limit, and the limits (and
     /// why the axis is a log one, when it is).
     fn captions(&self, log_ratio: Option<f64>) -> Vec<String> {
@@ -97,6 +110,10 @@ impl BusbwChart<'_> {
                     ),
             ))?;
         }
+        for points in self.expected_curves() {
+            let points = points.into_iter().filter(|p| !log || p.1 > 0.0).collect();
+            draw_line(chart, points, EXPECTED_COLOR, Stroke::Dashed)?;
+        }
         let mut best = Vec::new();
         for (i, s) in self.series.iter().enumerate() {
             // A log axis has no place for 0.
@@ -162,6 +179,13 @@ impl Chart for BusbwChart<'_> {
                 stroke: Stroke::Dotted,
             });
         }
+        if !self.expected_curves().is_empty() {
+            legend.push(LegendEntry {
+                label: "expected (model)".into(),
+                color: EXPECTED_COLOR,
+                stroke: Stroke::Dashed,
+            });
+        }
         legend
     }
 
@@ -176,6 +200,12 @@ impl Chart for BusbwChart<'_> {
             .map(|p| p.1)
             .collect();
         let best_data = busbw.iter().copied().fold(0.0, f64::max);
+        let expected: Vec<f64> = self
+            .expected_curves()
+            .into_iter()
+            .flatten()
+            .map(|p| p.1)
+            .collect();
         let highest_limit = self.limits.iter().map(|l| l.gbs).fold(0.0, f64::max);
         let log_ratio = (best_data > 0.0 && highest_limit > best_data * LOG_SCALE_ABOVE)
             .then(|| highest_limit / best_data);
@@ -191,12 +221,17 @@ impl Chart for BusbwChart<'_> {
         let (x, x_ends) = size_axis(self.series);
         if log_ratio.is_some() {
             let limits = self.limits.iter().map(|l| l.gbs);
-            let (lo, hi) = positive_range(busbw.iter().copied().chain(limits));
+            let (lo, hi) = positive_range(busbw.iter().chain(&expected).copied().chain(limits));
             let y = log_axis(lo, hi, "busbw (GB/s, 1 GB/s = 1e9 B/s, log scale)");
             let mut chart = axes(&area, x, y)?;
             self.plot(&mut chart, x_ends, true)
         } else {
-            let top = best_data.max(highest_limit).max(1e-9) * 1.15;
+            let top = expected
+                .iter()
+                .copied()
+                .fold(best_data.max(highest_limit), f64::max)
+                .max(1e-9)
+                * 1.15;
             let y = Axis {
                 desc: "busbw (GB/s, 1 GB/s = 1e9 B/s)",
                 labels: Some(10),

@@ -73,6 +73,14 @@ impl Series<'_> {
         self.line(Averaged::Busbw)
     }
 
+    /// The performance model's busbw at each size that has one.
+    fn expected(&self) -> Vec<(f64, f64)> {
+        self.by_size
+            .iter()
+            .filter_map(|(&s, p)| p.first.expected_busbw_gbs.map(|e| (s as f64, e)))
+            .collect()
+    }
+
     /// The size with the highest busbw, its busbw and % of limit.
     fn best(&self) -> Option<(u64, f64, Option<f64>)> {
         self.by_size

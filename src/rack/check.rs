@@ -1,6 +1,7 @@
 //! The checks of a spec: which CSV column a check reads, its thresholds (a
-//! number, or a percentage of a link limit of `crate::limits`), and what it
-//! judges (rows at one size and placement, or an all-pairs matrix).
+//! number, a percentage of a link limit of `crate::limits`, or of the busbw
+//! the performance model expects), and what it judges (rows at one size and
+//! placement, or an all-pairs matrix).
 
 use crate::allpairs::Thresholds;
 use crate::cli::shown;
@@ -26,10 +27,12 @@ pub enum RowMetric {
     P99,
     P999,
     Max,
+    /// busbw as a percentage of the model's expected busbw ("80% of expected").
+    PctOfExpected,
 }
 
 impl RowMetric {
-    pub const ALL: [(&'static str, RowMetric); 7] = [
+    pub const ALL: [(&'static str, RowMetric); 8] = [
         ("busbw", RowMetric::Busbw),
         ("algbw", RowMetric::Algbw),
         ("time", RowMetric::Time),
@@ -37,6 +40,7 @@ impl RowMetric {
         ("p99", RowMetric::P99),
         ("p999", RowMetric::P999),
         ("max", RowMetric::Max),
+        ("pct_of_expected", RowMetric::PctOfExpected),
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,10 +55,10 @@ impl RowMetric {
     }
 
     pub fn unit(self) -> &'static str {
-        if self.is_bandwidth() {
-            "GB/s"
-        } else {
-            "us"
+        match self {
+            _ if self.is_bandwidth() => "GB/s",
+            RowMetric::PctOfExpected => "%",
+            _ => "us",
         }
     }
 
@@ -67,6 +71,8 @@ impl RowMetric {
             RowMetric::P99 => row.p99_us,
             RowMetric::P999 => row.p999_us,
             RowMetric::Max => row.max_us,
+            // No model for the row: no figure to judge.
+            RowMetric::PctOfExpected => row.pct_of_expected.unwrap_or(f64::NAN),
         }
     }
 }
@@ -132,6 +138,39 @@ impl Side {
     }
 }
 
+impl Bound {
+    /// "P% of expected": the percentage P, as text.
+    pub fn of_expected(&self) -> Option<&str> {
+        match self {
+            Bound::Text(t) => t.trim().strip_suffix("% of expected").map(str::trim),
+            Bound::Number(_) => None,
+        }
+    }
+}
+
+/// A busbw check whose bounds are "P% of expected" reads pct_of_expected
+/// (judged with the same intervals); a bound of another kind beside one is
+/// refused, since the two would judge different figures.
+pub fn metric_of(
+    metric: RowMetric,
+    min: Option<&Bound>,
+    max: Option<&Bound>,
+) -> Result<RowMetric, String> {
+    let given: Vec<&Bound> = [min, max].into_iter().flatten().collect();
+    let relative = given.iter().filter(|b| b.of_expected().is_some()).count();
+    match relative {
+        0 => Ok(metric),
+        n if n == given.len() && metric == RowMetric::Busbw => Ok(RowMetric::PctOfExpected),
+        _ if metric != RowMetric::Busbw => Err(format!(
+            "\"P% of expected\" judges busbw against the model's expected busbw; metric {} has no expected figure",
+            metric.name()
+        )),
+        _ => Err(
+            "min and max judge one figure: give both as \"P% of expected\", or neither".into(),
+        ),
+    }
+}
+
 /// The largest plain-number threshold, in GB/s or us: no link carries 1e9
 /// GB/s and no iteration of a benchmark lasts 1e9 us (17 minutes); a larger
 /// one is a typo, and would be written back as it is into every report.
@@ -147,6 +186,18 @@ pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Thres
         Bound::Number(v) => (shown(*v), Some(*v)),
         Bound::Text(t) => (t.trim().to_string(), t.trim().parse::<f64>().ok()),
     };
+    if let (Some(pct), RowMetric::PctOfExpected) = (bound.of_expected(), metric) {
+        let most = side.most_percent();
+        return match pct.parse::<f64>() {
+            Ok(value) if value > 0.0 && value <= most => Ok(Threshold {
+                value,
+                text: format!("{} % ({text}: the model's busbw at the size)", shown(value)),
+            }),
+            _ => Err(format!(
+                "{field} '{text}': give a percentage above 0 and at most {most}% of expected"
+            )),
+        };
+    }
     if let Some(value) = number {
         if !(value.is_finite() && value > 0.0 && value <= MAX_THRESHOLD) {
             return Err(format!(

@@ -3,7 +3,7 @@
 //! is one line naming the field before anything runs. See docs/rack-acceptance.md
 //! ("rack_check") and scripts/rack-*.toml for the format.
 
-use super::check::{parse_bound, Bound, Check, CheckKind, RowMetric, Side};
+use super::check::{metric_of, parse_bound, Bound, Check, CheckKind, RowMetric, Side};
 use super::launch::Launch;
 use crate::allpairs::Thresholds;
 use crate::cli::shown;
@@ -402,7 +402,7 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         .map(|(_, m)| *m)
         .ok_or_else(|| {
             format!(
-                "metric '{}': use busbw, algbw, time, p50, p99, p999, max, all-pairs or counters",
+                "metric '{}': use busbw, algbw, time, p50, p99, p999, max, pct_of_expected, all-pairs or counters",
                 c.metric
             )
         })?;
@@ -421,6 +421,7 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         .ok_or("size is missing: give the message size the check reads, e.g. size = \"1G\"")?;
     let size = parse_size(size_text).map_err(|e| format!("size {e}"))?;
     let placement = c.placement.unwrap_or(Placement::OutOfPlace);
+    let metric = metric_of(metric, c.min.as_ref(), c.max.as_ref())?;
     let min = c
         .min
         .as_ref()
@@ -572,6 +573,48 @@ slow_fraction = 0.8
         assert_eq!(
             s.checks[2].kind,
             CheckKind::AllPairs(Thresholds::new(0.8, 2.0).unwrap())
+        );
+    }
+
+    #[test]
+    fn thresholds_as_a_percentage_of_expected() {
+        let spec =
+            |bounds: &str| Spec::parse(&SPEC.replacen("min = \"85% of ib-ndr x 8\"", bounds, 1));
+        let s = spec("min = \"80% of expected\"").unwrap();
+        let CheckKind::Row {
+            metric,
+            min: Some(t),
+            ..
+        } = &s.checks[0].kind
+        else {
+            panic!("{:?}", s.checks[0])
+        };
+        assert_eq!(*metric, RowMetric::PctOfExpected);
+        assert_eq!(t.value, 80.0);
+        assert_eq!(
+            t.text,
+            "80 % (80% of expected: the model's busbw at the size)"
+        );
+        assert_eq!(
+            s.checks[0].label,
+            "ar pct_of_expected at 1 GiB (out-of-place)"
+        );
+        let row = crate::report::Row {
+            pct_of_expected: Some(72.5),
+            ..Default::default()
+        };
+        assert_eq!(metric.value(&row), 72.5);
+        assert!(metric.value(&crate::report::Row::default()).is_nan());
+        assert!(spec("min = \"80% of expected\"\nmax = 40")
+            .unwrap_err()
+            .contains("give both as \"P% of expected\", or neither"));
+        assert!(spec("min = \"0% of expected\"").unwrap_err().contains(
+            "min '0% of expected': give a percentage above 0 and at most 100% of expected"
+        ));
+        assert!(
+            Spec::parse(&SPEC.replacen("max = 30", "max = \"120% of expected\"", 1))
+                .unwrap_err()
+                .contains("metric time has no expected figure")
         );
     }
 

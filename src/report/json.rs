@@ -15,6 +15,7 @@ use super::json_file::GrowingDocument;
 use super::run::local_time;
 use super::table::Header;
 use super::{Exporter, Measurement, PerIteration, Placement, RunInfo, SizeResult, Summary};
+use crate::model::Expected;
 use crate::sizes::Step;
 use anyhow::Context;
 use serde::Serialize;
@@ -129,6 +130,9 @@ struct Extra {
     slowest_hostname: String,
     wrong_ranks: Vec<WrongRank>,
     timestamp: String,
+    /// busbw as a percentage of the model's expected busbw; absent: no model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pct_of_expected: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -141,6 +145,9 @@ struct ResultExtra {
     busbw_factor: f64,
     out_of_place: Option<Extra>,
     in_place: Option<Extra>,
+    /// The performance model's figures for this size (docs/model.md); absent: no model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected: Option<Expected>,
 }
 
 /// One size, as nccl-tests' preamble, bodies and terminator write it.
@@ -339,7 +346,7 @@ impl JsonExport {
         }
     }
 
-    fn extra(&self, m: &Measurement) -> Extra {
+    fn extra(&self, m: &Measurement, expected: Option<&Expected>) -> Extra {
         let l = &m.latency;
         Extra {
             min_us: l.min_us,
@@ -359,6 +366,7 @@ impl JsonExport {
                 })
                 .collect(),
             timestamp: m.timestamp.clone(),
+            pct_of_expected: expected.map(|e| e.percent(m.busbw_gbs)),
         }
     }
 
@@ -429,8 +437,9 @@ impl Exporter for JsonExport {
                 cycle: r.cycle,
                 round: run.rounds_many.then_some(r.round),
                 busbw_factor: r.busbw_factor,
-                out_of_place: oop.map(|m| self.extra(m)),
-                in_place: ip.map(|m| self.extra(m)),
+                out_of_place: oop.map(|m| self.extra(m, r.expected.as_ref())),
+                in_place: ip.map(|m| self.extra(m, r.expected.as_ref())),
+                expected: r.expected.clone(),
             },
         };
         let bytes = serde_json::to_vec(&record)?;

@@ -9,6 +9,7 @@ pub mod copy;
 pub mod copy_table;
 pub mod counters;
 pub mod csv;
+pub mod expected;
 pub mod hist;
 pub mod json;
 pub mod json_file;
@@ -86,6 +87,13 @@ pub struct RunInfo {
     /// --rounds above 1 or auto: the table prints each line's median once its
     /// rounds are in, not each round's result.
     pub rounds_many: bool,
+    /// The run's performance model (`model`); None: no model (`model_line` says why).
+    pub model: Option<crate::model::Model>,
+    /// The model's header line, or why there is none.
+    pub model_line: String,
+    /// --expected: the table's expected columns, the model's header line and
+    /// the lines explaining large sizes short of expected.
+    pub expected_column: bool,
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's
@@ -179,6 +187,8 @@ pub struct SizeResult {
     pub nccl_proto: Option<String>,
     /// Every node's fabric counter deltas over this size (rank 0).
     pub counters: Option<counters::SizeCounters>,
+    /// What the performance model expects of this size; None: no model.
+    pub expected: Option<crate::model::Expected>,
 }
 
 /// Closing figures of a run.

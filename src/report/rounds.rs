@@ -269,6 +269,7 @@ mod tests {
             nccl_algo: None,
             nccl_proto: None,
             counters: None,
+            expected: None,
         }
     }
 

@@ -229,6 +229,11 @@ csv_row! {
         /// row per round (with `auto`, rounds after the third measure only the
         /// sizes not yet settled), round 1 of every size first; 1 without `--rounds`.
         pub round: Option<u32>,
+        /// Collectives: the busbw the performance model expects at this size, GB/s
+        /// (docs/model.md); empty where there is no model.
+        pub expected_busbw_gbs: Option<f64>,
+        /// busbw / expected_busbw_gbs in percent; empty where there is no model.
+        pub pct_of_expected: Option<f64>,
     }
 }
 
@@ -302,6 +307,8 @@ impl Row {
             nccl_algo: result.nccl_algo.clone(),
             nccl_proto: result.nccl_proto.clone(),
             round: Some(result.round),
+            expected_busbw_gbs: result.expected.as_ref().map(|e| e.busbw_gbs),
+            pct_of_expected: result.expected.as_ref().map(|e| e.percent(m.busbw_gbs)),
             ..Row::of_run(run)
         };
         row.set_limit(limits::binding(&run.limits));
@@ -427,6 +434,7 @@ mod tests {
             nccl_algo: Some("RING".into()),
             nccl_proto: Some("LL128".into()),
             counters: None,
+            expected: None,
         };
         let row = Row::collective(&run(), &result, &m);
         let expected = Row {

@@ -2,6 +2,7 @@
 //! nccl-tests logs read ours; the per-iteration percentiles follow at the right.
 //! Its header is rendered from the run's facts (`Header`), given when it is made.
 
+use super::expected;
 use super::rounds::RoundsSummary;
 use super::{below_min_busbw, Exporter, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::limits;
@@ -137,6 +138,7 @@ impl<W: Write> Table<W> {
     /// nccl-tests' -I column header (its writeResultHeader), -S column included.
     fn per_iter_header(&mut self, run: &RunInfo) -> std::io::Result<()> {
         let (pad, label, format) = timestamp_column(run);
+        let tail = tail_columns(run);
         let time = if run.report_cputime {
             "cputime"
         } else {
@@ -149,14 +151,14 @@ impl<W: Write> Table<W> {
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {label:>pad$}{}",
             "size", "count", "type", "redop", "root",
             time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
-            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", rounds_columns(run)[0]
+            time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", tail[0]
         )?;
         writeln!(
             o,
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>7}  {:>7}  {:>7} {format:>pad$}{}",
             "(B)", "(elements)", "", "", "",
             "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
-            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", rounds_columns(run)[1]
+            "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", tail[1]
         )
     }
 }
@@ -171,6 +173,14 @@ fn rounds_columns(run: &RunInfo) -> [String; 2] {
         ],
         false => [String::new(), String::new()],
     }
+}
+
+/// The columns after nccl-tests' and the percentiles, name and unit lines:
+/// --rounds', then --expected's.
+fn tail_columns(run: &RunInfo) -> [String; 2] {
+    let [rounds_name, rounds_unit] = rounds_columns(run);
+    let [expected_name, expected_unit] = expected::columns(run);
+    [rounds_name + &expected_name, rounds_unit + &expected_unit]
 }
 
 /// -S: nccl-tests' timestamp column: its width, label and format line.
@@ -251,6 +261,9 @@ impl<W: Write> Exporter for Table<W> {
             let lead = if i == 0 { "Limits: " } else { "  detected: " };
             writeln!(o, "# {lead}{line}")?;
         }
+        if run.expected_column {
+            writeln!(o, "# {}", run.model_line)?;
+        }
         for detail in &run.details {
             writeln!(o, "# {detail}")?;
         }
@@ -276,6 +289,7 @@ impl<W: Write> Exporter for Table<W> {
             0 => String::new(),
             _ => format!(" {t:>pad$}"),
         };
+        let tail = tail_columns(run);
         let o = &mut self.out;
         // -C 1: nccl-tests labels the time columns "cputime".
         let time = if run.report_cputime {
@@ -291,13 +305,13 @@ impl<W: Write> Exporter for Table<W> {
             o,
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}{}",
             "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", time, "algbw", "busbw", "#wrong", ts(label),
-            "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max", rounds_columns(run)[0]
+            "p50", "p99", "p99.9", "max", "p50", "p99", "p99.9", "max", tail[0]
         )?;
         writeln!(
             o,
             "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}{}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}  {:>7}{}",
             "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", ts(format),
-            "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", rounds_columns(run)[1]
+            "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", "(us)", tail[1]
         )?;
         o.flush()?;
         Ok(())
@@ -381,7 +395,16 @@ impl<W: Write> Table<W> {
         if run.per_iter_timing {
             percentiles.clear();
         }
-        writeln!(self.out, "{line}{percentiles}{suffix}")?;
+        let expected = match run.expected_column {
+            true => expected::cells(r),
+            false => String::new(),
+        };
+        writeln!(self.out, "{line}{percentiles}{suffix}{expected}")?;
+        if run.expected_column {
+            for why in expected::shortfalls(run, r) {
+                writeln!(self.out, "{why}")?;
+            }
+        }
         self.out.flush()?;
         if let (Some(algo), Some(proto)) = (&r.nccl_algo, &r.nccl_proto) {
             let choice = format!("{algo}/{proto}");
@@ -668,6 +691,7 @@ mod tests {
                 nccl_algo: Some(algo.into()),
                 nccl_proto: Some(proto.into()),
                 counters: None,
+                expected: None,
             };
             table.record(&run, &r).unwrap();
         }
@@ -702,5 +726,123 @@ mod tests {
         assert_eq!(format_g(12.3456789), "12.3457");
         assert_eq!(format_g(0.5), "0.5");
         assert_eq!(format_g(100.0), "100");
+    }
+
+    /// The table of two sizes of a 2-node all-reduce (8 B and 4 MiB, the
+    /// latter at 40% of a 1 Gb/s link), with the model's figures or without.
+    fn two_sizes(run: &RunInfo, model: Option<crate::model::Model>) -> String {
+        use crate::report::Measurement;
+        use crate::stats::{histogram, IterStats};
+        let mut model = model;
+        let h = histogram(&[1e-6]);
+        let header = Header {
+            gpus_per_process: 1,
+            min_bytes: 8,
+            max_bytes: 4 << 20,
+            step: Step::Factor(2),
+            warmup_iters: 1,
+            iters: 5,
+            check: 1,
+            graph_launches: 0,
+            unalign: 0,
+            agg_iters: 1,
+            blocking: 0,
+            parallel_init: false,
+            ranks: Vec::new(),
+        };
+        let mut out = Vec::new();
+        let mut table = Table::new(&mut out, header);
+        table.start(run).unwrap();
+        for (size, busbw) in [(8u64, 0.0004), (4u64 << 20, 0.05)] {
+            let m = |placement| Measurement {
+                placement,
+                time_us: size as f64 / busbw / 1e3,
+                algbw_gbs: busbw,
+                busbw_gbs: busbw,
+                wrong: Some(0),
+                latency: IterStats::from_seconds(&[1e-6], &h),
+                histogram: h.clone(),
+                slowest_rank: 1,
+                timestamp: String::new(),
+                cpu_us: None,
+                wrong_ranks: vec![],
+                per_iter: None,
+            };
+            let measurements = vec![m(Placement::OutOfPlace), m(Placement::InPlace)];
+            let times: Vec<f64> = measurements.iter().map(|m| m.time_us).collect();
+            let r = SizeResult {
+                collective: "all_reduce".into(),
+                datatype: "float".into(),
+                redop: "sum".into(),
+                root: -1,
+                size_bytes: size,
+                count: size / 4,
+                busbw_factor: 1.0,
+                cycle: 0,
+                round: 1,
+                measurements,
+                nccl_algo: None,
+                nccl_proto: None,
+                counters: None,
+                expected: model
+                    .as_mut()
+                    .and_then(|m| m.expect("all_reduce", size, 1.0, &times, None)),
+            };
+            table.record(run, &r).unwrap();
+        }
+        table.finish(run, &Summary::default()).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn expected_off_leaves_the_table_byte_for_byte() {
+        use crate::model::{Library, Model, RunShape};
+        let limits = [crate::limits::Limit {
+            name: "1 Gb/s".into(),
+            gbs: 0.125,
+        }];
+        let model = Model::new(&RunShape {
+            library: Library::Mpi,
+            nranks: 2,
+            nnodes: 2,
+            limits: &limits,
+            split: false,
+            latency_us: None,
+        })
+        .unwrap();
+        let today = RunInfo {
+            program: "all_reduce_perf".into(),
+            ..RunInfo::default()
+        };
+        let off = RunInfo {
+            model: Some(model.clone()),
+            model_line: model.describe(),
+            ..today.clone()
+        };
+        let plain = two_sizes(&today, None);
+        assert_eq!(two_sizes(&off, Some(model.clone())), plain);
+        assert!(!plain.contains("expected"), "{plain}");
+        let on = RunInfo {
+            expected_column: true,
+            ..off
+        };
+        let text = two_sizes(&on, Some(model));
+        assert!(
+            text.contains("# Expected (alpha-beta model): 2 node(s) x 1 rank(s)"),
+            "{text}"
+        );
+        assert!(text.contains("  expected    %exp    %exp\n"), "{text}");
+        // 4 MiB at 0.05 GB/s against 0.125 GB/s (the 8 B line calibrated the
+        // latency): 40%, with the link and the checks.
+        assert!(
+            text.contains(
+                "# Short of expected: 4194304 B out-of-place: busbw 0.05 GB/s is 40% of the "
+            ),
+            "{text}"
+        );
+        assert!(text.contains("(rabenseifner, bound out of a node: 1 Gb/s 0.125 GB/s); check the NIC alone (ib_write_bw)"), "{text}");
+        // Without a model the columns say N/A.
+        let none = RunInfo { model: None, ..on };
+        assert!(two_sizes(&none, None).contains("       N/A     N/A     N/A\n"));
     }
 }

@@ -262,6 +262,7 @@ fn the_csv_columns_and_the_long_form_file() {
             round: 1,
             measurements: Vec::new(),
             counters: Some(counters.clone()),
+            expected: None,
             nccl_algo: None,
             nccl_proto: None,
         };

@@ -1,0 +1,425 @@
+//! The expected figure of every row: a latency-bandwidth (alpha-beta) model of
+//! the algorithm the backend is assumed to run, over the run's topology (ranks
+//! per node, nodes) and links (the run's limits: `limits`, rails summed).
+//!
+//! - `formulas`: each algorithm's phases, messages and link loads, and their time;
+//! - this file: which algorithm each backend is assumed to run for each
+//!   collective (the one registry), which limit is which link, the per-message
+//!   latency (given, or calibrated from the run's latency-bound sizes), and the
+//!   expected time and busbw of a row, with the link the model says binds.
+//!
+//! The formulas and their sources are in docs/model.md.
+
+pub mod formulas;
+
+use crate::limits::{self, Limit};
+use crate::stats::interval::median;
+use formulas::{Phase, Role, Shape};
+use serde::Serialize;
+
+/// A size is latency-bound, and calibrates the latency, when the model's
+/// bandwidth time is at most this fraction of the measured time.
+const LATENCY_BOUND: f64 = 0.1;
+/// A row is bandwidth-bound, and may earn an explanation line, when the
+/// bandwidth time is at least this fraction of the expected time.
+const BANDWIDTH_BOUND: f64 = 0.9;
+/// A bandwidth-bound row below this fraction of expected earns an explanation.
+pub const SHORT_OF: f64 = 0.8;
+
+/// The algorithm the model assumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    Ring,
+    Hierarchical,
+    Rabenseifner,
+    Pairwise,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Hierarchical => "hierarchical",
+            Algorithm::Rabenseifner => "rabenseifner",
+            Algorithm::Pairwise => "pairwise",
+        }
+    }
+
+    fn phases(self, collective: &str, shape: Shape) -> Vec<Phase> {
+        match (self, collective) {
+            (Algorithm::Ring, "all_reduce") => formulas::ring_all_reduce(shape),
+            (Algorithm::Ring, _) => formulas::ring_gather_or_scatter(shape),
+            (Algorithm::Hierarchical, _) => formulas::hierarchical_all_reduce(shape),
+            (Algorithm::Rabenseifner, _) => formulas::rabenseifner_all_reduce(shape),
+            (Algorithm::Pairwise, _) => formulas::pairwise_alltoall(shape),
+        }
+    }
+}
+
+/// Which library runs the collectives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Library {
+    Nccl,
+    Mpi,
+}
+
+/// The algorithm assumed for `collective`, or None: no model for it.
+/// NCCL: rings (its default for bandwidth-bound sizes), and for an all-reduce
+/// whose TUNING log says TREE across nodes of several GPUs, the hierarchical
+/// form (a chain within the node, a tree across nodes). MPI: the
+/// bandwidth-optimal algorithm, Rabenseifner for all-reduce, the ring for
+/// all-gather and reduce-scatter, pairwise exchange for alltoall; Open MPI's
+/// fixed decisions may pick another, slower one (measured in docs/model.md),
+/// which the model then shows short of what the links allow.
+pub fn algorithm(
+    library: Library,
+    collective: &str,
+    shape: Shape,
+    nccl_algo: Option<&str>,
+) -> Option<Algorithm> {
+    let tree = nccl_algo.is_some_and(|a| a.eq_ignore_ascii_case("tree"));
+    match (library, collective) {
+        (Library::Nccl, "all_reduce") if tree && shape.per_node > 1 && shape.nodes > 1 => {
+            Some(Algorithm::Hierarchical)
+        }
+        (Library::Nccl, "all_reduce") => Some(Algorithm::Ring),
+        (Library::Mpi, "all_reduce") => Some(Algorithm::Rabenseifner),
+        (_, "all_gather" | "reduce_scatter") => Some(Algorithm::Ring),
+        (_, "alltoall") => Some(Algorithm::Pairwise),
+        _ => None,
+    }
+}
+
+/// Where the per-message latency comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Latency {
+    /// --model-latency, microseconds.
+    Given(f64),
+    /// The median over the run's latency-bound measurements so far, each
+    /// (time - bandwidth time) / messages; none yet: 0.
+    Calibrated(Vec<f64>),
+}
+
+impl Latency {
+    fn us(&self) -> Option<f64> {
+        match self {
+            Latency::Given(us) => Some(*us),
+            Latency::Calibrated(v) if v.is_empty() => None,
+            Latency::Calibrated(v) => Some(median(v)),
+        }
+    }
+}
+
+/// A run's model: its shape, its links and its latency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    library: Library,
+    shape: Shape,
+    /// Per rank; None: shared memory, not modelled (taken as never binding).
+    intra: Option<Limit>,
+    /// Per node, every rail summed; None on one node.
+    inter: Option<Limit>,
+    latency: Latency,
+}
+
+/// A row's expected figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Expected {
+    pub algorithm: Algorithm,
+    pub time_us: f64,
+    pub busbw_gbs: f64,
+    /// The per-message latency used, us; None: not yet calibrated (0 used).
+    pub latency_us: Option<f64>,
+    /// The bandwidth time's share of the expected time (1: bandwidth-bound).
+    pub bandwidth_share: f64,
+    /// The link the model says binds at this size: "inter-node rdma-port 100 Gb/s 12.5 GB/s".
+    pub bottleneck: Option<String>,
+}
+
+impl Expected {
+    /// busbw as a percentage of the expected busbw.
+    pub fn percent(&self, busbw_gbs: f64) -> f64 {
+        busbw_gbs / self.busbw_gbs * 100.0
+    }
+
+    /// Whether a row of `busbw_gbs` at this size falls short enough to explain.
+    pub fn short(&self, busbw_gbs: f64) -> bool {
+        self.bandwidth_share >= BANDWIDTH_BOUND && busbw_gbs < SHORT_OF * self.busbw_gbs
+    }
+}
+
+/// The facts of a run the model is built from.
+pub struct RunShape<'a> {
+    pub library: Library,
+    pub nranks: usize,
+    pub nnodes: usize,
+    /// The run's limits (given or detected), lowest first.
+    pub limits: &'a [Limit],
+    /// NCCL_TESTS_SPLIT groups: the ranks do not form one collective.
+    pub split: bool,
+    pub latency_us: Option<f64>,
+}
+
+fn is_nvlink(l: &Limit) -> bool {
+    l.name.to_ascii_lowercase().starts_with("nvlink")
+}
+
+impl Model {
+    /// The run's model, or why there is none.
+    pub fn new(run: &RunShape) -> Result<Model, String> {
+        if run.split {
+            return Err("no model: NCCL_TESTS_SPLIT runs several groups side by side".into());
+        }
+        if run.nnodes == 0 || run.nranks % run.nnodes != 0 {
+            return Err(format!(
+                "no model: {} ranks on {} nodes are not the same count on every node",
+                run.nranks, run.nnodes
+            ));
+        }
+        let shape = Shape {
+            per_node: run.nranks / run.nnodes,
+            nodes: run.nnodes,
+        };
+        let nvlink = run.limits.iter().find(|l| is_nvlink(l)).cloned();
+        let others: Vec<Limit> = run
+            .limits
+            .iter()
+            .filter(|l| !is_nvlink(l))
+            .cloned()
+            .collect();
+        let lowest = limits::binding(&others).cloned();
+        let (intra, inter) = match (run.library, shape.nodes > 1) {
+            // Host buffers within a node: shared memory, not a limit of the run.
+            (Library::Mpi, true) => (None, lowest),
+            (Library::Mpi, false) => (lowest, None),
+            (Library::Nccl, true) => (nvlink.or_else(|| lowest.clone()), lowest),
+            (Library::Nccl, false) => (nvlink.or(lowest), None),
+        };
+        if shape.nodes > 1 && inter.is_none() {
+            return Err("no model: no limit for the links between nodes (give --limit)".into());
+        }
+        if shape.nodes == 1 && intra.is_none() {
+            return Err(
+                "no model: one node and no limit for its links (shared memory has none; give --limit)"
+                    .into(),
+            );
+        }
+        Ok(Model {
+            library: run.library,
+            shape,
+            intra,
+            inter,
+            latency: match run.latency_us {
+                Some(us) => Latency::Given(us),
+                None => Latency::Calibrated(Vec::new()),
+            },
+        })
+    }
+
+    fn link(&self, role: Role) -> Option<&Limit> {
+        match role {
+            Role::Intra => self.intra.as_ref(),
+            Role::Inter => self.inter.as_ref(),
+        }
+    }
+
+    fn rate(&self, role: Role) -> Option<f64> {
+        self.link(role).map(|l| l.gbs * 1e9)
+    }
+
+    /// One header line: the shape, the links and where the latency comes from.
+    pub fn describe(&self) -> String {
+        let link = |l: &Option<Limit>, what: &str| match l {
+            Some(l) => format!("{what} {}", l.label()),
+            None => format!("{what} not modelled (shared memory)"),
+        };
+        let latency = match &self.latency {
+            Latency::Given(us) => format!("latency {us} us (--model-latency)"),
+            Latency::Calibrated(_) => {
+                "latency calibrated from the run's latency-bound sizes".to_string()
+            }
+        };
+        let mut parts = vec![format!(
+            "{} node(s) x {} rank(s)",
+            self.shape.nodes, self.shape.per_node
+        )];
+        parts.push(link(&self.intra, "within a node:"));
+        if self.shape.nodes > 1 {
+            parts.push(link(&self.inter, "out of a node:"));
+        }
+        parts.push(latency);
+        format!("Expected (alpha-beta model): {}", parts.join("; "))
+    }
+
+    /// Takes a row's measured times (us, each placement's) into the latency
+    /// calibration, then returns its expected figures; None: no model for
+    /// `collective`.
+    pub fn expect(
+        &mut self,
+        collective: &str,
+        size_bytes: u64,
+        busbw_factor: f64,
+        measured_us: &[f64],
+        nccl_algo: Option<&str>,
+    ) -> Option<Expected> {
+        let algorithm = algorithm(self.library, collective, self.shape, nccl_algo)?;
+        let phases = algorithm.phases(collective, self.shape);
+        let bytes = size_bytes as f64;
+        let bandwidth_s = formulas::seconds(&phases, bytes, 0.0, |r| self.rate(r));
+        let steps = formulas::steps(&phases);
+        if let Latency::Calibrated(samples) = &mut self.latency {
+            for &t in measured_us.iter().filter(|t| t.is_finite() && **t > 0.0) {
+                if bandwidth_s * 1e6 <= LATENCY_BOUND * t && steps > 0.0 {
+                    samples.push((t - bandwidth_s * 1e6) / steps);
+                }
+            }
+        }
+        let latency_us = self.latency.us();
+        let time_s = bandwidth_s + steps * latency_us.unwrap_or(0.0) * 1e-6;
+        let bottleneck = phases
+            .iter()
+            .filter_map(|p| formulas::busiest(p, bytes, &|r| self.rate(r)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .and_then(|(role, _)| {
+                let what = match role {
+                    Role::Intra => "within a node",
+                    Role::Inter => "out of a node",
+                };
+                self.link(role).map(|l| format!("{what}: {}", l.label()))
+            });
+        (time_s > 0.0).then(|| Expected {
+            algorithm,
+            time_us: time_s * 1e6,
+            busbw_gbs: bytes / time_s * busbw_factor / 1e9,
+            latency_us,
+            bandwidth_share: bandwidth_s / time_s,
+            bottleneck,
+        })
+    }
+
+    /// What to check, in the guide's order, for a row short of expected.
+    pub fn checks(&self) -> &'static str {
+        match self.library {
+            Library::Nccl => {
+                "check the NIC alone (ib_write_bw), the GPU-NIC distance (doctor), \
+                 the transport NCCL chose (transport column, NCCL_DEBUG=INFO), then NCCL's \
+                 settings (NCCL_IB_HCA, NCCL_ALGO, NCCL_PROTO)"
+            }
+            Library::Mpi => {
+                "check the NIC alone (ib_write_bw), the NIC's PCIe link and NUMA \
+                 node (doctor), the transport MPI chose (transport column), then MPI's \
+                 settings (the env column)"
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(name: &str, gbs: f64) -> Limit {
+        Limit {
+            name: name.into(),
+            gbs,
+        }
+    }
+
+    fn shape(library: Library, nranks: usize, nnodes: usize, limits: &[Limit]) -> RunShape<'_> {
+        RunShape {
+            library,
+            nranks,
+            nnodes,
+            limits,
+            split: false,
+            latency_us: None,
+        }
+    }
+
+    fn run(library: Library, nranks: usize, nnodes: usize, limits: &[Limit]) -> Model {
+        Model::new(&shape(library, nranks, nnodes, limits)).unwrap()
+    }
+
+    #[test]
+    fn ring_all_reduce_expected_busbw_is_the_link() {
+        let limits = [limit("rdma-port 100 Gb/s", 12.5)];
+        let mut m = run(Library::Nccl, 4, 4, &limits);
+        // Large sizes measured only: no latency sample, so none is used.
+        let e = m.expect("all_reduce", 1 << 30, 1.5, &[1e5], None).unwrap();
+        assert_eq!(e.algorithm, Algorithm::Ring);
+        assert!((e.busbw_gbs - 12.5).abs() < 1e-9);
+        assert_eq!(e.latency_us, None);
+        assert_eq!(
+            e.bottleneck.as_deref(),
+            Some("out of a node: rdma-port 100 Gb/s 12.5 GB/s")
+        );
+        assert!(e.short(8.0) && !e.short(11.0));
+        assert!((e.percent(10.0) - 80.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn latency_calibrated_from_latency_bound_sizes() {
+        let limits = [limit("1 Gb/s", 0.125)];
+        let mut m = run(Library::Mpi, 2, 2, &limits);
+        // 8 bytes: bandwidth 2*1/2*8/0.125e9 s = 0.064 us; 2 messages; 20.064 us
+        // measured -> 10 us a message.
+        let small = m.expect("all_reduce", 8, 1.0, &[20.064], None).unwrap();
+        assert!((small.latency_us.unwrap() - 10.0).abs() < 1e-9);
+        // 4 MiB: bandwidth-bound, so not a sample; 2 x 10 us added.
+        let big = m
+            .expect("all_reduce", 4 << 20, 1.0, &[40_000.0], None)
+            .unwrap();
+        assert!((big.time_us - (4194304.0 / 0.125e3 + 20.0)).abs() < 1e-6);
+        assert_eq!(big.latency_us, Some(10.0));
+    }
+
+    #[test]
+    fn algorithms_by_library() {
+        let s = Shape {
+            per_node: 4,
+            nodes: 2,
+        };
+        assert_eq!(
+            algorithm(Library::Mpi, "all_reduce", s, None),
+            Some(Algorithm::Rabenseifner)
+        );
+        assert_eq!(
+            algorithm(Library::Nccl, "all_reduce", s, Some("TREE")),
+            Some(Algorithm::Hierarchical)
+        );
+        assert_eq!(
+            algorithm(Library::Nccl, "all_reduce", s, Some("RING")),
+            Some(Algorithm::Ring)
+        );
+        assert_eq!(
+            algorithm(Library::Nccl, "alltoall", s, None),
+            Some(Algorithm::Pairwise)
+        );
+        assert_eq!(algorithm(Library::Mpi, "broadcast", s, None), None);
+    }
+
+    #[test]
+    fn no_model_without_links() {
+        let none = |library, nranks, nnodes, limits: &[Limit]| {
+            Model::new(&shape(library, nranks, nnodes, limits)).unwrap_err()
+        };
+        assert!(none(Library::Mpi, 4, 1, &[]).contains("shared memory"));
+        assert!(none(Library::Mpi, 4, 2, &[]).contains("give --limit"));
+        assert!(none(Library::Mpi, 3, 2, &[limit("x", 1.0)]).contains("not the same count"));
+        // NVLink within, the NIC across.
+        let m = run(
+            Library::Nccl,
+            16,
+            2,
+            &[
+                limit("rdma-port 400 Gb/s", 50.0),
+                limit("NVLink x18 @ 25.0 GB/s (NVML)", 450.0),
+            ],
+        );
+        assert!(m.describe().contains("within a node: NVLink"));
+        assert!(m
+            .describe()
+            .contains("out of a node: rdma-port 400 Gb/s 50 GB/s"));
+    }
+}
