@@ -75,7 +75,10 @@ impl Key {
     }
 
     pub fn class(&self) -> Class {
-        classes::class(self.family, &self.name)
+        match self.family {
+            Family::Tcp => tcp::class(&self.name),
+            family => classes::class(family, &self.name),
+        }
     }
 }
 
