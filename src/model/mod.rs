@@ -18,7 +18,8 @@ use formulas::{Phase, Role, Shape};
 use serde::Serialize;
 
 /// A size is latency-bound, and calibrates the latency, when the model's
-/// bandwidth time is at most this fraction of the measured time.
+/// bandwidth time is at most this fraction of the latency term: the one the
+/// smaller sizes calibrated, or the measured time for the first sample.
 const LATENCY_BOUND: f64 = 0.1;
 /// A row is bandwidth-bound, and may earn an explanation line, when the
 /// bandwidth time is at least this fraction of the expected time.
@@ -269,8 +270,12 @@ impl Model {
         let bandwidth_s = formulas::seconds(&phases, bytes, 0.0, |r| self.rate(r));
         let steps = formulas::steps(&phases);
         if let Latency::Calibrated(samples) = &mut self.latency {
+            // Judged against the smaller sizes' latency once there is one, not
+            // against the row's own time: a large size that ran slow would
+            // otherwise pass as latency-bound and excuse itself.
+            let so_far = (!samples.is_empty()).then(|| steps * median(samples));
             for &t in measured_us.iter().filter(|t| t.is_finite() && **t > 0.0) {
-                if bandwidth_s * 1e6 <= LATENCY_BOUND * t && steps > 0.0 {
+                if bandwidth_s * 1e6 <= LATENCY_BOUND * so_far.unwrap_or(t) && steps > 0.0 {
                     samples.push((t - bandwidth_s * 1e6) / steps);
                 }
             }
@@ -372,6 +377,22 @@ mod tests {
             .unwrap();
         assert!((big.time_us - (4194304.0 / 0.125e3 + 20.0)).abs() < 1e-6);
         assert_eq!(big.latency_us, Some(10.0));
+    }
+
+    #[test]
+    fn a_slow_large_size_does_not_calibrate_the_latency() {
+        let limits = [limit("10 GB/s", 10.0)];
+        let mut m = run(Library::Mpi, 2, 1, &limits);
+        m.expect("all_reduce", 8, 1.0, &[20.0], None).unwrap();
+        // 2 MiB ran 100x slower than its bandwidth time: its bandwidth time is under
+        // 10% of its own time, but not of the small size's latency term, so it is no
+        // sample, and its expected time stays far below what it measured.
+        let measured = 100.0 * (2 << 20) as f64 / 10e3;
+        let slow = m
+            .expect("all_reduce", 2 << 20, 1.0, &[measured], None)
+            .unwrap();
+        assert!((slow.latency_us.unwrap() - 10.0).abs() < 1e-3, "{slow:?}");
+        assert!(slow.time_us < 0.1 * measured, "{slow:?}");
     }
 
     #[test]
