@@ -558,29 +558,13 @@ fn layers_point_down_and_no_top_level_module_imports_in_a_circle() {
     );
 }
 
-/// Circles found when this check first read the whole crate, each as its files: they
-/// are to be broken, not added to. One that is gone fails too, so the list only shrinks.
-const KNOWN_CIRCLES: &[&[&str]] = &[&[
-    "src/report/counters.rs",
-    "src/report/counters/warnings.rs",
-    "src/report/csv.rs",
-    "src/report/row.rs",
-]];
-
 #[test]
 fn no_files_import_each_other_in_a_circle() {
     let krate = Crate::read();
     let imports = krate.imports();
     let graph = circle_graph(&imports);
-    let mut new = Vec::new();
-    let mut known_seen = BTreeSet::new();
+    let mut found = Vec::new();
     for group in circles(&graph) {
-        let mut files: Vec<String> = group.iter().map(|m| krate.file(m)).collect();
-        files.sort();
-        if let Some(k) = KNOWN_CIRCLES.iter().position(|known| *known == files) {
-            known_seen.insert(k);
-            continue;
-        }
         let mut lines = vec![format!("a circle of {} files:", group.len())];
         for from in &group {
             for (to, shown_by) in &imports[from] {
@@ -590,17 +574,9 @@ fn no_files_import_each_other_in_a_circle() {
                 }
             }
         }
-        new.push(lines.join("\n"));
+        found.push(lines.join("\n"));
     }
-    assert!(new.is_empty(), "import circles:\n{}", new.join("\n"));
-    let gone: Vec<_> = (0..KNOWN_CIRCLES.len())
-        .filter(|k| !known_seen.contains(k))
-        .map(|k| KNOWN_CIRCLES[k])
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "these circles are broken now: remove them from KNOWN_CIRCLES: {gone:?}"
-    );
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
 }
 
 #[test]
