@@ -12,6 +12,7 @@ use super::protocol::{Lines, Message, Token};
 use super::state::{LocalClock, PauseWatch, State, Where, PAUSE_BOUND};
 use super::verdict::{own_pause, verdict, Answer};
 use super::{end_job, ANSWER_BOUND};
+use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -115,8 +116,11 @@ impl Listener {
         let tick = TICK.as_millis() as u16;
         match self.ready.wait(&mut self.events, tick) {
             Ok(n) => self.events[..n].iter().map(|e| e.data() as usize).collect(),
+            // A stopped and resumed process's epoll_wait fails with EINTR: wait again at
+            // once, so that what the peers said meanwhile (a verdict: end silently) is
+            // heard before this rank's main thread, resumed too, writes another row.
+            Err(Errno::EINTR) => Vec::new(),
             Err(_) => {
-                // Interrupted (or worse): the next tick waits again.
                 std::thread::sleep(TICK);
                 Vec::new()
             }
