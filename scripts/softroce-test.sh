@@ -906,7 +906,7 @@ write_bw -z --retry_count 5|ib_write_bw -z --retry_count 5 -s 65536 -n 200"
             esac
             [ -z "$ours" ] || [ -z "$ref" ] && verdict=FAILED
             [ "$verdict" = MISSED ] && misses=$((misses + 1))
-            echo "rdma_cm $bin $mode ${extra:+$extra }-s $size -n $n: perftest [${got[perftest]% }] median ${ref:-n/a}, ours [${got[ours]% }] median ${ours:-n/a}, x${ratio:-0} $verdict"
+            echo "rdma_cm $bin $mode ${extra:+$extra }-s $size -n $n: perftest [${got[perftest]% }] median ${ref:-n/a}, ours [${got[ours]% }] median ${ours:-n/a}, x$(printf "%.3f" "${ratio:-0}") $verdict"
             unset got
         done
     done <<<"$cases"
