@@ -443,7 +443,7 @@ assert doc["results"]["direction"] == "both" and doc["fabricbench"]["complete"]
     ok=$?
     [ "$ok" = 0 ] && grep -q 'spread\[+-%\]$' "$log" \
         && [ "$(grep -cE '^ 2 +100 .*	   [0-9]+\.[0-9]{2}$' "$log")" = 1 ] \
-        && [ "$(awk -F, 'NR > 1 { print $NF }' "$log.csv" | tr '\n' ' ')" = "1 2 3 " ] || ok=1
+        && [ "$(/usr/bin/python3 -c 'import csv, sys; print(" ".join(r["round"] for r in csv.DictReader(open(sys.argv[1]))))' "$log.csv")" = "1 2 3" ] || ok=1
     report_check "ib_write_lat --rounds 3 (1 row of medians with its spread, 3 CSV rows)" "$ok" "$log"
     # Both sides must run the same rounds: a different count is refused on both.
     log="$OUT/report-write_bw-rounds-mismatch.log"
