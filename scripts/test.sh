@@ -16,7 +16,20 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 # The NCCL wheels tests/nccl_library.rs checks fabricbench against (ABI, the
 # binaries with a real libnccl): fetched once into a cache; a failed fetch stops here.
 scripts/nccl-wheels.sh >/dev/null
-cargo test --locked -- --test-threads=2
+# The test tiers (tests/common/mod.rs): the root tier is #[ignore]d for a plain
+# `cargo test` and runs here (this script runs as root); the no_gpu and no_rdma
+# tiers check a host without a CUDA driver or an RDMA device, and are left out
+# where the host has one (scripts/gpu-check.sh and softroce-test.sh cover those).
+tiers=()
+if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+    tiers+=(--skip no_gpu::)
+    echo "test.sh: not run here: the no_gpu tier (this host has libcuda.so.1)"
+fi
+if [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+    tiers+=(--skip no_rdma::)
+    echo "test.sh: not run here: the no_rdma tier (this host has an RDMA device)"
+fi
+cargo test --locked -- --test-threads=2 --include-ignored "${tiers[@]}"
 # The rack's tests took it down; a rack left up means one of them did not.
 [ ! -e /run/fabricbench-rack ] || { echo "test.sh: the virtual rack was left up: scripts/virtual-rack.sh down" >&2; exit 1; }
 

@@ -55,6 +55,10 @@ need_root() { [ "$(id -u)" = 0 ] || die "run as root (it creates network namespa
 need_up() { [ -f "$STATE/nodes" ] || die "no rack is up: run '$0 up' first"; }
 nodes() { cat "$STATE/nodes"; }
 node_ns() { echo "$PREFIX-$1"; }
+# The namespaces whose eth0 is on the bridge: every node's and the head's.
+all_ns_with_eth0() {
+    for node in $(nodes) head; do node_ns "$node"; done
+}
 check_node() {
     need_up
     grep -qx "$1" "$STATE/nodes" || die "no node '$1' (the rack has: $(nodes | tr '\n' ' '))"
@@ -427,6 +431,11 @@ fault() {
         # The bridge forwards no frame larger than the egress port's MTU: what
         # the node sends above it toward others passes, what comes back is dropped.
         ip -n "$sw" link set "$node" mtu "$value"
+        # A veth carries a sender's TCP segments as one GSO packet, which the
+        # bridge forwards whatever its size: a bulk send then passes and only
+        # a lone full-size segment is dropped, so the fault came and went with
+        # timing. One segment per packet from every sender, as on a wire.
+        for ns in $(all_ns_with_eth0); do ip -n "$ns" link set eth0 gso_max_segs 1; done
         echo "$value" >"$STATE/faults/$node.switch-mtu"
         ;;
     duphost)
@@ -492,6 +501,7 @@ clear_faults() {
         ip -n "$ns" link set eth0 up
         ! command -v nft >/dev/null || ip netns exec "$ns" nft delete table inet fabricbench_loss 2>/dev/null || true
     done
+    for ns in $(all_ns_with_eth0); do ip -n "$ns" link set eth0 gso_max_segs 65535; done
     clear_rail_faults
     rm -f "$STATE"/faults/*
 }

@@ -34,10 +34,9 @@ fn assert_header_only(path: &Path) {
 }
 
 #[test]
+#[ignore = "needs root (mounts a tmpfs): scripts/test.sh runs it as root"]
 fn a_full_disk_ends_the_run_and_every_earlier_row_loads() {
-    let Some(disk) = Tmpfs::mount("full-disk", "size=64k") else {
-        return;
-    };
+    let disk = Tmpfs::mount("full-disk", "size=64k");
     let csv = disk.0.join("run.csv");
     let path = csv.to_str().unwrap();
     // 400 cycles of 2 rows of about 300 bytes: far more than 64 KiB.
@@ -63,10 +62,9 @@ fn a_full_disk_ends_the_run_and_every_earlier_row_loads() {
 }
 
 #[test]
+#[ignore = "needs root (mounts a tmpfs): scripts/test.sh runs it as root"]
 fn a_disk_with_no_room_for_the_header_leaves_no_file() {
-    let Some(disk) = Tmpfs::mount("no-room", "size=16k") else {
-        return;
-    };
+    let disk = Tmpfs::mount("no-room", "size=16k");
     // Fill the disk to the last byte.
     let filler = disk.0.join("filler");
     let mut f = std::fs::File::create(&filler).unwrap();
@@ -127,23 +125,30 @@ fn an_unwritable_folder_is_refused_before_the_csv_is_made() {
         "nothing was created before the folder was refused"
     );
     assert!(!text(&out).1.contains("os error"));
-    if let Some(ro) = Tmpfs::mount("read-only", "ro,size=16k") {
-        let hist = ro.0.join("hist");
-        let out = run(2, &with(&["--csv", path, "--hist", hist.to_str().unwrap()]));
-        one_error(
-            &out,
-            2,
-            &format!(
-                "--hist {}: cannot create files in {} (Read-only file system); choose a folder you can write",
-                hist.display(),
-                ro.0.display()
-            ),
-        );
-        assert!(!csv.exists());
-    }
     let out = run(2, &with(&["--csv", path]));
     assert!(out.status.success(), "{}", text(&out).1);
     assert_rows_load(&csv, 2);
+}
+
+#[test]
+#[ignore = "needs root (mounts a tmpfs): scripts/test.sh runs it as root"]
+fn a_read_only_folder_is_refused_before_the_csv_is_made() {
+    let dir = scratch("read-only-hist");
+    let csv = dir.join("run.csv");
+    let path = csv.to_str().unwrap();
+    let ro = Tmpfs::mount("read-only", "ro,size=16k");
+    let hist = ro.0.join("hist");
+    let out = run(2, &with(&["--csv", path, "--hist", hist.to_str().unwrap()]));
+    one_error(
+        &out,
+        2,
+        &format!(
+            "--hist {}: cannot create files in {} (Read-only file system); choose a folder you can write",
+            hist.display(),
+            ro.0.display()
+        ),
+    );
+    assert!(!csv.exists());
 }
 
 #[test]

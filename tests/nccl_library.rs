@@ -285,78 +285,9 @@ fn alone(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("the binary runs")
 }
 
-fn driver_present() -> bool {
-    let present = fabricbench::gpu::driver().is_ok();
-    if present {
-        eprintln!("skipped: a CUDA driver is present, so there is no driver error to check");
-    }
-    present
-}
-
 /// The canonical path of the wheel's library: what dladdr reports once loaded.
 fn loaded_path(wheel: &Wheel) -> String {
     wheel.lib().canonicalize().unwrap().display().to_string()
-}
-
-#[test]
-fn the_nccl_backend_names_nccl_before_the_driver_error() {
-    if driver_present() {
-        return;
-    }
-    let wheel = &wheels()[0];
-    let lib = wheel.lib().display().to_string();
-    let dir = wheel.dir.join("lib").display().to_string();
-    let found = format!(
-        "error: --backend nccl: NCCL {} found at {}; libcuda.so.1 not found",
-        wheel.version,
-        loaded_path(wheel)
-    );
-    let small = ["--backend", "nccl", "-b", "8", "-e", "8"];
-    for (how, args, env) in [
-        ("--nccl-lib FILE", vec!["--nccl-lib", lib.as_str()], vec![]),
-        ("--nccl-lib DIR", vec!["--nccl-lib", dir.as_str()], vec![]),
-        (
-            "FABRICBENCH_NCCL_LIB",
-            vec![],
-            vec![("FABRICBENCH_NCCL_LIB", lib.as_str())],
-        ),
-        (
-            "the search",
-            vec![],
-            vec![("LD_LIBRARY_PATH", dir.as_str())],
-        ),
-    ] {
-        let args: Vec<&str> = small.iter().copied().chain(args).collect();
-        let out = alone(ALL_REDUCE, &args, &env);
-        let line = one_error(&out, 1, &found);
-        assert!(
-            line.ends_with("use --backend mpi for host memory"),
-            "{how}: {line}"
-        );
-    }
-    // A relative --nccl-lib is the file in the working directory, not a name for
-    // the loader's search.
-    let out = Command::new(ALL_REDUCE)
-        .args(small)
-        .args(["--nccl-lib", "libnccl.so.2"])
-        .current_dir(wheel.dir.join("lib"))
-        .env("OMPI_MCA_ess_singleton_isolated", "1")
-        .env_remove("FABRICBENCH_NCCL_LIB")
-        .output()
-        .unwrap();
-    one_error(&out, 1, &found);
-    // --backend auto falls back to MPI and says why, NCCL's version included.
-    let out = alone(ALL_REDUCE, &["-b", "8", "-e", "8", "--nccl-lib", &lib], &[]);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let backend = stdout
-        .lines()
-        .find(|l| l.starts_with("# Backend: "))
-        .unwrap();
-    assert!(
-        backend.contains(&format!("NCCL {} found at", wheel.version)),
-        "{backend}"
-    );
 }
 
 #[test]
@@ -550,4 +481,68 @@ fn gpu_check_says_where_nccl_was_found_and_by_whom() {
         line,
         "# NCCL not found by the binary's search, nor a wheel by python3: the nccl steps will fail"
     );
+}
+
+/// Tests of a host without a CUDA driver (the no_gpu tier: scripts/test.sh leaves it out where a driver is).
+mod no_gpu {
+    use super::*;
+
+    #[test]
+    fn the_nccl_backend_names_nccl_before_the_driver_error() {
+        common::require_no_gpu();
+        let wheel = &wheels()[0];
+        let lib = wheel.lib().display().to_string();
+        let dir = wheel.dir.join("lib").display().to_string();
+        let found = format!(
+            "error: --backend nccl: NCCL {} found at {}; libcuda.so.1 not found",
+            wheel.version,
+            loaded_path(wheel)
+        );
+        let small = ["--backend", "nccl", "-b", "8", "-e", "8"];
+        for (how, args, env) in [
+            ("--nccl-lib FILE", vec!["--nccl-lib", lib.as_str()], vec![]),
+            ("--nccl-lib DIR", vec!["--nccl-lib", dir.as_str()], vec![]),
+            (
+                "FABRICBENCH_NCCL_LIB",
+                vec![],
+                vec![("FABRICBENCH_NCCL_LIB", lib.as_str())],
+            ),
+            (
+                "the search",
+                vec![],
+                vec![("LD_LIBRARY_PATH", dir.as_str())],
+            ),
+        ] {
+            let args: Vec<&str> = small.iter().copied().chain(args).collect();
+            let out = alone(ALL_REDUCE, &args, &env);
+            let line = one_error(&out, 1, &found);
+            assert!(
+                line.ends_with("use --backend mpi for host memory"),
+                "{how}: {line}"
+            );
+        }
+        // A relative --nccl-lib is the file in the working directory, not a name for
+        // the loader's search.
+        let out = Command::new(ALL_REDUCE)
+            .args(small)
+            .args(["--nccl-lib", "libnccl.so.2"])
+            .current_dir(wheel.dir.join("lib"))
+            .env("OMPI_MCA_ess_singleton_isolated", "1")
+            .env_remove("FABRICBENCH_NCCL_LIB")
+            .output()
+            .unwrap();
+        one_error(&out, 1, &found);
+        // --backend auto falls back to MPI and says why, NCCL's version included.
+        let out = alone(ALL_REDUCE, &["-b", "8", "-e", "8", "--nccl-lib", &lib], &[]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let backend = stdout
+            .lines()
+            .find(|l| l.starts_with("# Backend: "))
+            .unwrap();
+        assert!(
+            backend.contains(&format!("NCCL {} found at", wheel.version)),
+            "{backend}"
+        );
+    }
 }

@@ -397,9 +397,11 @@ fn whole_chart(path: &Path) -> bool {
 }
 
 #[test]
+#[ignore = "needs root (mounts a tmpfs): scripts/test.sh runs it as root"]
 fn a_full_disk_leaves_no_partial_or_empty_file_and_every_row_loads() {
     // -J on a disk with no room: no 0-byte .json, none at a retry either.
-    if let Some(disk) = Tmpfs::mount("full-json", "size=16k") {
+    {
+        let disk = Tmpfs::mount("full-json", "size=16k");
         let filler = disk.0.join("filler");
         let mut f = std::fs::File::create(&filler).unwrap();
         while std::io::Write::write_all(&mut f, &[0u8; 512]).is_ok() {}
@@ -437,7 +439,8 @@ fn a_full_disk_leaves_no_partial_or_empty_file_and_every_row_loads() {
     }
     // --plot: the rows are streamed and kept; the charts, too big for the disk,
     // are written whole or not at all.
-    if let Some(disk) = Tmpfs::mount("full-plot", "size=64k") {
+    {
+        let disk = Tmpfs::mount("full-plot", "size=64k");
         let csv = disk.0.join("r.csv");
         let plots = disk.0.join("plots");
         let out = sweep(ALL_REDUCE, &["--csv", &s(&csv), "--plot", &s(&plots)]);

@@ -20,13 +20,6 @@ const BINARIES: [&str; 8] = [
 const WRITE_BW: &str = BINARIES[0];
 
 /// The no-device checks only mean something where the kernel has no RDMA device.
-fn host_has_rdma() -> bool {
-    let has = std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some());
-    if has {
-        eprintln!("skipped: this host has an RDMA device (/sys/class/infiniband)");
-    }
-    has
-}
 
 fn plain(binary: &str, args: &[&str]) -> Output {
     Command::new(binary)
@@ -60,45 +53,6 @@ fn one_error(out: &Output, code: i32, expected: &str) {
         lines[0].contains(expected),
         "{:?} lacks {expected:?}",
         lines[0]
-    );
-}
-
-#[test]
-fn every_binary_says_there_is_no_rdma_device() {
-    if host_has_rdma() {
-        return;
-    }
-    for binary in BINARIES {
-        // Server side, client side, a named device: the device is looked at first.
-        for args in [&[][..], &["10.0.0.1"], &["-d", "mlx5_0", "-x", "3"]] {
-            let out = plain(binary, args);
-            one_error(&out, 1, "no RDMA device on this host");
-            let line = &errors(&out)[0];
-            assert!(
-                line.contains("apt install rdma-core ibverbs-providers")
-                    && line.contains("scripts/softroce-test.sh"),
-                "{binary} {args:?}: says what to install: {line}"
-            );
-        }
-    }
-}
-
-#[test]
-fn under_mpirun_the_missing_device_is_reported_once() {
-    if host_has_rdma() {
-        return;
-    }
-    let out = mpirun(4, BINARIES[5], &["-n", "10"]);
-    assert!(!out.status.success());
-    let lines = errors(&out);
-    assert_eq!(
-        lines.len(),
-        1,
-        "rank 0 prints the common cause once: {lines:?}"
-    );
-    assert!(
-        lines[0].starts_with("ib_send_lat: error: no RDMA device on this host"),
-        "{lines:?}"
     );
 }
 
@@ -300,18 +254,6 @@ fn help_lists_perftests_flags() {
 }
 
 #[test]
-fn all_pairs_without_a_device_stops_every_rank_with_one_line() {
-    if host_has_rdma() {
-        return;
-    }
-    // An odd rank count: all-pairs has byes, so it is no pair-count error.
-    for binary in [WRITE_BW, BINARIES[3]] {
-        let out = mpirun(3, binary, &["--all-pairs", "-n", "10"]);
-        one_error(&out, 1, "no RDMA device on this host");
-    }
-}
-
-#[test]
 fn all_pairs_bad_launches_name_the_flag() {
     for (binary, args, expected) in [
         (
@@ -342,38 +284,87 @@ fn all_pairs_bad_launches_name_the_flag() {
     );
 }
 
-#[test]
-fn gpu_memory_without_a_driver_says_why_before_the_device() {
-    if fabricbench::gpu::driver().is_ok() {
-        eprintln!("skipped: a CUDA driver is present (scripts/gpu-check.sh covers that side)");
-        return;
+/// Tests of a host without an RDMA device (the no_rdma tier: scripts/test.sh leaves it out where one is).
+mod no_rdma {
+    use super::*;
+
+    #[test]
+    fn every_binary_says_there_is_no_rdma_device() {
+        common::require_no_rdma();
+        for binary in BINARIES {
+            // Server side, client side, a named device: the device is looked at first.
+            for args in [&[][..], &["10.0.0.1"], &["-d", "mlx5_0", "-x", "3"]] {
+                let out = plain(binary, args);
+                one_error(&out, 1, "no RDMA device on this host");
+                let line = &errors(&out)[0];
+                assert!(
+                    line.contains("apt install rdma-core ibverbs-providers")
+                        && line.contains("scripts/softroce-test.sh"),
+                    "{binary} {args:?}: says what to install: {line}"
+                );
+            }
+        }
     }
-    // The GPU is checked before the RDMA device, so its reason is the one shown.
-    one_error(
-        &plain(WRITE_BW, &["--use_cuda=0"]),
-        1,
-        "--use_cuda=0: libcuda.so.1 not found",
-    );
-    one_error(
-        &mpirun(2, BINARIES[1], &["--use_cuda=1", "--use_cuda_dmabuf"]),
-        1,
-        "--use_cuda=1 --use_cuda_dmabuf: libcuda.so.1 not found",
-    );
-    one_error(
-        &plain(BINARIES[3], &["--use_cuda=0"]),
-        2,
-        "--use_cuda=0: ib_write_lat polls its buffer from the CPU",
-    );
+
+    #[test]
+    fn under_mpirun_the_missing_device_is_reported_once() {
+        common::require_no_rdma();
+        let out = mpirun(4, BINARIES[5], &["-n", "10"]);
+        assert!(!out.status.success());
+        let lines = errors(&out);
+        assert_eq!(
+            lines.len(),
+            1,
+            "rank 0 prints the common cause once: {lines:?}"
+        );
+        assert!(
+            lines[0].starts_with("ib_send_lat: error: no RDMA device on this host"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn all_pairs_without_a_device_stops_every_rank_with_one_line() {
+        common::require_no_rdma();
+        // An odd rank count: all-pairs has byes, so it is no pair-count error.
+        for binary in [WRITE_BW, BINARIES[3]] {
+            let out = mpirun(3, binary, &["--all-pairs", "-n", "10"]);
+            one_error(&out, 1, "no RDMA device on this host");
+        }
+    }
 }
 
-#[test]
-fn gpu_memory_on_the_write_latency_test_without_a_gpu_is_one_line() {
-    if std::path::Path::new("/dev/nvidia0").exists() {
-        eprintln!("skipped: this host has a GPU");
-        return;
+/// Tests of a host without a CUDA driver (the no_gpu tier: scripts/test.sh leaves it out where a driver is).
+mod no_gpu {
+    use super::*;
+
+    #[test]
+    fn gpu_memory_without_a_driver_says_why_before_the_device() {
+        common::require_no_gpu();
+        // The GPU is checked before the RDMA device, so its reason is the one shown.
+        one_error(
+            &plain(WRITE_BW, &["--use_cuda=0"]),
+            1,
+            "--use_cuda=0: libcuda.so.1 not found",
+        );
+        one_error(
+            &mpirun(2, BINARIES[1], &["--use_cuda=1", "--use_cuda_dmabuf"]),
+            1,
+            "--use_cuda=1 --use_cuda_dmabuf: libcuda.so.1 not found",
+        );
+        one_error(
+            &plain(BINARIES[3], &["--use_cuda=0"]),
+            2,
+            "--use_cuda=0: ib_write_lat polls its buffer from the CPU",
+        );
     }
-    // With --write_with_imm the CPU never polls the buffer, so the flag is
-    // taken, and the missing GPU is the one error (before any RDMA device).
-    let out = plain(BINARIES[3], &["--write_with_imm", "--use_cuda=0"]);
-    one_error(&out, 1, "--use_cuda=0: ");
+
+    #[test]
+    fn gpu_memory_on_the_write_latency_test_without_a_gpu_is_one_line() {
+        common::require_no_gpu();
+        // With --write_with_imm the CPU never polls the buffer, so the flag is
+        // taken, and the missing GPU is the one error (before any RDMA device).
+        let out = plain(BINARIES[3], &["--write_with_imm", "--use_cuda=0"]);
+        one_error(&out, 1, "--use_cuda=0: ");
+    }
 }

@@ -114,6 +114,7 @@ fn rank_hosts(stdout: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn every_collective_runs_across_four_nodes_over_tcp() {
     let rack = Rack::up();
     let dir = scratch("rack-collectives");
@@ -181,6 +182,7 @@ fn suspects(stdout: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn all_pairs_names_the_slowed_node_and_only_it() {
     let rack = Rack::up();
     // 5 Mbit/s is over 50x below a healthy veth on an idle host, but under load
@@ -218,6 +220,7 @@ fn all_pairs_names_the_slowed_node_and_only_it() {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn doctor_names_each_node_by_its_fault() {
     let rack = Rack::up();
     rack.fault(&["mtu", "node1", "9000"]);
@@ -259,6 +262,7 @@ fn doctor_names_each_node_by_its_fault() {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn doctor_counts_nodes_by_identity_and_names_a_duplicate_host() {
     let rack = Rack::up();
     rack.fault(&["duphost", "node4", "node3"]);
@@ -365,6 +369,7 @@ fn chromium(args: &[String]) -> Output {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
     let rack = Rack::up();
     rack.fault(&["slow", "node3", "5mbit"]);
@@ -415,7 +420,7 @@ fn rack_check_fails_on_the_faults_and_passes_once_cleared() {
     let shot = dir.join("report.png");
     chromium(&[
         format!("--screenshot={}", shot.display()),
-        "--window-size=1200,1800".into(),
+        "--window-size=1200,2600".into(),
         format!("file://{}", html.display()),
     ]);
     let pixels = Command::new(python_with("PIL"))
@@ -536,22 +541,30 @@ fn assert_finished_rows_kept(out: &Output, csv: &Path) {
     assert_rows_load(csv, printed * 2);
 }
 
+/// The processes in `node`'s network namespace.
+fn node_pids(node: &str) -> Vec<String> {
+    let pids = Command::new("ip")
+        .args(["netns", "pids", &format!("fbrack-{node}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&pids.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn a_killed_rank_and_a_cut_link_end_the_job_naming_the_node() {
     let rack = Rack::up();
     let (out, took, csv) = fault_mid_run(&rack, "rack-kill", |_| {
-        let pids = Command::new("ip")
-            .args(["netns", "pids", "fbrack-node3"])
-            .output()
-            .unwrap();
-        let rank = String::from_utf8_lossy(&pids.stdout)
-            .split_whitespace()
+        let rank = node_pids("node3")
+            .into_iter()
             .find(|p| {
                 std::fs::read_to_string(format!("/proc/{p}/comm"))
                     .is_ok_and(|c| c.trim() == "all_reduce_perf")
             })
-            .expect("the rank on node3")
-            .to_string();
+            .expect("the rank on node3");
         let rank: i32 = rank.parse().unwrap();
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(rank),
@@ -687,6 +700,7 @@ fn assert_nothing_left(what: &str, within: Duration) {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
     let rack = Rack::up();
     rack.fault(&["down", "node3"]);
@@ -712,6 +726,7 @@ fn rack_check_names_a_node_that_is_down_without_waiting_for_it() {
 }
 
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn rack_check_counts_nodes_by_identity() {
     let rack = Rack::up();
     rack.fault(&["duphost", "node4", "node3"]);
@@ -746,10 +761,12 @@ fn rack_check_counts_nodes_by_identity() {
 }
 
 /// A step that outlives timeout_s (all-pairs behind a switch port whose MTU
-/// drops the large frames) fails its checks, says it was killed, and leaves
-/// no daemon or rank behind; the path probe that follows names node3, whose
-/// port it is, and only it.
+/// drops the large frames; doctor's launch may hang there too) fails its
+/// checks, says it was killed, and leaves no daemon or rank behind; the path
+/// probe that follows names node3, whose port it is, and only it: the other
+/// nodes, left unchecked by the hang, are INCONCLUSIVE, neither failed nor passed.
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
     let rack = Rack::up();
     rack.fault(&["switch-mtu", "node3", "1280"]);
@@ -772,7 +789,8 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
         "{text}"
     );
     assert!(
-        text.contains("rack_check: node node3: FAIL: test pairs did not finish with its results")
+        text.contains("rack_check: node node3: FAIL: ")
+            && text.contains("test pairs did not finish with its results")
             && text.contains(
                 "path probe: full-size frames were lost between node3 and every other node"
             ),
@@ -780,7 +798,9 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
     );
     for healthy in ["node1", "node2", "node4"] {
         assert!(
-            text.contains(&format!("rack_check: node {healthy}: PASS")),
+            text.lines().any(|l| l
+                .starts_with(&format!("rack_check: node {healthy}: INCONCLUSIVE: "))
+                && l.ends_with("the path probe lays the hang on node3: this node's paths to the others carried full-size frames")),
             "{text}"
         );
     }
@@ -791,13 +811,24 @@ fn a_step_that_times_out_fails_and_is_killed_with_its_daemons() {
     // Doctor, three rounds of the sweep, the hung step (15 s and its grace),
     // the probe (a lost pair waits 3 s at most): well within 3 minutes.
     assert!(took < Duration::from_secs(180), "{took:?}: {text}");
-    assert_nothing_left("switch-mtu", Duration::ZERO);
+    // node3's daemon alone may outlive the job: the launcher's kernel queues
+    // the closing FIN behind the launch message node3's port drops, and keeps
+    // that orphaned connection alive, answering the daemon's keepalives, until
+    // tcp_orphan_retries gives up (80 s here). Every other daemon is gone at once.
+    let on_node3 = node_pids("node3");
+    let elsewhere: Vec<String> = job_processes()
+        .into_iter()
+        .filter(|p| !on_node3.iter().any(|n| p.split(' ').next() == Some(n)))
+        .collect();
+    assert!(elsewhere.is_empty(), "switch-mtu: left: {elsewhere:?}");
+    assert_nothing_left("switch-mtu", Duration::from_secs(150));
 }
 
 /// A link cut during all-pairs: the job ends within -T and a bound, naming
 /// node3, and the CSV keeps every pair measured before the cut, the others
 /// empty (not measured); nothing of the job is left running.
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn a_cut_during_all_pairs_keeps_the_pairs_measured_before_it() {
     let rack = Rack::up();
     let dir = scratch("rack-cut-pairs");
@@ -872,6 +903,7 @@ fn a_cut_during_all_pairs_keeps_the_pairs_measured_before_it() {
 /// each round of all-pairs, so node3's pairs retransmit hundreds and the others
 /// a few (a loaded host's noise): its counters check lays the failure on node3.
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn the_shipped_spec_names_a_lossy_node_by_its_pairs_retransmits() {
     let rack = Rack::up();
     rack.fault(&["loss", "node3", "2"]);
@@ -937,6 +969,7 @@ fn rail_reach(rack: &Rack) -> Vec<String> {
 /// each reach across every node, crossed cables cut a node's rails off
 /// their own networks, a slow rail carries its tbf on both ends.
 #[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
 fn two_rails_and_their_faults() {
     let rack = Rack::up_as(&["up", "4", "--rails", "2"]);
     assert_eq!(rail_reach(&rack), Vec::<String>::new(), "a clean rack");

@@ -298,20 +298,13 @@ fn run() -> Result<ExitStatus, String> {
         probe: probe.as_ref(),
     });
     for n in &nodes {
-        let failed: Vec<&str> = n
-            .problems
-            .iter()
-            .filter(|p| p.fails)
-            .map(|p| p.what.as_str())
-            .collect();
+        let deciding = n.deciding();
         println!(
-            "rack_check: node {}: {}",
+            "rack_check: node {}: {}{}{}",
             n.node,
-            if failed.is_empty() {
-                "PASS".to_string()
-            } else {
-                format!("FAIL: {}", failed.join("; "))
-            }
+            n.verdict().name(),
+            if deciding.is_empty() { "" } else { ": " },
+            deciding.join("; ")
         );
     }
     let report = RunReport {

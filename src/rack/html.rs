@@ -56,7 +56,7 @@ pub fn render(report: &RunReport, pairs: &[PairsOutcome], checks: &[Check]) -> S
     let failing: Vec<&str> = report
         .nodes
         .iter()
-        .filter(|n| !n.passed())
+        .filter(|n| n.verdict() == Verdict::Fail)
         .map(|n| n.node.as_str())
         .collect();
     let _ = writeln!(
@@ -137,8 +137,7 @@ fn nodes_table(h: &mut String, nodes: &[NodeVerdict]) {
             h,
             "<tr><td rowspan=\"{span}\">{}</td>{}",
             esc(&n.node),
-            verdict_cell(Verdict::of(n.passed()))
-                .replace("<td", &format!("<td rowspan=\"{span}\""))
+            verdict_cell(n.verdict()).replace("<td", &format!("<td rowspan=\"{span}\""))
         );
         if shown.is_empty() {
             h.push_str("<td>nothing found</td><td></td></tr>\n");
@@ -150,7 +149,7 @@ fn nodes_table(h: &mut String, nodes: &[NodeVerdict]) {
             let _ = writeln!(
                 h,
                 "<td>{}{}</td><td class=\"fix\">{}</td></tr>",
-                if p.fails { "" } else { "warning: " },
+                p.effect.prefix(),
                 esc(&p.what),
                 esc(&p.fix)
             );

@@ -2,10 +2,12 @@
 //! node, a step that did not check it (doctor had no answer from it, a test did
 //! not finish), and the all-pairs checks' suspects, slow pairs, pairs not
 //! measured and wrong data, each with its fix. A node nothing checked never
-//! passes. The summary and the HTML report list every node, failing or not.
+//! passes: it fails, or is INCONCLUSIVE where the path probe laid the hang that
+//! kept it from being checked on another node. The summary and the HTML report
+//! list every node, failing or not.
 
 use super::check::{Check, CheckKind};
-use super::check_result::CheckResult;
+use super::check_result::{CheckResult, Verdict as NodeState};
 use super::probe::PathProbe;
 use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
 use crate::allpairs::alone::judge_launches;
@@ -49,11 +51,30 @@ pub fn pairs_outcomes(checks: &[Check], tests: &[TestStep]) -> Vec<PairsOutcome>
         .collect()
 }
 
+/// What a problem does to its node's verdict.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Effect {
+    Fails,
+    /// The node was not checked, for a cause laid on another node: it neither
+    /// passes nor fails (INCONCLUSIVE).
+    Unchecked,
+    Warns,
+}
+
+impl Effect {
+    /// What the summary and the report put before the problem.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Effect::Fails | Effect::Unchecked => "",
+            Effect::Warns => "warning: ",
+        }
+    }
+}
+
 /// One thing found on a node.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeProblem {
-    /// It fails the node (a warning does not).
-    pub fails: bool,
+    pub effect: Effect,
     pub what: String,
     pub fix: String,
 }
@@ -65,8 +86,33 @@ pub struct NodeVerdict {
 }
 
 impl NodeVerdict {
+    pub fn verdict(&self) -> NodeState {
+        let has = |e| self.problems.iter().any(|p| p.effect == e);
+        if has(Effect::Fails) {
+            NodeState::Fail
+        } else if has(Effect::Unchecked) {
+            NodeState::Inconclusive
+        } else {
+            NodeState::Pass
+        }
+    }
+
     pub fn passed(&self) -> bool {
-        !self.problems.iter().any(|p| p.fails)
+        self.verdict() == NodeState::Pass
+    }
+
+    /// The problems that decide the verdict: the failing ones, or else the
+    /// checks missed.
+    pub fn deciding(&self) -> Vec<&str> {
+        let effect = match self.verdict() {
+            NodeState::Fail => Effect::Fails,
+            _ => Effect::Unchecked,
+        };
+        self.problems
+            .iter()
+            .filter(|p| p.effect == effect)
+            .map(|p| p.what.as_str())
+            .collect()
     }
 }
 
@@ -100,9 +146,10 @@ pub struct Evidence<'a> {
     pub probe: Option<&'a PathProbe>,
 }
 
-/// The nodes in the order first seen, each with its problems in the order found.
+/// The nodes in the order first seen, each with its problems in the order
+/// found; and the nodes the path probe cleared of a step that missed them.
 #[derive(Default)]
-struct NodeList(Vec<NodeVerdict>);
+struct NodeList(Vec<NodeVerdict>, Vec<String>);
 
 impl NodeList {
     fn at(&mut self, node: &str) -> &mut NodeVerdict {
@@ -120,13 +167,13 @@ impl NodeList {
     }
 
     fn fail(&mut self, node: &str, what: String, fix: String) {
-        self.add(node, true, what, fix);
+        self.add(node, Effect::Fails, what, fix);
     }
 
-    fn add(&mut self, node: &str, fails: bool, what: String, fix: String) {
+    fn add(&mut self, node: &str, effect: Effect, what: String, fix: String) {
         self.at(node)
             .problems
-            .push(NodeProblem { fails, what, fix });
+            .push(NodeProblem { effect, what, fix });
     }
 }
 
@@ -154,12 +201,22 @@ pub fn node_verdicts(e: &Evidence) -> Vec<NodeVerdict> {
     }
     if let Some(d) = e.doctor {
         doctor_findings(&mut nodes, &d.findings);
-        not_checked_by_doctor(&mut nodes, d, e.launched_nodes);
+        not_checked_by_doctor(&mut nodes, d, e.launched_nodes, e.probe);
     }
+    let finished_on: Vec<String> = e
+        .tests
+        .iter()
+        .filter(|t| t.ran())
+        .flat_map(|t| match &t.launched_on {
+            Some(hosts) => hosts.clone(),
+            None => nodes.0.iter().map(|n| n.node.clone()).collect(),
+        })
+        .collect();
     for t in e.tests.iter().filter(|t| !t.ran()) {
-        not_finished(&mut nodes, t, e.probe);
+        not_finished(&mut nodes, t, e.probe, &finished_on);
     }
     if let Some(p) = e.probe {
+        laid_elsewhere(&mut nodes, p);
         probe_problems(&mut nodes, p);
     }
     for p in e.pairs {
@@ -194,7 +251,11 @@ fn doctor_findings(nodes: &mut NodeList, findings: &[Finding]) {
             continue;
         }
         node.problems.push(NodeProblem {
-            fails: f.severity == Severity::Error,
+            effect: if f.severity == Severity::Error {
+                Effect::Fails
+            } else {
+                Effect::Warns
+            },
             what: format!(
                 "doctor {} ({}): {}; expected {}",
                 f.check, f.component, f.seen, f.expected
@@ -210,7 +271,12 @@ fn doctor_findings(nodes: &mut NodeList, findings: &[Finding]) {
 /// `localhost` for `gpu01`). Nodes are counted by identity: two machines
 /// answering as one name fail both, and a spec host no machine answered as
 /// fails naming them. A node the launcher could not reach is named so.
-fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) {
+fn not_checked_by_doctor(
+    nodes: &mut NodeList,
+    d: &DoctorStep,
+    launched: usize,
+    probe: Option<&PathProbe>,
+) {
     let claimed = |a: &str| claimed_name(a).0.to_string();
     let reported = |name: &str| {
         d.nodes
@@ -227,11 +293,12 @@ fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) 
     let every_node_answered = d.answered() && d.nodes.len() >= launched && duplicates.is_empty();
     let unreachable = d.unreachable();
     let log = file_name(&d.outcome.log);
+    let mut unchecked_by_doctor = Vec::new();
     for n in nodes.0.iter_mut() {
         let (name, shared) = claimed_name(&n.node);
         if shared {
             n.problems.push(NodeProblem {
-                fails: true,
+                effect: Effect::Fails,
                 what: format!(
                     "one of several machines answering as {name} (doctor {DUPLICATE_HOST}): \
                      which results are this machine's cannot be told"
@@ -245,7 +312,7 @@ fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) 
         }
         let problem = if let Some((_, line)) = unreachable.iter().find(|(h, _)| *h == n.node) {
             NodeProblem {
-                fails: true,
+                effect: Effect::Fails,
                 what: format!("did not answer the launch: {log}: {line}"),
                 fix: format!(
                     "check that {} is up and reachable from the launch node (ping, ssh {} \
@@ -256,7 +323,7 @@ fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) 
         } else if !duplicates.is_empty() {
             let seen: Vec<&str> = duplicates.iter().map(|f| f.seen.as_str()).collect();
             NodeProblem {
-                fails: true,
+                effect: Effect::Fails,
                 what: format!(
                     "no machine answered as {}, while {}: {} is likely one of them, \
                      under another node's name",
@@ -268,7 +335,7 @@ fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) 
             }
         } else if every_node_answered {
             NodeProblem {
-                fails: false,
+                effect: Effect::Warns,
                 what: format!(
                     "doctor reported no node of this name, but answered from every node it was \
                      launched on ({}): this is another name of one of them",
@@ -281,27 +348,74 @@ fn not_checked_by_doctor(nodes: &mut NodeList, d: &DoctorStep, launched: usize) 
                 Some((h, _)) => format!("; the launch stopped at {h}, which did not answer"),
                 None => log_says(&d.outcome.log, &n.node),
             };
-            NodeProblem {
-                fails: true,
-                what: format!(
-                    "doctor did not check this node ({}; see {log}){why}",
-                    d.status()
-                ),
-                fix: STEP_FIX.into(),
-            }
+            let what = format!(
+                "doctor did not check this node ({}; see {log}){why}",
+                d.status()
+            );
+            unchecked_by_doctor.push((n.node.clone(), what));
+            continue;
         };
         n.problems.push(problem);
+    }
+    for (node, what) in unchecked_by_doctor {
+        unchecked(nodes, &node, what, probe, false);
     }
 }
 
 const DUPLICATE_FIX: &str = "give every node its own host name (hostnamectl set-hostname) and \
 check the launcher's host list: until then their results cannot be told apart";
 
+/// A step that did not check `node`: it fails the node, unless the path probe
+/// laid the hang on other nodes and this node's own paths carried full-size
+/// frames; then the node is INCONCLUSIVE where nothing else checked it (`other`
+/// false), and the step's miss is a warning where something did.
+/// `laid_elsewhere` says why once.
+fn unchecked(
+    nodes: &mut NodeList,
+    node: &str,
+    what: String,
+    probe: Option<&PathProbe>,
+    other: bool,
+) {
+    let effect = match probe.is_some_and(|p| p.clears(node)) {
+        false => Effect::Fails,
+        true if other => Effect::Warns,
+        true => Effect::Unchecked,
+    };
+    if effect != Effect::Fails && !nodes.1.iter().any(|n| n == node) {
+        nodes.1.push(node.to_string());
+    }
+    nodes.add(node, effect, what, STEP_FIX.into());
+}
+
+/// On each node a hang the path probe laid on others left unchecked: whom it
+/// laid it on.
+fn laid_elsewhere(nodes: &mut NodeList, p: &PathProbe) {
+    let suspects = p.suspect_names().join(", ");
+    for n in nodes.0.iter_mut().filter(|n| nodes.1.contains(&n.node)) {
+        let effect = match n.problems.iter().any(|x| x.effect == Effect::Unchecked) {
+            true => Effect::Unchecked,
+            false => Effect::Warns,
+        };
+        n.problems.push(NodeProblem {
+            effect,
+            what: format!(
+                "the path probe lays the hang on {suspects}: this node's paths to the others carried full-size frames"
+            ),
+            fix: format!("fix {suspects} first, then run rack_check again to check this node"),
+        });
+    }
+}
+
 /// A test that did not finish with its results checked nothing on the nodes it
-/// ran on (every node, where the spec names none). Where the path probe laid
-/// the hang on other nodes and this node's own paths carried full-size
-/// frames, that is said, and does not fail it.
-fn not_finished(nodes: &mut NodeList, t: &TestStep, probe: Option<&PathProbe>) {
+/// ran on (every node, where the spec names none). `finished_on`: the nodes
+/// some other test finished on.
+fn not_finished(
+    nodes: &mut NodeList,
+    t: &TestStep,
+    probe: Option<&PathProbe>,
+    finished_on: &[String],
+) {
     let on: Vec<String> = match &t.launched_on {
         Some(hosts) => hosts.clone(),
         None => nodes.0.iter().map(|n| n.node.clone()).collect(),
@@ -314,16 +428,14 @@ fn not_finished(nodes: &mut NodeList, t: &TestStep, probe: Option<&PathProbe>) {
             t.status(),
             log_says(&t.outcome.log, &node)
         );
-        match probe.filter(|p| p.clears(&node)) {
-            Some(p) => {
-                let what = format!(
-                    "{what}; the path probe lays it on {}: this node's paths to the others carried full-size frames",
-                    p.suspect_names().join(", ")
-                );
-                nodes.add(&node, false, what, STEP_FIX.into());
-            }
-            None => nodes.fail(&node, what, STEP_FIX.into()),
-        }
+        // Doctor left it unchecked (INCONCLUSIVE already), or no test checked it.
+        let other = finished_on.contains(&node)
+            && !nodes
+                .at(&node)
+                .problems
+                .iter()
+                .any(|p| p.effect == Effect::Unchecked);
+        unchecked(nodes, &node, what, probe, other);
     }
 }
 
@@ -579,7 +691,7 @@ mod tests {
                 "pairs all pairs: pair with d not measured at 256 KiB: not judged",
             ]
         );
-        assert!(!nodes[0].problems[0].fails);
+        assert_eq!(nodes[0].problems[0].effect, Effect::Warns);
         assert_eq!(
             whats(&nodes[0])[1],
             "pairs all pairs: pair with a not measured at 256 KiB: not judged"
@@ -701,7 +813,8 @@ mod tests {
     }
 
     /// A test hung on every node; the path probe found node3's full-size frames
-    /// lost with everyone: node3 fails, the others carry a note and pass.
+    /// lost with everyone: node3 fails, the others were not checked because of it:
+    /// INCONCLUSIVE, with a note.
     #[test]
     fn the_path_probe_lays_a_hung_test_on_its_suspect() {
         use crate::rack::probe::{Direction, PathProbe};
@@ -746,11 +859,13 @@ mod tests {
             checks: &[],
             probe: Some(&probe),
         });
-        let passed: Vec<bool> = nodes.iter().map(NodeVerdict::passed).collect();
-        assert_eq!(passed, [true, true, false], "{nodes:?}");
-        assert!(whats(&nodes[0])[0].ends_with(
-            "the path probe lays it on node3: this node's paths to the others carried full-size frames"
-        ));
+        let verdicts: Vec<NodeState> = nodes.iter().map(NodeVerdict::verdict).collect();
+        use NodeState::{Fail, Inconclusive};
+        assert_eq!(verdicts, [Inconclusive, Inconclusive, Fail], "{nodes:?}");
+        assert_eq!(
+            whats(&nodes[0])[1],
+            "the path probe lays the hang on node3: this node's paths to the others carried full-size frames"
+        );
         assert!(whats(&nodes[2])[1].starts_with(
             "path probe: full-size frames were lost between node3 and every other node (ping -M do \
              -s 1472 over eth0 (MTU 1500) from node1 to node3; "

@@ -45,10 +45,6 @@ fn verdict_cell(verdict: Verdict) -> &'static str {
     }
 }
 
-fn verdict(passed: bool) -> &'static str {
-    verdict_cell(Verdict::of(passed))
-}
-
 /// checks.json: each check's verdict and, for a check judged on rounds, its
 /// median, 95% interval, rounds, re-measures and the rounds that would resolve it.
 pub fn checks_json(checks: &[CheckResult]) -> String {
@@ -292,20 +288,13 @@ impl RunReport {
             let found: Vec<String> = n
                 .problems
                 .iter()
-                .map(|p| {
-                    text(&format!(
-                        "{}{}; fix: {}",
-                        if p.fails { "" } else { "warning: " },
-                        p.what,
-                        p.fix
-                    ))
-                })
+                .map(|p| text(&format!("{}{}; fix: {}", p.effect.prefix(), p.what, p.fix)))
                 .collect();
             let _ = writeln!(
                 md,
                 "| {} | {} | {} |",
                 text(&n.node),
-                verdict(n.passed()),
+                verdict_cell(n.verdict()),
                 if found.is_empty() {
                     "nothing found".to_string()
                 } else {
@@ -393,7 +382,7 @@ mod tests {
             nodes: vec![NodeVerdict {
                 node: hostile.into(),
                 problems: vec![NodeProblem {
-                    fails: true,
+                    effect: crate::rack::nodes::Effect::Fails,
                     what: format!("port down on {hostile}"),
                     fix: "`rm -rf /` | *now*".into(),
                 }],

@@ -52,8 +52,7 @@ pub fn open_device(plan: &Plan, local_rank: usize) -> anyhow::Result<(Plan, Port
         plan.ib_port,
         plan.gid_index,
         &plan.path.gid,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     check_device(plan.bench, &plan.options, &port)?;
     let mut plan = plan.on_device(port.software);
     // The P_Key index checked, and NUMA binding before any buffer is allocated.

@@ -239,26 +239,24 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A tmpfs mounted for one test (root only), unmounted when dropped.
+/// A tmpfs mounted for one test (root only: such tests are #[ignore]d with
+/// the reason), unmounted when dropped.
 pub struct Tmpfs(pub PathBuf);
 
 impl Tmpfs {
-    pub fn mount(name: &str, options: &str) -> Option<Tmpfs> {
-        if !is_root() {
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
+    pub fn mount(name: &str, options: &str) -> Tmpfs {
+        assert!(
+            is_root(),
+            "mounting a tmpfs needs root: run scripts/test.sh as root"
+        );
         let dir = scratch(name);
         let status = Command::new("mount")
             .args(["-t", "tmpfs", "-o", options, "tmpfs"])
             .arg(&dir)
             .status()
-            .ok()?;
-        if !status.success() {
-            eprintln!("skipped: mount -t tmpfs failed here");
-            return None;
-        }
-        Some(Tmpfs(dir))
+            .expect("run mount");
+        assert!(status.success(), "mount -t tmpfs -o {options}: {status}");
+        Tmpfs(dir)
     }
 }
 
@@ -266,4 +264,29 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
+}
+
+// The test tiers (scripts/test.sh). Tests under `mod no_gpu` and `mod no_rdma`
+// check what a host without a CUDA driver or an RDMA device does: on a host
+// that has one they fail, saying so, and scripts/test.sh leaves them out there
+// (`--skip no_gpu::`, `--skip no_rdma::`). Tests that need root are #[ignore]d with
+// the reason; scripts/test.sh runs them as root (`--include-ignored`).
+
+/// Fails a `no_gpu` test on a host with a CUDA driver: it could check nothing.
+pub fn require_no_gpu() {
+    assert!(
+        fabricbench::gpu::driver().is_err(),
+        "this test checks a host without a CUDA driver, and this one has one: \
+         scripts/test.sh leaves the no_gpu tier out here (--skip no_gpu::)"
+    );
+}
+
+/// Fails a `no_rdma` test on a host with an RDMA device: it could check nothing.
+pub fn require_no_rdma() {
+    let has = std::fs::read_dir("/sys/class/infiniband").is_ok_and(|mut d| d.next().is_some());
+    assert!(
+        !has,
+        "this test checks a host without an RDMA device, and this one has one \
+         (/sys/class/infiniband): scripts/test.sh leaves the no_rdma tier out here (--skip no_rdma::)"
+    );
 }

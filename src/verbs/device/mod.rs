@@ -17,6 +17,7 @@ pub use crate::sysfs::rdma::PortRate;
 use crate::sysfs::rdma::{self, KernelState, PhysState, PortState};
 use crate::sysfs::Root;
 use crate::verbs::flags::path::GidPreference;
+use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::device::{DeviceInfo, DeviceList, GetDeviceListErrorKind, TransportType};
 use sideway::ibverbs::device_context::DeviceContext;
@@ -353,12 +354,12 @@ pub fn open_port(
     port: u8,
     gid_index: Option<u32>,
     prefer: &GidPreference,
-) -> Result<Port, String> {
+) -> anyhow::Result<Port> {
     let list = DeviceList::new().map_err(|e| {
         let GetDeviceListErrorKind::Ibverbs(io) = &e.0 else {
-            return format!("cannot list RDMA devices: {e}");
+            return anyhow!("cannot list RDMA devices: {e}");
         };
-        match io.raw_os_error() {
+        anyhow!(match io.raw_os_error() {
             Some(code)
                 if code == nix::errno::Errno::ENOSYS as i32
                     || code == nix::errno::Errno::EOPNOTSUPP as i32 =>
@@ -366,16 +367,16 @@ pub fn open_port(
                 no_device_message(Some(code))
             }
             _ => format!("cannot list RDMA devices: {io}"),
-        }
+        })
     })?;
     let names: Vec<String> = list.iter().map(|d| d.name()).collect();
     if names.is_empty() {
-        return Err(no_device_message(None));
+        bail!(no_device_message(None));
     }
     let index = match wanted {
         None => 0,
         Some(name) => names.iter().position(|n| n == name).ok_or_else(|| {
-            format!(
+            anyhow!(
                 "RDMA device {name} not found; available: {}",
                 names.join(", ")
             )
@@ -383,7 +384,7 @@ pub fn open_port(
     };
     let device = list
         .get(index)
-        .ok_or_else(|| format!("RDMA device {} vanished while opening it", names[index]))?;
+        .ok_or_else(|| anyhow!("RDMA device {} vanished while opening it", names[index]))?;
     let name = names[index].clone();
     let transport = match device.transport_type() {
         TransportType::InfiniBand => "IB".to_string(),
@@ -391,13 +392,13 @@ pub fn open_port(
     };
     let ctx = device
         .open()
-        .map_err(|e| format!("cannot open RDMA device {name}: {}", source_text(&e)))?;
+        .map_err(|e| anyhow!("cannot open RDMA device {name}: {}", source_text(&e)))?;
     let attr = ctx
         .query_device()
-        .map_err(|e| format!("cannot query RDMA device {name}: {}", source_text(&e)))?;
+        .map_err(|e| anyhow!("cannot query RDMA device {name}: {}", source_text(&e)))?;
     let ports = attr.phys_port_cnt();
     if port > ports {
-        return Err(format!(
+        bail!(
             "-i/--ib-port {port}: {name} has {ports} port{}; use -i 1{}",
             if ports == 1 { "" } else { "s" },
             if ports > 1 {
@@ -405,14 +406,14 @@ pub fn open_port(
             } else {
                 String::new()
             }
-        ));
+        );
     }
     let pattr = ctx
         .query_port(port)
-        .map_err(|e| format!("cannot query port {port} of {name}: {}", source_text(&e)))?
+        .map_err(|e| anyhow!("cannot query port {port} of {name}: {}", source_text(&e)))?
         .attr;
     if pattr.state != PortState::Active.code() {
-        return Err(port_not_active(&name, port, pattr.state, pattr.phys_state));
+        bail!(port_not_active(&name, port, pattr.state, pattr.phys_state));
     }
     let link = if pattr.link_layer == 2 {
         LinkLayer::Ethernet
@@ -421,7 +422,8 @@ pub fn open_port(
     };
     let table = gid_table(&ctx, port);
     let gid = PortGids::new(&name, port, link, &table, pattr.gid_tbl_len.max(0) as u32)
-        .choose_for(prefer, gid_index)?;
+        .choose_for(prefer, gid_index)
+        .map_err(anyhow::Error::msg)?;
     let shown_gid = gid
         .as_ref()
         .map(|g| g.entry.gid)

@@ -78,7 +78,7 @@ pub enum Placement {
         node: u32,
         cpus: Vec<usize>,
         requested: bool,
-        memory: Result<(), String>,
+        memory: Result<(), Refused>,
     },
     Unbound(Unbound),
 }
@@ -258,7 +258,7 @@ fn set_affinity(cpus: &[usize]) -> nix::Result<()> {
 
 /// Future allocations on `node` (set_mempolicy MPOL_BIND) and the pages
 /// already there moved to it (migrate_pages), as perftest's run_on_node.
-fn bind_memory(node: u32) -> Result<(), String> {
+fn bind_memory(node: u32) -> Result<(), Refused> {
     let bits = libc::c_ulong::BITS as usize;
     let words = node as usize / bits + 1;
     let mut to = vec![0 as libc::c_ulong; words];
@@ -268,10 +268,7 @@ fn bind_memory(node: u32) -> Result<(), String> {
     // SAFETY: the masks live across the calls and hold `maxnode` bits.
     let set = unsafe { libc::syscall(libc::SYS_set_mempolicy, MPOL_BIND, to.as_ptr(), maxnode) };
     if set != 0 {
-        return Err(format!(
-            "set_mempolicy: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(Refused::now("set_mempolicy"));
     }
     // SAFETY: as above; pid 0 is this process.
     let moved = unsafe {
@@ -284,12 +281,31 @@ fn bind_memory(node: u32) -> Result<(), String> {
         )
     };
     if moved < 0 {
-        return Err(format!(
-            "migrate_pages: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(Refused::now("migrate_pages"));
     }
     Ok(())
+}
+
+/// A system call the kernel refused, and its errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused {
+    call: &'static str,
+    errno: i32,
+}
+
+impl Refused {
+    /// `call` failed just now: errno as it stands.
+    fn now(call: &'static str) -> Refused {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        Refused { call, errno }
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let why = std::io::Error::from_raw_os_error(self.errno);
+        write!(f, "{}: {why}", self.call)
+    }
 }
 
 /// The header's " NUMA node" value: the node of the CPU this runs on (as
