@@ -33,6 +33,7 @@ pub mod input;
 pub mod job;
 pub mod limits;
 pub mod model;
+pub mod nccl_names;
 pub mod output;
 pub mod pattern;
 pub mod plot;

@@ -13,7 +13,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation",
         &[
-            "sizes", "stats", "datatype", "pattern", "input", "sysfs", "job", "cli", "output",
+            "sizes",
+            "stats",
+            "datatype",
+            "pattern",
+            "input",
+            "sysfs",
+            "job",
+            "cli",
+            "output",
+            "nccl_names",
         ],
     ),
     ("report", &["limits", "model", "report", "plot"]),

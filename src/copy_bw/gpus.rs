@@ -32,36 +32,17 @@ fn numa_node(sysfs: &Root, bus_id: &str) -> Option<i32> {
     (node >= 0).then_some(node)
 }
 
-/// The CPUs of a cpulist ("0-3,8,10-11"), at most `max`; None when it does not parse.
-fn parse_cpulist(list: &str, max: usize) -> Option<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for range in list.split(',') {
-        let (a, b) = range.split_once('-').unwrap_or((range, range));
-        let (a, b) = (
-            a.trim().parse::<usize>().ok()?,
-            b.trim().parse::<usize>().ok()?,
-        );
-        cpus.extend(a..=b.min(max));
-    }
-    Some(cpus)
-}
-
 /// Runs the current thread on the CPUs next to `bus_id`'s PCIe root, so pinned
-/// host memory is allocated (first touched) on the GPU's NUMA node.
+/// host memory is allocated (first touched) on the GPU's NUMA node. Best
+/// effort: a list that does not parse, or CPUs beyond what the process may
+/// use, leave it where it is.
 pub(super) fn bind_near(sysfs: &Root, bus_id: &str) {
     let Some(list) = sysfs.read(&pci_file(bus_id, "local_cpulist")) else {
         return;
     };
-    let Some(cpus) = parse_cpulist(&list, libc::CPU_SETSIZE as usize - 1) else {
-        return;
-    };
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity act on it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in cpus {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    if let Ok(mut cpus) = crate::sysfs::numa::parse_cpu_list(&list) {
+        cpus.retain(|&c| c < nix::sched::CpuSet::count());
+        let _ = crate::sysfs::numa::set_affinity(&cpus);
     }
 }
 
@@ -146,7 +127,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numa_nodes_and_cpus_from_a_sysfs_tree() {
+    fn numa_nodes_from_a_sysfs_tree() {
         let dir = std::env::temp_dir().join(format!("copy-bw-sysfs-{}", std::process::id()));
         let dev = dir.join("sys/bus/pci/devices/0000:18:00.0");
         std::fs::create_dir_all(&dev).unwrap();
@@ -157,11 +138,5 @@ mod tests {
         assert_eq!(numa_node(&root, "0000:18:00.0"), None);
         assert_eq!(numa_node(&root, "0000:99:00.0"), None);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(
-            parse_cpulist("0-3,8,10-11", 1023),
-            Some(vec![0, 1, 2, 3, 8, 10, 11])
-        );
-        assert_eq!(parse_cpulist("0-7", 3), Some(vec![0, 1, 2, 3]));
-        assert_eq!(parse_cpulist("x", 3), None);
     }
 }

@@ -8,6 +8,7 @@
 
 use super::facts::{NcclFacts, NcclLibrary, NodeFacts};
 use super::{Finding, Severity};
+use crate::nccl_names::NameList;
 use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::Root;
 use std::collections::BTreeMap;
@@ -103,64 +104,6 @@ pub fn collect(root: &Root, env: BTreeMap<String, String>, library: NcclLibrary)
             .collect(),
         versions,
         library,
-    }
-}
-
-/// NCCL's list syntax: "^a,b" excludes, "=a" matches exactly, else prefixes;
-/// NCCL_IB_HCA's entries may name one port ("mlx5_0:1").
-pub(super) struct NameList<'a> {
-    pub(super) exclude: bool,
-    exact: bool,
-    entries: Vec<&'a str>,
-}
-
-impl<'a> NameList<'a> {
-    pub(super) fn parse(value: &'a str) -> NameList<'a> {
-        let exclude = value.starts_with('^');
-        let rest = value.trim_start_matches('^');
-        let exact = rest.starts_with('=');
-        NameList {
-            exclude,
-            exact,
-            entries: rest
-                .trim_start_matches('=')
-                .split(',')
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .collect(),
-        }
-    }
-
-    fn matches(&self, entry: &str, name: &str) -> bool {
-        if self.exact {
-            name == entry
-        } else {
-            name.starts_with(entry)
-        }
-    }
-
-    /// Whether NCCL uses RDMA device `name` through at least one of `ports`:
-    /// an entry without ":port" names every port of the devices it matches.
-    pub(super) fn selects(&self, name: &str, ports: &[u32]) -> bool {
-        ports.iter().any(|&p| {
-            let named = self.entries.iter().any(|e| {
-                let (hca, port) = match e.split_once(':') {
-                    Some((h, port)) => (h, port.trim().parse::<u32>().ok()),
-                    None => (*e, None),
-                };
-                self.matches(hca, name) && port.is_none_or(|q| q == p)
-            });
-            named != self.exclude
-        })
-    }
-
-    /// Entries that match none of `names` (only meaningful for include lists).
-    fn unmatched(&self, names: &[String], name_of: impl Fn(&str) -> &str) -> Vec<&'a str> {
-        self.entries
-            .iter()
-            .copied()
-            .filter(|e| !names.iter().any(|n| self.matches(name_of(e), n)))
-            .collect()
     }
 }
 
@@ -294,34 +237,6 @@ mod tests {
             t.put_bytes("/opt/nccl/lib/libnccl.so.2.18.1", b"")
         });
         assert_eq!(node.nccl.versions, ["2.18.1", "2.21.5"]);
-    }
-
-    #[test]
-    fn name_lists_follow_nccl() {
-        let names = vec!["eth0".to_string(), "ib0".to_string()];
-        let l = NameList::parse("eth,ens");
-        assert_eq!(l.unmatched(&names, |e| e), vec!["ens"]);
-        let l = NameList::parse("=eth");
-        assert_eq!(l.unmatched(&names, |e| e), vec!["eth"]);
-        let l = NameList::parse("^docker");
-        assert!(l.exclude);
-        let hcas = vec!["mlx5_0".to_string()];
-        let l = NameList::parse("mlx5_0:1,mlx5_4:1");
-        assert_eq!(
-            l.unmatched(&hcas, |e| e.split(':').next().unwrap()),
-            vec!["mlx5_4:1"]
-        );
-        // Which devices NCCL uses: prefixes, exact names, exclusions, ports.
-        let uses = |v: &str, name: &str, ports: &[u32]| NameList::parse(v).selects(name, ports);
-        assert!(uses("mlx5", "mlx5_10", &[1]));
-        assert!(!uses("=mlx5_1", "mlx5_10", &[1]));
-        assert!(uses("=mlx5_1,mlx5_10", "mlx5_10", &[1]));
-        assert!(!uses("^mlx5_1", "mlx5_10", &[1]));
-        assert!(uses("^=mlx5_1", "mlx5_10", &[1]));
-        assert!(!uses("mlx5_0:2", "mlx5_0", &[1]));
-        assert!(uses("mlx5_0:2", "mlx5_0", &[1, 2]));
-        assert!(!uses("^mlx5_0:1", "mlx5_0", &[1]));
-        assert!(uses("^mlx5_0:1", "mlx5_0", &[1, 2]));
     }
 
     #[test]

@@ -4,10 +4,10 @@
 //! or disables GPUDirect RDMA. A GPU's NIC is its nearest one (NCCL's choice);
 //! rail i is GPU i with NIC i (one rank per rail).
 
-use super::nccl_env::NameList;
 use super::topology_facts::{Acs, TopologyFacts};
 use super::{nvlink, nvlink_facts};
 use super::{Finding, NodeFacts, Severity};
+use crate::nccl_names::NameList;
 use crate::sysfs::rdma::INFINIBAND;
 use crate::sysfs::topology::{Device, Kind, PathClass, Topology};
 use std::collections::BTreeMap;

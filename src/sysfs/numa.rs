@@ -98,6 +98,16 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
+/// Runs this thread (the whole process, before it starts others) on `cpus`:
+/// the one affinity setter.
+pub fn set_affinity(cpus: &[usize]) -> nix::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    for &cpu in cpus {
+        set.set(cpu)?;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+}
+
 /// A CPU list in the kernel's form ("0-3,8").
 pub fn format_cpu_list(cpus: &[usize]) -> String {
     let mut parts: Vec<String> = Vec::new();

@@ -3,6 +3,7 @@
 //! wrong HCA moves them on another), and one rail carried far less than its peers.
 
 use super::FabricPlan;
+use crate::nccl_names::{split_port, NameList};
 use crate::sysfs::counters::{Class, Key};
 use std::collections::BTreeMap;
 
@@ -26,15 +27,16 @@ impl Meant {
     /// (an exclusion list `^mlx5_1` or UCX's `all` name none).
     pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<Meant> {
         if let Some(v) = var("NCCL_IB_HCA").filter(|v| !v.trim().is_empty()) {
-            let v = v.trim();
-            if v.starts_with('^') {
+            let list = NameList::parse(v.trim());
+            if list.exclude {
                 return None;
             }
-            let exact = v.strip_prefix('=');
-            return Meant::list("NCCL_IB_HCA", exact.unwrap_or(v), exact.is_none());
+            return Meant::list("NCCL_IB_HCA", &list.entries, !list.exact);
         }
         let ucx = var("UCX_NET_DEVICES").filter(|v| v.trim() != "all")?;
-        Meant::list("UCX_NET_DEVICES", &ucx, false)
+        // UCX has no prefixes: every entry is a device, or device:port.
+        let entries: Vec<&str> = ucx.split(',').map(str::trim).collect();
+        Meant::list("UCX_NET_DEVICES", &entries, false)
     }
 
     /// `-d DEV` (and `-i PORT`) of a verbs run.
@@ -46,14 +48,13 @@ impl Meant {
         }
     }
 
-    fn list(by: &str, text: &str, prefix: bool) -> Option<Meant> {
-        let ports: Vec<(String, Option<u32>)> = text
-            .split(',')
-            .map(str::trim)
+    fn list(by: &str, entries: &[&str], prefix: bool) -> Option<Meant> {
+        let ports: Vec<(String, Option<u32>)> = entries
+            .iter()
             .filter(|e| !e.is_empty())
-            .map(|e| match e.split_once(':') {
-                Some((d, p)) => (d.to_string(), p.parse().ok()),
-                None => (e.to_string(), None),
+            .map(|e| {
+                let (device, port) = split_port(e);
+                (device.to_string(), port)
             })
             .collect();
         (!ports.is_empty()).then(|| Meant {

@@ -7,9 +7,9 @@
 //! a --pin_cores list is split among the node's ranks, never shared.
 
 use crate::job::UsageError;
-use crate::sysfs::numa::{self, format_cpu_list, DeviceNode};
+use crate::sysfs::numa::{self, format_cpu_list, set_affinity, DeviceNode};
 use crate::sysfs::{Reading, Root};
-use nix::sched::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
+use nix::sched::{sched_getaffinity, sched_getcpu, CpuSet};
 use nix::unistd::Pid;
 
 /// Linux's MPOL_BIND (numaif.h) and MPOL_MF_MOVE: what numa_set_membind and
@@ -246,14 +246,6 @@ fn cpus_of(set: &CpuSet) -> Vec<usize> {
     (0..CpuSet::count())
         .filter(|&c| set.is_set(c).unwrap_or(false))
         .collect()
-}
-
-fn set_affinity(cpus: &[usize]) -> nix::Result<()> {
-    let mut set = CpuSet::new();
-    for &cpu in cpus {
-        set.set(cpu)?;
-    }
-    sched_setaffinity(Pid::from_raw(0), &set)
 }
 
 /// Future allocations on `node` (set_mempolicy MPOL_BIND) and the pages
