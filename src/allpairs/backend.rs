@@ -16,6 +16,7 @@ use crate::job::{agree_each_rank, ExitStatus, Failure};
 use crate::report::counters::FabricPlan;
 use crate::sizes::{sweep, sweep_len};
 use crate::watchdog::Watchdog;
+use anyhow::Context;
 use std::time::Duration;
 
 /// Environment variable that makes rank N slow in every exchange (each pair
@@ -199,8 +200,7 @@ pub(crate) fn run(
     run: &PairRun,
     watchdog: &Watchdog,
 ) -> Result<ExitStatus, Failure> {
-    let pair = BackendPair::new(backend, plan.max_bytes as usize, plan)
-        .map_err(|e| format!("--all-pairs: {e:#}"));
+    let pair = BackendPair::new(backend, plan.max_bytes as usize, plan).context("--all-pairs");
     let mut pair = agree_each_rank(world, run.program, ExitStatus::Failed, pair)?;
     run_pairs_watched(world, &mut pair, run, watchdog)
 }

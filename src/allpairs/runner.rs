@@ -362,16 +362,12 @@ pub(crate) fn run_pairs_watched(
     // Every rank has checked that the CSV does not exist yet before rank 0 creates it.
     world.barrier();
     let csv = match (run.csv, world.is_root()) {
-        (Some(path), true) => new_file(path, &format!("--csv {}", path.display()))
-            .map(Some)
-            .map_err(|e| format!("{e:#}")),
+        (Some(path), true) => new_file(path, &format!("--csv {}", path.display())).map(Some),
         _ => Ok(None),
     };
     let csv = agree(world, program, ExitStatus::Failed, csv)?;
     let counters = match (run.counters, world.is_root()) {
-        (Some(path), true) => CounterCsv::create(path)
-            .map(Some)
-            .map_err(|e| format!("{e:#}")),
+        (Some(path), true) => CounterCsv::create(path).map(Some),
         _ => Ok(None),
     };
     let mut counters = agree(world, program, ExitStatus::Failed, counters)?;

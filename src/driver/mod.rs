@@ -261,22 +261,12 @@ fn open_exporters(
         }
         _ => Ok(()),
     };
-    agree_each_rank(
-        world,
-        program,
-        ExitStatus::Failed,
-        csv.map_err(|e| format!("{e:#}")),
-    )?;
+    agree_each_rank(world, program, ExitStatus::Failed, csv)?;
     let counters = match (&args.counters.counters, world.is_root()) {
         (Some(path), true) => CounterCsv::create(path).map(|c| exporters.push(Box::new(c))),
         _ => Ok(()),
     };
-    agree_each_rank(
-        world,
-        program,
-        ExitStatus::Failed,
-        counters.map_err(|e| format!("{e:#}")),
-    )?;
+    agree_each_rank(world, program, ExitStatus::Failed, counters)?;
     if world.is_root() {
         exporters.push(Box::new(Footer::new(std::io::stdout(), run.fabric.clone())));
     }

@@ -10,6 +10,7 @@ use crate::datatype::{DataType, RedOp};
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, Group, World};
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
+use anyhow::Context;
 
 /// Picks and opens the backend on every rank alike (`--backend auto` takes nccl only
 /// when every rank has CUDA, NCCL and a GPU); returns it with the reason it was chosen.
@@ -78,8 +79,8 @@ pub(super) fn open_backend(
     let (options, notes) = agree_each_rank(world, program, ExitStatus::Usage, options)?;
     watchdog.begin("NCCL communicator initialisation".into());
     watchdog.enter_call();
-    let connected = nccl::connect(prepared, world, &options, notes, group)
-        .map_err(|e| format!("--backend nccl: {e:#}"));
+    let connected =
+        nccl::connect(prepared, world, &options, notes, group).context("--backend nccl");
     watchdog.begin(super::OPENING.into());
     watchdog.enter_call();
     let backend = agree_each_rank(world, program, ExitStatus::Failed, connected)?;
@@ -243,8 +244,6 @@ pub(super) fn allocate(
     };
     // One line for the job when every rank of a node lacks the same memory.
     agree(group, program, ExitStatus::Failed, times)?;
-    let alloc = backend
-        .alloc(send_bytes, recv_bytes)
-        .map_err(|e| format!("{e:#}"));
+    let alloc = backend.alloc(send_bytes, recv_bytes);
     agree_each_rank(group, program, ExitStatus::Failed, alloc)
 }

@@ -157,7 +157,12 @@ pub(super) fn open_json(
     run: &mut RunInfo,
 ) -> Result<Option<Box<dyn Exporter>>, Failure> {
     let (Some(path), true) = (&plan.reporting.json, world.is_root()) else {
-        agree_each_rank(world, program, ExitStatus::Failed, Ok(()))?;
+        agree_each_rank(
+            world,
+            program,
+            ExitStatus::Failed,
+            Ok::<(), anyhow::Error>(()),
+        )?;
         return Ok(None);
     };
     let settings = Settings {

@@ -4,6 +4,7 @@
 use super::exit::{ExitStatus, Failure};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
 
 /// The processes of a job as the agreement sees them: MPI's world, a job of one,
 /// or a test's stand-in.
@@ -23,12 +24,14 @@ pub trait Group {
 
 /// Every rank's result of one step: when any rank failed, rank 0 prints each
 /// distinct message (one line when every rank failed alike, else one per failed
-/// rank, naming it and its host) and every rank stops with `status`.
-pub fn agree<T>(
+/// rank, naming it and its host) and every rank stops with `status`. The error
+/// is anything printable: an `anyhow::Error` is printed with its causes
+/// (`{:#}`), a message as it is.
+pub fn agree<T, E: Display>(
     group: &dyn Group,
     program: &str,
     status: ExitStatus,
-    mine: Result<T, String>,
+    mine: Result<T, E>,
 ) -> Result<T, Failure> {
     agree_printing(group, program, status, mine, failure_lines)
 }
@@ -37,11 +40,11 @@ pub fn agree<T>(
 /// GPU, memory): each distinct message is one line naming the ranks that met it
 /// and their hosts, even when all failed alike, so that the user sees which
 /// hosts lack it.
-pub fn agree_each_rank<T>(
+pub fn agree_each_rank<T, E: Display>(
     group: &dyn Group,
     program: &str,
     status: ExitStatus,
-    mine: Result<T, String>,
+    mine: Result<T, E>,
 ) -> Result<T, Failure> {
     agree_printing(group, program, status, mine, rank_lines)
 }
@@ -49,14 +52,17 @@ pub fn agree_each_rank<T>(
 /// The gathered messages of a step, as printed lines.
 type Lines = fn(&dyn Group, &str, &[Vec<u8>]) -> String;
 
-fn agree_printing<T>(
+fn agree_printing<T, E: Display>(
     group: &dyn Group,
     program: &str,
     status: ExitStatus,
-    mine: Result<T, String>,
+    mine: Result<T, E>,
     lines: Lines,
 ) -> Result<T, Failure> {
-    let text = mine.as_ref().err().cloned().unwrap_or_default();
+    let text = mine
+        .as_ref()
+        .err()
+        .map_or_else(String::new, |e| format!("{e:#}"));
     let all = group.all_gather_bytes(text.as_bytes());
     if all.iter().all(Vec::is_empty) {
         return mine.map_err(|_| Failure::Stopped(status));
@@ -238,7 +244,7 @@ mod tests {
             n: 2,
             others: vec![vec![]],
         };
-        assert_eq!(agree(&g, "p", ExitStatus::Failed, Ok(7)).unwrap(), 7);
+        assert_eq!(agree(&g, "p", ExitStatus::Failed, Ok::<_, anyhow::Error>(7)).unwrap(), 7);
     }
 
     #[test]
@@ -247,7 +253,7 @@ mod tests {
             n: 2,
             others: vec![b"bad".to_vec()],
         };
-        let r = agree(&g, "p", ExitStatus::Usage, Ok(()));
+        let r = agree(&g, "p", ExitStatus::Usage, Ok::<_, anyhow::Error>(()));
         assert!(matches!(r, Err(Failure::Stopped(ExitStatus::Usage))));
         let lines = failure_lines(&g, "p", &[vec![], b"bad".to_vec()]);
         assert_eq!(lines, "p: rank 1 (b): error: bad\n");
@@ -274,7 +280,7 @@ mod tests {
             n: 2,
             others: vec![b"no GPU".to_vec()],
         };
-        let r = agree_each_rank(&g, "p", ExitStatus::Failed, Err::<(), _>("no GPU".into()));
+        let r = agree_each_rank(&g, "p", ExitStatus::Failed, Err::<(), _>(anyhow::anyhow!("no GPU")));
         assert!(matches!(r, Err(Failure::Stopped(ExitStatus::Failed))));
         let all = [b"no GPU".to_vec(), b"no GPU".to_vec()];
         assert_eq!(

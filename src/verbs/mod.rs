@@ -161,10 +161,5 @@ pub(crate) fn failure_step<T>(
     program: &str,
     step: anyhow::Result<T>,
 ) -> Result<T, Failure> {
-    agree(
-        job,
-        program,
-        ExitStatus::Failed,
-        step.map_err(|e| format!("{e:#}")),
-    )
+    agree(job, program, ExitStatus::Failed, step)
 }

@@ -32,11 +32,9 @@ pub fn probe(nccl_lib: Option<&Path>) -> Result<&'static Nccl, String> {
 
 /// Opens the library `--nccl-lib` (or FABRICBENCH_NCCL_LIB) names, if any: one
 /// that cannot be used is the user's mistake, whether or not this host has a GPU.
-pub fn check_named(nccl_lib: Option<&Path>) -> Result<(), String> {
+pub fn check_named(nccl_lib: Option<&Path>) -> Result<(), nccl_lib::NcclAbsent> {
     match nccl_lib {
-        Some(named) => nccl_lib::load(Some(named))
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
+        Some(named) => nccl_lib::load(Some(named)).map(|_| ()),
         None => Ok(()),
     }
 }
