@@ -21,7 +21,8 @@ scripts/nccl-wheels.sh >/dev/null
 # tiers check a host without a CUDA driver or an RDMA device, and are left out
 # where the host has one (scripts/gpu-check.sh and softroce-test.sh cover those).
 tiers=()
-if ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+# grep reads all of it (no -q): under pipefail an early exit would fail the pipe.
+if ldconfig -p | grep 'libcuda\.so\.1 ' >/dev/null; then
     tiers+=(--skip no_gpu::)
     echo "test.sh: not run here: the no_gpu tier (this host has libcuda.so.1)"
 fi
