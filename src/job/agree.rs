@@ -244,7 +244,10 @@ mod tests {
             n: 2,
             others: vec![vec![]],
         };
-        assert_eq!(agree(&g, "p", ExitStatus::Failed, Ok::<_, anyhow::Error>(7)).unwrap(), 7);
+        assert_eq!(
+            agree(&g, "p", ExitStatus::Failed, Ok::<_, anyhow::Error>(7)).unwrap(),
+            7
+        );
     }
 
     #[test]
@@ -280,7 +283,12 @@ mod tests {
             n: 2,
             others: vec![b"no GPU".to_vec()],
         };
-        let r = agree_each_rank(&g, "p", ExitStatus::Failed, Err::<(), _>(anyhow::anyhow!("no GPU")));
+        let r = agree_each_rank(
+            &g,
+            "p",
+            ExitStatus::Failed,
+            Err::<(), _>(anyhow::anyhow!("no GPU")),
+        );
         assert!(matches!(r, Err(Failure::Stopped(ExitStatus::Failed))));
         let all = [b"no GPU".to_vec(), b"no GPU".to_vec()];
         assert_eq!(
