@@ -191,6 +191,29 @@ pub struct SizeResult {
     pub expected: Option<crate::model::Expected>,
 }
 
+#[cfg(test)]
+impl SizeResult {
+    /// A float-sum all_reduce row of `size` bytes, round 1, nothing else known.
+    pub(crate) fn all_reduce_row(size: u64, measurements: Vec<Measurement>) -> SizeResult {
+        SizeResult {
+            collective: "all_reduce".into(),
+            datatype: "float".into(),
+            redop: "sum".into(),
+            root: -1,
+            size_bytes: size,
+            count: size / 4,
+            busbw_factor: 1.0,
+            cycle: 0,
+            round: 1,
+            measurements,
+            nccl_algo: None,
+            nccl_proto: None,
+            counters: None,
+            expected: None,
+        }
+    }
+}
+
 /// Closing figures of a run.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {

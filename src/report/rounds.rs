@@ -252,25 +252,13 @@ mod tests {
             wrong_ranks: vec![],
             per_iter: None,
         };
-        SizeResult {
-            collective: "all_reduce".into(),
-            datatype: "float".into(),
-            redop: "sum".into(),
-            root: -1,
-            size_bytes: size,
-            count: size / 4,
-            busbw_factor: 1.0,
-            cycle: 0,
-            round: 1,
-            measurements: vec![
+        SizeResult::all_reduce_row(
+            size,
+            vec![
                 m(Placement::OutOfPlace, busbw[0]),
                 m(Placement::InPlace, busbw[1]),
             ],
-            nccl_algo: None,
-            nccl_proto: None,
-            counters: None,
-            expected: None,
-        }
+        )
     }
 
     #[test]

@@ -680,7 +680,7 @@ mod tests {
             let r = SizeResult {
                 nccl_algo: Some(algo.into()),
                 nccl_proto: Some(proto.into()),
-                ..all_reduce_row(size, Vec::new())
+                ..SizeResult::all_reduce_row(size, Vec::new())
             };
             table.record(&run, &r).unwrap();
         }
@@ -763,32 +763,12 @@ mod tests {
                 expected: model
                     .as_mut()
                     .and_then(|m| m.expect("all_reduce", size, 1.0, &times, None)),
-                ..all_reduce_row(size, measurements)
+                ..SizeResult::all_reduce_row(size, measurements)
             };
             table.record(run, &r).unwrap();
         }
         table.finish(run, &Summary::default()).unwrap();
         String::from_utf8(out).unwrap()
-    }
-
-    /// A float-sum all_reduce row of `size` bytes, round 1, nothing else known.
-    fn all_reduce_row(size: u64, measurements: Vec<crate::report::Measurement>) -> SizeResult {
-        SizeResult {
-            collective: "all_reduce".into(),
-            datatype: "float".into(),
-            redop: "sum".into(),
-            root: -1,
-            size_bytes: size,
-            count: size / 4,
-            busbw_factor: 1.0,
-            cycle: 0,
-            round: 1,
-            measurements,
-            nccl_algo: None,
-            nccl_proto: None,
-            counters: None,
-            expected: None,
-        }
     }
 
     #[test]
