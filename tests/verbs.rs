@@ -19,8 +19,6 @@ const BINARIES: [&str; 8] = [
 ];
 const WRITE_BW: &str = BINARIES[0];
 
-/// The no-device checks only mean something where the kernel has no RDMA device.
-
 fn plain(binary: &str, args: &[&str]) -> Output {
     Command::new(binary)
         .args(args)
