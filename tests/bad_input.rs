@@ -154,6 +154,7 @@ fn buffers_that_do_not_fit_are_refused_before_allocating_once_per_job() {
 
 #[test]
 fn ranks_with_different_arguments_are_caught() {
+    common::keep_mpi_session_folder();
     let out = Command::new("mpirun")
         .args([
             "--allow-run-as-root",

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn mpirun(np: usize, program: &str, args: &[&str]) -> Output {
+    common::keep_mpi_session_folder();
     Command::new("mpirun")
         .args(["-np", &np.to_string(), program])
         .args(args)

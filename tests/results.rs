@@ -1,6 +1,8 @@
 //! Real runs of a benchmark under mpirun with --limit, limit detection on
 //! fixture sysfs trees, --hist and --plot; then the plot binary on their CSV.
 
+mod common;
+
 use fabricbench::report::csv::read_rows;
 use fabricbench::report::hist::read_hgrm;
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// all_reduce_perf on 2 ranks over 1K..64K with `extra` flags.
 fn all_reduce(extra: &[&str]) -> Output {
+    common::keep_mpi_session_folder();
     let out = Command::new("mpirun")
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

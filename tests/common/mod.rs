@@ -6,6 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 /// Runs `binary args` on `np` ranks of this host under mpirun (root and
@@ -31,6 +32,7 @@ pub const MPIRUN_BOUND: Duration = Duration::from_secs(600);
 /// An mpirun command line to add to (for MPMD jobs: `-np 1 A : -np 1 B`),
 /// root and oversubscription allowed, as in CI.
 pub fn mpirun_command() -> Command {
+    keep_mpi_session_folder();
     let mut cmd = Command::new("mpirun");
     cmd.args(["--allow-run-as-root", "--oversubscribe"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -38,8 +40,37 @@ pub fn mpirun_command() -> Command {
     cmd
 }
 
+/// Open MPI 4 keeps a user's job folders in one folder, `ompi.HOST.UID` in its
+/// temporary folder, made by a launch and removed, when empty, as a job ends: a
+/// launch starting while another job's end removes it fails (`mkdir ... File
+/// exists`; 2 of 45 triples of launches at once, as a user with no job running).
+/// A folder of ours in it keeps it there, so tests launching at once never race.
+pub fn keep_mpi_session_folder() {
+    static KEPT: Once = Once::new();
+    KEPT.call_once(|| {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        let base = std::env::var_os("OMPI_MCA_orte_tmpdir_base")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host = host.trim();
+        // Open MPI names the folder by the short host name unless it is an address.
+        let short = match host.parse::<std::net::IpAddr>() {
+            Ok(_) => host,
+            Err(_) => host.split('.').next().unwrap_or(host),
+        };
+        let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+        let keep = base.join(format!("ompi.{short}.{uid}/fabricbench-tests"));
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(keep);
+    });
+}
+
 /// Runs one of our binaries outside mpirun (as a singleton, root allowed).
 pub fn alone(binary: &str, args: &[&str]) -> Output {
+    keep_mpi_session_folder();
     Command::new(binary)
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -110,6 +141,7 @@ pub fn table_rows(stdout: &str) -> Vec<Vec<String>> {
 /// A fresh directory under target/ for one test's files, unique to this call
 /// (tests running at once may ask for the same name).
 pub fn scratch(name: &str) -> PathBuf {
+    keep_mpi_session_folder();
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, Ordering::Relaxed);
     let dir =
