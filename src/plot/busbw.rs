@@ -2,11 +2,13 @@
 //! limits as labelled horizontal lines (always drawn: the y axis turns to a log
 //! scale when one is far above the data), the performance model's expected
 //! busbw of each run as a dashed curve beside them, each line's best point
-//! ringed with its % of limit.
+//! ringed with its % of limit; and, where the caller gives them, bounds that
+//! hold at one size only (rack_check's busbw floors) as short dashed segments
+//! at that size.
 
 use super::draw::{
     axes, axis_number, color, draw_line, draw_markers, frame, log_axis, positive_range,
-    series_legend, series_stroke, size_axis, Axis, Chart, LegendEntry, Stroke, FONT,
+    series_legend, series_stroke, size_axis, stroke_line, Axis, Chart, LegendEntry, Stroke, FONT,
 };
 use super::Series;
 use crate::limits::Limit;
@@ -18,17 +20,32 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 const LIMIT_COLOR: RGBColor = RGBColor(120, 0, 0);
 const EXPECTED_COLOR: RGBColor = RGBColor(70, 70, 70);
+const MARK_COLOR: RGBColor = RGBColor(214, 39, 40);
+/// Pixels a mark reaches either side of its size.
+const MARK_HALF_WIDTH: i32 = 24;
 
-/// A limit more than this many times the best busbw puts the y axis on a log
-/// scale: on a linear one every line would be flattened against the bottom,
-/// and leaving the limit out would hide how far the fabric is from it.
+/// A limit or mark more than this many times the best busbw (or a mark less
+/// than its fraction) puts the y axis on a log scale: on a linear one every
+/// line, or the mark, would be flattened against the bottom, and leaving the
+/// limit out would hide how far the fabric is from it.
 const LOG_SCALE_ABOVE: f64 = 3.0;
+
+/// A busbw bound that holds at one size: drawn there, named in the legend.
+#[derive(Clone, Debug)]
+pub struct SizeMark {
+    pub gbs: f64,
+    pub label: String,
+    pub size: u64,
+}
 
 pub struct BusbwChart<'a> {
     pub collective: &'a str,
     pub setting: &'a str,
     pub series: &'a [Series<'a>],
     pub limits: &'a [Limit],
+    pub marks: &'a [SizeMark],
+    /// The caption when no limit is known.
+    pub no_limit: &'a str,
 }
 
 impl BusbwChart<'_> {
@@ -43,9 +60,32 @@ impl BusbwChart<'_> {
             .map(|(_, points)| points)
             .collect()
     }
+
+    /// Why the y axis is a log one, if it is: a limit or mark far above the
+    /// best busbw, or a mark far below it.
+    fn log_reason(&self, best: f64) -> Option<String> {
+        if best <= 0.0 {
+            return None;
+        }
+        let highest_limit = self.limits.iter().map(|l| l.gbs).fold(0.0, f64::max);
+        if highest_limit > best * LOG_SCALE_ABOVE {
+            let r = highest_limit / best;
+            return Some(format!(
+                "log y axis: the highest limit is {r:.0}x the best busbw"
+            ));
+        }
+        let far = |m: &&SizeMark| m.gbs > best * LOG_SCALE_ABOVE || m.gbs * LOG_SCALE_ABOVE < best;
+        let mark = self.marks.iter().find(far)?;
+        Some(format!(
+            "log y axis: {} is {}x the best busbw",
+            mark.label,
+            axis_number(&(mark.gbs / best))
+        ))
+    }
+
     /// The setting, the best point against its limit, and the limits (and
     /// why the axis is a log one, when it is).
-    fn captions(&self, log_ratio: Option<f64>) -> Vec<String> {
+    fn captions(&self, log_reason: Option<String>) -> Vec<String> {
         let mut captions = vec![self.setting.to_string()];
         let overall = self
             .series
@@ -67,19 +107,21 @@ impl BusbwChart<'_> {
                 s.label
             ));
         }
-        captions.push(if self.limits.is_empty() {
-            "no limit (none given with --limit, none detected)".to_string()
+        let limits = if self.limits.is_empty() {
+            self.no_limit.to_string()
         } else {
             let labels: Vec<String> = self.limits.iter().map(Limit::label).collect();
-            let scale = log_ratio.map_or(String::new(), |r| {
-                format!("; log y axis: the highest limit is {r:.0}x the best busbw")
-            });
-            format!("limits (per direction): {}{scale}", labels.join(", "))
+            format!("limits (per direction): {}", labels.join(", "))
+        };
+        captions.push(match log_reason {
+            Some(reason) => format!("{limits}; {reason}"),
+            None => limits,
         });
         captions
     }
 
-    /// The limits as labelled lines, then the series, each best point ringed.
+    /// The limits as labelled lines, the series, each best point ringed, and
+    /// the marks at their sizes.
     fn plot<DB, Y>(
         &self,
         chart: &mut ChartContext<DB, Cartesian2d<LogCoord<f64>, Y>>,
@@ -165,6 +207,39 @@ impl BusbwChart<'_> {
             ))?;
             plot.draw(&Text::new(text.clone(), label, style))?;
         }
+        // Last, so that no label's backing hides a mark.
+        self.draw_marks(chart, (x_lo, x_hi))
+    }
+
+    /// Each mark as a short dashed segment at its size, not across the sizes
+    /// it does not hold at; one at a size off the axis is named in the legend only.
+    fn draw_marks<DB, Y>(
+        &self,
+        chart: &ChartContext<DB, Cartesian2d<LogCoord<f64>, Y>>,
+        (x_lo, x_hi): (f64, f64),
+    ) -> anyhow::Result<()>
+    where
+        DB: DrawingBackend,
+        DB::ErrorType: 'static,
+        Y: Ranged<ValueType = f64>,
+    {
+        let plot = chart.plotting_area().strip_coord_spec();
+        let base = plot.get_base_pixel();
+        for m in self
+            .marks
+            .iter()
+            .filter(|m| (x_lo..=x_hi).contains(&(m.size as f64)))
+        {
+            let (x, y) = chart.backend_coord(&(m.size as f64, m.gbs));
+            let (x, y) = (x - base.0, y - base.1);
+            stroke_line(
+                &plot,
+                (x - MARK_HALF_WIDTH, y),
+                (x + MARK_HALF_WIDTH, y),
+                MARK_COLOR,
+                Stroke::Dashed,
+            )?;
+        }
         Ok(())
     }
 }
@@ -186,6 +261,11 @@ impl Chart for BusbwChart<'_> {
                 stroke: Stroke::Dashed,
             });
         }
+        legend.extend(self.marks.iter().map(|m| LegendEntry {
+            label: m.label.clone(),
+            color: MARK_COLOR,
+            stroke: Stroke::Dashed,
+        }));
         legend
     }
 
@@ -207,10 +287,11 @@ impl Chart for BusbwChart<'_> {
             .map(|p| p.1)
             .collect();
         let highest_limit = self.limits.iter().map(|l| l.gbs).fold(0.0, f64::max);
-        let log_ratio = (best_data > 0.0 && highest_limit > best_data * LOG_SCALE_ABOVE)
-            .then(|| highest_limit / best_data);
+        let marks = self.marks.iter().map(|m| m.gbs);
+        let log_reason = self.log_reason(best_data);
+        let log = log_reason.is_some();
 
-        let captions = self.captions(log_ratio);
+        let captions = self.captions(log_reason);
         let area = frame(
             root,
             &format!("{}: bus bandwidth vs message size", self.collective),
@@ -219,9 +300,10 @@ impl Chart for BusbwChart<'_> {
         )?;
 
         let (x, x_ends) = size_axis(self.series);
-        if log_ratio.is_some() {
+        if log {
             let limits = self.limits.iter().map(|l| l.gbs);
-            let (lo, hi) = positive_range(busbw.iter().chain(&expected).copied().chain(limits));
+            let drawn = busbw.iter().chain(&expected).copied().chain(limits);
+            let (lo, hi) = positive_range(drawn.chain(marks));
             let y = log_axis(lo, hi, "busbw (GB/s, 1 GB/s = 1e9 B/s, log scale)");
             let mut chart = axes(&area, x, y)?;
             self.plot(&mut chart, x_ends, true)
@@ -229,6 +311,7 @@ impl Chart for BusbwChart<'_> {
             let top = expected
                 .iter()
                 .copied()
+                .chain(marks)
                 .fold(best_data.max(highest_limit), f64::max)
                 .max(1e-9)
                 * 1.15;

@@ -133,14 +133,23 @@ pub fn save(dir: &Path, stem: &str, chart: &impl Chart) -> anyhow::Result<Vec<Pa
     let bytes = png_bytes(size, |root| chart.draw(root))?;
     write(&png, &bytes)?;
     let svg = dir.join(format!("{stem}.svg"));
+    write(&svg, svg_text(chart)?.as_bytes())?;
+    Ok(vec![png, svg])
+}
+
+/// The chart as SVG text, as wide as [`WIDTH`] and as tall as its legend
+/// needs. Its text names the font family only (`sans-serif`), so the picture
+/// refers to nothing outside itself and can be embedded in a page.
+pub fn svg_text(chart: &impl Chart) -> anyhow::Result<String> {
+    register_fonts();
+    let size = (WIDTH, picture_height(&chart.legend())?);
     let mut text = String::new();
     {
         let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
         chart.draw(&root)?;
         root.present()?;
     }
-    write(&svg, text.as_bytes())?;
-    Ok(vec![png, svg])
+    Ok(text)
 }
 
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -175,7 +184,7 @@ pub fn png_bytes(
 }
 
 /// Draws a segment of `stroke` from `a` to `b` (pixel coordinates).
-fn stroke_line<DB: DrawingBackend>(
+pub(super) fn stroke_line<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     a: (i32, i32),
     b: (i32, i32),

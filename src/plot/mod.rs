@@ -20,6 +20,9 @@
 //! - `busbw`, `latency`, `distribution`: one file per chart;
 //! - `export`: `--plot DIR` of the benchmarks, as an exporter;
 //! - `cli`: the `plot` binary.
+//!
+//! Every chart with axes in the crate is drawn here: rack_check's report.html
+//! embeds [`busbw_svg`], the busbw chart as SVG text.
 
 mod busbw;
 pub mod cli;
@@ -32,11 +35,12 @@ mod points;
 /// For charts drawn outside this module (the all-pairs heatmap).
 pub(crate) use draw::png_bytes;
 
+pub use busbw::SizeMark;
 pub use points::{file_labels, load_runs, Added, RunData, MAX_POINTS};
 
 use crate::limits::Limit;
 use crate::report::hist::{self, Percentile};
-use crate::report::Row;
+use crate::report::{Placement, Row};
 use anyhow::{bail, Context};
 use points::{Averaged, LeftOut, Point};
 use std::collections::{BTreeMap, BTreeSet};
@@ -156,6 +160,52 @@ fn series_of<'a>(runs: &'a [RunData], collective: &str) -> Vec<Series<'a>> {
             }
         })
         .collect()
+}
+
+/// One line per placement through a run's points, each size once: the
+/// caller picks which row stands for a size (rack_check: the worst).
+fn series_by_placement(run: &RunData) -> Vec<Series<'_>> {
+    Placement::BOTH
+        .into_iter()
+        .map(|placement| Series {
+            label: placement.name().to_string(),
+            in_place: placement == Placement::InPlace,
+            by_size: run
+                .points
+                .values()
+                .filter(|p| p.first.placement == placement.name())
+                .map(|p| (p.first.size_bytes, p))
+                .collect(),
+            run: 0,
+        })
+        .filter(|s| !s.by_size.is_empty())
+        .collect()
+}
+
+/// The busbw chart of one collective's `rows` (one per placement and size)
+/// as SVG text, for a page to embed (rack_check's report.html): a line per
+/// placement, the limits the rows name (`no_limit` said when none) and the
+/// `marks` at their sizes. None when no row can be drawn.
+pub fn busbw_svg(
+    rows: impl IntoIterator<Item = Row>,
+    marks: &[SizeMark],
+    no_limit: &str,
+) -> anyhow::Result<Option<String>> {
+    let run = RunData::from_rows("", rows);
+    let series = series_by_placement(&run);
+    let Some(first) = series.iter().flat_map(Series::rows).next() else {
+        return Ok(None);
+    };
+    let rows: Vec<&Row> = series.iter().flat_map(Series::rows).collect();
+    let chart = busbw::BusbwChart {
+        collective: &first.collective,
+        setting: &setting_line(&rows),
+        series: &series,
+        limits: &limits_in(std::slice::from_ref(&run)),
+        marks,
+        no_limit,
+    };
+    draw::svg_text(&chart).map(Some)
 }
 
 /// "4 ranks on 1 node, mpi (shared memory)" for each distinct setting.
@@ -286,6 +336,8 @@ pub fn render(
                 setting: &setting,
                 series: &series,
                 limits,
+                marks: &[],
+                no_limit: "no limit (none given with --limit, none detected)",
             },
         )?);
         if rows.iter().all(|r| r.timed_whole()) {

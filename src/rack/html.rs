@@ -2,7 +2,7 @@
 //! (no script, no file it links to is needed to read it): the verdict, every
 //! node with PASS or FAIL and the fix for each finding, the checks, each
 //! all-pairs heatmap and each test's busbw against the spec's floor and the
-//! link limit, drawn as inline SVG.
+//! link limit, drawn as inline SVG (the heatmaps here, the busbw chart by `plot`).
 
 use super::check::{Check, CheckKind, RowMetric};
 use super::evaluate::Verdict;
@@ -10,8 +10,9 @@ use super::nodes::{NodeVerdict, PairsOutcome};
 use super::report::RunReport;
 use crate::allpairs::gbs;
 use crate::cli::shown;
+use crate::plot::{busbw_svg, SizeMark};
 use crate::report::csv::read_rows;
-use crate::report::{Placement, Row};
+use crate::report::Row;
 use crate::sizes::human_bytes;
 use std::fmt::Write;
 
@@ -35,7 +36,8 @@ const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-widt
 h1{font-size:24px}h2{font-size:19px;margin-top:28px;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #bbb;padding:4px 8px;text-align:left;vertical-align:top;font-size:14px}\
 th{background:#eee}.pass{background:#d9f2d9;font-weight:bold}.fail{background:#f8d0d0;font-weight:bold}.open{background:#f8ecc0;font-weight:bold}\
-.verdict{font-size:20px;padding:8px 12px;display:inline-block}.fix{color:#444}code{font-size:12px}";
+.verdict{font-size:20px;padding:8px 12px;display:inline-block}.fix{color:#444}code{font-size:12px}\
+.chart svg{max-width:100%;height:auto}";
 
 fn verdict_cell(verdict: Verdict) -> &'static str {
     match verdict {
@@ -273,39 +275,23 @@ fn heatmap(h: &mut String, p: &PairsOutcome) {
     );
 }
 
-/// busbw against size on log-log axes (sizes and bandwidths span decades),
-/// with the spec's busbw floors and the run's link limit as dashed lines.
+/// busbw against size, drawn by the charts' engine (`plot`) and embedded as
+/// SVG: the worst row at each size per placement (as the checks judge it),
+/// the run's link limit, and each spec busbw floor at the size its check reads.
 fn busbw_chart(h: &mut String, test: &str, rows: &[Row], checks: &[Check]) {
-    const W: f64 = 720.0;
-    const HT: f64 = 320.0;
-    const LEFT: f64 = 70.0;
-    const RIGHT: f64 = 200.0;
-    const TOP: f64 = 20.0;
-    const BOTTOM: f64 = 40.0;
-    let series: Vec<(Placement, &str, Vec<(u64, f64)>)> = [
-        (Placement::OutOfPlace, "#1f77b4"),
-        (Placement::InPlace, "#ff7f0e"),
-    ]
-    .into_iter()
-    .map(|(placement, colour)| {
-        let mut points: Vec<(u64, f64)> = Vec::new();
-        for r in rows.iter().filter(|r| r.placement == placement.name()) {
-            if !(r.busbw_gbs > 0.0 && r.busbw_gbs.is_finite()) {
-                continue;
-            }
-            // The worst row at a size, as the checks judge it.
-            match points.iter_mut().find(|p| p.0 == r.size_bytes) {
-                Some(p) => p.1 = p.1.min(r.busbw_gbs),
-                None => points.push((r.size_bytes, r.busbw_gbs)),
-            }
+    let mut worst: Vec<Row> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.busbw_gbs > 0.0 && r.busbw_gbs.is_finite())
+    {
+        let same = |w: &&mut Row| w.placement == r.placement && w.size_bytes == r.size_bytes;
+        match worst.iter_mut().find(same) {
+            Some(w) if w.busbw_gbs > r.busbw_gbs => *w = r.clone(),
+            Some(_) => {}
+            None => worst.push(r.clone()),
         }
-        points.sort_by_key(|p| p.0);
-        (placement, colour, points)
-    })
-    .filter(|s| !s.2.is_empty())
-    .collect();
-    // Each floor at the size its check reads, not across the sizes it does not.
-    let floors: Vec<(f64, String, u64)> = checks
+    }
+    let floors: Vec<SizeMark> = checks
         .iter()
         .filter(|c| c.test == test)
         .filter_map(|c| match &c.kind {
@@ -314,139 +300,28 @@ fn busbw_chart(h: &mut String, test: &str, rows: &[Row], checks: &[Check]) {
                 min: Some(t),
                 size,
                 ..
-            } => Some((
-                t.value,
-                format!("floor {} at {}", t.text, human_bytes(*size)),
-                *size,
-            )),
+            } => Some(SizeMark {
+                gbs: t.value,
+                label: format!("floor {} at {}", t.text, human_bytes(*size)),
+                size: *size,
+            }),
             _ => None,
         })
-        .filter(|(v, _, _)| *v > 0.0 && v.is_finite())
+        .filter(|f| f.gbs > 0.0 && f.gbs.is_finite())
         .collect();
-    let limit = rows
-        .iter()
-        .find_map(|r| Some((r.limit_gbs?, r.limit_name.clone().unwrap_or_default())))
-        .filter(|(v, _)| *v > 0.0 && v.is_finite())
-        .map(|(v, name)| (v, format!("limit {name} {v:.1} GB/s")));
-    let all_sizes: Vec<u64> = series
-        .iter()
-        .flat_map(|s| s.2.iter().map(|p| p.0))
-        .collect();
-    let (Some(&xmin), Some(&xmax)) = (all_sizes.iter().min(), all_sizes.iter().max()) else {
-        h.push_str("<p>No busbw row to draw.</p>\n");
-        return;
-    };
-    let ys = series
-        .iter()
-        .flat_map(|s| s.2.iter().map(|p| p.1))
-        .chain(floors.iter().map(|f| f.0))
-        .chain(limit.iter().map(|l| l.0));
-    let (ylo, yhi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), y| {
-        (lo.min(y), hi.max(y))
-    });
-    let (dlo, dhi) = (
-        ylo.log10().floor(),
-        yhi.log10().ceil().max(ylo.log10().floor() + 1.0),
-    );
-    let (lx0, lx1) = (
-        (xmin as f64).log2(),
-        (xmax as f64).log2().max((xmin as f64).log2() + 1.0),
-    );
-    let px = |size: u64| LEFT + ((size as f64).log2() - lx0) / (lx1 - lx0) * (W - LEFT - RIGHT);
-    let py = |gbs: f64| TOP + (dhi - gbs.log10()) / (dhi - dlo) * (HT - TOP - BOTTOM);
-    let _ = write!(
-        h,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{HT}\" font-family=\"sans-serif\" font-size=\"11\">\
-<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>",
-        W - LEFT - RIGHT,
-        HT - TOP - BOTTOM
-    );
-    for d in (dlo as i32)..=(dhi as i32) {
-        let y = py(10f64.powi(d));
-        let _ = write!(
-            h,
-            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            W - RIGHT,
-            LEFT - 6.0,
-            y + 4.0,
-            10f64.powi(d)
-        );
-    }
-    let step = all_sizes.len().div_ceil(8).max(1);
-    let mut ticks = all_sizes.clone();
-    ticks.sort_unstable();
-    ticks.dedup();
-    for size in ticks.iter().step_by(step) {
-        let _ = write!(
-            h,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            px(*size),
-            HT - BOTTOM + 16.0,
-            human_bytes(*size)
-        );
-    }
-    let _ = write!(
-        h,
-        "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">message size</text><text x=\"14\" y=\"{:.1}\" transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">busbw (GB/s, log)</text>",
-        (LEFT + W - RIGHT) / 2.0,
-        HT - 6.0,
-        HT / 2.0,
-        HT / 2.0
-    );
-    let mut legend = 0.0;
-    let mut key = |h: &mut String, colour: &str, dash: &str, text: &str| {
-        let y = TOP + 12.0 + legend * 18.0;
-        legend += 1.0;
-        let _ = write!(
-            h,
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{colour}\" stroke-width=\"2\" {dash}/><text x=\"{}\" y=\"{}\">{}</text>",
-            W - RIGHT + 10.0,
-            W - RIGHT + 34.0,
-            W - RIGHT + 40.0,
-            y + 4.0,
-            esc(text)
-        );
-    };
-    for (placement, colour, points) in &series {
-        let path: Vec<String> = points
-            .iter()
-            .map(|&(s, g)| format!("{:.1},{:.1}", px(s), py(g)))
-            .collect();
-        let _ = write!(
-            h,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"/>",
-            path.join(" ")
-        );
-        for &(s, g) in points {
-            let _ = write!(
+    match busbw_svg(worst, &floors, "no link limit known") {
+        Ok(Some(svg)) => {
+            let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
+        }
+        Ok(None) => h.push_str("<p>No busbw row to draw.</p>\n"),
+        Err(e) => {
+            let _ = writeln!(
                 h,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>",
-                px(s),
-                py(g)
+                "<p>The busbw chart could not be drawn: {}</p>",
+                esc(&format!("{e:#}"))
             );
         }
-        key(h, colour, "", &format!("busbw {}", placement.name()));
     }
-    let floor_lines = floors.iter().map(|(v, text, size)| {
-        let x = px(*size);
-        let span = ((x - 24.0).max(LEFT), (x + 24.0).min(W - RIGHT));
-        (*v, text, span, "#d62728")
-    });
-    let limit_line = limit
-        .iter()
-        .map(|(v, text)| (*v, text, (LEFT, W - RIGHT), "#555"));
-    for (value, text, (x1, x2), colour) in floor_lines.chain(limit_line) {
-        let y = py(value);
-        let _ = write!(
-            h,
-            "<line x1=\"{x1:.1}\" x2=\"{x2:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>"
-        );
-        key(h, colour, "stroke-dasharray=\"6 4\"", text);
-    }
-    if limit.is_none() {
-        key(h, "#fff", "", "no link limit known");
-    }
-    h.push_str("</svg>\n");
 }
 
 #[cfg(test)]
@@ -485,14 +360,83 @@ mod tests {
         let mut h = String::new();
         busbw_chart(&mut h, "ar", &rows, &checks);
         assert!(h.contains("floor 0.005 GB/s at 256 KiB"), "{h}");
-        let floor = h
-            .split("<line ")
-            .find(|l| l.contains("stroke=\"#d62728\"") && l.contains("stroke-dasharray"))
-            .expect("the floor's line");
-        let x = |name: &str| -> f64 {
-            let at = floor.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
-            floor[at..].split('"').next().unwrap().parse().unwrap()
+        // The points' markers, left to right: the second is at 256 KiB.
+        let number = |tag: &str, name: &str| -> f64 {
+            let tag = format!(" {tag}");
+            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            tag[at..].split('"').next().unwrap().parse().unwrap()
         };
-        assert!((x("x2") - x("x1") - 48.0).abs() < 0.2, "{floor}");
+        let markers: Vec<f64> = h
+            .split("<circle ")
+            .filter(|t| t.contains("r=\"3\""))
+            .map(|t| number(t, "cx"))
+            .collect();
+        assert_eq!(markers.len(), 3, "{h}");
+        // The floor's dashes, (x, y) of each end; the lowest ones are its legend sample.
+        let dashes: Vec<(f64, f64)> = h
+            .split("<polyline ")
+            .filter(|t| t.contains("stroke=\"#D62728\""))
+            .flat_map(|t| {
+                let points = t
+                    .split("points=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap();
+                let ends: Vec<(f64, f64)> = points
+                    .split_whitespace()
+                    .map(|p| p.split_once(',').unwrap())
+                    .map(|(x, y)| (x.parse().unwrap(), y.parse().unwrap()))
+                    .collect();
+                ends
+            })
+            .collect();
+        let legend = dashes.iter().map(|d| d.1).fold(0.0, f64::max);
+        let xs: Vec<f64> = dashes
+            .iter()
+            .filter(|d| d.1 < legend)
+            .map(|d| d.0)
+            .collect();
+        let (lo, hi) = xs
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        assert!(
+            lo >= markers[1] - 24.5 && hi <= markers[1] + 24.5 && hi - lo > 40.0,
+            "the floor spans {lo}..{hi}, 256 KiB is at {}: {h}",
+            markers[1]
+        );
+    }
+
+    /// The limit is named on its line; without one the chart says so; with
+    /// no row to draw there is no chart, and the page says that instead.
+    #[test]
+    fn the_chart_names_its_limit_or_its_absence() {
+        let row = |limit: Option<f64>| Row {
+            collective: "all_reduce".into(),
+            size_bytes: 1024,
+            placement: "in-place".into(),
+            busbw_gbs: 2.0,
+            limit_gbs: limit,
+            limit_name: limit.map(|_| "nvlink".into()),
+            ..Row::default()
+        };
+        let mut h = String::new();
+        busbw_chart(&mut h, "ar", &[row(Some(50.0))], &[]);
+        assert!(h.contains("\nlimit: nvlink 50 GB/s\n</text>"), "{h}");
+        let mut h = String::new();
+        busbw_chart(&mut h, "ar", &[row(None)], &[]);
+        assert!(h.contains("\nno link limit known\n</text>"), "{h}");
+        let mut h = String::new();
+        busbw_chart(
+            &mut h,
+            "ar",
+            &[Row {
+                busbw_gbs: f64::NAN,
+                ..row(None)
+            }],
+            &[],
+        );
+        assert_eq!(h, "<p>No busbw row to draw.</p>\n");
     }
 }
