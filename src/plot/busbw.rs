@@ -167,11 +167,11 @@ impl BusbwChart<'_> {
             draw_line(chart, points.clone(), color(i), series_stroke(s))?;
             draw_markers(chart, &points, color(i))?;
             if let Some((size, busbw, pct)) = s.best().filter(|b| !log || b.1 > 0.0) {
-                let text = match pct {
-                    Some(p) => format!("{p:.1}%"),
-                    None => format!("{busbw:.2} GB/s"),
-                };
-                best.push((i, chart.backend_coord(&(size as f64, busbw)), text));
+                best.push((
+                    i,
+                    chart.backend_coord(&(size as f64, busbw)),
+                    best_label(busbw, pct),
+                ));
             }
         }
         // The best point of each line, ringed, with its % of limit (or its busbw)
@@ -354,9 +354,27 @@ fn spread(wanted: &[(i32, i32)]) -> Vec<(i32, i32)> {
     placed
 }
 
+/// The best point's label: its % of limit, or its busbw.
+fn best_label(busbw: f64, pct: Option<f64>) -> String {
+    match pct {
+        Some(p) => format!("{p:.1}%"),
+        // Two decimals read 0.00 below 0.005: three significant digits there.
+        None if busbw.abs() < 0.01 => format!("{} GB/s", axis_number(&busbw)),
+        None => format!("{busbw:.2} GB/s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slow_best_point_is_not_labelled_zero() {
+        assert_eq!(best_label(0.00458, None), "0.00458 GB/s");
+        assert_eq!(best_label(1.327, None), "1.33 GB/s");
+        assert_eq!(best_label(0.0, None), "0 GB/s");
+        assert_eq!(best_label(0.5, Some(81.25)), "81.2%");
+    }
 
     #[test]
     fn labels_spread_apart() {
