@@ -1,5 +1,6 @@
 //! Element types and reduction operations, spelled as nccl-tests spells them.
 
+use anyhow::anyhow;
 use clap::builder::PossibleValue;
 use half::{bf16, f16};
 use serde::Serialize;
@@ -152,8 +153,8 @@ const DATATYPE_ALIASES: [(&str, DataType); 9] = [
 pub const ALL_VALUE: &str = "all";
 
 impl FromStr for DataType {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Self> {
         let canonical = DATATYPE_ALIASES
             .into_iter()
             .find(|(alias, _)| *alias == s)
@@ -162,7 +163,7 @@ impl FromStr for DataType {
             .into_iter()
             .find(|t| t.name() == canonical)
             .ok_or_else(|| {
-                format!(
+                anyhow!(
                     "unknown datatype '{s}'; use one of: {}, {ALL_VALUE}",
                     DataType::ALL.map(|t| t.name()).join(", ")
                 )
@@ -262,13 +263,13 @@ impl fmt::Display for RedOp {
 }
 
 impl FromStr for RedOp {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Self> {
         RedOp::ALL
             .into_iter()
             .find(|o| o.name() == s)
             .ok_or_else(|| {
-                format!(
+                anyhow!(
                     "unknown op '{s}'; use one of: {}, {ALL_VALUE}",
                     RedOp::ALL.map(|o| o.name()).join(", ")
                 )
@@ -535,6 +536,7 @@ mod tests {
         assert!("int7"
             .parse::<DataType>()
             .unwrap_err()
+            .to_string()
             .contains("unknown datatype"));
         assert!("xor".parse::<RedOp>().is_err());
     }

@@ -1,10 +1,12 @@
 //! Message sizes: parsing `-b 8`, `-e 128M`, and the sweep from min to max.
 
+use anyhow::{anyhow, bail};
+
 /// Parses a byte count as nccl-tests does: a number with an optional K, M or G
 /// suffix (binary: 1K = 1024), case-insensitive. A fraction is allowed where the
 /// result is a whole number of bytes (`1.5K` is 1536); `1.9` is refused, never
 /// rounded down to 1 byte. The arithmetic is exact: decimal digits, no float.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> anyhow::Result<u64> {
     let not_a_size =
         || format!("'{text}' is not a size: use a number with an optional K, M or G suffix");
     let too_large = || format!("'{text}' is out of range: sizes stop at 2^64-1 bytes");
@@ -18,7 +20,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         'K' => 10,
         'M' => 20,
         'G' => 30,
-        _ => return Err(not_a_size()),
+        _ => bail!(not_a_size()),
     };
     let (negative, digits) = match number.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -28,12 +30,10 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let fraction = fraction.trim_end_matches('0');
     let decimal = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if whole.len() + fraction.len() == 0 || !decimal(whole) || !decimal(fraction) {
-        return Err(scientific(text, number).unwrap_or_else(not_a_size));
+        bail!(scientific(text, number).unwrap_or_else(not_a_size));
     }
     if negative {
-        return Err(format!(
-            "'{text}' is negative: a size is a whole number of bytes, e.g. 8 or 1K"
-        ));
+        bail!("'{text}' is negative: a size is a whole number of bytes, e.g. 8 or 1K");
     }
     let value = |s: &str| {
         s.bytes().try_fold(0u128, |n, b| {
@@ -42,7 +42,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     };
     let whole = value(whole)
         .filter(|&w| w <= u64::MAX as u128)
-        .ok_or_else(too_large)?;
+        .ok_or_else(|| anyhow!(too_large()))?;
     // fraction / 10^d times 2^shift is whole only when d <= shift and 5^d divides
     // the fraction's digits (its last digit is not 0): then it is
     // (fraction / 5^d) * 2^(shift - d).
@@ -54,12 +54,12 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let Some(part) = part else {
         let bytes = (whole as f64 + format!("0.{fraction}").parse::<f64>().unwrap_or(0.0))
             * f64::from(1u32 << shift);
-        return Err(format!(
+        bail!(
             "'{text}' is not a whole number of bytes ({bytes} B); use e.g. {}",
             bytes.ceil()
-        ));
+        );
     };
-    u64::try_from((whole << shift) + part).map_err(|_| too_large())
+    u64::try_from((whole << shift) + part).map_err(|_| anyhow!(too_large()))
 }
 
 /// What is wrong with a size written as a float ("1e23", "1.5e3"), where it
@@ -155,6 +155,11 @@ pub fn exact_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `parse_size` with its message as the user reads it.
+    fn parse_size(text: &str) -> Result<u64, String> {
+        super::parse_size(text).map_err(|e| format!("{e:#}"))
+    }
 
     #[test]
     fn parses_suffixes_like_nccl_tests() {

@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// A size flag's value: bytes, with binary K, M, G suffixes (1K = 1024).
-pub fn size_arg(text: &str) -> Result<u64, String> {
+pub fn size_arg(text: &str) -> anyhow::Result<u64> {
     parse_size(text)
 }
 

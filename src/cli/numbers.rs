@@ -5,6 +5,8 @@
 //! number"; 1e3 is asked for in digits (nccl-tests reads it as 1). A flag of
 //! these needs `allow_hyphen_values`, or clap takes "-1" or "-inf" for a flag.
 
+use anyhow::{anyhow, bail};
+
 /// The whole-number types of flags, with their range.
 pub trait Whole: TryFrom<i128> + Clone + Send + Sync + 'static {
     const MIN: i128;
@@ -77,7 +79,7 @@ fn finite(text: &str) -> Option<f64> {
 /// do not do (its messages predate this parser).
 pub fn whole<T: Whole>(
     least: impl Into<i128>,
-) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
+) -> impl Fn(&str) -> anyhow::Result<T> + Clone + Send + Sync {
     let least = least.into();
     move |text: &str| {
         let range = format!("use a whole number from {least} to {}", T::MAX);
@@ -86,13 +88,13 @@ pub fn whole<T: Whole>(
             false => range.clone(),
         };
         let n = whole_number(text, T::MIN, T::MAX).map_err(|why| match why {
-            NotWhole::NotANumber => format!("'{text}' is not a number; {rule}"),
-            NotWhole::TooSmall => rule,
-            NotWhole::TooLarge => format!("too large; {range}"),
-            NotWhole::Fraction => format!("not a whole number; {rule}"),
-            NotWhole::NotDigits(v) => format!("write it in digits ({v:.0}); {rule}"),
+            NotWhole::NotANumber => anyhow!("'{text}' is not a number; {rule}"),
+            NotWhole::TooSmall => anyhow!(rule),
+            NotWhole::TooLarge => anyhow!("too large; {range}"),
+            NotWhole::Fraction => anyhow!("not a whole number; {rule}"),
+            NotWhole::NotDigits(v) => anyhow!("write it in digits ({v:.0}); {rule}"),
         })?;
-        T::try_from(n).map_err(|_| format!("too large; {range}"))
+        T::try_from(n).map_err(|_| anyhow!("too large; {range}"))
     }
 }
 
@@ -123,12 +125,12 @@ impl Rule {
 
     /// `v` where it keeps the rule, else why not (for a message that names
     /// the value first: "slow_fraction 3: too large; give ...").
-    pub fn check(&self, v: f64) -> Result<f64, String> {
+    pub fn check(&self, v: f64) -> anyhow::Result<f64> {
         let from_below = v > self.least || (v == self.least && !self.above);
         match v {
-            _ if v.is_nan() => Err(format!("not a number; {}", self.fix())),
-            _ if v > self.most || v == f64::INFINITY => Err(format!("too large; {}", self.fix())),
-            _ if !from_below => Err(format!("too small; {}", self.fix())),
+            _ if v.is_nan() => bail!("not a number; {}", self.fix()),
+            _ if v > self.most || v == f64::INFINITY => bail!("too large; {}", self.fix()),
+            _ if !from_below => bail!("too small; {}", self.fix()),
             _ => Ok(v),
         }
     }
@@ -136,14 +138,14 @@ impl Rule {
 
 /// A real-number flag value that keeps `rule`. NaN and the infinities typed
 /// are not numbers; a trailing '%' is allowed where `rule` is of a percentage.
-pub fn real(rule: Rule) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+pub fn real(rule: Rule) -> impl Fn(&str) -> anyhow::Result<f64> + Clone + Send + Sync {
     move |text: &str| {
         let number = match rule.what.contains("percentage") {
             true => text.trim().trim_end_matches('%'),
             false => text.trim(),
         };
         match finite(number) {
-            None => Err(format!("'{text}' is not a number; {}", rule.fix())),
+            None => bail!("'{text}' is not a number; {}", rule.fix()),
             Some(v) => rule.check(v),
         }
     }
@@ -161,7 +163,19 @@ pub fn shown(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{shown, Rule};
+
+    /// `super::whole` with its message as the user reads it.
+    fn whole<T: super::Whole>(least: impl Into<i128>) -> impl Fn(&str) -> Result<T, String> {
+        let parse = super::whole::<T>(least);
+        move |text| parse(text).map_err(|e| format!("{e:#}"))
+    }
+
+    /// `super::real` with its message as the user reads it.
+    fn real(rule: Rule) -> impl Fn(&str) -> Result<f64, String> {
+        let parse = super::real(rule);
+        move |text| parse(text).map_err(|e| format!("{e:#}"))
+    }
 
     #[test]
     fn whole_numbers_in_words() {

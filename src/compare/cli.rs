@@ -226,7 +226,8 @@ mod tests {
 
     #[test]
     fn percentages_and_verdicts() {
-        let percent = real(PERCENT);
+        let parse = real(PERCENT);
+        let percent = |text: &str| parse(text).map_err(|e| format!("{e:#}"));
         assert_eq!(percent("5"), Ok(5.0));
         assert_eq!(percent("2.5%"), Ok(2.5));
         assert!(percent("-1")

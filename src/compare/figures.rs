@@ -8,6 +8,7 @@ use crate::cli::{parse_one_line, shown};
 use crate::input::read_text;
 use crate::job::{self, ExitStatus, Failure, UsageError};
 use crate::stats::interval::{Estimate, Side, MIN_SAMPLES};
+use anyhow::{anyhow, ensure};
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,26 +41,24 @@ pub struct Band {
     pub hi: f64,
 }
 
-fn band(text: &str) -> Result<Band, String> {
+fn band(text: &str) -> anyhow::Result<Band> {
     let fix = "give LO:HI, two ratios with LO at most HI and either end empty for no bound, e.g. 0.95:1.05 or 0.98:";
-    let end = |s: &str, unbounded: f64| -> Result<f64, String> {
+    let end = |s: &str, unbounded: f64| -> anyhow::Result<f64> {
         match s.trim() {
             "" => Ok(unbounded),
             t => t
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| fix.to_string()),
+                .ok_or_else(|| anyhow!(fix)),
         }
     };
-    let (lo, hi) = text.split_once(':').ok_or_else(|| fix.to_string())?;
+    let (lo, hi) = text.split_once(':').ok_or_else(|| anyhow!(fix))?;
     let b = Band {
         lo: end(lo, 0.0)?,
         hi: end(hi, f64::INFINITY)?,
     };
-    if b.lo > b.hi {
-        return Err(fix.to_string());
-    }
+    ensure!(b.lo <= b.hi, fix);
     Ok(b)
 }
 
@@ -171,6 +170,11 @@ pub fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `band` with its message as the user reads it.
+    fn band(text: &str) -> Result<Band, String> {
+        super::band(text).map_err(|e| format!("{e:#}"))
+    }
     use crate::stats::interval::Interval;
 
     fn estimate(value: f64, lo: f64, hi: f64) -> Estimate {

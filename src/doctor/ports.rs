@@ -8,6 +8,7 @@ use super::{Finding, Severity};
 use crate::input::InputError;
 use crate::sysfs::rdma::{self, INFINIBAND};
 use crate::sysfs::{Reading, Root, Unreadable};
+use anyhow::{anyhow, bail};
 
 /// One entry of --hca: a device, optionally one port of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,20 +18,20 @@ pub struct HcaFilter {
 }
 
 impl std::str::FromStr for HcaFilter {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Self> {
         let (device, port) = match s.split_once(':') {
             Some((d, p)) => (
                 d,
                 Some(
                     p.parse()
-                        .map_err(|_| format!("'{s}': the port after ':' must be a number"))?,
+                        .map_err(|_| anyhow!("'{s}': the port after ':' must be a number"))?,
                 ),
             ),
             None => (s, None),
         };
         if device.is_empty() {
-            return Err(format!("'{s}': give a device name such as mlx5_0"));
+            bail!("'{s}': give a device name such as mlx5_0");
         }
         Ok(HcaFilter {
             device: device.to_string(),

@@ -23,6 +23,7 @@ pub use named::{NamedLink, NAMED_LINKS};
 pub use pcie::{pcie_gbs, PcieLink, PcieState};
 
 use crate::cli::Rule;
+use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 /// A bandwidth that busbw is compared with.
@@ -86,7 +87,7 @@ const LIMIT_GBS: Rule = Rule {
 
 /// Parses one `--limit`: a name of the table, or a number with an optional unit
 /// (`50`, `50GB/s` and `50 GB/s` are bytes; `400Gb/s` is bits).
-pub fn parse_limit(text: &str) -> Result<Limit, String> {
+pub fn parse_limit(text: &str) -> anyhow::Result<Limit> {
     let t = text.trim();
     let lower = t.to_ascii_lowercase();
     if let Some(link) = NAMED_LINKS
@@ -103,7 +104,7 @@ pub fn parse_limit(text: &str) -> Result<Limit, String> {
         .unwrap_or(t.len());
     let (number, unit) = (&t[..split], t[split..].trim());
     let value: f64 = number.parse().map_err(|_| {
-        format!(
+        anyhow!(
             "'{text}' is neither a link name ({}) nor a number like 50GB/s or 400Gb/s",
             known_names()
         )
@@ -112,12 +113,11 @@ pub fn parse_limit(text: &str) -> Result<Limit, String> {
         "" | "GB/s" => (value, "GB/s"),
         "Gb/s" => (gbs_of_gbits(value), "Gb/s"),
         other => {
-            return Err(format!(
-                "'{text}': unit '{other}' is not GB/s (bytes) or Gb/s (bits)"
-            ))
+            bail!("'{text}': unit '{other}' is not GB/s (bytes) or Gb/s (bits)")
         }
     };
-    LIMIT_GBS.check(gbs).map_err(|e| format!("'{text}': {e}"))?;
+    // One message, not a context chain: clap prints only an error's outermost line.
+    LIMIT_GBS.check(gbs).map_err(|e| anyhow!("'{text}': {e}"))?;
     Ok(Limit {
         name: format!("{} {unit_name}", trim_number(value)),
         gbs,
@@ -166,6 +166,11 @@ pub fn describe(limits: &[Limit], given: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `parse_limit` with its message as the user reads it.
+    fn parse_limit(text: &str) -> Result<Limit, String> {
+        super::parse_limit(text).map_err(|e| format!("{e:#}"))
+    }
 
     #[test]
     fn named_links_per_direction() {

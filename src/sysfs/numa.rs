@@ -4,6 +4,7 @@
 //! ("0-3,8,12-15"), which `--pin_cores` takes as well.
 
 use super::{Reading, Root};
+use anyhow::{anyhow, ensure};
 
 /// Where sysfs lists the NUMA nodes.
 pub const NODES: &str = "/sys/devices/system/node";
@@ -71,23 +72,22 @@ pub fn online_cpus(root: &Root) -> Reading<Vec<usize>> {
 
 /// A CPU list ("0", "0,1,2", "0-3", "0-3,8,12-15"), sorted, each CPU once;
 /// the error says what is wrong, in perftest's words.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+pub fn parse_cpu_list(text: &str) -> anyhow::Result<Vec<usize>> {
     let mut cpus = Vec::new();
-    if text.trim().is_empty() {
-        return Err("invalid CPU list format".into());
-    }
+    ensure!(!text.trim().is_empty(), "invalid CPU list format");
     for part in text.trim().split(',') {
-        let number = |s: &str| -> Result<usize, String> {
+        let number = |s: &str| -> anyhow::Result<usize> {
             s.trim()
                 .parse()
-                .map_err(|_| format!("invalid CPU number '{}'", s.trim()))
+                .map_err(|_| anyhow!("invalid CPU number '{}'", s.trim()))
         };
         match part.split_once('-') {
             Some((a, b)) => {
                 let (start, end) = (number(a)?, number(b)?);
-                if start > end {
-                    return Err(format!("invalid CPU range {start}-{end} (start > end)"));
-                }
+                ensure!(
+                    start <= end,
+                    "invalid CPU range {start}-{end} (start > end)"
+                );
                 cpus.extend(start..=end);
             }
             None => cpus.push(number(part)?),
@@ -130,6 +130,11 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 mod tests {
     use super::super::fixture::{numa_host, Tree};
     use super::*;
+
+    /// `parse_cpu_list` with its message as the user reads it.
+    fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+        super::parse_cpu_list(text).map_err(|e| format!("{e:#}"))
+    }
 
     #[test]
     fn device_nodes_of_every_kind() {

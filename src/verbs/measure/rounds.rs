@@ -9,24 +9,24 @@ use crate::job::UsageError;
 use crate::report::verbs::{Figures, LatStats, Line, Spread, VerbsResult};
 use crate::stats::interval::{median, Estimate};
 use crate::verbs::flags::duration::Timing;
-use anyhow::{anyhow, ensure};
+use anyhow::{anyhow, bail, ensure};
 
 /// More rounds than this is a typo (1e9 rounds of 2 B would run for days).
 pub const MAX_ROUNDS: u32 = 10_000;
 
 /// --rounds' value: a count from 1 to `MAX_ROUNDS`, in digits.
-pub fn rounds_arg(text: &str) -> Result<u32, String> {
+pub fn rounds_arg(text: &str) -> anyhow::Result<u32> {
     let fix = format!("use a whole number from 1 to {MAX_ROUNDS}");
     match text.trim().parse::<i128>() {
-        Ok(n) if n > MAX_ROUNDS as i128 => Err(format!("too many rounds; {fix}")),
-        Ok(n) if n < 1 => Err(fix),
+        Ok(n) if n > MAX_ROUNDS as i128 => bail!("too many rounds; {fix}"),
+        Ok(n) if n < 1 => bail!(fix),
         Ok(n) => Ok(n as u32),
         // Both sides of a verbs run must agree on the count before the first size.
-        Err(_) if text.trim() == "auto" => Err(format!(
+        Err(_) if text.trim() == "auto" => bail!(
             "the verbs binaries take a count of rounds, which client and server agree on \
              before they start (auto is the collectives'); {fix}, e.g. --rounds 5"
-        )),
-        Err(_) => Err(format!("'{text}' is not a whole number in digits; {fix}")),
+        ),
+        Err(_) => bail!("'{text}' is not a whole number in digits; {fix}"),
     }
 }
 
@@ -177,6 +177,11 @@ mod tests {
 
     const WRITE_BW: Benchmark = Benchmark::new(Verb::Write, Test::Bw);
     const WRITE_LAT: Benchmark = Benchmark::new(Verb::Write, Test::Lat);
+
+    /// `rounds_arg` with its message as the user reads it.
+    fn rounds_arg(text: &str) -> Result<u32, String> {
+        super::rounds_arg(text).map_err(|e| format!("{e:#}"))
+    }
 
     fn err(bench: Benchmark, args: &[&str]) -> String {
         let argv = std::iter::once(bench.program()).chain(args.iter().copied());
