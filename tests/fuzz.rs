@@ -124,7 +124,7 @@ proptest! {
             fraction: toml_float(fraction),
             latency: toml_float(latency),
         });
-        match Spec::parse(&text) {
+        match Spec::parse(&text).map_err(|e| format!("{e:#}")) {
             Err(e) => prop_assert_eq!(e.lines().count(), 1, "{}", e),
             Ok(spec) => {
                 prop_assert!((1..=MAX_TIMEOUT_S).contains(&spec.launch.timeout_s));

@@ -7,6 +7,7 @@ use crate::cli::{shown, AllPairsArgs, SLOW_FRACTION, SLOW_LATENCY};
 use crate::job::UsageError;
 use crate::sizes::human_bytes;
 use crate::stats::interval::median;
+use anyhow::Context;
 
 /// Bandwidth is judged at the largest size when it is at least this, latency at the
 /// smallest when it is at most this.
@@ -32,13 +33,13 @@ impl Default for Thresholds {
 
 impl Thresholds {
     /// Checks the values of --slow-fraction and --slow-latency (or a spec's).
-    pub fn new(bw_fraction: f64, latency_factor: f64) -> Result<Thresholds, String> {
+    pub fn new(bw_fraction: f64, latency_factor: f64) -> anyhow::Result<Thresholds> {
         SLOW_FRACTION
             .check(bw_fraction)
-            .map_err(|e| format!("--slow-fraction {}: {e}", shown(bw_fraction)))?;
+            .with_context(|| format!("--slow-fraction {}", shown(bw_fraction)))?;
         SLOW_LATENCY
             .check(latency_factor)
-            .map_err(|e| format!("--slow-latency {}: {e}", shown(latency_factor)))?;
+            .with_context(|| format!("--slow-latency {}", shown(latency_factor)))?;
         Ok(Thresholds {
             bw_fraction,
             latency_factor,
@@ -54,7 +55,7 @@ impl Thresholds {
                     .into(),
             ));
         }
-        Thresholds::new(args.slow_fraction, args.slow_latency).map_err(UsageError)
+        Ok(Thresholds::new(args.slow_fraction, args.slow_latency)?)
     }
 }
 
@@ -583,15 +584,19 @@ mod tests {
         );
     }
 
+    /// Why `Thresholds::new` refuses the values, as the user reads it.
+    fn refusal(bw_fraction: f64, latency_factor: f64) -> String {
+        format!(
+            "{:#}",
+            Thresholds::new(bw_fraction, latency_factor).unwrap_err()
+        )
+    }
+
     #[test]
     fn thresholds_are_checked() {
-        assert!(Thresholds::new(0.0, 2.0)
-            .unwrap_err()
-            .starts_with("--slow-fraction 0"));
+        assert!(refusal(0.0, 2.0).starts_with("--slow-fraction 0"));
         assert!(Thresholds::new(1.5, 2.0).is_err());
-        assert!(Thresholds::new(0.9, 0.5)
-            .unwrap_err()
-            .starts_with("--slow-latency 0.5"));
+        assert!(refusal(0.9, 0.5).starts_with("--slow-latency 0.5"));
         assert!(Thresholds::new(0.9, f64::NAN).is_err());
         assert_eq!(Thresholds::new(0.9, 2.0).unwrap(), Thresholds::default());
     }
@@ -615,7 +620,7 @@ mod tests {
             "--slow-fraction 1.5: too large; give a fraction of the median, more than 0 and at most 1, e.g. 0.9"
         );
         assert_eq!(
-            Thresholds::new(0.9, 1e300).unwrap_err(),
+            refusal(0.9, 1e300),
             "--slow-latency 1e300: too large; give a multiple of the lowest latency, from 1 to 1000000, e.g. 2"
         );
         // --append is refused before the values are looked at.

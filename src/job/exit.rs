@@ -77,6 +77,21 @@ pub enum Failure {
     Fatal(anyhow::Error),
 }
 
+impl Failure {
+    /// A usage mistake met as an error: its message with its causes (`{:#}`), exit 2.
+    pub fn usage(e: anyhow::Error) -> Failure {
+        Failure::Usage(format!("{e:#}"))
+    }
+}
+
+/// An error met while checking the command line or an input file is a usage
+/// mistake: its message with its causes (`{:#}`).
+impl From<anyhow::Error> for UsageError {
+    fn from(e: anyhow::Error) -> Self {
+        UsageError(format!("{e:#}"))
+    }
+}
+
 impl From<UsageError> for Failure {
     fn from(e: UsageError) -> Self {
         Failure::Usage(e.0)

@@ -7,6 +7,7 @@ use crate::allpairs::Thresholds;
 use crate::cli::shown;
 use crate::limits::parse_limit;
 use crate::report::{Placement, Row};
+use anyhow::{anyhow, bail, Context};
 use serde::Deserialize;
 
 /// A threshold: a number (GB/s or us, the metric's unit) or "P% of LIMIT [x N]".
@@ -155,19 +156,17 @@ pub fn metric_of(
     metric: RowMetric,
     min: Option<&Bound>,
     max: Option<&Bound>,
-) -> Result<RowMetric, String> {
+) -> anyhow::Result<RowMetric> {
     let given: Vec<&Bound> = [min, max].into_iter().flatten().collect();
     let relative = given.iter().filter(|b| b.of_expected().is_some()).count();
     match relative {
         0 => Ok(metric),
         n if n == given.len() && metric == RowMetric::Busbw => Ok(RowMetric::PctOfExpected),
-        _ if metric != RowMetric::Busbw => Err(format!(
+        _ if metric != RowMetric::Busbw => Err(anyhow!(
             "\"P% of expected\" judges busbw against the model's expected busbw; metric {} has no expected figure",
             metric.name()
         )),
-        _ => Err(
-            "min and max judge one figure: give both as \"P% of expected\", or neither".into(),
-        ),
+        _ => Err(anyhow!("min and max judge one figure: give both as \"P% of expected\", or neither")),
     }
 }
 
@@ -179,7 +178,7 @@ const MAX_THRESHOLD: f64 = 1e9;
 /// "85% of ib-ndr x 8" (or a plain number) for a check's min or max. Every
 /// threshold is a finite number above 0: NaN would pass every value, and 0 or
 /// a negative minimum passes every measurement (or a maximum none).
-pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Threshold, String> {
+pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> anyhow::Result<Threshold> {
     let field = side.name();
     let unit = metric.unit();
     let (text, number) = match bound {
@@ -193,17 +192,17 @@ pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Thres
                 value,
                 text: format!("{} % ({text}: the model's busbw at the size)", shown(value)),
             }),
-            _ => Err(format!(
+            _ => Err(anyhow!(
                 "{field} '{text}': give a percentage above 0 and at most {most}% of expected"
             )),
         };
     }
     if let Some(value) = number {
         if !(value.is_finite() && value > 0.0 && value <= MAX_THRESHOLD) {
-            return Err(format!(
+            bail!(
                 "{field} {text}: a threshold is a number of {unit} above 0 and at most {}, e.g. {field} = 40",
                 shown(MAX_THRESHOLD)
-            ));
+            );
         }
         return Ok(Threshold {
             value,
@@ -211,7 +210,7 @@ pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Thres
         });
     }
     let usage = || {
-        format!(
+        anyhow!(
             "{field} '{text}': give a number in {unit}, or \"P% of LIMIT\" or \"P% of LIMIT x N\" \
              with LIMIT a link name of --limit (ib-ndr, nvlink4, pcie5x16, ...) or a bandwidth (400Gb/s)"
         )
@@ -222,30 +221,23 @@ pub fn parse_bound(bound: &Bound, metric: RowMetric, side: Side) -> Result<Thres
         Some((n, c)) => (n.trim(), c.trim().parse::<u32>().map_err(|_| usage())?),
         None => (rest.trim(), 1),
     };
-    let limit = parse_limit(name).map_err(|e| format!("{field} '{text}': {e}"))?;
+    let limit = parse_limit(name).with_context(|| format!("{field} '{text}'"))?;
     if !metric.is_bandwidth() {
-        return Err(format!(
+        bail!(
             "{field} '{text}': a % of a named limit applies to busbw and algbw; metric {} takes microseconds",
             metric.name()
-        ));
+        );
     }
     let most = side.most_percent();
     if !(pct > 0.0 && pct <= most) {
-        return Err(format!(
-            "{field} '{text}': give a percentage above 0 and at most {most}% of the limit"
-        ));
+        bail!("{field} '{text}': give a percentage above 0 and at most {most}% of the limit");
     }
     if count == 0 {
-        return Err(format!(
-            "{field} '{text}': x N counts links: give N of at least 1, or leave \" x N\" out"
-        ));
+        bail!("{field} '{text}': x N counts links: give N of at least 1, or leave \" x N\" out");
     }
     let value = pct / 100.0 * limit.gbs * count as f64;
     if !value.is_finite() {
-        return Err(format!(
-            "{field} '{text}': {} GB/s is no bandwidth",
-            shown(value)
-        ));
+        bail!("{field} '{text}': {} GB/s is no bandwidth", shown(value));
     }
     Ok(Threshold {
         value,

@@ -16,6 +16,7 @@ use crate::cli::{io_reason, parse_one_line, shown};
 use crate::job::{self, ExitStatus, Failure, Start};
 use crate::output::{check_new_folder, create_new_folder, write_whole, Replace};
 use crate::report::run::compact_utc;
+use anyhow::{anyhow, ensure, Context};
 use clap::Parser;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -45,30 +46,28 @@ pub struct RackArgs {
 /// spec error (and a report directory that cannot be written).
 pub fn main() -> ExitCode {
     job::main(Start::Alone, "rack_check", |_job, _program| {
-        run().map_err(Failure::Usage)
+        run().map_err(Failure::usage)
     })
 }
 
-fn run() -> Result<ExitStatus, String> {
-    let args: RackArgs = parse_one_line(std::env::args_os()).map_err(|e| e.0)?;
+fn run() -> anyhow::Result<ExitStatus> {
+    let args: RackArgs = parse_one_line(std::env::args_os())?;
     let spec = Spec::load(&args.spec)?;
     let bin_dir = match &args.bin_dir {
         Some(d) => d.clone(),
         None => std::env::current_exe()
             .ok()
             .and_then(|e| e.parent().map(Path::to_path_buf))
-            .ok_or("cannot tell where rack_check is: give --bin-dir")?,
+            .context("cannot tell where rack_check is: give --bin-dir")?,
     };
-    let binary = |name: &str| -> Result<String, String> {
+    let binary = |name: &str| -> anyhow::Result<String> {
         let path = bin_dir.join(name);
-        if path.is_file() {
-            Ok(path.display().to_string())
-        } else {
-            Err(format!(
-                "{name} is not in {} (build it, or point --bin-dir at the fabricbench binaries)",
-                bin_dir.display()
-            ))
-        }
+        ensure!(
+            path.is_file(),
+            "{name} is not in {} (build it, or point --bin-dir at the fabricbench binaries)",
+            bin_dir.display()
+        );
+        Ok(path.display().to_string())
     };
     let doctor_bin = if spec.doctor.skip {
         None
@@ -85,11 +84,11 @@ fn run() -> Result<ExitStatus, String> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("rack-report-{}", compact_utc(started))));
-    check_new_folder("--out", &out, "reports").map_err(|e| e.0)?;
+    check_new_folder("--out", &out, "reports")?;
     // mkdir, not mkdir -p: a folder (or link) that appeared since is refused.
-    create_new_folder(&out).map_err(|e| format!("--out {}: {}", out.display(), io_reason(&e)))?;
+    create_new_folder(&out).map_err(|e| anyhow!("--out {}: {}", out.display(), io_reason(&e)))?;
     let spec_text = std::fs::read(&args.spec)
-        .map_err(|e| format!("--spec {}: {}", args.spec.display(), io_reason(&e)))?;
+        .map_err(|e| anyhow!("--spec {}: {}", args.spec.display(), io_reason(&e)))?;
     write_report_file(&out.join("spec.toml"), &spec_text)?;
 
     let timeout = Duration::from_secs(spec.launch.timeout_s);
@@ -346,8 +345,8 @@ fn judge_check(check: &Check, rounds: &[TestStep], first: usize) -> CheckResult 
 }
 
 /// A file of the report, written whole into the new report folder.
-fn write_report_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+fn write_report_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write_whole(path, Replace::Never, bytes)
         .map(drop)
-        .map_err(|e| format!("cannot write {}: {}", path.display(), io_reason(&e)))
+        .map_err(|e| anyhow!("cannot write {}: {}", path.display(), io_reason(&e)))
 }

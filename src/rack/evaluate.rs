@@ -990,7 +990,10 @@ max = 10
             s.checks[0].label,
             "pairs fabric counters retransmits <= 0 over every pair's round"
         );
-        let e = crate::rack::spec::Spec::parse(&spec("size = \"1M\"")).unwrap_err();
+        let e = format!(
+            "{:#}",
+            crate::rack::spec::Spec::parse(&spec("size = \"1M\"")).unwrap_err()
+        );
         assert!(
             e.ends_with(
                 "size with test 'pairs': an all-pairs test reads the counters around each \

@@ -11,6 +11,7 @@ use crate::input::read_text;
 use crate::report::Placement;
 use crate::sizes::{human_bytes, parse_size};
 use crate::sysfs::counters::Class;
+use anyhow::{anyhow, bail, Context};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -113,13 +114,13 @@ struct RawRounds {
 }
 
 impl RawRounds {
-    fn resolve(&self) -> Result<RoundsSpec, String> {
+    fn resolve(&self) -> anyhow::Result<RoundsSpec> {
         const MOST_ROUNDS: f64 = 1000.0;
         let d = RoundsSpec::default();
         let whole = |key: &str, v: Option<f64>, least: f64, most: f64, what: &str| match v {
             None => Ok(None),
             Some(v) if v.fract() == 0.0 && (least..=most).contains(&v) => Ok(Some(v)),
-            Some(v) => Err(format!(
+            Some(v) => Err(anyhow!(
                 "[rounds] {key} = {}: give {what}, {} to {}",
                 shown(v),
                 shown(least),
@@ -222,39 +223,38 @@ fn readable_numbers(message: &str) -> String {
 }
 
 impl Spec {
-    pub fn load(path: &Path) -> Result<Spec, String> {
+    pub fn load(path: &Path) -> anyhow::Result<Spec> {
         let text = read_text(path, MAX_SPEC_BYTES).map_err(|e| {
-            format!(
+            anyhow!(
                 "--spec {}: {e}; give the path of a rack spec (.toml, see scripts/rack-*.toml)",
                 path.display()
             )
         })?;
-        Spec::parse(&text).map_err(|e| format!("--spec {}: {e}", path.display()))
+        Spec::parse(&text).with_context(|| format!("--spec {}", path.display()))
     }
 
-    pub fn parse(text: &str) -> Result<Spec, String> {
-        let raw: RawSpec = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+    pub fn parse(text: &str) -> anyhow::Result<Spec> {
+        let raw: RawSpec = toml::from_str(text).map_err(|e| anyhow!(toml_error(text, &e)))?;
         layout(
             "[launch]",
             Some(raw.launch.nodes),
             Some(raw.launch.ranks_per_node),
         )?;
         if !raw.launch.hosts.is_empty() && raw.launch.hosts.len() < raw.launch.nodes {
-            return Err(format!(
+            bail!(
                 "[launch] hosts lists {} hosts for nodes = {}: list one per node or leave hosts out",
                 raw.launch.hosts.len(),
                 raw.launch.nodes
-            ));
+            );
         }
         let rounds = raw.rounds.resolve()?;
         if raw.tests.is_empty() {
             // An acceptance that measured nothing is no acceptance: a PASS of doctor
             // alone would read as a rack accepted. doctor itself is the config check.
-            return Err(
+            bail!(
                 "no [[test]]: rack_check accepts a rack by measuring it; add a [[test]] \
                  (e.g. name = \"all_reduce\", binary = \"all_reduce_perf\"), or run doctor \
                  alone to check the configuration (mpirun -np NODES --map-by ppr:1:node doctor)"
-                    .into(),
             );
         }
         for (i, t) in raw.tests.iter().enumerate() {
@@ -265,28 +265,28 @@ impl Spec {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
-                return Err(format!(
+                bail!(
                     "{at}: name must be letters, digits, '_' or '-' (it names the report's files)"
-                ));
+                );
             }
             if t.name == "doctor" {
-                return Err(format!(
+                bail!(
                     "{at}: the name 'doctor' is doctor's in the report (doctor.csv, doctor.log); choose another"
-                ));
+                );
             }
             if raw.tests[..i].iter().any(|o| o.name == t.name) {
-                return Err(format!("{at}: another test has this name"));
+                bail!("{at}: another test has this name");
             }
             if t.binary.contains('/') || t.binary.is_empty() {
-                return Err(format!(
+                bail!(
                     "{at}: binary '{}': give the name of a fabricbench binary, e.g. all_reduce_perf",
                     t.binary
-                ));
+                );
             }
             if t.args.iter().any(|a| a == "--csv" || a == "--append") {
-                return Err(format!(
+                bail!(
                     "{at}: drop --csv/--append from args: rack_check writes each test's CSV into the report"
-                ));
+                );
             }
             layout(&at, t.nodes, t.ranks_per_node)?;
         }
@@ -296,7 +296,7 @@ impl Spec {
             .enumerate()
             .map(|(i, c)| {
                 let at = format!("[[check]] {} ({} {})", i + 1, c.test, c.metric);
-                resolve_check(c, &raw.tests).map_err(|e| format!("{at}: {e}"))
+                resolve_check(c, &raw.tests).context(at)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Spec {
@@ -328,21 +328,21 @@ const MAX_NODES: usize = 100_000;
 const MAX_RANKS_PER_NODE: usize = 4096;
 
 /// nodes and ranks_per_node of `at`, where given: at least 1, at most the bounds.
-fn layout(at: &str, nodes: Option<usize>, per_node: Option<usize>) -> Result<(), String> {
+fn layout(at: &str, nodes: Option<usize>, per_node: Option<usize>) -> anyhow::Result<()> {
     for (key, value, most) in [
         ("nodes", nodes, MAX_NODES),
         ("ranks_per_node", per_node, MAX_RANKS_PER_NODE),
     ] {
         if let Some(v) = value.filter(|v| !(1..=most).contains(v)) {
-            return Err(format!("{at}: {key} = {v}: give 1 to {most}"));
+            bail!("{at}: {key} = {v}: give 1 to {most}");
         }
     }
     Ok(())
 }
 
-fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
+fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> anyhow::Result<Check> {
     let test = tests.iter().find(|t| t.name == c.test).ok_or_else(|| {
-        format!(
+        anyhow!(
             "test '{}' is not a [[test]] name (tests: {})",
             c.test,
             tests
@@ -356,30 +356,24 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         return counters_check(c, test.all_pairs());
     }
     if !c.counter_limits().is_empty() {
-        return Err(
+        bail!(
             "max_errors, max_retransmits, max_congestion and max_pauses belong to \
                     metric = \"counters\" checks"
-                .into(),
         );
     }
     if c.metric == "all-pairs" {
         if !test.all_pairs() {
-            return Err(format!(
+            bail!(
                 "metric all-pairs needs a test run with --all-pairs; add it to test '{}' args",
                 test.name
-            ));
+            );
         }
         if c.size.is_some() || c.min.is_some() || c.max.is_some() || c.placement.is_some() {
-            return Err(
-                "an all-pairs check takes slow_fraction and slow_latency, not size/min/max/placement"
-                    .into(),
-            );
+            bail!("an all-pairs check takes slow_fraction and slow_latency, not size/min/max/placement");
         }
         // Thresholds::new takes an endless factor, which passes every pair.
         if let Some(v) = c.slow_latency.filter(|v| !v.is_finite()) {
-            return Err(format!(
-                "slow_latency {v}: give a multiple of the lowest latency >= 1, e.g. 2"
-            ));
+            bail!("slow_latency {v}: give a multiple of the lowest latency >= 1, e.g. 2");
         }
         let defaults = Thresholds::default();
         let t = Thresholds::new(
@@ -387,8 +381,9 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
             c.slow_latency.unwrap_or(defaults.latency_factor),
         )
         .map_err(|e| {
-            e.replace("--slow-fraction", "slow_fraction")
-                .replace("--slow-latency", "slow_latency")
+            anyhow!(format!("{e:#}")
+                .replace("--slow-fraction", "slow_fraction")
+                .replace("--slow-latency", "slow_latency"))
         })?;
         return Ok(Check {
             label: format!("{} all pairs", c.test),
@@ -401,25 +396,26 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         .find(|(n, _)| *n == c.metric)
         .map(|(_, m)| *m)
         .ok_or_else(|| {
-            format!(
+            anyhow!(
                 "metric '{}': use busbw, algbw, time, p50, p99, p999, max, pct_of_expected, all-pairs or counters",
                 c.metric
             )
         })?;
     if test.all_pairs() {
-        return Err(format!(
+        bail!(
             "test '{}' runs --all-pairs: check it with metric = \"all-pairs\"",
             test.name
-        ));
+        );
     }
     if c.slow_fraction.is_some() || c.slow_latency.is_some() {
-        return Err("slow_fraction and slow_latency belong to all-pairs checks".into());
+        bail!("slow_fraction and slow_latency belong to all-pairs checks");
     }
     let size_text = c
         .size
         .as_deref()
-        .ok_or("size is missing: give the message size the check reads, e.g. size = \"1G\"")?;
-    let size = parse_size(size_text).map_err(|e| format!("size {e}"))?;
+        .context("size is missing: give the message size the check reads, e.g. size = \"1G\"")?;
+    // "size '8Q' is not a size": the reason quotes the value, so no colon.
+    let size = parse_size(size_text).map_err(|e| anyhow!("size {e}"))?;
     let placement = c.placement.unwrap_or(Placement::OutOfPlace);
     let metric = metric_of(metric, c.min.as_ref(), c.max.as_ref())?;
     let min = c
@@ -433,12 +429,13 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
         .map(|b| parse_bound(b, metric, Side::Max))
         .transpose()?;
     match (&min, &max) {
-        (None, None) => return Err("give min or max (or both)".into()),
+        (None, None) => bail!("give min or max (or both)"),
         (Some(lo), Some(hi)) if lo.value > hi.value => {
-            return Err(format!(
+            bail!(
                 "min {} is above max {}: no value can pass; swap them or fix one",
-                lo.text, hi.text
-            ))
+                lo.text,
+                hi.text
+            )
         }
         _ => {}
     }
@@ -464,36 +461,34 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> Result<Check, String> {
 /// `metric = "counters"`: thresholds on the fabric counters' classes,
 /// optionally at one size.
 /// `all_pairs`: the test's counters span each pair's round, every size.
-fn counters_check(c: &RawCheck, all_pairs: bool) -> Result<Check, String> {
+fn counters_check(c: &RawCheck, all_pairs: bool) -> anyhow::Result<Check> {
     let max = c.counter_limits();
     if max.is_empty() {
-        return Err(
+        bail!(
             "give max_errors, max_retransmits, max_congestion or max_pauses \
                     (e.g. max_retransmits = 0)"
-                .into(),
         );
     }
     if c.min.is_some() || c.max.is_some() || c.placement.is_some() {
-        return Err(
+        bail!(
             "a counters check takes max_errors, max_retransmits, max_congestion, \
                     max_pauses and size, not min/max/placement"
-                .into(),
         );
     }
     if c.slow_fraction.is_some() || c.slow_latency.is_some() {
-        return Err("slow_fraction and slow_latency belong to all-pairs checks".into());
+        bail!("slow_fraction and slow_latency belong to all-pairs checks");
     }
     let size = c
         .size
         .as_deref()
-        .map(|s| parse_size(s).map_err(|e| format!("size {e}")))
+        .map(|s| parse_size(s).map_err(|e| anyhow!("size {e}")))
         .transpose()?;
     if all_pairs && size.is_some() {
-        return Err(format!(
+        bail!(
             "size with test '{}': an all-pairs test reads the counters around each pair's round, \
              which spans every size; drop size",
             c.test
-        ));
+        );
     }
     let over = match (size, all_pairs) {
         (Some(s), _) => format!(" at {}", human_bytes(s)),
@@ -578,8 +573,7 @@ slow_fraction = 0.8
 
     #[test]
     fn thresholds_as_a_percentage_of_expected() {
-        let spec =
-            |bounds: &str| Spec::parse(&SPEC.replacen("min = \"85% of ib-ndr x 8\"", bounds, 1));
+        let spec = |bounds: &str| parsed(&SPEC.replacen("min = \"85% of ib-ndr x 8\"", bounds, 1));
         let s = spec("min = \"80% of expected\"").unwrap();
         let CheckKind::Row {
             metric,
@@ -612,15 +606,20 @@ slow_fraction = 0.8
             "min '0% of expected': give a percentage above 0 and at most 100% of expected"
         ));
         assert!(
-            Spec::parse(&SPEC.replacen("max = 30", "max = \"120% of expected\"", 1))
+            parsed(&SPEC.replacen("max = 30", "max = \"120% of expected\"", 1))
                 .unwrap_err()
                 .contains("metric time has no expected figure")
         );
     }
 
+    /// `Spec::parse` with its message as the user reads it.
+    fn parsed(text: &str) -> Result<Spec, String> {
+        Spec::parse(text).map_err(|e| format!("{e:#}"))
+    }
+
     fn err(edit: (&str, &str)) -> String {
         assert!(SPEC.contains(edit.0), "{}", edit.0);
-        Spec::parse(&SPEC.replacen(edit.0, edit.1, 1)).unwrap_err()
+        parsed(&SPEC.replacen(edit.0, edit.1, 1)).unwrap_err()
     }
 
     #[test]
@@ -672,7 +671,7 @@ slow_fraction = 0.8
             (3, 10, 300)
         );
         assert!(s.judged_on_rounds("ar") && !s.judged_on_rounds("pairs"));
-        let with = |r: &str| Spec::parse(&format!("{SPEC}\n[rounds]\n{r}\n"));
+        let with = |r: &str| parsed(&format!("{SPEC}\n[rounds]\n{r}\n"));
         let s = with("count = 5\nmax = 5\nmax_seconds = 0").unwrap();
         assert_eq!(
             (s.rounds.count, s.rounds.max, s.rounds.max_seconds),
@@ -787,13 +786,13 @@ slow_fraction = 0.8
             s.checks[1].label,
             "ar fabric counters retransmits <= 0, pauses <= 10 at 1 MiB"
         );
-        let e = Spec::parse(&with("")).unwrap_err();
+        let e = parsed(&with("")).unwrap_err();
         assert!(e.ends_with("give max_errors, max_retransmits, max_congestion or max_pauses (e.g. max_retransmits = 0)"), "{e}");
-        let e = Spec::parse(&with("max_errors = 0\nmin = 3")).unwrap_err();
+        let e = parsed(&with("max_errors = 0\nmin = 3")).unwrap_err();
         assert!(e.contains("a counters check takes max_errors"), "{e}");
-        let e = Spec::parse(&SPEC.replacen("max = 30", "max = 30\nmax_errors = 0", 1)).unwrap_err();
+        let e = parsed(&SPEC.replacen("max = 30", "max = 30\nmax_errors = 0", 1)).unwrap_err();
         assert!(e.contains("belong to metric = \"counters\" checks"), "{e}");
-        let e = Spec::parse(&with("max_errors = -1")).unwrap_err();
+        let e = parsed(&with("max_errors = -1")).unwrap_err();
         assert_eq!(e.lines().count(), 1, "{e}");
     }
 }
