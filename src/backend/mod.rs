@@ -17,6 +17,7 @@ mod mpi_transport;
 pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
+use crate::job::UsageError;
 use crate::watchdog::CallCount;
 use serde::{Deserialize, Serialize};
 
@@ -240,11 +241,11 @@ pub trait Backend {
     }
     /// Whether this backend runs `dtype` (NCCL: by library version and GPU); Err is
     /// the one line saying why not and what to use instead.
-    fn supports_datatype(&self, _dtype: DataType) -> Result<(), String> {
+    fn supports_datatype(&self, _dtype: DataType) -> Result<(), UsageError> {
         Ok(())
     }
     /// As `supports_datatype`, for `op`.
-    fn supports_op(&self, _op: RedOp) -> Result<(), String> {
+    fn supports_op(&self, _op: RedOp) -> Result<(), UsageError> {
         Ok(())
     }
 

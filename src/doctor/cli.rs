@@ -78,13 +78,10 @@ fn run(job: &dyn Group, program: &str, command: Command) -> Result<ExitStatus, F
     let parsed: Result<DoctorArgs, UsageError> = parse_with(command, std::env::args_os());
     let root = job.rank() == 0;
     // Rank 0 writes the outputs, so it alone checks where they go.
-    let mine = parsed
-        .map_err(|e| e.0)
-        .and_then(valid)
-        .and_then(|args| match root {
-            true => outputs_writable(args),
-            false => Ok(args),
-        });
+    let mine = parsed.and_then(valid).and_then(|args| match root {
+        true => outputs_writable(args),
+        false => Ok(args),
+    });
     let args = job::agree(job, program, ExitStatus::Usage, mine)?;
     let selection = Selection {
         node_name: args.node_name.clone(),
@@ -121,18 +118,18 @@ const PORT_RATE: Rule = Rule {
 };
 
 /// The flags' values that clap cannot check.
-fn valid(args: DoctorArgs) -> Result<DoctorArgs, String> {
+fn valid(args: DoctorArgs) -> Result<DoctorArgs, UsageError> {
     if !args.sysfs_root.is_dir() {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--sysfs-root {}: not a directory; give the root that holds sys/ and proc/",
             args.sysfs_root.display()
-        ));
+        )));
     }
     Ok(args)
 }
 
 /// --csv and --json name new files that can be created, and not one file.
-fn outputs_writable(args: DoctorArgs) -> Result<DoctorArgs, String> {
+fn outputs_writable(args: DoctorArgs) -> Result<DoctorArgs, UsageError> {
     for (flag, example, path) in [
         ("--csv", "doctor.csv", &args.csv),
         ("--json", "doctor.json", &args.json),
@@ -142,13 +139,12 @@ fn outputs_writable(args: DoctorArgs) -> Result<DoctorArgs, String> {
             example,
             existing: Existing::Refused { what: "findings" },
         };
-        check_file(&output, path.as_deref()).map_err(|e| e.0)?;
+        check_file(&output, path.as_deref())?;
     }
     Outputs::new()
         .file("--csv", args.csv.as_deref())
         .file("--json", args.json.as_deref())
-        .distinct()
-        .map_err(|e| e.0)?;
+        .distinct()?;
     Ok(args)
 }
 

@@ -30,9 +30,7 @@ pub fn collect(root: &Root, t: &Topology) -> NvLinkFacts {
     }
     let nvml = NvmlFacts::open();
     match nvml.absent_because() {
-        Some(why) => NvLinkFacts::Absent {
-            why: why.to_string(),
-        },
+        Some(why) => NvLinkFacts::Absent { why },
         None => read(&nvml, t),
     }
 }

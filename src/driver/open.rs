@@ -34,7 +34,7 @@ pub(super) fn open_backend(
     let (kind, choice) = match args.backend.kind() {
         Some(kind) => (kind, format!("--backend {}", kind.name())),
         None => {
-            let mine = nccl::probe(nccl_lib).err().unwrap_or_default();
+            let mine = nccl::probe(nccl_lib).map_or_else(|e| format!("{e:#}"), |_| String::new());
             let reasons = world.all_gather_bytes(mine.as_bytes());
             match reasons.iter().position(|r| !r.is_empty()) {
                 None => (

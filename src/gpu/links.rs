@@ -7,6 +7,7 @@ use crate::limits::Limit;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::CudaContext;
 use nvml_wrapper::enum_wrappers::device::Clock;
+use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::FieldValueSample;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::Nvml;
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// NVML, when the driver has it: NVLink and memory facts.
 pub struct NvmlFacts {
     /// NVML, or why it did not open ("libnvidia-ml.so.1: cannot open ...").
-    nvml: Result<Nvml, String>,
+    nvml: Result<Nvml, NvmlError>,
 }
 
 /// Where NVLink facts come from: NVML on a live node, a fake in unit tests.
@@ -61,9 +62,7 @@ impl NvLinks {
 
 impl NvmlFacts {
     pub fn open() -> NvmlFacts {
-        NvmlFacts {
-            nvml: Nvml::init().map_err(|e| e.to_string()),
-        }
+        NvmlFacts { nvml: Nvml::init() }
     }
 
     pub fn available(&self) -> bool {
@@ -71,8 +70,8 @@ impl NvmlFacts {
     }
 
     /// Why NVML is not available; None where it is.
-    pub fn absent_because(&self) -> Option<&str> {
-        self.nvml.as_ref().err().map(String::as_str)
+    pub fn absent_because(&self) -> Option<String> {
+        self.nvml.as_ref().err().map(NvmlError::to_string)
     }
 
     /// Peak memory bandwidth: 2 transfers per clock x bus width, at the maximum memory clock.

@@ -14,6 +14,7 @@ pub mod formulas;
 
 use crate::limits::{self, Limit};
 use crate::stats::interval::median;
+use anyhow::bail;
 use formulas::{Phase, Role, Shape};
 use serde::Serialize;
 
@@ -168,15 +169,16 @@ fn is_nvlink(l: &Limit) -> bool {
 
 impl Model {
     /// The run's model, or why there is none.
-    pub fn new(run: &RunShape) -> Result<Model, String> {
+    pub fn new(run: &RunShape) -> anyhow::Result<Model> {
         if run.split {
-            return Err("no model: NCCL_TESTS_SPLIT runs several groups side by side".into());
+            bail!("no model: NCCL_TESTS_SPLIT runs several groups side by side");
         }
         if run.nnodes == 0 || run.nranks % run.nnodes != 0 {
-            return Err(format!(
+            bail!(
                 "no model: {} ranks on {} nodes are not the same count on every node",
-                run.nranks, run.nnodes
-            ));
+                run.nranks,
+                run.nnodes
+            );
         }
         let shape = Shape {
             per_node: run.nranks / run.nnodes,
@@ -198,13 +200,10 @@ impl Model {
             (Library::Nccl, false) => (nvlink.or(lowest), None),
         };
         if shape.nodes > 1 && inter.is_none() {
-            return Err("no model: no limit for the links between nodes (give --limit)".into());
+            bail!("no model: no limit for the links between nodes (give --limit)");
         }
         if shape.nodes == 1 && intra.is_none() {
-            return Err(
-                "no model: one node and no limit for its links (shared memory has none; give --limit)"
-                    .into(),
-            );
+            bail!("no model: one node and no limit for its links (shared memory has none; give --limit)");
         }
         Ok(Model {
             library: run.library,
@@ -423,7 +422,9 @@ mod tests {
     #[test]
     fn no_model_without_links() {
         let none = |library, nranks, nnodes, limits: &[Limit]| {
-            Model::new(&shape(library, nranks, nnodes, limits)).unwrap_err()
+            Model::new(&shape(library, nranks, nnodes, limits))
+                .unwrap_err()
+                .to_string()
         };
         assert!(none(Library::Mpi, 4, 1, &[]).contains("shared memory"));
         assert!(none(Library::Mpi, 4, 2, &[]).contains("give --limit"));

@@ -29,6 +29,7 @@ pub use hooks::{ADDRESS_FILE_ENV, FAULT_SIGNAL_ENV};
 
 use crate::job::setup::{self, Step};
 use crate::job::{agree, ExitStatus, Failure, Group};
+use anyhow::{anyhow, bail, ensure, Context};
 use hooks::SignalFault;
 use listener::{Judge, Listener};
 use protocol::Token;
@@ -83,7 +84,7 @@ impl Watchdog {
         let card = match &opened {
             Ok(Some(channel)) => card(&channel.token, &channel.addresses),
             Ok(None) => String::new(),
-            Err(e) => format!("error\t{e}"),
+            Err(e) => format!("error\t{e:#}"),
         };
         // Every rank reads rank 0's card: a failure on rank 0 stops all alike.
         let card0 = group.all_gather_bytes(card.as_bytes()).swap_remove(0);
@@ -99,7 +100,7 @@ impl Watchdog {
                     };
                     Role::Rank0(listener, judge)
                 })
-                .map_err(|e| e.to_string()),
+                .map_err(anyhow::Error::from),
             _ => read_card(&card0).map(|(token, rank0)| {
                 Role::Peer(peer::Peer {
                     rank,
@@ -116,7 +117,7 @@ impl Watchdog {
             group,
             program,
             ExitStatus::Failed,
-            role.map_err(|e| format!("-T/--timeout: the watchdog could not start on rank 0: {e}")),
+            role.context("-T/--timeout: the watchdog could not start on rank 0"),
         )?;
         let state = watchdog.state.clone();
         std::thread::Builder::new()
@@ -174,22 +175,20 @@ struct Channel {
     token: Token,
 }
 
-fn open(hosts: &[String]) -> Result<Channel, String> {
+fn open(hosts: &[String]) -> anyhow::Result<Channel> {
     raise_open_files(hosts.len())?;
-    let token = Token::generate().map_err(|e| e.to_string())?;
+    let token = Token::generate()?;
     let listeners: Vec<TcpListener> = match hosts.len() {
         1 => Vec::new(),
         _ => listen_addresses(hosts)
             .into_iter()
             .map(|ip| TcpListener::bind((ip, 0)))
-            .collect::<Result<_, _>>()
-            .map_err(|e| e.to_string())?,
+            .collect::<Result<_, _>>()?,
     };
     let addresses = listeners
         .iter()
         .map(TcpListener::local_addr)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+        .collect::<Result<Vec<_>, _>>()?;
     hooks::publish_addresses(&addresses);
     Ok(Channel {
         listeners,
@@ -205,12 +204,12 @@ const SPARE_FILES: u64 = (listener::MAX_STRANGERS + listener::ACCEPT_BUDGET + 25
 /// Rank 0 holds one connection per peer: raises its open-file limit (soft) to
 /// the hard limit when the job needs more than the soft one allows (1,024 by
 /// default), and says what to raise when even the hard limit is too low.
-fn raise_open_files(nranks: usize) -> Result<(), String> {
+fn raise_open_files(nranks: usize) -> anyhow::Result<()> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| e.desc().to_string())?;
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| anyhow!(e.desc()))?;
     match open_files_to_set(nranks, soft, hard)? {
         Some(to) => setrlimit(Resource::RLIMIT_NOFILE, to, hard).map_err(|e| {
-            format!(
+            anyhow!(
                 "raising the open-file limit from {soft} to {to}: {}",
                 e.desc()
             )
@@ -221,17 +220,16 @@ fn raise_open_files(nranks: usize) -> Result<(), String> {
 
 /// The soft open-file limit rank 0 needs set for `nranks` ranks (None: the
 /// current one is enough), or why no limit allowed can be.
-fn open_files_to_set(nranks: usize, soft: u64, hard: u64) -> Result<Option<u64>, String> {
+fn open_files_to_set(nranks: usize, soft: u64, hard: u64) -> anyhow::Result<Option<u64>> {
     use nix::sys::resource::RLIM_INFINITY;
     let needed = nranks as u64 + SPARE_FILES;
     if soft == RLIM_INFINITY || soft >= needed {
         return Ok(None);
     }
-    if hard != RLIM_INFINITY && hard < needed {
-        return Err(format!(
-            "{nranks} ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is {hard}: raise it (ulimit -Hn, or LimitNOFILE / nofile in limits.conf), or run without -T"
-        ));
-    }
+    ensure!(
+        hard == RLIM_INFINITY || hard >= needed,
+        "{nranks} ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is {hard}: raise it (ulimit -Hn, or LimitNOFILE / nofile in limits.conf), or run without -T"
+    );
     Ok(Some(hard))
 }
 
@@ -241,17 +239,17 @@ fn card(token: &Token, addresses: &[SocketAddr]) -> String {
     format!("ok\t{}\t{}", token.as_str(), list.join(","))
 }
 
-fn read_card(bytes: &[u8]) -> Result<(Token, Vec<SocketAddr>), String> {
+fn read_card(bytes: &[u8]) -> anyhow::Result<(Token, Vec<SocketAddr>)> {
     let text = String::from_utf8_lossy(bytes);
     let mut fields = text.splitn(3, '\t');
     match (fields.next(), fields.next(), fields.next()) {
         (Some("ok"), Some(token), Some(list)) => {
-            let token = Token::parse(token).ok_or("its token did not arrive whole")?;
+            let token = Token::parse(token).context("its token did not arrive whole")?;
             let addresses = list.split(',').filter_map(|a| a.parse().ok()).collect();
             Ok((token, addresses))
         }
-        (Some("error"), Some(e), _) => Err(e.to_string()),
-        _ => Err("its address did not arrive whole".into()),
+        (Some("error"), Some(e), _) => bail!("{e}"),
+        _ => bail!("its address did not arrive whole"),
     }
 }
 
@@ -299,6 +297,16 @@ fn end_job() -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `super::open_files_to_set` with its message as the user reads it.
+    fn open_files_to_set(nranks: usize, soft: u64, hard: u64) -> Result<Option<u64>, String> {
+        super::open_files_to_set(nranks, soft, hard).map_err(|e| format!("{e:#}"))
+    }
+
+    /// `super::read_card` with its message as the user reads it.
+    fn read_card(bytes: &[u8]) -> Result<(Token, Vec<SocketAddr>), String> {
+        super::read_card(bytes).map_err(|e| format!("{e:#}"))
+    }
 
     #[test]
     fn one_host_listens_on_loopback_only() {

@@ -36,6 +36,7 @@ use crate::datatype::{DataType, RedOp};
 use crate::gpu::nccl_lib::{self, Call, Nccl};
 use crate::gpu::nccl_log::{most_frequent, Choice, LogCapture};
 use crate::gpu::{self, DeviceBuffer};
+use crate::job::UsageError;
 use anyhow::Context;
 use codes::{float_avg_tolerance, nccl_type};
 use cudarc::driver::sys;
@@ -379,37 +380,37 @@ impl Backend for NcclBackend {
     }
 
     /// fp8 needs NCCL 2.24 and sm90 on every GPU, mulsum NCCL 2.11, as nccl-tests.
-    fn supports_datatype(&self, dtype: DataType) -> Result<(), String> {
+    fn supports_datatype(&self, dtype: DataType) -> Result<(), UsageError> {
         if !matches!(dtype, DataType::F8e4m3 | DataType::F8e5m2) {
             return Ok(());
         }
         if self.nccl.version() < 22400 {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "-d/--datatype {dtype}: {} has no 8-bit floats (NCCL 2.24+); load a newer NCCL with --nccl-lib, or use -d half",
                 self.nccl.version_string()
-            ));
+            )));
         }
         let major = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
         for g in &self.gpus {
             match g.ctx.attribute(major) {
                 Ok(m) if m >= 9 => {}
                 _ => {
-                    return Err(format!(
+                    return Err(UsageError(format!(
                         "-d/--datatype {dtype}: {} is older than sm90, where NCCL has no 8-bit floats; use -d half or bfloat16",
                         g.info.describe()
-                    ))
+                    )))
                 }
             }
         }
         Ok(())
     }
 
-    fn supports_op(&self, op: RedOp) -> Result<(), String> {
+    fn supports_op(&self, op: RedOp) -> Result<(), UsageError> {
         match op == RedOp::Mulsum && !self.nccl.has_premulsum() {
-            true => Err(format!(
+            true => Err(UsageError(format!(
                 "-o/--op mulsum: {} has no PreMulSum op (NCCL 2.11+); load a newer NCCL with --nccl-lib",
                 self.nccl.version_string()
-            )),
+            ))),
             false => Ok(()),
         }
     }

@@ -17,16 +17,16 @@ use std::sync::Arc;
 
 /// Checks that this process could run NCCL: the library (named or searched for)
 /// first, then the driver and a GPU; a failure says what was found of NCCL.
-pub fn probe(nccl_lib: Option<&Path>) -> Result<&'static Nccl, String> {
+pub fn probe(nccl_lib: Option<&Path>) -> anyhow::Result<&'static Nccl> {
     match (nccl_lib::load(nccl_lib), gpu::driver()) {
         (Ok(nccl), Ok(_)) => Ok(nccl),
-        (Ok(nccl), Err(absent)) => Err(format!(
+        (Ok(nccl), Err(absent)) => bail!(
             "{} found at {}; {absent}",
             nccl.version_string(),
             nccl.path()
-        )),
-        (Err(e), Ok(_)) => Err(e.to_string()),
-        (Err(e), Err(absent)) => Err(format!("{e}; {absent}")),
+        ),
+        (Err(e), Ok(_)) => Err(e.into()),
+        (Err(e), Err(absent)) => bail!("{e}; {absent}"),
     }
 }
 
@@ -73,7 +73,7 @@ pub fn prepare(
     gpus_per_process: usize,
     first: Option<usize>,
 ) -> anyhow::Result<Prepared> {
-    let nccl = probe(nccl_lib).map_err(anyhow::Error::msg)?;
+    let nccl = probe(nccl_lib)?;
     let visible = gpu::driver()?;
     let base = first.unwrap_or(world.local_rank * gpus_per_process);
     let needed = base + gpus_per_process;

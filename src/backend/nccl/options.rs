@@ -180,14 +180,18 @@ impl NcclOptions {
     /// Checks the flags against the NCCL that loaded (`version`: NCCL_VERSION_CODE,
     /// `name`: "NCCL 2.21.5"); returns the options to use and the notes to print.
     /// -R 2 before 2.27 falls back to local registration with a note, as nccl-tests does.
-    pub fn against(&self, version: i32, name: &str) -> Result<(NcclOptions, Vec<String>), String> {
+    pub fn against(
+        &self,
+        version: i32,
+        name: &str,
+    ) -> Result<(NcclOptions, Vec<String>), UsageError> {
         let mut notes = Vec::new();
         let mut options = self.clone();
         let refuse = |flag: String, code: i32, what: &str| {
-            Err(format!(
+            Err(usage(format!(
                 "{flag}: {what} needs {} or newer, but this is {name}",
                 needs(code)
-            ))
+            )))
         };
         if options.register == Register::Symmetric && version < WINDOW_VERSION {
             notes.push(format!(
@@ -345,7 +349,8 @@ mod tests {
         let e = options(&["-R", "1"])
             .unwrap()
             .against(2_18_03, "NCCL 2.18.3")
-            .unwrap_err();
+            .unwrap_err()
+            .0;
         assert_eq!(
             e,
             "-R/--local_register 1: ncclMemAlloc and ncclCommRegister needs NCCL 2.19 or newer, but this is NCCL 2.18.3"
@@ -353,7 +358,8 @@ mod tests {
         let e = options(&["-x", "2"])
             .unwrap()
             .against(2_27_03, "NCCL 2.27.3")
-            .unwrap_err();
+            .unwrap_err()
+            .0;
         assert!(
             e.starts_with("-x/--cta_policy 2: ncclConfig_t.CTAPolicy needs NCCL 2.28"),
             "{e}"
@@ -362,7 +368,8 @@ mod tests {
         let e = options(&["-V", "32"])
             .unwrap()
             .against(2_27_03, "NCCL 2.27.3")
-            .unwrap_err();
+            .unwrap_err()
+            .0;
         assert!(
             e.starts_with("-V/--device_cta_count 32: the device API needs NCCL 2.28 or newer"),
             "{e}"

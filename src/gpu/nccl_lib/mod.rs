@@ -20,6 +20,7 @@
 //!   codes), for the check against real wheels (tests/nccl_library.rs);
 //! - `calls`: the collective calls; `setup`: ncclConfig_t, ncclMemAlloc, registration.
 
+use anyhow::{anyhow, ensure, Context};
 use cudarc::driver::sys::CUstream;
 use cudarc::nccl::sys::{ncclDataType_t, ncclRedOp_t, ncclUniqueId};
 use libloading::Library;
@@ -185,13 +186,13 @@ fn open_given(given: &Path) -> Result<Nccl, NcclAbsent> {
     // An absolute path: dlopen looks a name without a slash up on the loader's
     // path, not in the working directory.
     let opened = match (reason, std::path::absolute(&file)) {
-        (Some(reason), _) => Err(reason),
+        (Some(reason), _) => Err(anyhow!(reason)),
         (None, Ok(file)) => Nccl::open(&file),
-        (None, Err(e)) => Err(e.to_string()),
+        (None, Err(e)) => Err(e.into()),
     };
     opened.map_err(|reason| NcclAbsent::Given {
         given: given_as(given),
-        reason,
+        reason: format!("{reason:#}"),
     })
 }
 
@@ -202,14 +203,14 @@ fn search(env: &SearchEnv) -> Result<Nccl, NcclAbsent> {
         match Nccl::open(Path::new(name)) {
             Ok(nccl) => return Ok(nccl),
             // "cannot open shared object file" is the ordinary not-here case.
-            Err(e) if e.contains("cannot open shared object") => {}
-            Err(e) => failures.push(format!("{name}: {e}")),
+            Err(e) if format!("{e:#}").contains("cannot open shared object") => {}
+            Err(e) => failures.push(format!("{name}: {e:#}")),
         }
     }
     for file in installed_copies(env) {
         match Nccl::open(&file) {
             Ok(nccl) => return Ok(nccl),
-            Err(e) => failures.push(format!("{}: {e}", file.display())),
+            Err(e) => failures.push(format!("{}: {e:#}", file.display())),
         }
     }
     let unusable = match failures.is_empty() {
@@ -223,11 +224,11 @@ impl Nccl {
     /// Opens `file` (a path, or a bare name for the loader's search) as NCCL: the
     /// library loads, has ncclGetVersion, is 2.10 or newer and has every required
     /// entry point. On failure, why, in words.
-    pub fn open(file: &Path) -> Result<Nccl, String> {
+    pub fn open(file: &Path) -> anyhow::Result<Nccl> {
         // SAFETY: loading NCCL runs only its initialisers, which touch nothing of ours.
         // libloading's message is "dlopen failed"; dlerror's text is in its source.
         let lib = unsafe { Library::new(file.as_os_str()) }.map_err(|e| {
-            format!(
+            anyhow!(
                 "not a shared library this process can load ({:#})",
                 anyhow::Error::from(e)
             )
@@ -235,19 +236,16 @@ impl Nccl {
         let mut resolver = Resolver::new(&lib);
         // SAFETY: nccl.h's signature of ncclGetVersion.
         let get_version: GetVersionFn = unsafe { resolver.optional("ncclGetVersion") }
-            .ok_or("not NCCL: the library has no ncclGetVersion")?;
+            .context("not NCCL: the library has no ncclGetVersion")?;
         let mut version: c_int = 0;
         // SAFETY: writes one int.
         let code = unsafe { get_version(&mut version) };
-        if code != 0 {
-            return Err(format!("ncclGetVersion failed ({code})"));
-        }
-        if version < MIN_VERSION {
-            return Err(format!(
-                "{}: fabricbench needs NCCL 2.10 or newer",
-                version_string(version)
-            ));
-        }
+        ensure!(code == 0, "ncclGetVersion failed ({code})");
+        ensure!(
+            version >= MIN_VERSION,
+            "{}: fabricbench needs NCCL 2.10 or newer",
+            version_string(version)
+        );
         let fns = resolve(&mut resolver, get_version, version)?;
         let lookups = resolver.lookups;
         let path = resolved_path(fns.get_version as *const c_void)
@@ -432,14 +430,14 @@ mod tests {
         let root = scratch("bad");
         let fake = root.join("libnccl.so.2");
         touch(&fake);
-        let err = Nccl::open(&fake).err().unwrap();
+        let err = format!("{:#}", Nccl::open(&fake).err().unwrap());
         assert!(
             err.starts_with("not a shared library this process can load (")
                 && err.contains("libnccl.so.2"),
             "{err}"
         );
         // A real library that is not NCCL.
-        let err = Nccl::open(Path::new("libc.so.6")).err().unwrap();
+        let err = format!("{:#}", Nccl::open(Path::new("libc.so.6")).err().unwrap());
         assert_eq!(err, "not NCCL: the library has no ncclGetVersion");
         // A directory given to --nccl-lib means the libnccl.so.2 inside it.
         assert_eq!(explicit_file(&root), fake);

@@ -5,6 +5,7 @@
 
 use super::setup::SetupFns;
 use super::{Fns, GetVersionFn};
+use anyhow::anyhow;
 use libloading::Library;
 
 /// Oldest NCCL driven here: bfloat16 and avg arrived in 2.10.
@@ -128,9 +129,9 @@ impl<'a> Resolver<'a> {
         &mut self,
         name: &'static str,
         version: i32,
-    ) -> Result<T, String> {
+    ) -> anyhow::Result<T> {
         self.optional(name).ok_or_else(|| {
-            format!(
+            anyhow!(
                 "{} lacks {name}, which every NCCL from 2.10 on has: a broken or modified build",
                 super::version_string(version)
             )
@@ -144,7 +145,7 @@ pub(super) fn resolve(
     r: &mut Resolver,
     get_version: GetVersionFn,
     version: i32,
-) -> Result<Fns, String> {
+) -> anyhow::Result<Fns> {
     // SAFETY: every signature below is nccl.h's (NCCL 2.10 to 2.32).
     unsafe {
         Ok(Fns {
