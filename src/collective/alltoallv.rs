@@ -9,6 +9,7 @@
 use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 use crate::input::{self, InputError};
+use crate::job::UsageError;
 use crate::sizes::human_bytes;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
@@ -369,11 +370,12 @@ impl Collective for AlltoAllv {
             s.peer_elements(from, to, n, args.count, elt)
         })
     }
-    fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), String> {
+    fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), UsageError> {
         setup_for(nranks)
             .as_ref()
-            .map_err(Clone::clone)?
-            .check(nranks, min_bytes, max_bytes)
+            .map_err(Clone::clone)
+            .and_then(|s| s.check(nranks, min_bytes, max_bytes))
+            .map_err(UsageError)
     }
     fn report_lines(
         &self,

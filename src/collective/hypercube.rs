@@ -1,5 +1,6 @@
 use super::{chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, BufRef, OpArgs};
+use crate::job::UsageError;
 
 /// nccl-tests' hypercube_perf: an all-gather in log2(n) steps, step k exchanging
 /// the 2^k chunks gathered so far with rank XOR 2^k. Power-of-two rank counts only.
@@ -49,12 +50,12 @@ impl Collective for HyperCube {
         }
         Ok(())
     }
-    fn check(&self, nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<(), String> {
+    fn check(&self, nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<(), UsageError> {
         match nranks.is_power_of_two() {
             true => Ok(()),
-            false => Err(format!(
+            false => Err(UsageError(format!(
                 "{nranks} ranks: the hypercube exchanges with rank XOR 2^k and needs a power-of-two rank count; launch 2, 4, 8, ... ranks (nccl-tests skips such a run)"
-            )),
+            ))),
         }
     }
 }
@@ -77,6 +78,7 @@ mod tests {
         assert!(HyperCube
             .check(3, 8, 8)
             .unwrap_err()
+            .0
             .starts_with("3 ranks: "));
     }
 }

@@ -30,6 +30,7 @@ pub use crate::backend::CollectiveId;
 
 use crate::backend::{Backend, OpArgs};
 use crate::datatype::RedOp;
+use crate::job::UsageError;
 use crate::pattern::Pattern;
 
 /// mulsum on a library without PreMulSum: this rank's input scaled before the sum. The
@@ -145,7 +146,7 @@ pub trait Collective: Sync {
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()>;
     /// What the collective needs of the run before anything opens (alltoallv's
     /// traffic matrix, hypercube's power-of-two ranks): Err is the one usage line.
-    fn check(&self, _nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<(), String> {
+    fn check(&self, _nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<(), UsageError> {
         Ok(())
     }
     /// The bytes algbw divides by the time: the size column for all but hypercube.

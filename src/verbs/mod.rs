@@ -65,12 +65,7 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
         ..plan
     };
     let mpi_pairs = job.world().is_some_and(|w| w.size > 1);
-    agree(
-        job,
-        program,
-        ExitStatus::Usage,
-        flags::cm::check_launch(&plan.cm, mpi_pairs),
-    )?;
+    usage_step(job, program, flags::cm::check_launch(&plan.cm, mpi_pairs))?;
     let memory = memory::check_memory(plan.memory)
         .and_then(|()| memory::check_samples(&plan, crate::backend::host_memory(1)));
     failure_step(job, program, memory)?;
@@ -151,7 +146,7 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
 /// A step of the start that may fail on some ranks with a usage mistake: every
 /// rank stops with exit 2, the mistake printed once (`job::agree`).
 fn usage_step<T>(job: &Job, program: &str, step: Result<T, UsageError>) -> Result<T, Failure> {
-    agree(job, program, ExitStatus::Usage, step.map_err(|e| e.0))
+    agree(job, program, ExitStatus::Usage, step)
 }
 
 /// A step of the start that may fail on some ranks: every rank stops with exit 1,

@@ -32,6 +32,13 @@ use std::time::{Duration, Instant};
 pub(super) const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
 /// Between a client's connection attempts (perftest: 100 ms).
 pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Why one connection attempt got no answer the client can use (the server
+/// not listening yet, an rdma_cm event other than the one awaited): the
+/// client tries again until the --timeout, then names the last one.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct NoAnswer(String);
 /// Connection requests the listener queues: one per QP plus the exchange's.
 pub(super) const BACKLOG: i32 = 64;
 
@@ -234,7 +241,7 @@ impl Cm {
         deadline: Instant,
         qpn_for: &mut dyn FnMut(&Arc<Identifier>) -> anyhow::Result<u32>,
         ready: &mut dyn FnMut(&Arc<Identifier>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<Result<Arc<Identifier>, String>> {
+    ) -> anyhow::Result<Result<Arc<Identifier>, NoAnswer>> {
         let id = self
             .channel
             .create_id(PortSpace::Tcp)
@@ -248,18 +255,18 @@ impl Cm {
         }
         id.resolve_addr(None, server, RESOLVE_TIMEOUT)
             .map_err(|e| failed(&format!("resolving {server} (rdma_resolve_addr)"), &e))?;
-        let answer = |phase: &str, want: EventType| -> anyhow::Result<Result<(), String>> {
+        let answer = |phase: &str, want: EventType| -> anyhow::Result<Result<(), NoAnswer>> {
             let Some(event) = self.wait(Some(&id), &format!("{phase} of {step}"), deadline)? else {
-                return Ok(Err(format!("no answer to {phase}")));
+                return Ok(Err(NoAnswer(format!("no answer to {phase}"))));
             };
             let kind = event.event_type();
             Ok(if kind == want {
                 Ok(())
             } else {
-                Err(format!(
+                Err(NoAnswer(format!(
                     "{phase}: rdma_cm {kind:?}, status {}",
                     event.status()
-                ))
+                )))
             })
         };
         if let Err(why) = answer("the address resolution", EventType::AddressResolved)? {

@@ -10,7 +10,7 @@
 //! goes through librdmacm's own calls, on an event channel of its own. Every
 //! wait is bounded by --timeout and names its step and the peer.
 
-use crate::verbs::cm::{check_device, failed, Cm, BACKLOG, RESOLVE_TIMEOUT, RETRY_PAUSE};
+use crate::verbs::cm::{check_device, failed, Cm, NoAnswer, BACKLOG, RESOLVE_TIMEOUT, RETRY_PAUSE};
 use crate::verbs::device::path::route;
 use crate::verbs::device::qp::Endpoint;
 use crate::verbs::device::ud;
@@ -340,20 +340,20 @@ fn attempt(
     port: &Port,
     step: &str,
     deadline: Instant,
-) -> anyhow::Result<Result<(u32, rdma_ud_param), String>> {
-    let mut answer = |phase: &str, want: E::Type| -> anyhow::Result<Result<Event, String>> {
+) -> anyhow::Result<Result<(u32, rdma_ud_param), NoAnswer>> {
+    let mut answer = |phase: &str, want: E::Type| -> anyhow::Result<Result<Event, NoAnswer>> {
         let Some(event) = channel.wait(Some(id), deadline)? else {
-            return Ok(Err(format!("no answer to {phase}")));
+            return Ok(Err(NoAnswer(format!("no answer to {phase}"))));
         };
         let e = event.get();
         Ok(if e.event == want {
             Ok(event)
         } else {
-            Err(format!(
+            Err(NoAnswer(format!(
                 "{phase}: rdma_cm {:?}, status {}",
                 EventType::from(e.event),
                 e.status
-            ))
+            )))
         })
     };
     let dst = sockaddr(server);

@@ -170,7 +170,7 @@ impl<'a> PortGids<'a> {
     /// Picks the GID of `port` on `device`: the -x entry after checking it, none on
     /// InfiniBand (LID routing, as perftest), else the RoCE v2 GID of an IPv4 address
     /// (then of a global IPv6 address), lowest index first, as NCCL >= 2.21 does.
-    pub fn choose(&self, requested: Option<u32>) -> Result<Option<GidChoice>, String> {
+    pub fn choose(&self, requested: Option<u32>) -> anyhow::Result<Option<GidChoice>> {
         let PortGids {
             device,
             port,
@@ -180,23 +180,23 @@ impl<'a> PortGids<'a> {
         } = *self;
         if let Some(index) = requested {
             if index >= table_len {
-                return Err(format!(
+                bail!(
                     "-x/--gid-index {index}: out of range: {device} port {port} has {table_len} GID entries (in use: {}); pass one of those",
                     list_gids(table)
-                ));
+                );
             }
             let Some(entry) = table.iter().find(|e| e.index == index) else {
-                return Err(format!(
+                bail!(
                     "-x/--gid-index {index}: entry {index} of {device} port {port} is empty (in use: {}); pass one of those",
                     list_gids(table)
-                ));
+                );
             };
             if link == LinkLayer::Ethernet && entry.kind != GidKind::RoceV2 {
-                return Err(format!(
+                bail!(
                     "-x/--gid-index {index}: GID {index} of {device} port {port} is {}, not RoCE v2 (GIDs: {}); pass a RoCE v2 index or drop -x to choose automatically",
                     entry.kind,
                     list_gids(table)
-                ));
+                );
             }
             return Ok(Some(GidChoice {
                 entry: entry.clone(),
@@ -230,7 +230,7 @@ impl<'a> PortGids<'a> {
                 automatic: Some(rest.iter().map(|e| e.index).collect()),
                 by_flag: None,
             })),
-            None => Err(format!(
+            None => Err(anyhow!(
                 "{device} port {port} has no RoCE v2 GID with an IPv4 or global IPv6 address (GIDs: {}): give the port's network interface an IP address, or pass -x",
                 list_gids(table)
             )),
@@ -244,7 +244,7 @@ impl<'a> PortGids<'a> {
         &self,
         prefer: &GidPreference,
         requested: Option<u32>,
-    ) -> Result<Option<GidChoice>, String> {
+    ) -> anyhow::Result<Option<GidChoice>> {
         let PortGids {
             device,
             port,
@@ -261,9 +261,9 @@ impl<'a> PortGids<'a> {
             return self.choose(requested);
         }
         if link == LinkLayer::InfiniBand {
-            return Err(format!(
+            bail!(
                 "{flag}: {device} port {port} is InfiniBand, whose GIDs carry no IP address; drop {flag} (or pass -x)"
-            ));
+            );
         }
         let mut found: Vec<&GidEntry> = table
             .iter()
@@ -285,10 +285,10 @@ impl<'a> PortGids<'a> {
                     format!("{flag}: {device} port {port} has no RoCE v2 GID with an IPv6 address")
                 }
             };
-            return Err(format!(
+            bail!(
                 "{what} (GIDs: {}); give the port's interface that address, or choose another with -x",
                 list_gids(table)
-            ));
+            );
         };
         Ok(Some(GidChoice {
             entry: (*first).clone(),
@@ -422,8 +422,7 @@ pub fn open_port(
     };
     let table = gid_table(&ctx, port);
     let gid = PortGids::new(&name, port, link, &table, pattr.gid_tbl_len.max(0) as u32)
-        .choose_for(prefer, gid_index)
-        .map_err(anyhow::Error::msg)?;
+        .choose_for(prefer, gid_index)?;
     let shown_gid = gid
         .as_ref()
         .map(|g| g.entry.gid)
@@ -549,7 +548,8 @@ mod tests {
         let link_local_only = vec![entry(1, "fe80::1", GidKind::RoceV2)];
         let e = PortGids::new("rxe0", 1, LinkLayer::Ethernet, &link_local_only, 16)
             .choose(None)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("no RoCE v2 GID") && e.contains("1 fe80::1 RoCE v2 on eth0"),
             "{e}"
@@ -585,18 +585,21 @@ mod tests {
         assert!(ok.describe().ends_with(", from -x)"));
         let e = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
             .choose(Some(300))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("-x/--gid-index 300: out of range: mlx5_0 port 1 has 255"),
             "{e}"
         );
         let e = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
             .choose(Some(5))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("entry 5 of mlx5_0 port 1 is empty"), "{e}");
         let e = PortGids::new("mlx5_0", 1, LinkLayer::Ethernet, &t, 255)
             .choose(Some(2))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is RoCE v1, not RoCE v2"), "{e}");
     }
 

@@ -8,12 +8,13 @@ use crate::sysfs::rdma::port_dir;
 use crate::sysfs::Root;
 use crate::verbs::device::numa;
 use crate::verbs::flags::path::{PathPlan, DEFAULT_HOP_LIMIT};
+use anyhow::{anyhow, bail};
 
 impl PathPlan {
     /// On the opened device: checks --pkey_index against the port's table
     /// and binds the process (--pin_cores, --numa_node or the device's node).
     pub fn on_device(&mut self, root: &Root, device: &str, port: u8) -> anyhow::Result<()> {
-        self.pkey = check_pkey(root, device, port, self.pkey_index).map_err(anyhow::Error::msg)?;
+        self.pkey = check_pkey(root, device, port, self.pkey_index)?;
         self.placement = Some(numa::bind(root, &self.numa, device)?);
         Ok(())
     }
@@ -40,7 +41,7 @@ pub fn route(path: &PathPlan, qp: usize) -> Route {
 
 /// Checks --pkey_index against the port's P_Key table in sysfs; the P_Key
 /// there (None where sysfs shows no table and the index is perftest's 0).
-pub fn check_pkey(root: &Root, device: &str, port: u8, index: u16) -> Result<Option<u16>, String> {
+pub fn check_pkey(root: &Root, device: &str, port: u8, index: u16) -> anyhow::Result<Option<u16>> {
     let dir = format!("{}/pkeys", port_dir(device, port));
     let table: Vec<u16> = root.list_parsed(&dir);
     let read = |i: u16| {
@@ -53,9 +54,9 @@ pub fn check_pkey(root: &Root, device: &str, port: u8, index: u16) -> Result<Opt
         if index == 0 {
             return Ok(None);
         }
-        return Err(format!(
+        bail!(
             "--pkey_index {index}: {device} port {port} shows no P_Key table ({dir} is empty or absent); drop --pkey_index"
-        ));
+        );
     }
     let len = table.len();
     if usize::from(index) >= len {
@@ -65,15 +66,15 @@ pub fn check_pkey(root: &Root, device: &str, port: u8, index: u16) -> Result<Opt
             .map(|&i| read(i).map_or(format!("{i}: ?"), |k| format!("{i}: {k:#06x}")))
             .collect::<Vec<_>>()
             .join(", ");
-        return Err(format!(
+        bail!(
             "--pkey_index {index}: {device} port {port} has {len} P_Key entr{} ({shown}{}); use 0{}",
             if len == 1 { "y" } else { "ies" },
             if len > 4 { ", ..." } else { "" },
             if len > 1 { format!(" to {}", len - 1) } else { String::new() }
-        ));
+        );
     }
     match read(index) {
-        Some(0) => Err(format!(
+        Some(0) => Err(anyhow!(
             "--pkey_index {index}: entry {index} of {device} port {port}'s P_Key table is empty (0x0000); use an entry that holds a P_Key, e.g. 0"
         )),
         key => Ok(key),
@@ -126,6 +127,11 @@ mod tests {
     use crate::sysfs::fixture::Tree;
     use crate::verbs::flags::bench::{Benchmark, Test, Verb};
     use crate::verbs::flags::parse;
+
+    /// `super::check_pkey` with its message as the user reads it.
+    fn check_pkey(root: &Root, device: &str, port: u8, index: u16) -> Result<Option<u16>, String> {
+        super::check_pkey(root, device, port, index).map_err(|e| format!("{e:#}"))
+    }
 
     fn path(args: &[&str]) -> PathPlan {
         let bench = Benchmark::new(Verb::Write, Test::Bw);
@@ -253,16 +259,21 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(c.entry.index, 3);
-        let e = pick(&GidPreference::Source("10.0.0.7".parse().unwrap()), &table).unwrap_err();
+        let e = pick(&GidPreference::Source("10.0.0.7".parse().unwrap()), &table)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--bind_source_ip 10.0.0.7: no RoCE v2 GID of rxe1 port 1 carries this address (GIDs: 0 fe80::"), "{e}");
-        let e = pick(&GidPreference::Ipv6, &table[1..2]).unwrap_err();
+        let e = pick(&GidPreference::Ipv6, &table[1..2])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("--ipv6: rxe1 port 1 has no RoCE v2 GID with an IPv6 address"),
             "{e}"
         );
         let e = PortGids::new("mlx5_0", 1, LinkLayer::InfiniBand, &table, 128)
             .choose_for(&GidPreference::Ipv6, None)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("is InfiniBand, whose GIDs carry no IP address"),
             "{e}"

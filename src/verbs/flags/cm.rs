@@ -97,16 +97,16 @@ impl CmPlan {
 
 /// The refusal of rdma_cm under mpirun: perftest has no such start, and the
 /// pairs find each other through MPI there.
-pub fn check_launch(plan: &CmPlan, mpi_pairs: bool) -> Result<(), String> {
+pub fn check_launch(plan: &CmPlan, mpi_pairs: bool) -> Result<(), UsageError> {
     if plan.exchange && mpi_pairs {
         let flag = if plan.connect_qps {
             "-R/--rdma_cm"
         } else {
             "-z/--comm_rdma_cm"
         };
-        return Err(format!(
+        return Err(usage(format!(
             "{flag}: under mpirun the pairs exchange their details over MPI; start the server and the client without mpirun (as perftest), or drop {flag}"
-        ));
+        )));
     }
     Ok(())
 }
@@ -210,7 +210,7 @@ mod tests {
     #[test]
     fn mpirun_is_refused_with_the_reason() {
         let r = plan(&["-R"], Connection::Rc).unwrap();
-        let e = check_launch(&r, true).unwrap_err();
+        let e = check_launch(&r, true).unwrap_err().0;
         assert!(
             e.starts_with("-R/--rdma_cm: under mpirun the pairs exchange their details over MPI"),
             "{e}"
