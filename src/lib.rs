@@ -15,7 +15,7 @@
 //!   policy), `cli`, `input` (the one bounded reader of a file something names),
 //!   `output` (where every output file goes and how it is made), `sysfs` (the one
 //!   reader of /sys and /proc), `sizes`, `stats`,
-//!   `datatype`, `pattern`.
+//!   `datatype`, `pattern`, `faults` (the fault-injection hooks the tests set).
 
 pub mod allpairs;
 pub mod args;
@@ -28,6 +28,7 @@ pub mod datatype;
 pub mod docgen;
 pub mod doctor;
 pub mod driver;
+pub mod faults;
 pub mod gpu;
 pub mod input;
 pub mod job;

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cli",
             "output",
             "nccl_names",
+            "faults",
         ],
     ),
     ("report", &["limits", "model", "report", "plot"]),

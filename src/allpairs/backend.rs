@@ -11,6 +11,7 @@ use super::sample::PairSample;
 use crate::args::{CollArgs, Plan};
 use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
 use crate::datatype::{DataType, RedOp};
+use crate::faults;
 use crate::job::world::World;
 use crate::job::{agree_each_rank, ExitStatus, Failure};
 use crate::report::counters::FabricPlan;
@@ -18,18 +19,6 @@ use crate::sizes::{sweep, sweep_len};
 use crate::watchdog::Watchdog;
 use anyhow::Context;
 use std::time::Duration;
-
-/// Environment variable that makes rank N slow in every exchange (each pair
-/// with it then measures slow), to prove that the suspect node is named.
-pub const FAULT_SLOW_ENV: &str = "FABRICBENCH_FAULT_SLOW_RANK";
-const FAULT_DELAY: Duration = Duration::from_millis(10);
-
-/// The delay `rank` adds to each exchange: FAULT_DELAY when `FAULT_SLOW_ENV` (its
-/// value `slow_rank`) names it. Read once, when the pair is set up.
-fn injected_delay(slow_rank: Option<&str>, rank: usize) -> Option<Duration> {
-    let slow: Option<usize> = slow_rank.and_then(|v| v.parse().ok());
-    (slow == Some(rank)).then_some(FAULT_DELAY)
-}
 
 /// What rank `rank` sends at byte `i`; never 0xFF, the value validation poisons with.
 fn pattern(rank: usize, i: usize) -> u8 {
@@ -58,13 +47,12 @@ impl<'a> BackendPair<'a> {
         backend.alloc(max_bytes, max_bytes)?;
         let mine: Vec<u8> = (0..max_bytes).map(|i| pattern(rank, i)).collect();
         backend.write(at(Slot::Send), &mine)?;
-        let slow_rank = std::env::var(FAULT_SLOW_ENV).ok();
         Ok(BackendPair {
             kind: backend.info().kind,
             backend,
             warmup_iters: plan.warmup_iters,
             check: plan.check > 0,
-            delay: injected_delay(slow_rank.as_deref(), rank),
+            delay: faults::injected().delay_of(rank),
             per_iteration: vec![0.0; plan.iters],
         })
     }
@@ -209,14 +197,6 @@ pub(crate) fn run(
 mod tests {
     use super::*;
     use crate::backend::loopback::Loopback;
-
-    #[test]
-    fn only_the_named_rank_is_slowed() {
-        assert_eq!(injected_delay(Some("3"), 3), Some(FAULT_DELAY));
-        assert_eq!(injected_delay(Some("3"), 2), None);
-        assert_eq!(injected_delay(Some("three"), 3), None);
-        assert_eq!(injected_delay(None, 0), None);
-    }
 
     #[test]
     fn a_pair_is_timed_and_validated_through_the_backend() {

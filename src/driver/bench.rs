@@ -2,13 +2,13 @@
 //! warm-up, then every size of every cycle laid out, timed out of place and in
 //! place, validated, and combined over ranks into one table line.
 
-use super::faults::Faults;
 use super::rounds::{self, Lines, Next};
 use super::timing::Timing;
 use crate::args::{Launch, Plan};
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
+use crate::faults::Faults;
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::counters::Watch;

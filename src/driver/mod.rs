@@ -8,11 +8,11 @@
 //! - `open`: which backend runs, opening it, and the memory budget of its buffers;
 //! - `header`: the run's facts for the header, the CSV and the exporters;
 //! - `bench`: the timed sweep (layouts, warm-up, timed loop, validation);
-//! - `rounds`: --rounds: which lines each round measures, and the closing medians;
-//! - `faults`: the fault-injection hooks the tests use.
+//! - `rounds`: --rounds: which lines each round measures, and the closing medians.
+//!
+//! The fault-injection hooks it acts on are `crate::faults` (re-exported as `faults`).
 
 mod bench;
-pub mod faults;
 mod header;
 mod memory;
 mod open;
@@ -26,6 +26,7 @@ use crate::args::{parse_args, CollArgs, Plan, Rounds};
 use crate::backend::{host_memory, BackendKind};
 use crate::cli::in_words;
 use crate::collective::Collective;
+pub use crate::faults;
 use crate::job::setup::{self, Step};
 use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
 use crate::plot::export::PlotExport;
@@ -39,7 +40,6 @@ use crate::report::{Exporter, RunInfo};
 use crate::sizes::sweep_len;
 use crate::watchdog::Watchdog;
 use bench::Bench;
-use faults::Faults;
 use header::Opened;
 use std::process::ExitCode;
 
@@ -56,7 +56,7 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
             .world()
             .ok_or_else(|| anyhow::anyhow!("the collectives run inside MPI"))?;
         setup::step(Step::Exchange("agreeing on the binary and the arguments"));
-        Faults::from_env().stall_in_setup(world.rank);
+        faults::injected().stall_in_setup(world.rank);
         job::agree_on_binary(world, program, collective.id().as_str())?;
         agree_on_arguments(world, &parsed)?;
         let args = parsed?;
@@ -182,7 +182,7 @@ fn run(
         &mut *backend,
         plan,
         &watchdog,
-        Faults::from_env(),
+        faults::injected().clone(),
     )
     .in_group(in_group, group_size);
     let summary = bench.sweep(&roots, &run_info, &mut exporters)?;
