@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 pub use crate::job::UsageError;
+pub use crate::report::facts::{Average, Launch};
 
 pub mod env;
 pub mod reporting;
@@ -186,72 +187,6 @@ impl BackendChoice {
             BackendChoice::Mpi => Some(BackendKind::Mpi),
             BackendChoice::Nccl => Some(BackendKind::Nccl),
             BackendChoice::Auto => None,
-        }
-    }
-}
-
-/// How the timed calls are issued (`-z`, `-G`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Launch {
-    /// Back to back, completion awaited once per loop (nccl-tests' default).
-    Stream,
-    /// `-z 1`: each call completed, then a barrier, inside the timed time.
-    Blocking,
-    /// `-z 2`: each call completed before the next, no barrier.
-    Synced,
-    /// `-z 3`: each iteration completed and timed on its own, with a barrier between
-    /// iterations outside the timed time (OSU's method).
-    BarrierOutside,
-    /// `-G N`: the loop captured in a CUDA graph, launched N times.
-    Graph(usize),
-}
-
-impl Launch {
-    /// The CSV `launch` column: "stream", "blocking", "synced", "barrier-outside"
-    /// or "graph x N".
-    pub fn name(self) -> String {
-        match self {
-            Launch::Stream => "stream".into(),
-            Launch::Blocking => "blocking".into(),
-            Launch::Synced => "synced".into(),
-            Launch::BarrierOutside => "barrier-outside".into(),
-            Launch::Graph(n) => format!("graph x{n}"),
-        }
-    }
-
-    /// CUDA graph launches of the captured loop (0: no graph), as nccl-tests' header says.
-    pub fn graph_launches(self) -> usize {
-        match self {
-            Launch::Graph(n) => n,
-            _ => 0,
-        }
-    }
-}
-
-/// How the per-rank times are combined (`-a`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Average {
-    Rank0,
-    Mean,
-    Min,
-    Max,
-}
-
-impl Average {
-    pub fn name(self) -> &'static str {
-        match self {
-            Average::Rank0 => "rank0",
-            Average::Mean => "avg",
-            Average::Min => "min",
-            Average::Max => "max",
-        }
-    }
-    pub fn combine(self, per_rank: &[f64]) -> f64 {
-        match self {
-            Average::Rank0 => per_rank[0],
-            Average::Mean => per_rank.iter().sum::<f64>() / per_rank.len() as f64,
-            Average::Min => per_rank.iter().copied().fold(f64::INFINITY, f64::min),
-            Average::Max => per_rank.iter().copied().fold(0.0, f64::max),
         }
     }
 }

@@ -400,10 +400,13 @@ fn the_header_facts_of_a_run() {
     };
     let env = vec!["NCCL_DEBUG=INFO".to_string()];
     let (run, header) = describe_run(&Solo, "all_reduce_perf", &p, opened, env);
-    assert_eq!((run.backend.as_str(), run.device.as_str()), ("mpi", "host"));
+    assert_eq!(
+        (run.backend_name(), run.device.to_string().as_str()),
+        ("mpi", "host")
+    );
     assert_eq!(run.hosts, ["solo"]);
     assert_eq!(run.nranks, 1);
-    assert_eq!(run.launch, "graph x3");
+    assert_eq!(run.launch_name(), "graph x3");
     assert!(run.notes.is_empty(), "{:?}", run.notes);
     assert_eq!(run.details.last().map(String::as_str), Some(
         "Launch: -G 3, the timed calls captured in a CUDA graph launched 3 times; validation runs uncaptured"
@@ -419,7 +422,7 @@ fn the_header_facts_of_a_run() {
         (0, std::process::id(), "solo")
     );
     assert_eq!(
-        (rank.location.as_str(), rank.name.as_str()),
+        (rank.location.name(), rank.name.as_str()),
         ("host", "loopback")
     );
 }
