@@ -581,9 +581,10 @@ fn count_wrong_defined(
     if result.is_empty() {
         return 0;
     }
-    match coll.expected(layout, 0) {
+    let expected = coll.expected_of(layout);
+    match expected(0) {
         None => 0,
-        Some(_) => count_wrong_where(dtype, result, tolerance, |i| coll.expected(layout, i)),
+        Some(_) => count_wrong_where(dtype, result, tolerance, expected),
     }
 }
 

@@ -109,9 +109,18 @@ fn run(
     let (in_group, group_size) = groups.place(world.rank, world.size);
     let nranks = group_size * plan.gpus_per_process;
     let roots = plan.root_list(nranks, coll.rooted())?;
-    // Agreed: a file one host lacks (the alltoallv matrix) stops every rank, said once.
-    let checked = coll.check(nranks, plan.min_bytes, plan.max_bytes);
-    job::agree(world, program, ExitStatus::Usage, checked)?;
+    // The collective's variables (alltoallv's), read here once for the run. Agreed: a
+    // file one host lacks (the alltoallv matrix) stops every rank, said once.
+    let vars = |name: &str| std::env::var(name).ok();
+    let for_run = coll.for_run(nranks, &vars).and_then(|own| {
+        let checked = own.as_deref().unwrap_or(coll);
+        checked
+            .check(nranks, plan.min_bytes, plan.max_bytes)
+            .map_err(anyhow::Error::msg)?;
+        Ok(own)
+    });
+    let own = job::agree(world, program, ExitStatus::Usage, for_run)?;
+    let coll = own.as_deref().unwrap_or(coll);
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     watchdog.begin(OPENING.into());
