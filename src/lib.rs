@@ -5,7 +5,7 @@
 //! checks it):
 //! - documentation: `docgen` (the reference, man pages and completions, from
 //!   every binary's command line, the CSV row and the exit statuses);
-//! - families: `driver` (the collective binaries, flags in `args`), `allpairs`,
+//! - families: `driver` (the collective binaries, flags in `driver::args`), `allpairs`,
 //!   `verbs`, `copy_bw`, `doctor`, `rack`, `compare`;
 //! - backends and transport: `backend`, `collective` (one file per collective),
 //!   `gpu` (CUDA and NCCL loaded at run time), `watchdog` (`-T`);
@@ -18,7 +18,6 @@
 //!   `datatype`, `pattern`, `faults` (the fault-injection hooks the tests set).
 
 pub mod allpairs;
-pub mod args;
 pub mod backend;
 pub mod cli;
 pub mod collective;

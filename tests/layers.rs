@@ -34,7 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "families",
         &[
-            "args", "driver", "allpairs", "verbs", "copy_bw", "doctor", "rack", "compare",
+            "driver", "allpairs", "verbs", "copy_bw", "doctor", "rack", "compare",
         ],
     ),
     ("documentation", &["docgen"]),

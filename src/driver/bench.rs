@@ -4,10 +4,10 @@
 
 use super::rounds::{self, Lines, Next};
 use super::timing::Timing;
-use crate::args::{Launch, Plan};
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
+use crate::driver::args::{Launch, Plan};
 use crate::faults::Faults;
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;

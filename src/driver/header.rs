@@ -2,8 +2,8 @@
 //! devices, the plan, the backend and why it runs, the limits busbw is compared
 //! with. They become the `RunInfo` every exporter gets and the table's `Header`.
 
-use crate::args::{CollArgs, Launch, Plan};
 use crate::backend::BackendInfo;
+use crate::driver::args::{CollArgs, Launch, Plan};
 use crate::job::Comm;
 use crate::limits::{self, Detection};
 use crate::model::{Library, Model, RunShape};

@@ -8,10 +8,12 @@
 //! - `open`: which backend runs, opening it, and the memory budget of its buffers;
 //! - `header`: the run's facts for the header, the CSV and the exporters;
 //! - `bench`: the timed sweep (layouts, warm-up, timed loop, validation);
-//! - `rounds`: --rounds: which lines each round measures, and the closing medians.
+//! - `rounds`: --rounds: which lines each round measures, and the closing medians;
+//! - `args`: the collectives' flags (nccl-tests' spelling) and their `Plan`.
 //!
 //! The fault-injection hooks it acts on are `crate::faults` (re-exported as `faults`).
 
+pub mod args;
 mod bench;
 mod header;
 mod memory;
@@ -22,7 +24,7 @@ mod rounds;
 mod tests;
 mod timing;
 
-use crate::args::{parse_args, CollArgs, Plan, Rounds};
+use crate::allpairs::backend::{self as allpairs, PairFlags};
 use crate::backend::{host_memory, BackendKind};
 use crate::cli::in_words;
 use crate::collective::Collective;
@@ -39,6 +41,7 @@ use crate::report::table::{Header, Table};
 use crate::report::{Exporter, RunInfo};
 use crate::sizes::sweep_len;
 use crate::watchdog::Watchdog;
+use args::{parse_args, CollArgs, Plan, Rounds};
 use bench::Bench;
 use header::Opened;
 use std::process::ExitCode;
@@ -82,13 +85,27 @@ fn all_pairs(
     program: &str,
 ) -> Result<ExitStatus, Failure> {
     setup::step(Step::Exchange("preparing the pairs"));
-    let setup = crate::allpairs::backend::prepare(world, args, plan, program)?;
+    let flags = PairFlags {
+        pairs: &args.pairs,
+        append: args.output.append,
+        csv: args.output.csv.as_deref(),
+        counters: args.counters.counters.as_deref(),
+        sysfs_root: &args.sysfs_root,
+        min_bytes: plan.min_bytes,
+        max_bytes: plan.max_bytes,
+        step: plan.step,
+        iters: plan.iters,
+        warmup_iters: plan.warmup_iters,
+        check: plan.check > 0,
+        timeout_s: plan.timeout_s,
+    };
+    let setup = allpairs::prepare(world, &flags, program)?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     watchdog.begin(OPENING.into());
     watchdog.enter_call();
     let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog, None)?;
     watchdog.end();
-    crate::allpairs::backend::run(world, &mut *backend, plan, &setup, &watchdog)
+    allpairs::run(world, &mut *backend, &flags, &setup, &watchdog)
 }
 
 /// One run of the sweep on every rank.
@@ -133,7 +150,7 @@ fn run(
         &watchdog,
         groups.color(world.rank),
     )?;
-    let plan = &open::supported_plan(world, program, args, plan, &*backend)?;
+    let plan = &open::supported_plan(world, program, plan, &*backend)?;
     // The exchanges of the setup (memory, header facts, limits, output files) are
     // watched as one call: a rank stopped here ends the job within -T too.
     watchdog.begin("setup: buffers, header facts, limits and output files".into());

@@ -198,6 +198,23 @@ pub enum Roots {
     Every,
 }
 
+/// How `-d` or `-o` chose: one named, which a backend that lacks it refuses, or
+/// `all`, of which the backend's run is left with the ones every rank supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    Named,
+    All,
+}
+
+impl Selection {
+    fn of(value: &str) -> Selection {
+        match value {
+            ALL_VALUE => Selection::All,
+            _ => Selection::Named,
+        }
+    }
+}
+
 /// The validated command line.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -208,7 +225,11 @@ pub struct Plan {
     pub warmup_iters: usize,
     pub check: usize,
     pub datatypes: Vec<DataType>,
+    /// -d: one named, or `all`.
+    pub datatype_selection: Selection,
     pub ops: Vec<RedOp>,
+    /// -o: one named, or `all`.
+    pub op_selection: Selection,
     pub roots: Roots,
     pub average: Average,
     pub run_cycles: u64,
@@ -282,21 +303,21 @@ impl CollArgs {
                 "-m/--agg_iters 0: each timed iteration makes at least one call; use e.g. -m 1",
             ));
         }
-        let datatypes = if self.datatype == ALL_VALUE {
-            DataType::ALL.to_vec()
-        } else {
-            vec![self
+        let (datatype_selection, op_selection) =
+            (Selection::of(&self.datatype), Selection::of(&self.op));
+        let datatypes = match datatype_selection {
+            Selection::All => DataType::ALL.to_vec(),
+            Selection::Named => vec![self
                 .datatype
                 .parse()
-                .map_err(|e| usage(format!("-d/--datatype: {e}")))?]
+                .map_err(|e| usage(format!("-d/--datatype: {e}")))?],
         };
-        let ops = if self.op == ALL_VALUE {
-            RedOp::ALL.to_vec()
-        } else {
-            vec![self
+        let ops = match op_selection {
+            Selection::All => RedOp::ALL.to_vec(),
+            Selection::Named => vec![self
                 .op
                 .parse()
-                .map_err(|e| usage(format!("-o/--op: {e}")))?]
+                .map_err(|e| usage(format!("-o/--op: {e}")))?],
         };
         let roots = match self.root {
             -1 => Roots::Every,
@@ -388,7 +409,9 @@ impl CollArgs {
             warmup_iters: self.warmup_iters,
             check: self.check,
             datatypes,
+            datatype_selection,
             ops,
+            op_selection,
             roots,
             average,
             run_cycles: self.run_cycles,
