@@ -17,6 +17,7 @@ mod mpi_transport;
 pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
+use crate::report::facts::{Location, RunBackend};
 use crate::watchdog::CallCount;
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +40,15 @@ impl BackendKind {
         match self {
             BackendKind::Mpi => "mpi",
             BackendKind::Nccl => "nccl",
+        }
+    }
+}
+
+impl From<BackendKind> for RunBackend {
+    fn from(kind: BackendKind) -> RunBackend {
+        match kind {
+            BackendKind::Mpi => RunBackend::Mpi,
+            BackendKind::Nccl => RunBackend::Nccl,
         }
     }
 }
@@ -112,8 +122,7 @@ pub struct OpArgs {
 pub struct RankDevice {
     /// GPU number (the node-local rank for host memory), as nccl-tests prints it.
     pub ordinal: usize,
-    /// "0000:18:00.0", or "host".
-    pub location: String,
+    pub location: Location,
     /// "NVIDIA H200", or the MPI library for host memory.
     pub name: String,
 }

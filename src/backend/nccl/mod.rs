@@ -36,6 +36,7 @@ use crate::datatype::{DataType, RedOp};
 use crate::gpu::nccl_lib::{self, Call, Nccl};
 use crate::gpu::nccl_log::{most_frequent, Choice, LogCapture};
 use crate::gpu::{self, DeviceBuffer};
+use crate::report::facts::Location;
 use anyhow::Context;
 use codes::{float_avg_tolerance, nccl_type};
 use cudarc::driver::sys;
@@ -163,7 +164,7 @@ impl Backend for NcclBackend {
                 .iter()
                 .map(|g| RankDevice {
                     ordinal: g.info.ordinal,
-                    location: g.info.bus_id.clone(),
+                    location: Location::Gpu(g.info.bus_id.clone()),
                     name: g.info.name.clone(),
                 })
                 .collect(),
