@@ -5,7 +5,7 @@
 //! checks it):
 //! - documentation: `docgen` (the reference, man pages and completions, from
 //!   every binary's command line, the CSV row and the exit statuses);
-//! - families: `driver` (the collective binaries, flags in `args`), `allpairs`,
+//! - families: `driver` (the collective binaries, flags in `driver::args`), `allpairs`,
 //!   `verbs`, `copy_bw`, `doctor`, `rack`, `compare`;
 //! - backends and transport: `backend`, `collective` (one file per collective),
 //!   `gpu` (CUDA and NCCL loaded at run time), `watchdog` (`-T`);
@@ -15,10 +15,9 @@
 //!   policy), `cli`, `input` (the one bounded reader of a file something names),
 //!   `output` (where every output file goes and how it is made), `sysfs` (the one
 //!   reader of /sys and /proc), `sizes`, `stats`,
-//!   `datatype`, `pattern`.
+//!   `datatype`, `pattern`, `faults` (the fault-injection hooks the tests set).
 
 pub mod allpairs;
-pub mod args;
 pub mod backend;
 pub mod cli;
 pub mod collective;
@@ -28,6 +27,7 @@ pub mod datatype;
 pub mod docgen;
 pub mod doctor;
 pub mod driver;
+pub mod faults;
 pub mod gpu;
 pub mod input;
 pub mod job;

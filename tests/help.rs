@@ -212,7 +212,7 @@ fn required(b: Binary) -> &'static [&'static str] {
 fn accepts(b: Binary, args: &[String]) -> Result<(), String> {
     let argv = std::iter::once(b.name()).chain(args.iter().cloned());
     match b {
-        Binary::Collective(c) => fabricbench::args::parse_args(c, argv)
+        Binary::Collective(c) => fabricbench::driver::args::parse_args(c, argv)
             .and_then(|a| a.plan())
             .map(drop)
             .map_err(|e| e.0),

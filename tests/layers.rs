@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cli",
             "output",
             "nccl_names",
+            "faults",
         ],
     ),
     ("report", &["limits", "model", "report", "plot"]),
@@ -33,7 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "families",
         &[
-            "args", "driver", "allpairs", "verbs", "copy_bw", "doctor", "rack", "compare",
+            "driver", "allpairs", "verbs", "copy_bw", "doctor", "rack", "compare",
         ],
     ),
     ("documentation", &["docgen"]),

@@ -8,27 +8,36 @@
 use super::judging::Thresholds;
 use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun};
 use super::sample::PairSample;
-use crate::args::{CollArgs, Plan};
 use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
+use crate::cli::AllPairsArgs;
 use crate::datatype::{DataType, RedOp};
+use crate::faults;
 use crate::job::world::World;
 use crate::job::{agree_each_rank, ExitStatus, Failure};
 use crate::report::counters::FabricPlan;
-use crate::sizes::{sweep, sweep_len};
+use crate::sizes::{sweep, sweep_len, Step};
 use crate::watchdog::Watchdog;
 use anyhow::Context;
+use std::path::Path;
 use std::time::Duration;
 
-/// Environment variable that makes rank N slow in every exchange (each pair
-/// with it then measures slow), to prove that the suspect node is named.
-pub const FAULT_SLOW_ENV: &str = "FABRICBENCH_FAULT_SLOW_RANK";
-const FAULT_DELAY: Duration = Duration::from_millis(10);
-
-/// The delay `rank` adds to each exchange: FAULT_DELAY when `FAULT_SLOW_ENV` (its
-/// value `slow_rank`) names it. Read once, when the pair is set up.
-fn injected_delay(slow_rank: Option<&str>, rank: usize) -> Option<Duration> {
-    let slow: Option<usize> = slow_rank.and_then(|v| v.parse().ok());
-    (slow == Some(rank)).then_some(FAULT_DELAY)
+/// What an all-pairs run on a backend takes of the collectives' flags (the driver
+/// fills it in): the pairs' own flags, the sweep and its loops, and its outputs.
+pub struct PairFlags<'a> {
+    pub pairs: &'a AllPairsArgs,
+    /// --append: refused, the matrix is a file of its own.
+    pub append: bool,
+    pub csv: Option<&'a Path>,
+    pub counters: Option<&'a Path>,
+    pub sysfs_root: &'a Path,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    pub step: Step,
+    pub iters: usize,
+    pub warmup_iters: usize,
+    /// -c: each pair's received data is validated.
+    pub check: bool,
+    pub timeout_s: u64,
 }
 
 /// What rank `rank` sends at byte `i`; never 0xFF, the value validation poisons with.
@@ -52,20 +61,19 @@ impl<'a> BackendPair<'a> {
     pub fn new(
         backend: &'a mut dyn Backend,
         max_bytes: usize,
-        plan: &Plan,
+        flags: &PairFlags,
     ) -> anyhow::Result<BackendPair<'a>> {
         let rank = backend.rank_of(0);
         backend.alloc(max_bytes, max_bytes)?;
         let mine: Vec<u8> = (0..max_bytes).map(|i| pattern(rank, i)).collect();
         backend.write(at(Slot::Send), &mine)?;
-        let slow_rank = std::env::var(FAULT_SLOW_ENV).ok();
         Ok(BackendPair {
             kind: backend.info().kind,
             backend,
-            warmup_iters: plan.warmup_iters,
-            check: plan.check > 0,
-            delay: injected_delay(slow_rank.as_deref(), rank),
-            per_iteration: vec![0.0; plan.iters],
+            warmup_iters: flags.warmup_iters,
+            check: flags.check,
+            delay: faults::injected().delay_of(rank),
+            per_iteration: vec![0.0; flags.iters],
         })
     }
 
@@ -156,12 +164,11 @@ impl PairMeasure for BackendPair<'_> {
 }
 
 /// What an all-pairs run needs before any backend opens, checked on every rank
-/// alike (`args::parse_args` refused it already where the collective has no
+/// alike (the driver's flags refused it already where the collective has no
 /// pair mode): 2 or more ranks, and host memory that fits.
 pub(crate) fn prepare<'a>(
     world: &World,
-    args: &'a CollArgs,
-    plan: &Plan,
+    flags: &PairFlags<'a>,
     program: &'a str,
 ) -> Result<PairRun<'a>, Failure> {
     if world.size < 2 {
@@ -169,26 +176,26 @@ pub(crate) fn prepare<'a>(
             "--all-pairs needs 2 or more ranks: launch one rank per node, e.g. mpirun -np 8 --map-by ppr:1:node sendrecv_perf --all-pairs".into(),
         ));
     }
-    let thresholds = Thresholds::from_args(&args.pairs, args.output.append)?;
-    if plan.max_bytes > i32::MAX as u64 {
+    let thresholds = Thresholds::from_args(flags.pairs, flags.append)?;
+    if flags.max_bytes > i32::MAX as u64 {
         return Err(Failure::Usage(format!(
             "-e/--maxbytes {}: MPI counts stop at 2^31-1 bytes; lower -e",
-            plan.max_bytes
+            flags.max_bytes
         )));
     }
-    let sizes = sweep_len(plan.min_bytes, plan.max_bytes, plan.step);
-    let per_pair = (plan.iters as u64).saturating_mul(8);
+    let sizes = sweep_len(flags.min_bytes, flags.max_bytes, flags.step);
+    let per_pair = (flags.iters as u64).saturating_mul(8);
     // The buffers (host memory on mpi), or the host staging of GPU buffers (nccl).
-    check_memory(world, program, 2 * plan.max_bytes, per_pair, sizes)?;
+    check_memory(world, program, 2 * flags.max_bytes, per_pair, sizes)?;
     Ok(PairRun {
         program,
-        sizes: sweep(plan.min_bytes, plan.max_bytes, plan.step),
-        iters: plan.iters,
+        sizes: sweep(flags.min_bytes, flags.max_bytes, flags.step),
+        iters: flags.iters,
         thresholds,
-        csv: args.output.csv.as_deref(),
-        timeout_s: plan.timeout_s,
-        fabric: FabricPlan::collective(&args.sysfs_root, world.nodes().len()),
-        counters: args.counters.counters.as_deref(),
+        csv: flags.csv,
+        timeout_s: flags.timeout_s,
+        fabric: FabricPlan::collective(flags.sysfs_root, world.nodes().len()),
+        counters: flags.counters,
     })
 }
 
@@ -196,11 +203,11 @@ pub(crate) fn prepare<'a>(
 pub(crate) fn run(
     world: &World,
     backend: &mut dyn Backend,
-    plan: &Plan,
+    flags: &PairFlags,
     run: &PairRun,
     watchdog: &Watchdog,
 ) -> Result<ExitStatus, Failure> {
-    let pair = BackendPair::new(backend, plan.max_bytes as usize, plan).context("--all-pairs");
+    let pair = BackendPair::new(backend, flags.max_bytes as usize, flags).context("--all-pairs");
     let mut pair = agree_each_rank(world, run.program, ExitStatus::Failed, pair)?;
     run_pairs_watched(world, &mut pair, run, watchdog)
 }
@@ -211,25 +218,30 @@ mod tests {
     use crate::backend::loopback::Loopback;
 
     #[test]
-    fn only_the_named_rank_is_slowed() {
-        assert_eq!(injected_delay(Some("3"), 3), Some(FAULT_DELAY));
-        assert_eq!(injected_delay(Some("3"), 2), None);
-        assert_eq!(injected_delay(Some("three"), 3), None);
-        assert_eq!(injected_delay(None, 0), None);
-    }
-
-    #[test]
     fn a_pair_is_timed_and_validated_through_the_backend() {
         let mut backend = Loopback::default();
-        let plan = crate::args::parse_args(
-            &crate::collective::SendRecv,
-            ["t", "-n", "4", "-w", "2", "-c", "1"],
-        )
-        .unwrap()
-        .plan()
-        .unwrap();
+        let pairs = AllPairsArgs {
+            all_pairs: true,
+            slow_fraction: 0.9,
+            slow_latency: 2.0,
+        };
+        // -n 4 -w 2 -c 1.
+        let flags = PairFlags {
+            pairs: &pairs,
+            append: false,
+            csv: None,
+            counters: None,
+            sysfs_root: Path::new("/"),
+            min_bytes: 64,
+            max_bytes: 64,
+            step: Step::Factor(2),
+            iters: 4,
+            warmup_iters: 2,
+            check: true,
+            timeout_s: 0,
+        };
         let watchdog = Watchdog::start(&crate::job::comm::Solo, "t", 0).unwrap();
-        let mut pair = BackendPair::new(&mut backend, 64, &plan).unwrap();
+        let mut pair = BackendPair::new(&mut backend, 64, &flags).unwrap();
         // The loopback "peer" is rank 0 itself: its own pattern comes back intact.
         let s = pair.measure(0, 64, &watchdog).unwrap();
         assert_eq!(s.wrong, Some(0));

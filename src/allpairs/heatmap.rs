@@ -64,6 +64,15 @@ impl View {
             per,
         }
     }
+
+    /// The picture's width and height in pixels.
+    fn size(&self) -> (u32, u32) {
+        let n = self.labels.len() as u32;
+        (
+            (MARGIN_LEFT + n * CELL + MARGIN_RIGHT).max(480),
+            MARGIN_TOP + n * CELL + MARGIN_BOTTOM,
+        )
+    }
 }
 
 /// Draws the algbw matrix of the size bandwidth was judged at into a new PNG,
@@ -78,12 +87,7 @@ pub fn write_png(
         return Ok(());
     };
     let view = View::of(results, sizes, verdict);
-    let n = view.labels.len() as u32;
-    let size = (
-        (MARGIN_LEFT + n * CELL + MARGIN_RIGHT).max(480),
-        MARGIN_TOP + n * CELL + MARGIN_BOTTOM,
-    );
-    let png = crate::plot::png_bytes(size, |root| {
+    let png = crate::plot::png_bytes(view.size(), |root| {
         draw(root, &view, verdict, what).map_err(|e| anyhow!("heatmap {}: {e}", path.display()))
     })?;
     write_whole(path, Replace::Never, &png)
@@ -91,12 +95,25 @@ pub fn write_png(
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn draw(
-    root: &DrawingArea<BitMapBackend, Shift>,
+/// The same picture as SVG text, for a page to hold inline; None where the
+/// size bandwidth was judged at has no matrix.
+pub fn svg(results: &PairResults, verdict: &Verdict, what: &str) -> anyhow::Result<Option<String>> {
+    let Some(sizes) = results.at(verdict.bw_size) else {
+        return Ok(None);
+    };
+    let view = View::of(results, sizes, verdict);
+    crate::plot::svg_string(view.size(), |root| draw(root, &view, verdict, what)).map(Some)
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
     view: &View,
     verdict: &Verdict,
     what: &str,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let n = view.labels.len();
     let plot = |e: &dyn std::fmt::Display| anyhow!("{e}");
     root.fill(&WHITE).map_err(|e| plot(&e))?;

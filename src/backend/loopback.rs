@@ -6,6 +6,7 @@ use super::{
     Backend, BackendInfo, BackendKind, BufRef, HostClock, Marks, MemoryBudget, OpArgs, RankDevice,
     Slot,
 };
+use crate::report::facts::Location;
 
 #[derive(Default)]
 pub struct Loopback {
@@ -48,7 +49,7 @@ impl Backend for Loopback {
             library_version: "loopback".into(),
             devices: vec![RankDevice {
                 ordinal: 0,
-                location: "host".into(),
+                location: Location::Host,
                 name: "loopback".into(),
             }],
             notes: Vec::new(),

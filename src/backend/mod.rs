@@ -18,6 +18,7 @@ pub mod nccl;
 
 use crate::datatype::{DataType, RedOp};
 use crate::job::UsageError;
+use crate::report::facts::{Location, RunBackend};
 use crate::watchdog::CallCount;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,15 @@ impl BackendKind {
         match self {
             BackendKind::Mpi => "mpi",
             BackendKind::Nccl => "nccl",
+        }
+    }
+}
+
+impl From<BackendKind> for RunBackend {
+    fn from(kind: BackendKind) -> RunBackend {
+        match kind {
+            BackendKind::Mpi => RunBackend::Mpi,
+            BackendKind::Nccl => RunBackend::Nccl,
         }
     }
 }
@@ -113,8 +123,7 @@ pub struct OpArgs {
 pub struct RankDevice {
     /// GPU number (the node-local rank for host memory), as nccl-tests prints it.
     pub ordinal: usize,
-    /// "0000:18:00.0", or "host".
-    pub location: String,
+    pub location: Location,
     /// "NVIDIA H200", or the MPI library for host memory.
     pub name: String,
 }

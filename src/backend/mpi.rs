@@ -16,6 +16,7 @@ use crate::datatype::{
     divide_in_place, premul_scalar, scale_in_place, DataType, RedOp, F8E4M3, F8E5M2,
 };
 use crate::job::world::World;
+use crate::report::facts::Location;
 use crate::watchdog::CallCount;
 use anyhow::{bail, Context};
 use half::{bf16, f16};
@@ -214,7 +215,7 @@ impl Backend for MpiBackend {
             transport,
             devices: vec![RankDevice {
                 ordinal: self.local_rank,
-                location: "host".into(),
+                location: Location::Host,
                 name: library.clone(),
             }],
             library_version: library,

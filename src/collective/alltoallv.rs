@@ -4,15 +4,16 @@
 //! (`NCCL_TESTS_ALLTOALLV_MATRIX_FILE`, scaled by `NCCL_TESTS_ALLTOALLV_MATRIX_SCALE`).
 //! Every per-peer count is rounded down to 16 bytes; the size column and algbw are
 //! the largest rank's send or receive total, busbw algbw x (n-1)/n, and
-//! `NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1` prints each rank's figures.
+//! `NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1` prints each rank's figures. The variables
+//! are read once, where the driver opens the job (`for_run`), into the run's `AlltoAllv`.
 
 use super::{all_but_own_share, chunk_count, Collective, CollectiveId, Counts, Layout};
 use crate::backend::{Backend, OpArgs};
 use crate::input::{self, InputError};
 use crate::job::UsageError;
 use crate::sizes::human_bytes;
+use anyhow::{anyhow, bail};
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
 
 pub const SPREAD_ENV: &str = "NCCL_TESTS_ALLTOALLV_SPREAD";
 pub const MATRIX_FILE_ENV: &str = "NCCL_TESTS_ALLTOALLV_MATRIX_FILE";
@@ -71,13 +72,13 @@ pub struct Setup {
     pub summary: bool,
 }
 
-fn number(var: &str, typed: &str, fix: &str) -> Result<f64, String> {
+fn number(var: &str, typed: &str, fix: &str) -> anyhow::Result<f64> {
     typed
         .trim()
         .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite())
-        .ok_or_else(|| format!("{var}={typed}: not a number; {fix}"))
+        .ok_or_else(|| anyhow!("{var}={typed}: not a number; {fix}"))
 }
 
 impl Setup {
@@ -88,11 +89,11 @@ impl Setup {
         nranks: usize,
         get: impl Fn(&str) -> Option<String>,
         read: impl Fn(&str, u64) -> Result<String, InputError>,
-    ) -> Result<Setup, String> {
+    ) -> anyhow::Result<Setup> {
         let summary = match get(SUMMARY_ENV) {
             None => false,
             Some(v) => v.trim().parse::<i64>().map(|n| n != 0).map_err(|_| {
-                format!("{SUMMARY_ENV}={v}: not an integer; give 1 to print each rank's figures, 0 not to")
+                anyhow!("{SUMMARY_ENV}={v}: not an integer; give 1 to print each rank's figures, 0 not to")
             })?,
         };
         let Some(file) = get(MATRIX_FILE_ENV) else {
@@ -103,7 +104,7 @@ impl Setup {
                         "give a value from 0.0 (uniform) to 1.0 (distance-weighted, the default)";
                     let s = number(SPREAD_ENV, &v, fix)?;
                     if !(0.0..=1.0).contains(&s) {
-                        return Err(format!("{SPREAD_ENV}={v}: outside 0..1; {fix}"));
+                        bail!("{SPREAD_ENV}={v}: outside 0..1; {fix}");
                     }
                     s
                 }
@@ -119,15 +120,15 @@ impl Setup {
                 let fix = "give a factor >= 0 for every matrix value, e.g. 2.0";
                 let s = number(MATRIX_SCALE_ENV, &v, fix)?;
                 if s < 0.0 {
-                    return Err(format!("{MATRIX_SCALE_ENV}={v}: negative; {fix}"));
+                    bail!("{MATRIX_SCALE_ENV}={v}: negative; {fix}");
                 }
                 s
             }
         };
         let text = read(&file, matrix_file_bound(nranks))
-            .map_err(|e| unreadable_matrix(&file, nranks, &e))?;
+            .map_err(|e| anyhow!(unreadable_matrix(&file, nranks, &e)))?;
         let (dim, bytes) =
-            parse_matrix(&text, scale).map_err(|e| format!("{MATRIX_FILE_ENV}={file}: {e}"))?;
+            parse_matrix(&text, scale).map_err(|e| anyhow!("{MATRIX_FILE_ENV}={file}: {e}"))?;
         Ok(Setup {
             traffic: Traffic::Matrix {
                 file,
@@ -182,34 +183,56 @@ impl Setup {
         })
     }
 
-    fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), String> {
+    fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> anyhow::Result<()> {
         let Traffic::Matrix { file, dim, .. } = &self.traffic else {
             return Ok(());
         };
         if nranks > *dim {
-            return Err(format!(
+            bail!(
                 "{MATRIX_FILE_ENV}={file}: a {dim}x{dim} matrix for {nranks} ranks; give at least {nranks} rows and columns (the first {nranks} are used)"
-            ));
+            );
         }
         if min_bytes != max_bytes {
-            return Err(format!(
+            bail!(
                 "-b/--minbytes {min_bytes} and -e/--maxbytes {max_bytes} differ, but {MATRIX_FILE_ENV} sets every size: give -b and -e equal, e.g. -b {max_bytes} -e {max_bytes}"
-            ));
+            );
         }
         let (send, recv) = self.max_counts(nranks, 0, 1);
         let need = send.max(recv) as u64;
         if max_bytes < need {
-            return Err(format!(
+            bail!(
                 "-e/--maxbytes {max_bytes}: the matrix in {file} needs {need} bytes (the largest rank's send or receive total); give -b {need} -e {need} or more"
-            ));
+            );
         }
         Ok(())
+    }
+
+    /// The segments of `rank`'s receive buffer, one per source in rank order, of a
+    /// call whose count parameter is `param` (elements of `elt` bytes).
+    fn segments(&self, rank: usize, nranks: usize, param: usize, elt: usize) -> Vec<Segment> {
+        let mut start = 0;
+        (0..nranks)
+            .map(|source| {
+                let len = self.peer_elements(source, rank, nranks, param, elt);
+                let source_offset = (0..rank)
+                    .map(|k| self.peer_elements(source, k, nranks, param, elt))
+                    .sum();
+                let seg = Segment {
+                    start,
+                    len,
+                    source,
+                    source_offset,
+                };
+                start += len;
+                seg
+            })
+            .collect()
     }
 }
 
 /// A whitespace-separated square matrix, one row per line, each value times
 /// `scale` rounded down to 16 bytes, as nccl-tests reads it.
-fn parse_matrix(text: &str, scale: f64) -> Result<(usize, Vec<u64>), String> {
+fn parse_matrix(text: &str, scale: f64) -> anyhow::Result<(usize, Vec<u64>)> {
     let fix = "give a square matrix of non-negative byte counts, one row per line (row i: what rank i sends each rank)";
     let mut bytes = Vec::new();
     let mut cols = 0;
@@ -219,65 +242,37 @@ fn parse_matrix(text: &str, scale: f64) -> Result<(usize, Vec<u64>), String> {
         if r == 0 {
             cols = values.len();
         } else if values.len() != cols {
-            return Err(format!(
+            bail!(
                 "row {} has {} values, row 1 has {cols}; {fix}",
                 r + 1,
                 values.len()
-            ));
+            );
         }
         for (c, v) in values.iter().enumerate() {
             let value = v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
             let Some(value) = value else {
-                return Err(format!(
+                bail!(
                     "row {} column {}: '{v}' is not a byte count; {fix}",
                     r + 1,
                     c + 1
-                ));
+                );
             };
             let scaled = value * scale;
             if scaled >= u64::MAX as f64 {
-                return Err(format!(
+                bail!(
                     "row {} column {}: {v} x {scale} overflows; {fix}",
                     r + 1,
                     c + 1
-                ));
+                );
             }
             bytes.push(scaled as u64 & !15);
         }
     }
     match rows.len() {
-        0 => Err(format!("the file is empty; {fix}")),
-        n if n != cols => Err(format!("{n} rows of {cols} values, not square; {fix}")),
+        0 => Err(anyhow!("the file is empty; {fix}")),
+        n if n != cols => Err(anyhow!("{n} rows of {cols} values, not square; {fix}")),
         n => Ok((n, bytes)),
     }
-}
-
-/// The run's variables, read once, by `check` (every rank reads the same
-/// environment and file, and `check`'s failure stops the run).
-static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
-
-/// The variables, read for a job of `nranks` ranks on the first call.
-fn setup_for(nranks: usize) -> &'static Result<Setup, String> {
-    SETUP.get_or_init(|| {
-        Setup::from_vars(
-            nranks,
-            |v| std::env::var(v).ok(),
-            |f, max| input::read_text(Path::new(f), max),
-        )
-    })
-}
-
-/// The setup `check` read, or the default pattern where there is none (a
-/// failed one has stopped the run).
-fn traffic() -> &'static Setup {
-    static DEFAULT: Setup = Setup {
-        traffic: Traffic::Generated { spread: 1.0 },
-        summary: false,
-    };
-    SETUP
-        .get()
-        .and_then(|s| s.as_ref().ok())
-        .unwrap_or(&DEFAULT)
 }
 
 /// One source's segment of a rank's receive buffer: where it starts, its length,
@@ -290,39 +285,20 @@ struct Segment {
     source_offset: usize,
 }
 
-type SegmentKey = (usize, usize, usize, usize);
-
-/// The segments of `rank`'s receive buffer, computed once per (rank, ranks, count,
-/// element size): `expected` asks for every element in turn.
-fn with_segments<R>(key: SegmentKey, f: impl FnOnce(&[Segment]) -> R) -> R {
-    static CACHE: Mutex<Option<(SegmentKey, Vec<Segment>)>> = Mutex::new(None);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if cache.as_ref().map(|(k, _)| *k) != Some(key) {
-        let (rank, nranks, param, elt) = key;
-        let s = traffic();
-        let mut start = 0;
-        let segments = (0..nranks)
-            .map(|source| {
-                let len = s.peer_elements(source, rank, nranks, param, elt);
-                let source_offset = (0..rank)
-                    .map(|k| s.peer_elements(source, k, nranks, param, elt))
-                    .sum();
-                let seg = Segment {
-                    start,
-                    len,
-                    source,
-                    source_offset,
-                };
-                start += len;
-                seg
-            })
-            .collect();
-        *cache = Some((key, segments));
-    }
-    f(&cache.as_ref().expect("filled above").1)
+/// AlltoAllv with one run's variables. The registry's (`ALLTOALLV`, what the binary
+/// and `collective::all()` hold) has nccl-tests' default pattern, until `for_run`
+/// reads the job's variables into the run's own.
+pub struct AlltoAllv {
+    setup: Setup,
 }
 
-pub struct AlltoAllv;
+/// The registry's AlltoAllv: the generated, fully distance-weighted pattern, no summary.
+pub static ALLTOALLV: AlltoAllv = AlltoAllv {
+    setup: Setup {
+        traffic: Traffic::Generated { spread: 1.0 },
+        summary: false,
+    },
+};
 
 impl Collective for AlltoAllv {
     fn name(&self) -> &'static str {
@@ -332,7 +308,7 @@ impl Collective for AlltoAllv {
         CollectiveId::AlltoAllv
     }
     fn counts(&self, count: usize, elt_size: usize, nranks: usize) -> Counts {
-        let s = traffic();
+        let s = &self.setup;
         // The count column: elements per peer of the generated pattern, 0 for a matrix.
         let param = match s.traffic {
             Traffic::Generated { .. } => chunk_count(count, elt_size, nranks),
@@ -350,11 +326,15 @@ impl Collective for AlltoAllv {
     fn busbw_factor(&self, nranks: usize) -> f64 {
         all_but_own_share(nranks)
     }
-    /// Segment after segment in rank order; nothing is defined past this rank's total.
     fn expected(&self, layout: &Layout, index: usize) -> Option<f64> {
+        self.expected_of(layout)(index)
+    }
+    /// Segment after segment in rank order, worked out once per layout; nothing is
+    /// defined past this rank's total.
+    fn expected_of<'a>(&'a self, layout: &'a Layout) -> Box<dyn Fn(usize) -> Option<f64> + 'a> {
         let elt = layout.pattern.dtype.size();
-        let key = (layout.rank, layout.nranks, layout.counts.param, elt);
-        with_segments(key, |segments| {
+        let segments = (self.setup).segments(layout.rank, layout.nranks, layout.counts.param, elt);
+        Box::new(move |index| {
             let at = segments.partition_point(|s| s.start + s.len <= index);
             let s = segments.get(at).filter(|s| index >= s.start)?;
             Some(
@@ -365,17 +345,22 @@ impl Collective for AlltoAllv {
         })
     }
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()> {
-        let (s, n, elt) = (traffic(), backend.nranks(), args.dtype.size());
+        let (s, n, elt) = (&self.setup, backend.nranks(), args.dtype.size());
         backend.alltoallv(args, &|from, to| {
             s.peer_elements(from, to, n, args.count, elt)
         })
     }
+    fn for_run(
+        &self,
+        nranks: usize,
+        vars: &dyn Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Option<Box<dyn Collective>>> {
+        let read = |f: &str, max| input::read_text(Path::new(f), max);
+        let setup = Setup::from_vars(nranks, vars, read)?;
+        Ok(Some(Box::new(AlltoAllv { setup })))
+    }
     fn check(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<(), UsageError> {
-        setup_for(nranks)
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|s| s.check(nranks, min_bytes, max_bytes))
-            .map_err(UsageError)
+        Ok(self.setup.check(nranks, min_bytes, max_bytes)?)
     }
     fn report_lines(
         &self,
@@ -384,7 +369,7 @@ impl Collective for AlltoAllv {
         nranks: usize,
         seconds: f64,
     ) -> Vec<String> {
-        let s = traffic();
+        let s = &self.setup;
         if !s.summary {
             return Vec::new();
         }
@@ -428,6 +413,7 @@ mod tests {
             .collect();
         let file = file.to_string();
         Setup::from_vars(4, |k| vars.get(k).cloned(), move |_, _| Ok(file.clone()))
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -459,15 +445,10 @@ mod tests {
         // Rank 2 sends 592 + 288 + 400 = 1280; ranks 0 and 1 receive 880.
         assert_eq!(s.max_counts(3, 0, 1), (1280, 880));
         assert!(s.check(3, 1280, 1280).is_ok());
-        assert!(s
-            .check(3, 1279, 1279)
-            .unwrap_err()
-            .contains("give -b 1280 -e 1280"));
-        assert!(s.check(3, 8, 1280).unwrap_err().contains("-b/--minbytes 8"));
-        assert!(s
-            .check(4, 1280, 1280)
-            .unwrap_err()
-            .contains("3x3 matrix for 4 ranks"));
+        let refused = |n, min, max| s.check(n, min, max).unwrap_err().to_string();
+        assert!(refused(3, 1279, 1279).contains("give -b 1280 -e 1280"));
+        assert!(refused(3, 8, 1280).contains("-b/--minbytes 8"));
+        assert!(refused(4, 1280, 1280).contains("3x3 matrix for 4 ranks"));
     }
 
     #[test]
@@ -509,6 +490,7 @@ mod tests {
                 |f, max| input::read_text(Path::new(f), max),
             )
             .unwrap_err()
+            .to_string()
         };
         assert_eq!(
             from_file("/no/such"),
@@ -518,6 +500,42 @@ mod tests {
             from_file("/dev/zero"),
             "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/dev/zero: is a character device, not a regular file; \
              give a file of 4 rows of 4 byte counts"
+        );
+    }
+
+    #[test]
+    fn the_run_takes_the_variables_it_is_given_and_validates_by_segments() {
+        use crate::datatype::{DataType, RedOp};
+        use crate::pattern::Pattern;
+        let uniform = |k: &str| (k == SPREAD_ENV).then(|| "0".to_string());
+        let run = ALLTOALLV.for_run(4, &uniform).unwrap().unwrap();
+        // 1 KiB of float on each of 4 ranks, uniform: 64 elements to each peer.
+        let counts = run.counts(256, 4, 4);
+        assert_eq!((counts.param, counts.send, counts.recv), (64, 256, 256));
+        let pattern = Pattern {
+            dtype: DataType::Float,
+            op: RedOp::Sum,
+            nranks: 4,
+        };
+        let layout = Layout {
+            rank: 1,
+            nranks: 4,
+            root: 0,
+            counts,
+            pattern,
+        };
+        let expected = run.expected_of(&layout);
+        // Element 130 is source 2's 3rd element for rank 1, from its send offset 64.
+        assert_eq!(expected(130), Some(pattern.input(2, 64 + 2)));
+        assert_eq!(expected(256), None);
+        assert_eq!(run.expected(&layout, 130), expected(130));
+        // The registry's own keeps nccl-tests' default, the weighted pattern.
+        assert_ne!(ALLTOALLV.counts(256, 4, 4), counts);
+        let bad = |k: &str| (k == SPREAD_ENV).then(|| "2".to_string());
+        let e = ALLTOALLV.for_run(4, &bad).err().unwrap().to_string();
+        assert!(
+            e.starts_with("NCCL_TESTS_ALLTOALLV_SPREAD=2: outside 0..1"),
+            "{e}"
         );
     }
 

@@ -17,7 +17,7 @@ mod sendrecv;
 pub use all_gather::AllGather;
 pub use all_reduce::AllReduce;
 pub use alltoall::AlltoAll;
-pub use alltoallv::AlltoAllv;
+pub use alltoallv::{AlltoAllv, ALLTOALLV};
 pub use broadcast::Broadcast;
 pub use gather::Gather;
 pub use hypercube::HyperCube;
@@ -142,8 +142,24 @@ pub trait Collective: Sync {
     /// The value of receive-buffer element `index` after the call on `layout.rank`,
     /// or None where the call leaves it undefined (non-root ranks of Reduce, Gather).
     fn expected(&self, layout: &Layout, index: usize) -> Option<f64>;
+    /// `expected` of each element of `layout`'s receive buffer: validation asks
+    /// element after element, so what a collective works out per layout (alltoallv's
+    /// segments) it works out once, here.
+    fn expected_of<'a>(&'a self, layout: &'a Layout) -> Box<dyn Fn(usize) -> Option<f64> + 'a> {
+        Box::new(move |index| self.expected(layout, index))
+    }
     /// Issues the call.
     fn launch(&self, backend: &mut dyn Backend, args: &OpArgs) -> anyhow::Result<()>;
+    /// This run's form of the collective, set up from the job's environment (`vars`,
+    /// read once where the driver opens the job) for `nranks` ranks: alltoallv's
+    /// traffic pattern. None: this one, as it is. Err is the one usage line.
+    fn for_run(
+        &self,
+        _nranks: usize,
+        _vars: &dyn Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Option<Box<dyn Collective>>> {
+        Ok(None)
+    }
     /// What the collective needs of the run before anything opens (alltoallv's
     /// traffic matrix, hypercube's power-of-two ranks): Err is the one usage line.
     fn check(&self, _nranks: usize, _min_bytes: u64, _max_bytes: u64) -> Result<(), UsageError> {
@@ -182,7 +198,7 @@ pub fn all() -> [&'static dyn Collective; 11] {
         &Gather,
         &Scatter,
         &SendRecv,
-        &AlltoAllv,
+        &ALLTOALLV,
         &HyperCube,
     ]
 }

@@ -11,6 +11,7 @@ use crate::job::ExitStatus;
 use crate::report::copy::{CopyKind, CopyResult};
 use crate::report::copy_table::CopyTable;
 use crate::report::csv::CsvExport;
+use crate::report::facts::{Average, Launch, RunBackend};
 use crate::report::run::env_with_prefixes;
 use crate::report::{Exporter, RunInfo, Summary};
 use crate::sysfs::Root;
@@ -176,17 +177,17 @@ pub(super) fn run(args: &CopyArgs, plan: CopyPlan, host: &str) -> anyhow::Result
         .map(|p| CsvExport::open(p, args.csv.append))
         .transpose()?;
     let mut run = RunInfo {
-        backend: "cuda".into(),
+        backend: Some(RunBackend::Cuda),
         library_version: driver_version(),
         hosts: vec![host.to_string()],
         nranks: 1,
         env: env_with_prefixes(&["CUDA_"]),
         iters: plan.iters,
         warmup_iters: plan.warmup_iters,
-        average: "avg".into(),
+        average: Some(Average::Mean),
         checked: plan.check,
         backend_choice: "copy engines (cuMemcpyAsync)".into(),
-        launch: "stream".into(),
+        launch: Some(Launch::Stream),
         ..RunInfo::new("copy_bw", chrono::Utc::now())
     };
     if !nvml.available() {

@@ -72,7 +72,7 @@ impl Binary {
     /// The command line the binary parses, `--help` included.
     pub fn command(self) -> Command {
         match self {
-            Binary::Collective(c) => crate::args::command(c),
+            Binary::Collective(c) => crate::driver::args::command(c),
             Binary::Verbs(bench) => crate::verbs::flags::command(bench),
             Binary::CopyBw => CopyArgs::command(),
             Binary::Plot => PlotArgs::command(),

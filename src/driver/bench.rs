@@ -2,13 +2,13 @@
 //! warm-up, then every size of every cycle laid out, timed out of place and in
 //! place, validated, and combined over ranks into one table line.
 
-use super::faults::Faults;
 use super::rounds::{self, Lines, Next};
 use super::timing::Timing;
-use crate::args::{Launch, Plan};
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
 use crate::datatype::{count_wrong_where, fill, DataType, RedOp};
+use crate::driver::args::{Launch, Plan};
+use crate::faults::Faults;
 use crate::job::{Comm, Failure};
 use crate::pattern::Pattern;
 use crate::report::counters::Watch;
@@ -581,9 +581,10 @@ fn count_wrong_defined(
     if result.is_empty() {
         return 0;
     }
-    match coll.expected(layout, 0) {
+    let expected = coll.expected_of(layout);
+    match expected(0) {
         None => 0,
-        Some(_) => count_wrong_where(dtype, result, tolerance, |i| coll.expected(layout, i)),
+        Some(_) => count_wrong_where(dtype, result, tolerance, expected),
     }
 }
 

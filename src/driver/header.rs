@@ -2,12 +2,13 @@
 //! devices, the plan, the backend and why it runs, the limits busbw is compared
 //! with. They become the `RunInfo` every exporter gets and the table's `Header`.
 
-use crate::args::{CollArgs, Launch, Plan};
 use crate::backend::BackendInfo;
+use crate::driver::args::{CollArgs, Launch, Plan};
 use crate::job::Comm;
 use crate::limits::{self, Detection};
 use crate::model::{Library, Model, RunShape};
 use crate::report::counters::Meant;
+use crate::report::facts::{DeviceName, Devices, RunBackend};
 use crate::report::run::new_run_id;
 use crate::report::table::{Header, RankFacts};
 use crate::report::RunInfo;
@@ -79,21 +80,12 @@ pub(super) fn describe_run(
             });
         }
     }
-    let devices: Vec<(usize, String)> = ranks
-        .iter()
-        .map(|r| match r.location.as_str() {
-            "host" => (r.rank, "host".to_string()),
-            _ => (r.rank, format!("{} {}", r.name, r.location)),
-        })
-        .collect();
-    let device = match distinct(devices.iter().map(|(_, d)| d.clone())).as_slice() {
-        [one] => one.clone(),
-        _ => devices
+    let device = Devices::of(
+        ranks
             .iter()
-            .map(|(r, d)| format!("r{r}={d}"))
-            .collect::<Vec<_>>()
-            .join(";"),
-    };
+            .map(|r| (r.rank, DeviceName::at(&r.location, &r.name)))
+            .collect(),
+    );
     let transport = distinct(all.iter().map(|f| f.info.transport.clone())).join(" | ");
     let notes = distinct(all.iter().flat_map(|f| {
         f.info
@@ -109,7 +101,7 @@ pub(super) fn describe_run(
         program: program.to_string(),
         run_id: new_run_id(chrono::Utc::now()),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        backend: opened.info.kind.name().to_string(),
+        backend: Some(opened.info.kind.into()),
         transport,
         library_version: opened.info.library_version.clone(),
         device,
@@ -122,12 +114,12 @@ pub(super) fn describe_run(
         env,
         iters: plan.iters,
         warmup_iters: plan.warmup_iters,
-        average: plan.average.name().to_string(),
+        average: Some(plan.average),
         checked: plan.check > 0,
         notes,
         backend_choice: opened.choice,
         details,
-        launch: plan.launch.name(),
+        launch: Some(plan.launch),
         report_cputime: plan.report_cputime,
         ..RunInfo::default()
     };
@@ -214,8 +206,8 @@ pub(super) fn find_limits(comm: &dyn Comm, args: &CollArgs, run: &mut RunInfo) {
 /// The run's performance model, from its shape and limits (so after
 /// `find_limits`), and --expected.
 pub(super) fn model(args: &CollArgs, run: &mut RunInfo) {
-    let library = match run.backend.as_str() {
-        "nccl" => Library::Nccl,
+    let library = match run.backend {
+        Some(RunBackend::Nccl) => Library::Nccl,
         _ => Library::Mpi,
     };
     let built = Model::new(&RunShape {

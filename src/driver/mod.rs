@@ -9,10 +9,12 @@
 //! - `header`: the run's facts for the header, the CSV and the exporters;
 //! - `bench`: the timed sweep (layouts, warm-up, timed loop, validation);
 //! - `rounds`: --rounds: which lines each round measures, and the closing medians;
-//! - `faults`: the fault-injection hooks the tests use.
+//! - `args`: the collectives' flags (nccl-tests' spelling) and their `Plan`.
+//!
+//! The fault-injection hooks it acts on are `crate::faults` (re-exported as `faults`).
 
+pub mod args;
 mod bench;
-pub mod faults;
 mod header;
 mod memory;
 mod open;
@@ -22,10 +24,11 @@ mod rounds;
 mod tests;
 mod timing;
 
-use crate::args::{parse_args, CollArgs, Plan, Rounds};
+use crate::allpairs::backend::{self as allpairs, PairFlags};
 use crate::backend::{host_memory, BackendKind};
 use crate::cli::in_words;
 use crate::collective::Collective;
+pub use crate::faults;
 use crate::job::setup::{self, Step};
 use crate::job::{self, agree_each_rank, agree_on_arguments, ExitStatus, Failure, Start, World};
 use crate::plot::export::PlotExport;
@@ -38,8 +41,8 @@ use crate::report::table::{Header, Table};
 use crate::report::{Exporter, RunInfo};
 use crate::sizes::sweep_len;
 use crate::watchdog::Watchdog;
+use args::{parse_args, CollArgs, Plan, Rounds};
 use bench::Bench;
-use faults::Faults;
 use header::Opened;
 use std::process::ExitCode;
 
@@ -56,7 +59,7 @@ pub fn collective_main(collective: &dyn Collective) -> ExitCode {
             .world()
             .ok_or_else(|| anyhow::anyhow!("the collectives run inside MPI"))?;
         setup::step(Step::Exchange("agreeing on the binary and the arguments"));
-        Faults::from_env().stall_in_setup(world.rank);
+        faults::injected().stall_in_setup(world.rank);
         job::agree_on_binary(world, program, collective.id().as_str())?;
         agree_on_arguments(world, &parsed)?;
         let args = parsed?;
@@ -82,13 +85,27 @@ fn all_pairs(
     program: &str,
 ) -> Result<ExitStatus, Failure> {
     setup::step(Step::Exchange("preparing the pairs"));
-    let setup = crate::allpairs::backend::prepare(world, args, plan, program)?;
+    let flags = PairFlags {
+        pairs: &args.pairs,
+        append: args.output.append,
+        csv: args.output.csv.as_deref(),
+        counters: args.counters.counters.as_deref(),
+        sysfs_root: &args.sysfs_root,
+        min_bytes: plan.min_bytes,
+        max_bytes: plan.max_bytes,
+        step: plan.step,
+        iters: plan.iters,
+        warmup_iters: plan.warmup_iters,
+        check: plan.check > 0,
+        timeout_s: plan.timeout_s,
+    };
+    let setup = allpairs::prepare(world, &flags, program)?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     watchdog.begin(OPENING.into());
     watchdog.enter_call();
     let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog, None)?;
     watchdog.end();
-    crate::allpairs::backend::run(world, &mut *backend, plan, &setup, &watchdog)
+    allpairs::run(world, &mut *backend, &flags, &setup, &watchdog)
 }
 
 /// One run of the sweep on every rank.
@@ -109,9 +126,18 @@ fn run(
     let (in_group, group_size) = groups.place(world.rank, world.size);
     let nranks = group_size * plan.gpus_per_process;
     let roots = plan.root_list(nranks, coll.rooted())?;
-    // Agreed: a file one host lacks (the alltoallv matrix) stops every rank, said once.
-    let checked = coll.check(nranks, plan.min_bytes, plan.max_bytes);
-    job::agree(world, program, ExitStatus::Usage, checked)?;
+    // The collective's variables (alltoallv's), read here once for the run. Agreed: a
+    // file one host lacks (the alltoallv matrix) stops every rank, said once.
+    let vars = |name: &str| std::env::var(name).ok();
+    let for_run = coll.for_run(nranks, &vars).and_then(|own| {
+        let checked = own.as_deref().unwrap_or(coll);
+        checked
+            .check(nranks, plan.min_bytes, plan.max_bytes)
+            .map_err(anyhow::Error::msg)?;
+        Ok(own)
+    });
+    let own = job::agree(world, program, ExitStatus::Usage, for_run)?;
+    let coll = own.as_deref().unwrap_or(coll);
     // Started before the backend: NCCL's initialisation is a collective that can hang.
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
     watchdog.begin(OPENING.into());
@@ -124,7 +150,7 @@ fn run(
         &watchdog,
         groups.color(world.rank),
     )?;
-    let plan = &open::supported_plan(world, program, args, plan, &*backend)?;
+    let plan = &open::supported_plan(world, program, plan, &*backend)?;
     // The exchanges of the setup (memory, header facts, limits, output files) are
     // watched as one call: a rank stopped here ends the job within -T too.
     watchdog.begin("setup: buffers, header facts, limits and output files".into());
@@ -182,7 +208,7 @@ fn run(
         &mut *backend,
         plan,
         &watchdog,
-        Faults::from_env(),
+        faults::injected().clone(),
     )
     .in_group(in_group, group_size);
     let summary = bench.sweep(&roots, &run_info, &mut exporters)?;

@@ -2,11 +2,11 @@
 //! opening it, and its buffers, checked against the memory each rank may use
 //! before they are allocated.
 
-use crate::args::{BackendChoice, CollArgs, Launch, Plan};
 use crate::backend::mpi::MpiBackend;
 use crate::backend::{nccl, Backend, BackendKind, MemoryBudget};
 use crate::collective::Collective;
 use crate::datatype::{DataType, RedOp};
+use crate::driver::args::{BackendChoice, CollArgs, Launch, Plan, Selection};
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, Group, World};
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
@@ -93,7 +93,6 @@ pub(super) fn open_backend(
 pub(super) fn supported_plan(
     world: &World,
     program: &str,
-    args: &CollArgs,
     plan: &Plan,
     backend: &dyn Backend,
 ) -> Result<Plan, Failure> {
@@ -113,16 +112,15 @@ pub(super) fn supported_plan(
     };
     let (types_ok, ops_ok) = (everywhere(&types), everywhere(&ops));
     let mut plan = plan.clone();
-    let named = if args.datatype != "all" {
-        plan.datatypes
+    let named = match plan.datatype_selection {
+        Selection::All => Ok(()),
+        Selection::Named => (plan.datatypes)
             .iter()
-            .try_for_each(|&t| backend.supports_datatype(t))
-    } else {
-        Ok(())
+            .try_for_each(|&t| backend.supports_datatype(t)),
     };
-    let named = named.and_then(|()| match args.op.as_str() {
-        "all" => Ok(()),
-        _ => plan.ops.iter().try_for_each(|&o| backend.supports_op(o)),
+    let named = named.and_then(|()| match plan.op_selection {
+        Selection::All => Ok(()),
+        Selection::Named => plan.ops.iter().try_for_each(|&o| backend.supports_op(o)),
     });
     agree_each_rank(world, program, ExitStatus::Usage, named)?;
     plan.datatypes

@@ -2,9 +2,9 @@
 //! NCCL_TESTS_SPLIT(_MASK), the `-J` document, the `-I`/`-S`/NCCL_TESTS_MIN_BW
 //! facts the exporters print, and the verdict on the average busbw.
 
-use crate::args::{Launch, Plan, Rounds};
 use crate::backend::BackendKind;
 use crate::cli::{in_words, shown};
+use crate::driver::args::{Launch, Plan, Rounds};
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, World};
 use crate::report::json::{JsonExport, Settings};
 use crate::report::rounds::Verdict;

@@ -2,7 +2,7 @@
 //! follows and which lines it measures (rank 0 decides for `auto` and every
 //! rank takes its word), and the closing medians and `--min-busbw` verdict.
 
-use crate::args::{Plan, Rounds};
+use crate::driver::args::{Plan, Rounds};
 use crate::job::Comm;
 use crate::report::rounds::{Ledger, MinBusbw, RoundsSummary};
 use crate::report::Summary;

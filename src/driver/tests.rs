@@ -2,16 +2,16 @@
 //! and a job of one (`Solo`) run the real sweep, validation, faults and exporters.
 
 use super::bench::Bench;
-use super::faults::Faults;
 use super::header::{describe_run, Opened};
 use super::open::{allocate, buffer_bytes, timing_bytes};
 use super::planned_results;
 use super::timing::Timing;
-use crate::args::{parse_args, Average, Plan};
 use crate::backend::loopback::Loopback;
 use crate::backend::{Backend, BackendKind, MemoryBudget};
 use crate::collective::{self, Collective};
 use crate::datatype::DataType;
+use crate::driver::args::{parse_args, Average, Plan};
+use crate::faults::Faults;
 use crate::job::comm::Solo;
 use crate::job::{Comm, Group};
 use crate::job::{ExitStatus, Failure};
@@ -188,7 +188,10 @@ fn rounds_are_interleaved_and_warm_up_once_per_line() {
 #[test]
 fn a_corrupted_element_is_counted_in_both_placements() {
     let p = plan(&["-b", "1K", "-e", "1K", "-n", "2"]);
-    let faults = Faults::parse(Some("0:5"), None);
+    let faults = Faults {
+        corrupt: Some((0, 5)),
+        ..Faults::default()
+    };
     let (summary, log, _) = run_sweep(&collective::AllReduce, &p, faults);
     let wrong: Vec<Option<u64>> = log.results[0]
         .measurements
@@ -198,7 +201,14 @@ fn a_corrupted_element_is_counted_in_both_placements() {
     assert_eq!(wrong, [Some(1), Some(1)]);
     assert_eq!(summary.wrong_total, 2);
     // A fault on another rank touches nothing here.
-    let (summary, _, _) = run_sweep(&collective::AllReduce, &p, Faults::parse(Some("1:5"), None));
+    let (summary, _, _) = run_sweep(
+        &collective::AllReduce,
+        &p,
+        Faults {
+            corrupt: Some((1, 5)),
+            ..Faults::default()
+        },
+    );
     assert_eq!(summary.wrong_total, 0);
 }
 
@@ -390,10 +400,13 @@ fn the_header_facts_of_a_run() {
     };
     let env = vec!["NCCL_DEBUG=INFO".to_string()];
     let (run, header) = describe_run(&Solo, "all_reduce_perf", &p, opened, env);
-    assert_eq!((run.backend.as_str(), run.device.as_str()), ("mpi", "host"));
+    assert_eq!(
+        (run.backend_name(), run.device.to_string().as_str()),
+        ("mpi", "host")
+    );
     assert_eq!(run.hosts, ["solo"]);
     assert_eq!(run.nranks, 1);
-    assert_eq!(run.launch, "graph x3");
+    assert_eq!(run.launch_name(), "graph x3");
     assert!(run.notes.is_empty(), "{:?}", run.notes);
     assert_eq!(run.details.last().map(String::as_str), Some(
         "Launch: -G 3, the timed calls captured in a CUDA graph launched 3 times; validation runs uncaptured"
@@ -409,7 +422,7 @@ fn the_header_facts_of_a_run() {
         (0, std::process::id(), "solo")
     );
     assert_eq!(
-        (rank.location.as_str(), rank.name.as_str()),
+        (rank.location.name(), rank.name.as_str()),
         ("host", "loopback")
     );
 }

@@ -1,7 +1,7 @@
 //! One placement's timings, combined over processes into what the table and the CSV
 //! report: the time `-a` asks for, each iteration's worst rank, the slowest rank.
 
-use crate::args::Average;
+use crate::driver::args::Average;
 use crate::report::run::now_utc;
 use crate::report::{Measurement, PerIteration, Placement};
 use crate::stats::{histogram, max_over_ranks, mean_per_rank, slowest, IterStats, SpreadStats};

@@ -141,12 +141,24 @@ pub fn save(dir: &Path, stem: &str, chart: &impl Chart) -> anyhow::Result<Vec<Pa
 /// needs. Its text names the font family only (`sans-serif`), so the picture
 /// refers to nothing outside itself and can be embedded in a page.
 pub fn svg_text(chart: &impl Chart) -> anyhow::Result<String> {
+    // The legend's height is measured in the fonts.
     register_fonts();
-    let size = (WIDTH, picture_height(&chart.legend())?);
+    svg_string((WIDTH, picture_height(&chart.legend())?), |root| {
+        chart.draw(root)
+    })
+}
+
+/// A picture of `size` pixels drawn by `draw` as SVG text: fonts by family name,
+/// nothing linked, so a page can hold it inline.
+pub fn svg_string(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> anyhow::Result<()>,
+) -> anyhow::Result<String> {
+    register_fonts();
     let mut text = String::new();
     {
         let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
-        chart.draw(&root)?;
+        draw(&root)?;
         root.present()?;
     }
     Ok(text)

@@ -33,7 +33,7 @@ mod latency;
 mod points;
 
 /// For charts drawn outside this module (the all-pairs heatmap).
-pub(crate) use draw::png_bytes;
+pub(crate) use draw::{png_bytes, svg_string};
 
 pub use busbw::SizeMark;
 pub use points::{file_labels, load_runs, Added, RunData, MAX_POINTS};

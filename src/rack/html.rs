@@ -2,13 +2,12 @@
 //! (no script, no file it links to is needed to read it): the verdict, every
 //! node with PASS or FAIL and the fix for each finding, the checks, each
 //! all-pairs heatmap and each test's busbw against the spec's floor and the
-//! link limit, drawn as inline SVG (the heatmaps here, the busbw chart by `plot`).
+//! link limit, inline SVG drawn by the engines of pairs.png and of `plot`.
 
 use super::check::{Check, CheckKind, RowMetric};
 use super::evaluate::Verdict;
 use super::nodes::{NodeVerdict, PairsOutcome};
 use super::report::RunReport;
-use crate::allpairs::gbs;
 use crate::cli::shown;
 use crate::plot::{busbw_svg, SizeMark};
 use crate::report::csv::read_rows;
@@ -183,90 +182,38 @@ fn checks_table(h: &mut String, report: &RunReport) {
     h.push_str("</table>\n");
 }
 
-/// Red (lowest) to green (highest).
-fn shade(t: f64) -> String {
-    let t = if t.is_finite() {
-        t.clamp(0.0, 1.0)
-    } else {
-        0.5
-    };
-    let (r, g) = ((215.0 - 150.0 * t) as u8, (60.0 + 130.0 * t) as u8);
-    format!("rgb({r},{g},80)")
-}
-
-/// The algbw matrix at the size bandwidth was judged at; slow pairs outlined.
+/// The algbw matrix at the size bandwidth was judged at, slow pairs outlined,
+/// drawn by all-pairs' own heatmap (pairs.png), with the suspects under it.
 fn heatmap(h: &mut String, p: &PairsOutcome) {
-    const CELL: usize = 64;
-    const LEFT: usize = 120;
-    const TOP: usize = 60;
     let v = &p.verdict;
-    let Some(sizes) = p.results.at(v.bw_size).filter(|_| v.bw_judged) else {
+    if !v.bw_judged {
         let _ = writeln!(h, "<p>{}: no heatmap.</p>", esc(&v.bandwidth(human_bytes)));
         return;
-    };
-    let labels = &p.results.labels;
-    let n = labels.len();
-    let values: Vec<f64> = sizes.algbw_gbs.pairs().iter().map(|q| q.2).collect();
-    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = values.iter().copied().fold(0.0, f64::max);
-    // Wide enough for the title line, whatever the node count.
-    let (w, ht) = ((LEFT + n * CELL + 20).max(640), TOP + n * CELL + 40);
-    let _ = writeln!(
-        h,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{ht}\" font-family=\"sans-serif\" font-size=\"12\">\
-<text x=\"4\" y=\"18\" font-size=\"14\">algbw (GB/s) of each pair at {}; outlined: slow (below {} x median {})</text>",
-        human_bytes(v.bw_size),
-        shown(p.thresholds.bw_fraction),
-        gbs(v.median_gbs)
-    );
-    for (i, l) in labels.iter().enumerate() {
-        let c = LEFT + i * CELL + CELL / 2;
-        let r = TOP + i * CELL + CELL / 2;
-        let _ = write!(
-            h,
-            "<text x=\"{c}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            TOP - 8,
-            esc(l),
-            LEFT - 8,
-            r + 4,
-            esc(l)
-        );
     }
-    for a in 0..n {
-        for b in 0..n {
-            let (x, y) = (LEFT + b * CELL, TOP + a * CELL);
-            let value = sizes.algbw_gbs.get(a, b);
-            let slow = v.slow_bw.iter().any(|s| (s.a, s.b) == (a.min(b), a.max(b)));
-            let fill = match value {
-                None => "#ddd".to_string(),
-                // On a log scale: a slowed link sits decades below the others.
-                Some(g) => shade((g / lo).ln() / (hi / lo).ln()),
-            };
-            let stroke = if slow {
-                "stroke=\"#000\" stroke-width=\"3\""
-            } else {
-                "stroke=\"#fff\" stroke-width=\"1\""
-            };
-            let _ = write!(
+    match crate::allpairs::heatmap::svg(&p.results, v, &p.test) {
+        Ok(Some(svg)) => {
+            let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
+        }
+        Ok(None) => {
+            let _ = writeln!(h, "<p>{}: no heatmap.</p>", esc(&v.bandwidth(human_bytes)));
+        }
+        Err(e) => {
+            let _ = writeln!(
                 h,
-                "<rect x=\"{x}\" y=\"{y}\" width=\"{CELL}\" height=\"{CELL}\" fill=\"{fill}\" {stroke}/>"
+                "<p>The heatmap could not be drawn: {}</p>",
+                esc(&format!("{e:#}"))
             );
-            if let Some(g) = value {
-                let _ = write!(
-                    h,
-                    "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#fff\" font-size=\"11\" font-weight=\"bold\">{}</text>",
-                    x + CELL / 2,
-                    y + CELL / 2 + 4,
-                    gbs(g)
-                );
-            }
         }
     }
-    let suspects: Vec<&str> = v.suspects.iter().map(|&s| labels[s].as_str()).collect();
+    let suspects: Vec<&str> = v
+        .suspects
+        .iter()
+        .map(|&s| p.results.labels[s].as_str())
+        .collect();
     let _ = writeln!(
         h,
-        "<text x=\"4\" y=\"{}\">{}</text></svg>",
-        TOP + n * CELL + 26,
+        "<p>Outlined: slow, below {} x the median pair. {}</p>",
+        shown(p.thresholds.bw_fraction),
         if suspects.is_empty() {
             "no suspect node".to_string()
         } else {
@@ -329,15 +276,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_is_escaped_and_shades_stay_in_range() {
+    fn text_is_escaped() {
         assert_eq!(
             esc("<a href='x'>&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
         );
-        assert_eq!(shade(0.0), "rgb(215,60,80)");
-        assert_eq!(shade(1.0), "rgb(65,190,80)");
-        // One pair only (hi == lo): the middle, not NaN.
-        assert_eq!(shade(f64::NAN), shade(0.5));
     }
 
     /// The floor of a check at 256 KiB is drawn there, not across 16 B to 1 MiB.

@@ -136,6 +136,7 @@ impl ToRows for CopyResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::facts::{Average, Launch, RunBackend};
     use crate::report::SCHEMA_VERSION;
 
     fn d2d() -> CopyResult {
@@ -175,15 +176,15 @@ mod tests {
         let run = RunInfo {
             run_id: "id".into(),
             tool_version: "9.9".into(),
-            backend: "cuda".into(),
+            backend: Some(RunBackend::Cuda),
             library_version: "CUDA driver API 12.4".into(),
             hosts: vec!["h".into()],
             nranks: 1,
             env: vec!["CUDA_A=1".into(), "CUDA_B=2".into()],
             iters: 3,
             warmup_iters: 1,
-            average: "avg".into(),
-            launch: "stream".into(),
+            average: Some(Average::Mean),
+            launch: Some(Launch::Stream),
             ..RunInfo::default()
         };
         let row = Row::copy(&run, &d2d());

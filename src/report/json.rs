@@ -209,7 +209,7 @@ impl RunExtra {
             program: run.program.clone(),
             run_id: run.run_id.clone(),
             tool_version: run.tool_version.clone(),
-            backend: run.backend.clone(),
+            backend: run.backend_name().to_string(),
             transport: run.transport.clone(),
             library_version: run.library_version.clone(),
             hosts: run.hosts.clone(),
@@ -276,7 +276,7 @@ impl JsonExport {
                 pid: r.pid,
                 hostname: r.host.clone(),
                 device: r.ordinal,
-                device_hex: r.location.clone(),
+                device_hex: r.location.name().to_string(),
                 device_info: r.name.clone(),
             })
             .collect();

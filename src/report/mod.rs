@@ -10,6 +10,7 @@ pub mod copy_table;
 pub mod counters;
 pub mod csv;
 pub mod expected;
+pub mod facts;
 pub mod hist;
 pub mod json;
 pub mod json_file;
@@ -26,6 +27,8 @@ pub mod verbs;
 
 pub use row::{Row, ToRows, SCHEMA_VERSION};
 
+use facts::{Average, Devices, Launch, RunBackend};
+
 use crate::limits::Limit;
 use crate::stats::{IterStats, SpreadStats};
 use hdrhistogram::Histogram;
@@ -38,10 +41,11 @@ pub struct RunInfo {
     pub program: String,
     pub run_id: String,
     pub tool_version: String,
-    pub backend: String,
+    /// What ran the calls; None: the family names none.
+    pub backend: Option<RunBackend>,
     pub transport: String,
     pub library_version: String,
-    pub device: String,
+    pub device: Devices,
     /// Distinct host names, in order of first rank.
     pub hosts: Vec<String>,
     pub nranks: usize,
@@ -49,8 +53,9 @@ pub struct RunInfo {
     pub env: Vec<String>,
     pub iters: usize,
     pub warmup_iters: usize,
-    /// -a: how per-rank times were combined.
-    pub average: String,
+    /// -a: how per-rank times were combined; None: they are not (each side of a
+    /// verbs test reports its own).
+    pub average: Option<Average>,
     /// Whether -c validation ran (the #wrong columns say N/A otherwise).
     pub checked: bool,
     /// Extra header lines of this run (warnings, e.g. a launcher mismatch).
@@ -66,8 +71,8 @@ pub struct RunInfo {
     pub backend_choice: String,
     /// Facts about how the calls were made, one header line each.
     pub details: Vec<String>,
-    /// How calls were issued: "stream", "blocking" (-z 1) or "graph x N" (-G N).
-    pub launch: String,
+    /// How calls were issued (-z, -G); None: the family does not say.
+    pub launch: Option<Launch>,
     /// -C 1: the table's time column shows the CPU time to issue a call.
     pub report_cputime: bool,
     /// -I 1: the table's per-placement i_* columns (nccl-tests' -I layout).
@@ -94,6 +99,23 @@ pub struct RunInfo {
     /// --expected: the table's expected columns, the model's header line and
     /// the lines explaining large sizes short of expected.
     pub expected_column: bool,
+}
+
+impl RunInfo {
+    /// The CSV `backend` column: "mpi", "nccl", "verbs", "cuda"; empty if unnamed.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.map_or("", RunBackend::name)
+    }
+
+    /// The CSV `avg_mode` column: `-a`'s name, or "none".
+    pub fn average_name(&self) -> &'static str {
+        self.average.map_or("none", Average::name)
+    }
+
+    /// The CSV `launch` column: "stream", "graph x3", ...; empty if unsaid.
+    pub fn launch_name(&self) -> String {
+        self.launch.map_or_else(String::new, Launch::name)
+    }
 }
 
 /// out-of-place or in-place: where a collective writes its result, as the CSV's

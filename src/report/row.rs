@@ -254,18 +254,18 @@ impl Row {
             schema_version: SCHEMA_VERSION,
             run_id: run.run_id.clone(),
             tool_version: run.tool_version.clone(),
-            backend: run.backend.clone(),
+            backend: run.backend_name().to_string(),
             transport: run.transport.clone(),
             library_version: run.library_version.clone(),
-            device: run.device.clone(),
+            device: run.device.to_string(),
             hosts: run.hosts.join(";"),
             nranks: run.nranks,
             nnodes: run.hosts.len(),
             iters: run.iters,
             warmup_iters: run.warmup_iters,
-            avg_mode: run.average.clone(),
+            avg_mode: run.average_name().to_string(),
             env: run.env.join(";"),
-            launch: Some(run.launch.clone()),
+            launch: Some(run.launch_name()),
             groups: (!run.groups.is_empty()).then(|| groups_column(&run.groups)),
             round: Some(1),
             ..Row::default()
@@ -367,6 +367,7 @@ fn groups_column(groups: &[(usize, Vec<usize>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::facts::{Average, DeviceName, Devices, Launch, RunBackend};
     use crate::report::Placement;
     use crate::stats::{histogram, IterStats};
 
@@ -375,17 +376,17 @@ mod tests {
             program: "all_reduce_perf".into(),
             run_id: "id".into(),
             tool_version: "9.9".into(),
-            backend: "mpi".into(),
+            backend: Some(RunBackend::Mpi),
             transport: "shared memory".into(),
             library_version: "Open MPI 4.1".into(),
-            device: "host".into(),
+            device: Devices::Alike(DeviceName::Host),
             hosts: vec!["a".into(), "b".into()],
             nranks: 4,
             env: vec!["NCCL_A=1".into(), "UCX_B=2".into()],
             iters: 20,
             warmup_iters: 5,
-            average: "avg".into(),
-            launch: "stream".into(),
+            average: Some(Average::Mean),
+            launch: Some(Launch::Stream),
             groups: vec![(0, vec![0, 2]), (1, vec![1, 3])],
             limits: vec![
                 Limit {

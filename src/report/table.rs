@@ -3,6 +3,7 @@
 //! Its header is rendered from the run's facts (`Header`), given when it is made.
 
 use super::expected;
+use super::facts::Location;
 use super::rounds::RoundsSummary;
 use super::{below_min_busbw, Exporter, PerIteration, Placement, RunInfo, SizeResult, Summary};
 use crate::limits;
@@ -43,8 +44,7 @@ pub struct RankFacts {
     pub host: String,
     /// GPU number (the node-local rank for host memory).
     pub ordinal: usize,
-    /// "0000:18:00.0", or "host".
-    pub location: String,
+    pub location: Location,
     /// "NVIDIA H200", or the MPI library for host memory.
     pub name: String,
     /// NCCL_TESTS_SPLIT(_MASK): the rank's group (0 without a split).
@@ -77,9 +77,10 @@ impl RankFacts {
     /// "#  Rank  0 Group  0 Pid   1234 on     node-1 device  0 [0000:18:00] NVIDIA H200":
     /// the bus id as nccl-tests prints it (domain:bus:device, no function).
     fn line(&self) -> String {
-        let bus = match self.location.rsplit_once('.') {
+        let location = self.location.name();
+        let bus = match location.rsplit_once('.') {
             Some((id, function)) if id.matches(':').count() == 2 && function.len() == 1 => id,
-            _ => self.location.as_str(),
+            _ => location,
         };
         format!(
             "#  Rank {:>2} Group {:>2} Pid {:>6} on {:>10} device {:>2} [{bus}] {}",
@@ -213,7 +214,8 @@ impl<W: Write> Exporter for Table<W> {
         writeln!(
             o,
             "# fabricbench {} ({} backend), nccl-tests-compatible output",
-            run.tool_version, run.backend
+            run.tool_version,
+            run.backend_name()
         )?;
         writeln!(o, "# Build: {}", crate::job::provenance::build_line())?;
         if !run.backend_choice.is_empty() {
@@ -614,7 +616,7 @@ mod tests {
                 pid: 4242,
                 host: "node-1".into(),
                 ordinal: 1,
-                location: "0000:18:00.0".into(),
+                location: Location::Gpu("0000:18:00.0".into()),
                 name: "NVIDIA H200".into(),
                 group: 0,
             }],
@@ -630,7 +632,7 @@ mod tests {
             "#  Rank  3 Group  0 Pid   4242 on     node-1 device  1 [0000:18:00] NVIDIA H200"
         );
         let host = RankFacts {
-            location: "host".into(),
+            location: Location::Host,
             ..header.ranks[0].clone()
         };
         assert!(host.line().ends_with(" device  1 [host] NVIDIA H200"));

@@ -122,7 +122,7 @@ impl Row {
             run_id: run.run_id.clone(),
             timestamp: result.timestamp.clone(),
             tool_version: run.tool_version.clone(),
-            backend: run.backend.clone(),
+            backend: run.backend_name().to_string(),
             transport: run.transport.clone(),
             library_version: run.library_version.clone(),
             device: line.devices.clone(),
@@ -136,7 +136,7 @@ impl Row {
             size_bytes: line.size,
             iters: run.iters,
             warmup_iters: run.warmup_iters,
-            avg_mode: run.average.clone(),
+            avg_mode: run.average_name().to_string(),
             busbw_factor: 1.0,
             env: run.env.join(";"),
             pair: Some(line.label.clone().unwrap_or_else(|| "0".into())),
@@ -200,19 +200,19 @@ impl Row {
 pub(crate) mod tests {
     use super::*;
     use crate::limits;
+    use crate::report::facts::RunBackend;
     use crate::stats::{empty_histogram, histogram};
 
     fn run() -> RunInfo {
         RunInfo {
             run_id: "r".into(),
             tool_version: "0.1.0".into(),
-            backend: "verbs".into(),
+            backend: Some(RunBackend::Verbs),
             transport: "RC over RoCE v2".into(),
             library_version: "libibverbs".into(),
             nranks: 2,
             iters: 5000,
             warmup_iters: 128,
-            average: "none".into(),
             ..RunInfo::default()
         }
     }

@@ -4,6 +4,7 @@
 
 use crate::job::{Group, Job};
 use crate::report::csv::CsvExport;
+use crate::report::facts::RunBackend;
 use crate::report::perftest::{PerftestHeader, PerftestTable};
 use crate::report::perftest_extra::ExtraColumns;
 use crate::report::perftest_json::PerftestJson;
@@ -96,7 +97,7 @@ pub fn run_info(plan: &Plan, pairs: usize, gid: Option<GidKind>) -> RunInfo {
         program: plan.bench.program().into(),
         run_id: new_run_id(chrono::Utc::now()),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        backend: "verbs".into(),
+        backend: Some(RunBackend::Verbs),
         transport,
         library_version: "libibverbs.so.1".into(),
         nranks: 2 * pairs,
@@ -106,7 +107,6 @@ pub fn run_info(plan: &Plan, pairs: usize, gid: Option<GidKind>) -> RunInfo {
             Length::Duration(_) => 0,
         },
         warmup_iters: if warms_up { plan.tx_depth as usize } else { 0 },
-        average: "none".into(),
         ..RunInfo::default()
     }
 }
@@ -624,10 +624,7 @@ mod tests {
         assert_eq!((run.transport.as_str(), run.nranks), ("RC over IB", 2));
         // -D has no iteration count; latency tests do not warm up.
         assert_eq!((run.iters, run.warmup_iters), (0, 0));
-        assert_eq!(
-            (run.backend.as_str(), run.average.as_str()),
-            ("verbs", "none")
-        );
+        assert_eq!((run.backend_name(), run.average_name()), ("verbs", "none"));
         let read_bw = Benchmark::new(Verb::Read, Test::Bw);
         let plan = parse(read_bw, ["ib_read_bw", "-n", "50", "--perform_warm_up"]).unwrap();
         let run = run_info(&plan, 3, Some(GidKind::RoceV1));

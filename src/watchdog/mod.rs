@@ -25,12 +25,13 @@ mod protocol;
 mod state;
 mod verdict;
 
-pub use hooks::{ADDRESS_FILE_ENV, FAULT_SIGNAL_ENV};
+pub use crate::faults::FAULT_SIGNAL_ENV;
+pub use hooks::ADDRESS_FILE_ENV;
 
+use crate::faults::{self, SignalFault};
 use crate::job::setup::{self, Step};
 use crate::job::{agree, ExitStatus, Failure, Group};
 use anyhow::{anyhow, bail, ensure, Context};
-use hooks::SignalFault;
 use listener::{Judge, Listener};
 use protocol::Token;
 pub use state::CallCount;
@@ -64,7 +65,7 @@ impl Watchdog {
         let watchdog = Watchdog {
             state: Arc::new(State::default()),
             rank,
-            fault: SignalFault::from_env(),
+            fault: faults::injected().signal,
             fired: AtomicBool::new(false),
         };
         if timeout_s == 0 {
@@ -162,7 +163,7 @@ impl Watchdog {
         let due = self.fault.filter(|f| f.rank == self.rank && size >= f.size);
         if let Some(fault) = due {
             if !self.fired.swap(true, Ordering::Relaxed) {
-                fault.send_inside(self.state.clone());
+                hooks::send_inside(fault, self.state.clone());
             }
         }
     }

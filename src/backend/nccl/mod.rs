@@ -37,6 +37,7 @@ use crate::gpu::nccl_lib::{self, Call, Nccl};
 use crate::gpu::nccl_log::{most_frequent, Choice, LogCapture};
 use crate::gpu::{self, DeviceBuffer};
 use crate::job::UsageError;
+use crate::report::facts::Location;
 use anyhow::Context;
 use codes::{float_avg_tolerance, nccl_type};
 use cudarc::driver::sys;
@@ -164,7 +165,7 @@ impl Backend for NcclBackend {
                 .iter()
                 .map(|g| RankDevice {
                     ordinal: g.info.ordinal,
-                    location: g.info.bus_id.clone(),
+                    location: Location::Gpu(g.info.bus_id.clone()),
                     name: g.info.name.clone(),
                 })
                 .collect(),

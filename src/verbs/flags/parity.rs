@@ -4,13 +4,13 @@
 //! capabilities, UD's MTU bound) once the device and the path are known.
 
 use crate::cli::{real, whole, Rule};
+use crate::faults;
 use crate::job::UsageError;
 use crate::verbs::device::source_text;
 use crate::verbs::device::Port;
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
 use crate::verbs::flags::duration::validation_refusal;
 use crate::verbs::flags::mistake::usage;
-use crate::verbs::measure::validate::fault_from_env;
 use crate::verbs::results::verdict::Limits;
 use anyhow::{anyhow, bail};
 
@@ -213,7 +213,7 @@ impl ParityArgs {
             outs: self.outs,
             connection,
             validate: self.data_validation,
-            corrupt: fault_from_env()?,
+            corrupt: faults::injected().verbs_corrupted_message()?,
             warm_up: self.perform_warm_up,
             limits: Limits::new(
                 self.limit_bw,

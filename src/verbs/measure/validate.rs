@@ -2,11 +2,10 @@
 //! pattern of its iteration number, from a slot of its own (so a message in
 //! flight is never overwritten by the next), and the receiver checks every
 //! message it receives against the pattern of the iteration it expects. The
-//! fault hook `FABRICBENCH_FAULT_VERBS_CORRUPT=N` makes the sender flip one
-//! byte of message N (0-based, of every size) after filling it, which the
-//! receiver must catch.
+//! fault hook `FABRICBENCH_FAULT_VERBS_CORRUPT=N` (read in `crate::faults`)
+//! makes the sender flip one byte of message N (0-based, of every size) after
+//! filling it, which the receiver must catch.
 
-use crate::job::UsageError;
 use serde::{Deserialize, Serialize};
 
 /// What one side's receiver checked of one size.
@@ -32,8 +31,6 @@ impl Checked {
     }
 }
 
-pub const FAULT_VERBS_CORRUPT_ENV: &str = "FABRICBENCH_FAULT_VERBS_CORRUPT";
-
 /// Byte `i` of iteration `seq`'s message: differs between neighbouring
 /// iterations and along the message.
 #[inline]
@@ -56,18 +53,6 @@ pub fn matches(buf: &[u8], seq: u64) -> bool {
     buf.iter()
         .enumerate()
         .all(|(i, &b)| b == pattern_byte(seq, i))
-}
-
-/// The message the fault hook corrupts, if the environment asks for one.
-pub fn fault_from_env() -> Result<Option<u64>, UsageError> {
-    match std::env::var(FAULT_VERBS_CORRUPT_ENV) {
-        Err(_) => Ok(None),
-        Ok(text) => text.trim().parse().map(Some).map_err(|_| {
-            UsageError(format!(
-                "{FAULT_VERBS_CORRUPT_ENV}={text}: give the 0-based index of the message to corrupt, e.g. 3"
-            ))
-        }),
-    }
 }
 
 /// One wrong message in a line: what the run's end says.

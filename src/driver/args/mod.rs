@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 pub use crate::job::UsageError;
+pub use crate::report::facts::{Average, Launch};
 
 pub mod env;
 pub mod reporting;
@@ -190,77 +191,28 @@ impl BackendChoice {
     }
 }
 
-/// How the timed calls are issued (`-z`, `-G`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Launch {
-    /// Back to back, completion awaited once per loop (nccl-tests' default).
-    Stream,
-    /// `-z 1`: each call completed, then a barrier, inside the timed time.
-    Blocking,
-    /// `-z 2`: each call completed before the next, no barrier.
-    Synced,
-    /// `-z 3`: each iteration completed and timed on its own, with a barrier between
-    /// iterations outside the timed time (OSU's method).
-    BarrierOutside,
-    /// `-G N`: the loop captured in a CUDA graph, launched N times.
-    Graph(usize),
-}
-
-impl Launch {
-    /// The CSV `launch` column: "stream", "blocking", "synced", "barrier-outside"
-    /// or "graph x N".
-    pub fn name(self) -> String {
-        match self {
-            Launch::Stream => "stream".into(),
-            Launch::Blocking => "blocking".into(),
-            Launch::Synced => "synced".into(),
-            Launch::BarrierOutside => "barrier-outside".into(),
-            Launch::Graph(n) => format!("graph x{n}"),
-        }
-    }
-
-    /// CUDA graph launches of the captured loop (0: no graph), as nccl-tests' header says.
-    pub fn graph_launches(self) -> usize {
-        match self {
-            Launch::Graph(n) => n,
-            _ => 0,
-        }
-    }
-}
-
-/// How the per-rank times are combined (`-a`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Average {
-    Rank0,
-    Mean,
-    Min,
-    Max,
-}
-
-impl Average {
-    pub fn name(self) -> &'static str {
-        match self {
-            Average::Rank0 => "rank0",
-            Average::Mean => "avg",
-            Average::Min => "min",
-            Average::Max => "max",
-        }
-    }
-    pub fn combine(self, per_rank: &[f64]) -> f64 {
-        match self {
-            Average::Rank0 => per_rank[0],
-            Average::Mean => per_rank.iter().sum::<f64>() / per_rank.len() as f64,
-            Average::Min => per_rank.iter().copied().fold(f64::INFINITY, f64::min),
-            Average::Max => per_rank.iter().copied().fold(0.0, f64::max),
-        }
-    }
-}
-
 /// Which roots to run (`-r`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Roots {
     One(usize),
     Every,
+}
+
+/// How `-d` or `-o` chose: one named, which a backend that lacks it refuses, or
+/// `all`, of which the backend's run is left with the ones every rank supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    Named,
+    All,
+}
+
+impl Selection {
+    fn of(value: &str) -> Selection {
+        match value {
+            ALL_VALUE => Selection::All,
+            _ => Selection::Named,
+        }
+    }
 }
 
 /// The validated command line.
@@ -273,7 +225,11 @@ pub struct Plan {
     pub warmup_iters: usize,
     pub check: usize,
     pub datatypes: Vec<DataType>,
+    /// -d: one named, or `all`.
+    pub datatype_selection: Selection,
     pub ops: Vec<RedOp>,
+    /// -o: one named, or `all`.
+    pub op_selection: Selection,
     pub roots: Roots,
     pub average: Average,
     pub run_cycles: u64,
@@ -347,21 +303,21 @@ impl CollArgs {
                 "-m/--agg_iters 0: each timed iteration makes at least one call; use e.g. -m 1",
             ));
         }
-        let datatypes = if self.datatype == ALL_VALUE {
-            DataType::ALL.to_vec()
-        } else {
-            vec![self
+        let (datatype_selection, op_selection) =
+            (Selection::of(&self.datatype), Selection::of(&self.op));
+        let datatypes = match datatype_selection {
+            Selection::All => DataType::ALL.to_vec(),
+            Selection::Named => vec![self
                 .datatype
                 .parse()
-                .map_err(|e| usage(format!("-d/--datatype: {e}")))?]
+                .map_err(|e| usage(format!("-d/--datatype: {e}")))?],
         };
-        let ops = if self.op == ALL_VALUE {
-            RedOp::ALL.to_vec()
-        } else {
-            vec![self
+        let ops = match op_selection {
+            Selection::All => RedOp::ALL.to_vec(),
+            Selection::Named => vec![self
                 .op
                 .parse()
-                .map_err(|e| usage(format!("-o/--op: {e}")))?]
+                .map_err(|e| usage(format!("-o/--op: {e}")))?],
         };
         let roots = match self.root {
             -1 => Roots::Every,
@@ -453,7 +409,9 @@ impl CollArgs {
             warmup_iters: self.warmup_iters,
             check: self.check,
             datatypes,
+            datatype_selection,
             ops,
+            op_selection,
             roots,
             average,
             run_cycles: self.run_cycles,
