@@ -245,7 +245,7 @@ fn sweep<P: clap::Parser>(program: &str, base: &[&str]) -> usize {
 
 #[test]
 fn every_number_flag_of_every_binary_says_what_is_wrong() {
-    use fabricbench::{args::CollArgs, verbs::flags::VerbsArgs};
+    use fabricbench::{driver::args::CollArgs, verbs::flags::VerbsArgs};
     let checked = sweep::<CollArgs>("all_reduce_perf", &[])
         + sweep::<VerbsArgs>("ib_write_bw", &[])
         + sweep::<fabricbench::doctor::cli::DoctorArgs>("doctor", &[])
