@@ -138,13 +138,13 @@ impl Placement {
 }
 
 impl TryFrom<String> for Placement {
-    type Error = String;
+    type Error = anyhow::Error;
 
-    fn try_from(name: String) -> Result<Placement, String> {
+    fn try_from(name: String) -> anyhow::Result<Placement> {
         Placement::BOTH
             .into_iter()
             .find(|p| p.name() == name)
-            .ok_or_else(|| format!("placement '{name}': use out-of-place or in-place"))
+            .ok_or_else(|| anyhow::anyhow!("placement '{name}': use out-of-place or in-place"))
     }
 }
 

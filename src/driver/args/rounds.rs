@@ -71,11 +71,12 @@ pub enum RoundsValue {
     Auto,
 }
 
-fn rounds_value(text: &str) -> Result<RoundsValue, String> {
+fn rounds_value(text: &str) -> anyhow::Result<RoundsValue> {
     match text.trim() {
         "auto" => Ok(RoundsValue::Auto),
+        // One flat line: clap prints an error's outermost message only.
         t => whole::<u32>(1)(t)
-            .map_err(|why| format!("{why} (or auto)"))
+            .map_err(|why| anyhow::anyhow!("{why} (or auto)"))
             .map(RoundsValue::Count),
     }
 }
@@ -192,10 +193,10 @@ mod tests {
 
     #[test]
     fn values_and_defaults() {
-        assert_eq!(rounds_value("auto"), Ok(RoundsValue::Auto));
-        assert_eq!(rounds_value("5"), Ok(RoundsValue::Count(5)));
+        assert_eq!(rounds_value("auto").ok(), Some(RoundsValue::Auto));
+        assert_eq!(rounds_value("5").ok(), Some(RoundsValue::Count(5)));
         for bad in ["nan", "inf", "-1", "1.5", "x"] {
-            let why = rounds_value(bad).unwrap_err();
+            let why = rounds_value(bad).unwrap_err().to_string();
             assert!(why.ends_with("(or auto)"), "{bad}: {why}");
         }
         let plan = args(None).plan(1, false).unwrap();
