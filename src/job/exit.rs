@@ -65,6 +65,11 @@ impl From<ExitStatus> for ExitCode {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A usage mistake: one line naming the flag, what was typed and the fix (exit 2).
+pub fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
 /// How a run ends early.
 #[derive(Debug)]
 pub enum Failure {

@@ -28,7 +28,7 @@ pub mod world;
 
 pub use agree::{agree, agree_each_rank, agree_on_arguments, Group};
 pub use comm::Comm;
-pub use exit::{ExitStatus, Failure, UsageError};
+pub use exit::{usage, ExitStatus, Failure, UsageError};
 pub use launcher::launched_by_mpi;
 pub use world::{hostname, World};
 

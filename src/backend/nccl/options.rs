@@ -5,7 +5,7 @@
 //! (`NcclOptions::gpu_only_flag`).
 
 use crate::cli::whole;
-use crate::job::UsageError;
+use crate::job::{usage, UsageError};
 use serde::Serialize;
 
 /// `-R` as nccl-tests numbers it.
@@ -71,10 +71,6 @@ pub struct NcclOptions {
     pub device_cta_count: Option<u64>,
 }
 
-fn usage(msg: String) -> UsageError {
-    UsageError(msg)
-}
-
 fn flag01(name: &str, v: u8) -> Result<bool, UsageError> {
     match v {
         0 | 1 => Ok(v == 1),
@@ -87,7 +83,7 @@ impl NcclFlags {
     pub fn options(&self) -> Result<NcclOptions, UsageError> {
         if self.nthreads == 0 {
             return Err(usage(
-                "-t/--nthreads 0: use a whole number >= 1 (1: one thread per process)".into(),
+                "-t/--nthreads 0: use a whole number >= 1 (1: one thread per process)",
             ));
         }
         if self.nthreads > 1 {

@@ -15,6 +15,7 @@ use clap::{CommandFactory, Parser};
 use serde::Serialize;
 use std::path::PathBuf;
 
+use crate::job::usage;
 pub use crate::job::UsageError;
 pub use crate::report::facts::{Average, Launch};
 
@@ -254,10 +255,6 @@ pub struct Plan {
     pub gpu: NcclOptions,
     /// --rounds and --min-busbw.
     pub rounds: RoundsPlan,
-}
-
-fn usage(msg: impl Into<String>) -> UsageError {
-    UsageError(msg.into())
 }
 
 impl CollArgs {

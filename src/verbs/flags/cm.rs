@@ -2,8 +2,8 @@
 //! connections and starts they allow, as perftest 26.04 refuses them.
 
 use crate::cli::whole;
+use crate::job::usage;
 use crate::job::UsageError;
-use crate::verbs::flags::mistake::usage;
 use crate::verbs::flags::parity::Connection;
 use clap::Args;
 

@@ -4,9 +4,9 @@
 //! GPU-memory rule of the latency tests (the CPU cannot poll GPU memory).
 
 use crate::cli::whole;
+use crate::job::usage;
 use crate::job::UsageError;
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
-use crate::verbs::flags::mistake::usage;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -4,7 +4,6 @@
 pub mod bench;
 pub mod cm;
 pub mod duration;
-pub mod mistake;
 pub mod offered;
 pub mod parity;
 pub mod path;
@@ -14,6 +13,7 @@ pub mod report;
 use crate::allpairs::Thresholds;
 use crate::cli::parse_with;
 use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
+use crate::job::usage;
 use crate::job::UsageError;
 use crate::output::{check_file, csv_flag, Outputs};
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
@@ -25,7 +25,6 @@ use crate::verbs::flags::post::{PostArgs, PostPlan};
 use crate::verbs::flags::report::{ReportArgs, ReportPlan};
 use crate::verbs::measure::counters::{CounterArgs, CounterPlan};
 use clap::{CommandFactory, Parser};
-use mistake::usage;
 use std::path::PathBuf;
 use std::time::Duration;
 

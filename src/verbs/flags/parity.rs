@@ -5,12 +5,12 @@
 
 use crate::cli::{real, whole, Rule};
 use crate::faults;
+use crate::job::usage;
 use crate::job::UsageError;
 use crate::verbs::device::source_text;
 use crate::verbs::device::Port;
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
 use crate::verbs::flags::duration::validation_refusal;
-use crate::verbs::flags::mistake::usage;
 use crate::verbs::results::verdict::Limits;
 use anyhow::{anyhow, bail};
 

@@ -6,11 +6,11 @@
 //! P_Key table, the GID table, the NUMA node) is checked in `path` and `numa`.
 
 use crate::cli::whole;
+use crate::job::usage;
 use crate::job::UsageError;
 use crate::sysfs::numa::parse_cpu_list;
 pub use crate::verbs::device::numa::NumaRequest;
 use crate::verbs::device::numa::Placement;
-use crate::verbs::flags::mistake::usage;
 use std::net::IpAddr;
 
 /// perftest's highest service level (MAX_SL).

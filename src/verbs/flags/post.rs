@@ -5,9 +5,9 @@
 //! force_dependencies).
 
 use crate::cli::whole;
+use crate::job::usage;
 use crate::job::UsageError;
 use crate::verbs::flags::bench::{Benchmark, Test, Verb};
-use crate::verbs::flags::mistake::usage;
 
 /// perftest's polling batch (CTX_POLL_BATCH), the batch with many QPs of large
 /// messages (CTX_POLL_BATCH_INTENSE) and when that applies.

@@ -2,6 +2,7 @@
 //! `-H/--report-histogram`, `-U/--report-unsorted`, `--report-both`,
 //! `--cpu_util`, `--out_json` and `--out_json_file`, and their checks.
 
+use crate::job::usage;
 use crate::job::UsageError;
 use crate::output::{check_file, Existing, FileFlag};
 use crate::report::perftest::{column_titles, Columns};
@@ -9,7 +10,6 @@ use crate::report::perftest_extra::ExtraColumns;
 use crate::report::perftest_hist::SampleDump;
 use crate::report::perftest_json::DEFAULT_JSON_FILE;
 use crate::verbs::flags::bench::{Benchmark, Test};
-use crate::verbs::flags::mistake::usage;
 use std::io::Write;
 use std::path::PathBuf;
 
