@@ -41,9 +41,8 @@ use device::{memory, numa};
 use exchange::mpi::MpiLink;
 use exchange::seat::seat;
 use exchange::tcp::TcpLink;
-use exchange::Link;
 use measure::clock::Clock;
-use session::{open_side, Session};
+use session::{open_side, Session, SideLink};
 use std::process::ExitCode;
 
 /// Entry point of the eight binaries. A plain start runs alone, without MPI's
@@ -92,7 +91,7 @@ fn run(job: &Job, bench: Benchmark) -> Result<ExitStatus, Failure> {
     };
     let csv = failure_step(job, program, csv)?;
 
-    let mut link: Box<dyn Link + '_> = if let Some(world) = job.world().filter(|w| w.size > 1) {
+    let mut link: Box<dyn SideLink + '_> = if let Some(world) = job.world().filter(|w| w.size > 1) {
         Box::new(MpiLink {
             world,
             peer: seat.peer(),

@@ -18,7 +18,7 @@ use crate::verbs::failure_step;
 use crate::verbs::flags::bench::Test;
 use crate::verbs::flags::{Length, Plan};
 use crate::verbs::measure::clock::Clock;
-use crate::verbs::session::{open_device, out_of_step, Session};
+use crate::verbs::session::{open_device, out_of_step, Session, SideLink};
 use crate::watchdog::Watchdog;
 use anyhow::anyhow;
 use mpi::point_to_point::{Destination, Source};
@@ -54,6 +54,12 @@ impl PairLink<'_> {
             pause = (pause * 2).min(ARRIVAL_POLL_MAX);
         }
         other.receive_vec().0
+    }
+}
+
+impl SideLink for PairLink<'_> {
+    fn as_link(&mut self) -> &mut dyn Link {
+        self
     }
 }
 

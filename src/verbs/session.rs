@@ -15,8 +15,10 @@ use crate::sysfs::Root;
 use crate::verbs::cm::link::CmLink;
 use crate::verbs::device::qp::Endpoint;
 use crate::verbs::device::{device_name_for, open_port, GidKind, Port};
+use crate::verbs::exchange::mpi::MpiLink;
 use crate::verbs::exchange::peer::{check_peer, path_mtu};
 use crate::verbs::exchange::seat::Seat;
+use crate::verbs::exchange::tcp::TcpLink;
 use crate::verbs::exchange::wire::{
     histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL,
 };
@@ -37,6 +39,38 @@ use anyhow::{anyhow, bail};
 
 /// Exporters of the results.
 type Exporters = Vec<Box<dyn Exporter<VerbsResult>>>;
+
+/// The link a side's session runs over and, for rdma_cm's, the connection that
+/// -R connects the queue pairs through: named here, above both, because the
+/// exchange cannot name rdma_cm, which builds on it.
+pub trait SideLink: Link {
+    /// This link as the exchange's (trait upcasting needs Rust 1.86).
+    fn as_link(&mut self) -> &mut dyn Link;
+    fn rdma_cm(&mut self) -> Option<&mut CmLink> {
+        None
+    }
+}
+
+impl SideLink for TcpLink {
+    fn as_link(&mut self) -> &mut dyn Link {
+        self
+    }
+}
+
+impl SideLink for MpiLink<'_> {
+    fn as_link(&mut self) -> &mut dyn Link {
+        self
+    }
+}
+
+impl SideLink for CmLink {
+    fn as_link(&mut self) -> &mut dyn Link {
+        self
+    }
+    fn rdma_cm(&mut self) -> Option<&mut CmLink> {
+        Some(self)
+    }
+}
 
 /// Opens the device and port of this side and creates its queue pairs; the
 /// plan as it applies to that device.
@@ -147,7 +181,7 @@ impl Session<'_> {
 
     /// Exchanges connection details with the peer and connects the queue
     /// pairs: every endpoint's details, the path MTU and the reads in flight.
-    pub fn connect(&mut self, link: &mut dyn Link) -> anyhow::Result<(Vec<Hello>, u32, u8)> {
+    pub fn connect(&mut self, link: &mut dyn SideLink) -> anyhow::Result<(Vec<Hello>, u32, u8)> {
         let plan = self.plan;
         let mine = self.hello();
         let hellos: Vec<Hello> = link
@@ -172,7 +206,7 @@ impl Session<'_> {
         let out_reads = plan
             .options
             .out_reads(self.port.max_rd_atomic.min(peer.max_rd_atomic));
-        let cm = link.as_rdma_cm().and_then(|l| l.downcast_mut::<CmLink>());
+        let cm = link.rdma_cm();
         match cm.filter(|_| plan.cm.connect_qps) {
             // -R: the QPs are connected through rdma_cm, as perftest (UD: its UDP port space).
             Some(cm) if plan.options.connection == Connection::Ud => {
@@ -231,7 +265,7 @@ impl Session<'_> {
 
     /// Connects, then measures every size; the side that prints writes each
     /// size's lines to the perftest table and the CSV.
-    pub fn run(&mut self, link: &mut dyn Link) -> anyhow::Result<()> {
+    pub fn run(&mut self, link: &mut dyn SideLink) -> anyhow::Result<()> {
         let plan = self.plan;
         let (hellos, mtu, out_reads) = self.connect(link)?;
         let peer = &hellos[self.seat.peer()];
@@ -257,7 +291,7 @@ impl Session<'_> {
         // --rounds R > 1: each size's results, by its place in `sizes`.
         let mut by_size: Vec<Vec<VerbsResult>> = vec![Vec::new(); sizes.len()];
         let mut periods = Periods::new(plan, &order_sizes)?;
-        while let Some(size) = periods.next(link)? {
+        while let Some(size) = periods.next(link.as_link())? {
             let step = periods.count() - 1;
             // --run_infinitely runs one round (its periods are not rounds).
             let round = order.get(step).map_or(1, |&(round, _)| round);
@@ -266,7 +300,7 @@ impl Session<'_> {
             // a write or read bandwidth test returns from `measure` at the start, and its
             // peer's report comes when the transfer is over.
             let (reports, counters) = fabric.around(|| {
-                let report = self.measure(link, &peer.qps, size)?;
+                let report = self.measure(link.as_link(), &peer.qps, size)?;
                 link.gather(&Message::Report(report), Patience::WhileMeasuring)?
                     .into_iter()
                     .map(|m| match m {

@@ -392,8 +392,4 @@ impl Link for CmLink {
         };
         let _ = self.send(&stop, Some(ABANDON_WAIT));
     }
-
-    fn as_rdma_cm(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
 }

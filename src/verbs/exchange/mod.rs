@@ -33,12 +33,6 @@ pub trait Link {
     /// This side failed with `reason` (printed already): tell the peer, without
     /// waiting for it. Under MPI this ends the whole job.
     fn abandon(&mut self, reason: &str);
-    /// The rdma_cm link, through which -R connects the QPs, for the caller to
-    /// downcast (it is `cm::link::CmLink`); None for the others. An `Any`, so that
-    /// the exchange does not depend on rdma_cm, which builds on it.
-    fn as_rdma_cm(&mut self) -> Option<&mut dyn std::any::Any> {
-        None
-    }
 }
 
 /// A rank waiting for the others looks again after this, doubling up to
