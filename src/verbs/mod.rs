@@ -33,7 +33,7 @@ pub mod pairs;
 pub mod results;
 pub mod session;
 
-pub use flags::bench::{Benchmark, Test, Verb};
+pub use flags::benchmark::{Benchmark, Test, Verb};
 
 use crate::job::{self, agree, ExitStatus, Failure, Group, Job, Start, UsageError};
 use crate::report::csv::CsvExport;

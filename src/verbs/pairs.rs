@@ -15,7 +15,7 @@ use crate::verbs::exchange::{
     accept, pair_order, Link, Patience, ARRIVAL_POLL_MAX, ARRIVAL_POLL_MIN,
 };
 use crate::verbs::failure_step;
-use crate::verbs::flags::bench::Test;
+use crate::verbs::flags::benchmark::Test;
 use crate::verbs::flags::{Length, Plan};
 use crate::verbs::measure::clock::Clock;
 use crate::verbs::session::{open_device, out_of_step, Session, SideLink};

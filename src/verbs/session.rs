@@ -23,7 +23,7 @@ use crate::verbs::exchange::wire::{
     histogram_bytes, BwReport, Hello, LatReport, Message, QpInfo, Report, PROTOCOL,
 };
 use crate::verbs::exchange::{Link, Patience};
-use crate::verbs::flags::bench::{Test, Verb};
+use crate::verbs::flags::benchmark::{Test, Verb};
 use crate::verbs::flags::parity::{check_device, ud_sizes, Connection};
 use crate::verbs::flags::takes_receives;
 use crate::verbs::flags::{Length, Plan};
@@ -555,7 +555,7 @@ mod tests {
     use super::*;
     use crate::report::verbs::{Figures, Line};
     use crate::report::ToRows;
-    use crate::verbs::flags::bench::Benchmark;
+    use crate::verbs::flags::benchmark::Benchmark;
     use crate::verbs::flags::parse;
     use crate::verbs::results::figures::bw_figures;
 

@@ -96,7 +96,7 @@ impl CqePoller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::parse;
 
     fn poller(args: &[&str], dynamic: bool) -> CqePoller {

@@ -5,7 +5,7 @@
 use crate::backend::MemoryBudget;
 use crate::gpu::{GpuDirect, RdmaGpuBuffer};
 use crate::sizes::human_bytes;
-use crate::verbs::flags::bench::Test;
+use crate::verbs::flags::benchmark::Test;
 use crate::verbs::flags::{Length, Memory, Plan};
 use anyhow::{anyhow, bail};
 use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn latency_samples_are_in_the_memory_check() {
-        use crate::verbs::flags::bench::{Benchmark, Verb};
+        use crate::verbs::flags::benchmark::{Benchmark, Verb};
         let lat = Benchmark::new(Verb::Write, Test::Lat);
         let plan = |n: &str| crate::verbs::flags::parse(lat, ["ib_write_lat", "-n", n]).unwrap();
         let budget = Some(MemoryBudget {
@@ -243,7 +243,7 @@ mod tests {
         let e = check_samples(&plan("18446744073709551615"), budget.clone()).unwrap_err();
         assert!(e.to_string().contains("exceed any memory"), "{e}");
         // Bandwidth tests keep no sample per message.
-        let bw = Benchmark::new(Verb::Write, crate::verbs::flags::bench::Test::Bw);
+        let bw = Benchmark::new(Verb::Write, crate::verbs::flags::benchmark::Test::Bw);
         let p = crate::verbs::flags::parse(bw, ["ib_write_bw", "-n", "10000000000000"]).unwrap();
         check_samples(&p, budget).unwrap();
     }

@@ -125,7 +125,7 @@ pub fn describe(path: &PathPlan, routed: bool, pkey: Option<u16>) -> String {
 mod tests {
     use super::*;
     use crate::sysfs::fixture::Tree;
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::parse;
 
     /// `super::check_pkey` with its message as the user reads it.

@@ -9,7 +9,7 @@
 //! `_new_post_send` does.
 
 use crate::report::perftest::PostLines;
-use crate::verbs::flags::bench::Verb;
+use crate::verbs::flags::benchmark::Verb;
 use crate::verbs::flags::parity::Connection;
 use crate::verbs::flags::post::CqeBatch;
 use rdma_mummy_sys::{
@@ -417,19 +417,19 @@ pub fn header_lines(plan: &crate::verbs::flags::Plan, state: &PostState) -> Post
         events: state.events.as_ref().map(|e| e.name.clone()),
         post_list: plan.post.post_list,
         recv_post_list: plan.post.recv_post_list,
-        cqe_batch: (plan.bench.test == crate::verbs::flags::bench::Test::Bw).then(|| {
-            match plan.post.cqe_batch {
+        cqe_batch: (plan.bench.test == crate::verbs::flags::benchmark::Test::Bw).then(
+            || match plan.post.cqe_batch {
                 CqeBatch::Dynamic => "Dynamic".to_string(),
                 CqeBatch::Fixed(n) => n.to_string(),
-            }
-        }),
+            },
+        ),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verbs::flags::bench::{Benchmark, Test};
+    use crate::verbs::flags::benchmark::{Benchmark, Test};
     use crate::verbs::flags::parse;
 
     #[test]

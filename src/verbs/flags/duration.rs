@@ -6,7 +6,7 @@
 use crate::cli::whole;
 use crate::job::usage;
 use crate::job::UsageError;
-use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
 use std::time::Duration;
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -187,7 +187,7 @@ pub fn validation_refusal(bench: Benchmark, rc: bool) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::parse;
     use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! perftest's flags, spelled, defaulted and meant as in perftest, and their
 //! validation into a `Plan`. Every problem is one line naming the flag and the fix.
 
-pub mod bench;
+pub mod benchmark;
 pub mod cm;
 pub mod duration;
 pub mod offered;
@@ -16,7 +16,7 @@ use crate::cli::{size_arg, whole, AllPairsArgs, CsvArgs};
 use crate::job::usage;
 use crate::job::UsageError;
 use crate::output::{check_file, csv_flag, Outputs};
-use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
 use crate::verbs::flags::cm::{CmArgs, CmPlan};
 use crate::verbs::flags::duration::{Context, DurationArgs, Timing};
 use crate::verbs::flags::parity::{atomic_sizes, Connection, Options, ParityArgs};

@@ -6,7 +6,7 @@
 //! one-line reason instead of "unexpected argument".
 
 use crate::cli::or_list;
-use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
 use crate::verbs::flags::duration::validation_refusal;
 use crate::verbs::flags::parity::{AtomicOp, Connection};
 use clap::builder::{PossibleValue, PossibleValuesParser};

@@ -9,7 +9,7 @@ use crate::job::usage;
 use crate::job::UsageError;
 use crate::verbs::device::source_text;
 use crate::verbs::device::Port;
-use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
 use crate::verbs::flags::duration::validation_refusal;
 use crate::verbs::results::verdict::Limits;
 use anyhow::{anyhow, bail};

@@ -215,7 +215,7 @@ fn parse_flow_labels(list: &str) -> Result<Vec<u32>, UsageError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::path::{GidPreference, NumaRequest, PathPlan};
     use crate::verbs::flags::{parse, Plan};
 

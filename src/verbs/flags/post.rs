@@ -7,7 +7,7 @@
 use crate::cli::whole;
 use crate::job::usage;
 use crate::job::UsageError;
-use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
 
 /// perftest's polling batch (CTX_POLL_BATCH), the batch with many QPs of large
 /// messages (CTX_POLL_BATCH_INTENSE) and when that applies.
@@ -227,7 +227,7 @@ impl PostArgs {
 
 #[cfg(test)]
 mod tests {
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::post::{CqeBatch, PostPlan};
     use crate::verbs::flags::{parse, Plan};
 

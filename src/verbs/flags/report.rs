@@ -9,7 +9,7 @@ use crate::report::perftest::{column_titles, Columns};
 use crate::report::perftest_extra::ExtraColumns;
 use crate::report::perftest_hist::SampleDump;
 use crate::report::perftest_json::DEFAULT_JSON_FILE;
-use crate::verbs::flags::bench::{Benchmark, Test};
+use crate::verbs::flags::benchmark::{Benchmark, Test};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -156,7 +156,7 @@ impl ReportArgs {
 
 #[cfg(test)]
 mod tests {
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::parse;
 
     const WRITE_BW: Benchmark = Benchmark::new(Verb::Write, Test::Bw);

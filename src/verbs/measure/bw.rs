@@ -14,7 +14,7 @@ use crate::verbs::device::cqe::CqePoller;
 use crate::verbs::device::post::Chain;
 use crate::verbs::device::qp::{Endpoint, SEQ_BITS, SEQ_MASK};
 use crate::verbs::exchange::wire::QpInfo;
-use crate::verbs::flags::bench::Verb;
+use crate::verbs::flags::benchmark::Verb;
 use crate::verbs::flags::takes_receives;
 use crate::verbs::flags::{Length, Plan};
 use crate::verbs::measure::clock::Clock;

@@ -137,7 +137,7 @@ impl<'a> Periods<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::parse;
 
     #[test]

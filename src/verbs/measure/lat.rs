@@ -9,7 +9,7 @@ use crate::stats::empty_histogram;
 use crate::verbs::device::completion::{describe_failure, poll_one, Stall, Wc, SUCCESS};
 use crate::verbs::device::qp::{Endpoint, QpEnd};
 use crate::verbs::exchange::wire::QpInfo;
-use crate::verbs::flags::bench::Verb;
+use crate::verbs::flags::benchmark::Verb;
 use crate::verbs::flags::{Length, Plan};
 use crate::verbs::measure::clock::Clock;
 use crate::verbs::measure::duration::Window;

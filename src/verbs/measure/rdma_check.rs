@@ -22,7 +22,7 @@ use crate::verbs::device::completion::{describe_failure, poll, Stall, SUCCESS};
 use crate::verbs::device::post::Chain;
 use crate::verbs::device::qp::{Endpoint, QpEnd};
 use crate::verbs::exchange::wire::QpInfo;
-use crate::verbs::flags::bench::Verb;
+use crate::verbs::flags::benchmark::Verb;
 use crate::verbs::flags::{Length, Plan};
 use crate::verbs::measure::ring::{corrupt_at, tag, CREDIT_IN, CREDIT_OUT};
 use crate::verbs::measure::validate::{fill, matches, Checked};

@@ -172,7 +172,7 @@ fn median_line(rounds: &[&Line]) -> anyhow::Result<(Line, Vec<f64>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
     use crate::verbs::flags::parse;
 
     const WRITE_BW: Benchmark = Benchmark::new(Verb::Write, Test::Bw);

@@ -7,7 +7,7 @@ use crate::report::perftest_extra::Direction;
 use crate::report::verbs::{Figures, LatStats, Line};
 use crate::stats::empty_histogram;
 use crate::verbs::exchange::wire::{histogram_from, Hello, Report};
-use crate::verbs::flags::bench::Test;
+use crate::verbs::flags::benchmark::Test;
 use crate::verbs::flags::Plan;
 use anyhow::anyhow;
 use hdrhistogram::Histogram;
@@ -322,7 +322,7 @@ mod tests {
     use crate::verbs::device::PortRate;
     use crate::verbs::exchange::wire::tests::hello;
     use crate::verbs::exchange::wire::{histogram_bytes, BwReport, LatReport};
-    use crate::verbs::flags::bench::{Benchmark, Verb};
+    use crate::verbs::flags::benchmark::{Benchmark, Verb};
     use crate::verbs::flags::parse;
 
     #[test]
@@ -597,7 +597,7 @@ mod tests {
         use crate::report::verbs::Figures;
         use crate::verbs::exchange::wire::tests::hello;
         use crate::verbs::exchange::wire::{histogram_bytes, BwReport};
-        use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+        use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
         use crate::verbs::flags::parse;
         use crate::verbs::measure::validate::Checked;
         use crate::verbs::results::figures::lines_of;

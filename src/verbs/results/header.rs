@@ -8,7 +8,7 @@ use crate::report::perftest::{
 use crate::sysfs::Root;
 use crate::verbs::device::show_gid;
 use crate::verbs::exchange::wire::Hello;
-use crate::verbs::flags::bench::{Benchmark, Test, Verb};
+use crate::verbs::flags::benchmark::{Benchmark, Test, Verb};
 use crate::verbs::flags::parity::AtomicOp;
 use crate::verbs::flags::Plan;
 use crate::verbs::{device::numa, device::path};

@@ -15,7 +15,7 @@ use crate::verbs::device::post::{Chain, PostApi, PostState, Qp};
 use crate::verbs::device::ud::{self, UdDest, GRH_BYTES};
 use crate::verbs::device::{source_text, Port};
 use crate::verbs::exchange::wire::{QpInfo, CONTROL_BYTES};
-use crate::verbs::flags::bench::Verb;
+use crate::verbs::flags::benchmark::Verb;
 use crate::verbs::flags::parity::{
     AtomicOp, Connection, ATOMIC_ADD_VALUE, ATOMIC_SIZE, ATOMIC_SWAP_VALUE,
 };
