@@ -40,7 +40,7 @@ struct Peer {
 }
 
 /// A rank's connection, as rank 0 knows it.
-enum Link {
+enum RankConnection {
     /// Never proved itself.
     Never,
     Open(Peer),
@@ -81,7 +81,7 @@ pub(super) struct Listener {
     token: Token,
     strangers: Vec<Stranger>,
     /// By rank; rank 0 is this process.
-    peers: Vec<Link>,
+    peers: Vec<RankConnection>,
     /// The open peers' sockets, each under its rank (a closed socket leaves it).
     ready: Epoll,
     /// What one wait returns, at most.
@@ -104,7 +104,7 @@ impl Listener {
             listeners,
             token,
             strangers: Vec::new(),
-            peers: (0..nranks).map(|_| Link::Never).collect(),
+            peers: (0..nranks).map(|_| RankConnection::Never).collect(),
             ready: Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?,
             events: vec![EpollEvent::empty(); EVENTS_PER_WAIT.min(nranks.max(1))],
         })
@@ -196,12 +196,12 @@ impl Listener {
             self.screen();
             for rank in 1..self.peers.len() {
                 match self.peers[rank] {
-                    Link::Open(_) if !asked[rank] => {
+                    RankConnection::Open(_) if !asked[rank] => {
                         asked[rank] = true;
                         answers[rank] = Answer::Silent;
                         self.send(rank, &Message::Query);
                     }
-                    Link::Closed => answers[rank] = Answer::Gone,
+                    RankConnection::Closed => answers[rank] = Answer::Gone,
                     _ => {}
                 }
                 match self.hear(rank) {
@@ -220,7 +220,7 @@ impl Listener {
     }
 
     fn send(&mut self, rank: usize, message: &Message) {
-        if let Link::Open(p) = &mut self.peers[rank] {
+        if let RankConnection::Open(p) = &mut self.peers[rank] {
             // Non-blocking: a stopped peer's full buffer never holds rank 0.
             let _ = p.stream.write_all(message.encode(&self.token).as_bytes());
         }
@@ -228,7 +228,7 @@ impl Listener {
 
     /// The newest of what peer `rank` sent (its connection dropped when gone or unruly).
     fn hear(&mut self, rank: usize) -> Heard {
-        let Link::Open(p) = &mut self.peers[rank] else {
+        let RankConnection::Open(p) = &mut self.peers[rank] else {
             return Heard::Nothing;
         };
         let mut heard = Heard::Nothing;
@@ -246,7 +246,7 @@ impl Listener {
             }
         }
         if !open {
-            self.peers[rank] = Link::Closed;
+            self.peers[rank] = RankConnection::Closed;
             // A claim it made before it left still stands.
             if !matches!(heard, Heard::At { stuck: true, .. }) {
                 return Heard::Gone;
@@ -308,7 +308,7 @@ impl Listener {
             if self.ready.add(&peer.stream, heard).is_ok() {
                 // A reconnecting peer replaces its old connection (closing it
                 // takes the old one out of the set).
-                self.peers[rank] = Link::Open(peer);
+                self.peers[rank] = RankConnection::Open(peer);
                 ranks.push(rank);
             }
         }

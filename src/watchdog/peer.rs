@@ -35,7 +35,7 @@ pub(super) struct Peer {
 }
 
 /// The connection to rank 0.
-struct Link {
+struct Rank0Connection {
     stream: TcpStream,
     lines: Lines,
     since: Instant,
@@ -124,7 +124,7 @@ impl Peer {
 
     /// Reads what rank 0 sent: Ok(true) when it said anything, Err when the
     /// connection is closed or unusable.
-    fn hear(&self, link: &mut Link, state: &State) -> Result<bool, ()> {
+    fn hear(&self, link: &mut Rank0Connection, state: &State) -> Result<bool, ()> {
         let mut buf = [0u8; 1024];
         match link.stream.read(&mut buf) {
             Ok(0) => return Err(()),
@@ -150,7 +150,7 @@ impl Peer {
     }
 
     /// A fresh connection to rank 0's watchdog, Hello sent; None when no address answers.
-    fn connect(&self) -> Option<Link> {
+    fn connect(&self) -> Option<Rank0Connection> {
         for addr in &self.rank0 {
             let Ok(stream) = TcpStream::connect_timeout(addr, Duration::from_secs(1)) else {
                 continue;
@@ -158,7 +158,7 @@ impl Peer {
             let _ = stream.set_read_timeout(Some(POLL));
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let _ = stream.set_nodelay(true);
-            let mut link = Link {
+            let mut link = Rank0Connection {
                 stream,
                 lines: Lines::default(),
                 since: Instant::now(),
@@ -177,7 +177,7 @@ impl Peer {
     }
 }
 
-impl Link {
+impl Rank0Connection {
     fn send(&mut self, message: &Message, token: &Token) -> std::io::Result<()> {
         self.stream.write_all(message.encode(token).as_bytes())
     }

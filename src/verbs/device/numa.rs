@@ -66,7 +66,7 @@ pub enum Unbound {
 
 /// What was bound, for the header.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Placement {
+pub enum CpuBinding {
     /// --pin_cores: this rank's CPUs (its share of the list under mpirun).
     Pinned {
         list: String,
@@ -149,28 +149,28 @@ fn share(cpus: &[usize], rank: usize, size: usize) -> Vec<usize> {
 
 /// What binding `request` (resolved) would do for `device`, given the
 /// CPUs the process may run on now and those online.
-pub fn decide(root: &Root, request: &NumaRequest, device: &str, allowed: usize) -> Placement {
+pub fn decide(root: &Root, request: &NumaRequest, device: &str, allowed: usize) -> CpuBinding {
     match request {
-        NumaRequest::Cores { list, cpus, ranks } => Placement::Pinned {
+        NumaRequest::Cores { list, cpus, ranks } => CpuBinding::Pinned {
             list: list.clone(),
             cpus: cpus.clone(),
             ranks: *ranks,
         },
         NumaRequest::Node(node) => node_placement(root, *node, true),
-        NumaRequest::Disabled => Placement::Unbound(Unbound::Disabled),
+        NumaRequest::Disabled => CpuBinding::Unbound(Unbound::Disabled),
         NumaRequest::Auto => {
             let online = numa::online_cpus(root).value().map_or(0, |c| c.len());
             if allowed > 0 && allowed < online {
-                return Placement::Unbound(Unbound::AlreadyBound { allowed, online });
+                return CpuBinding::Unbound(Unbound::AlreadyBound { allowed, online });
             }
             let device = device.to_string();
             match numa::device_node(root, &device) {
                 Reading::Value(DeviceNode::Node(node)) => node_placement(root, node, false),
                 Reading::Value(DeviceNode::Unknown) => {
-                    Placement::Unbound(Unbound::NoNode { device })
+                    CpuBinding::Unbound(Unbound::NoNode { device })
                 }
-                Reading::Absent => Placement::Unbound(Unbound::NoFile { device }),
-                Reading::Unreadable(u) => Placement::Unbound(Unbound::Unreadable {
+                Reading::Absent => CpuBinding::Unbound(Unbound::NoFile { device }),
+                Reading::Unreadable(u) => CpuBinding::Unbound(Unbound::Unreadable {
                     device,
                     what: u.to_string(),
                 }),
@@ -179,15 +179,15 @@ pub fn decide(root: &Root, request: &NumaRequest, device: &str, allowed: usize) 
     }
 }
 
-fn node_placement(root: &Root, node: u32, requested: bool) -> Placement {
+fn node_placement(root: &Root, node: u32, requested: bool) -> CpuBinding {
     match numa::node_cpus(root, node) {
-        Reading::Value(cpus) if !cpus.is_empty() => Placement::Node {
+        Reading::Value(cpus) if !cpus.is_empty() => CpuBinding::Node {
             node,
             cpus,
             requested,
             memory: Ok(()),
         },
-        other => Placement::Unbound(Unbound::Failed {
+        other => CpuBinding::Unbound(Unbound::Failed {
             node,
             why: other
                 .unreadable()
@@ -199,20 +199,20 @@ fn node_placement(root: &Root, node: u32, requested: bool) -> Placement {
 /// Binds this process as `request` asks for `device`: the placement done.
 /// An explicit request that cannot be applied is an error; the automatic
 /// binding falls back to none (perftest: "Continuing without NUMA binding").
-pub fn bind(root: &Root, request: &NumaRequest, device: &str) -> anyhow::Result<Placement> {
+pub fn bind(root: &Root, request: &NumaRequest, device: &str) -> anyhow::Result<CpuBinding> {
     let allowed = sched_getaffinity(Pid::from_raw(0)).map_or(0, |set| cpus_of(&set).len());
     let placement = decide(root, request, device, allowed);
     match placement {
-        Placement::Pinned { list, cpus, ranks } => {
+        CpuBinding::Pinned { list, cpus, ranks } => {
             set_affinity(&cpus).map_err(|e| {
                 anyhow::anyhow!(
                     "--pin_cores '{list}': setting the CPU affinity to {} failed: {e}",
                     format_cpu_list(&cpus)
                 )
             })?;
-            Ok(Placement::Pinned { list, cpus, ranks })
+            Ok(CpuBinding::Pinned { list, cpus, ranks })
         }
-        Placement::Node {
+        CpuBinding::Node {
             node,
             cpus,
             requested,
@@ -225,13 +225,13 @@ pub fn bind(root: &Root, request: &NumaRequest, device: &str) -> anyhow::Result<
                         format_cpu_list(&cpus)
                     );
                 }
-                return Ok(Placement::Unbound(Unbound::Failed {
+                return Ok(CpuBinding::Unbound(Unbound::Failed {
                     node,
                     why: e.to_string(),
                 }));
             }
             let memory = bind_memory(node);
-            Ok(Placement::Node {
+            Ok(CpuBinding::Node {
                 node,
                 cpus,
                 requested,
@@ -302,15 +302,15 @@ impl std::fmt::Display for Refused {
 
 /// The header's " NUMA node" value: the node of the CPU this runs on (as
 /// perftest prints it), then what was bound and why.
-pub fn header_value(placement: &Placement, cpu_node: Option<u32>) -> String {
+pub fn header_value(placement: &CpuBinding, cpu_node: Option<u32>) -> String {
     let node = cpu_node.map_or("unknown".to_string(), |n| n.to_string());
     let how = match placement {
-        Placement::Pinned { list, cpus, ranks } if *ranks > 1 => format!(
+        CpuBinding::Pinned { list, cpus, ranks } if *ranks > 1 => format!(
             "--pin_cores {list}: CPUs {}, this rank's share of the {ranks} ranks on the node",
             format_cpu_list(cpus)
         ),
-        Placement::Pinned { list, .. } => format!("--pin_cores {list}"),
-        Placement::Node { node, cpus, requested, memory } => {
+        CpuBinding::Pinned { list, .. } => format!("--pin_cores {list}"),
+        CpuBinding::Node { node, cpus, requested, memory } => {
             let whose = if *requested { format!("--numa_node {node}") } else { format!("the device's node {node}") };
             let memory = match memory {
                 Ok(()) => "memory bound".to_string(),
@@ -318,7 +318,7 @@ pub fn header_value(placement: &Placement, cpu_node: Option<u32>) -> String {
             };
             format!("bound to {whose}: CPUs {}, {memory}", format_cpu_list(cpus))
         }
-        Placement::Unbound(why) => format!(
+        CpuBinding::Unbound(why) => format!(
             "not bound: {}",
             match why {
                 Unbound::Disabled => "--disable_numa".to_string(),
@@ -374,7 +374,7 @@ mod tests {
         let auto = |dev| decide(&root, &NumaRequest::Auto, dev, 4);
         assert_eq!(
             auto("mlx5_1"),
-            Placement::Node {
+            CpuBinding::Node {
                 node: 1,
                 cpus: vec![2, 3],
                 requested: false,
@@ -384,7 +384,7 @@ mod tests {
         let vm = auto("vm_0");
         assert_eq!(
             vm,
-            Placement::Unbound(Unbound::NoNode {
+            CpuBinding::Unbound(Unbound::NoNode {
                 device: "vm_0".into()
             })
         );
@@ -394,7 +394,7 @@ mod tests {
         );
         assert_eq!(
             auto("rxe0"),
-            Placement::Unbound(Unbound::NoFile {
+            CpuBinding::Unbound(Unbound::NoFile {
                 device: "rxe0".into()
             })
         );
@@ -407,18 +407,18 @@ mod tests {
         // Bound before the start (2 of 4 CPUs): left as it is, as perftest.
         assert_eq!(
             decide(&root, &NumaRequest::Auto, "mlx5_1", 2),
-            Placement::Unbound(Unbound::AlreadyBound {
+            CpuBinding::Unbound(Unbound::AlreadyBound {
                 allowed: 2,
                 online: 4
             })
         );
         assert_eq!(
             decide(&root, &NumaRequest::Disabled, "mlx5_1", 4),
-            Placement::Unbound(Unbound::Disabled)
+            CpuBinding::Unbound(Unbound::Disabled)
         );
         assert_eq!(
             decide(&root, &NumaRequest::Node(0), "vm_0", 2),
-            Placement::Node {
+            CpuBinding::Node {
                 node: 0,
                 cpus: vec![0, 1],
                 requested: true,
@@ -476,7 +476,7 @@ mod tests {
 
     #[test]
     fn header_values_say_what_was_bound() {
-        let pinned = Placement::Pinned {
+        let pinned = CpuBinding::Pinned {
             list: "0-3".into(),
             cpus: vec![2, 3],
             ranks: 2,
@@ -485,7 +485,7 @@ mod tests {
             header_value(&pinned, Some(1)),
             "1 (--pin_cores 0-3: CPUs 2-3, this rank's share of the 2 ranks on the node)"
         );
-        let node = Placement::Node {
+        let node = CpuBinding::Node {
             node: 1,
             cpus: vec![2, 3],
             requested: false,
@@ -505,7 +505,7 @@ mod tests {
         let p = bind(&Root::new("/"), &cores(&list, &allowed), "none").unwrap();
         assert_eq!(
             p,
-            Placement::Pinned {
+            CpuBinding::Pinned {
                 list,
                 cpus: allowed,
                 ranks: 1

@@ -9,8 +9,8 @@ use crate::cli::whole;
 use crate::job::usage;
 use crate::job::UsageError;
 use crate::sysfs::numa::parse_cpu_list;
+use crate::verbs::device::numa::CpuBinding;
 pub use crate::verbs::device::numa::NumaRequest;
-use crate::verbs::device::numa::Placement;
 use std::net::IpAddr;
 
 /// perftest's highest service level (MAX_SL).
@@ -90,7 +90,7 @@ pub struct PathPlan {
     /// Set on the device (`path::on_device`): the P_Key of the index, and
     /// what NUMA binding did.
     pub pkey: Option<u16>,
-    pub placement: Option<Placement>,
+    pub placement: Option<CpuBinding>,
 }
 
 impl Default for PathPlan {
