@@ -139,7 +139,7 @@ fn buffers_that_do_not_fit_are_refused_before_allocating_once_per_job() {
         &format!(
             "all_reduce_perf: ranks 0-2 ({}): error: -e/--maxbytes {size}: each rank needs {} GiB (buffers",
             fabricbench::job::hostname(),
-            4 * size >> 30
+            (4 * size) >> 30
         ),
     );
     assert!(

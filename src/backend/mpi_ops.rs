@@ -231,20 +231,6 @@ pub(super) fn v_counts(
     Ok(sent)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn alltoallv_counts_and_displacements() {
-        let mut v = vec![0; 12];
-        // 3 ranks, from i to j: 10 * i + j elements; rank 1's view.
-        let sent = v_counts(&mut v, 1, &|i, j| 10 * i + j).unwrap();
-        assert_eq!(sent, 10 + 11 + 12);
-        assert_eq!(v, [10, 11, 12, 0, 10, 21, 1, 11, 21, 0, 1, 12]);
-    }
-}
-
 /// The MPI reduction of `op` on `dtype`: MPI's own, or for the narrow floats one of
 /// `half_ops` ([half|bf16|f8e4m3|f8e5m2][sum|prod|max|min]).
 pub(super) fn mpi_op(half_ops: &[[ffi::MPI_Op; 4]; 4], dtype: DataType, op: RedOp) -> ffi::MPI_Op {
@@ -269,5 +255,19 @@ pub(super) fn mpi_op(half_ops: &[[ffi::MPI_Op; 4]; 4], dtype: DataType, op: RedO
                 ffi::RSMPI_MIN,
             ][index]
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alltoallv_counts_and_displacements() {
+        let mut v = vec![0; 12];
+        // 3 ranks, from i to j: 10 * i + j elements; rank 1's view.
+        let sent = v_counts(&mut v, 1, &|i, j| 10 * i + j).unwrap();
+        assert_eq!(sent, 10 + 11 + 12);
+        assert_eq!(v, [10, 11, 12, 0, 10, 21, 1, 11, 21, 0, 1, 12]);
     }
 }

@@ -204,7 +204,7 @@ impl PostArgs {
         let dynamic = self.cqe_poll.is_none()
             && !self.disable_dynamic_polling
             && bw
-            && !iters.is_some_and(|n| n < DYNAMIC_MIN_ITERS)
+            && iters.is_none_or(|n| n >= DYNAMIC_MIN_ITERS)
             && !(c.bidirectional && c.bench.verb == Verb::Send);
         let cqe_batch = match self.cqe_poll {
             Some(n) => CqeBatch::Fixed(n),
