@@ -12,7 +12,7 @@ use super::judging::Thresholds;
 use super::matrix::{labels, write_csv, PairResults, SizeMatrices};
 use super::sample::{PairSample, SAMPLE_LEN};
 use super::schedule::{pairs_in, partner, partner_in, rounds as schedule_rounds};
-use super::table::{write_header, write_table, Header};
+use super::table::{write_header, write_table, PairsHeader};
 use crate::cli::io_reason;
 use crate::job::world::World;
 use crate::job::{agree, ExitStatus, Failure};
@@ -372,7 +372,7 @@ pub(crate) fn run_pairs_watched(
     };
     let mut counters = agree(world, program, ExitStatus::Failed, counters)?;
     if world.is_root() {
-        let header = Header {
+        let header = PairsHeader {
             program,
             ranks: world.size,
             rounds: schedule_rounds(world.size),

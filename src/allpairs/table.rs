@@ -9,7 +9,7 @@ use crate::report::table::fit;
 use std::io::Write;
 
 /// What was run, before anything is measured.
-pub struct Header<'a> {
+pub struct PairsHeader<'a> {
     pub program: &'a str,
     pub ranks: usize,
     pub rounds: usize,
@@ -22,7 +22,7 @@ pub struct Header<'a> {
     pub each_pair: &'a str,
 }
 
-pub fn write_header(out: &mut dyn Write, h: &Header) -> std::io::Result<()> {
+pub fn write_header(out: &mut dyn Write, h: &PairsHeader) -> std::io::Result<()> {
     writeln!(
         out,
         "# {} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each; \
@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn the_header_says_what_runs() {
         let mut out = Vec::new();
-        let h = Header {
+        let h = PairsHeader {
             program: "sendrecv_perf",
             ranks: 3,
             rounds: 3,

@@ -2,7 +2,7 @@
 //! warm-up, then every size of every cycle laid out, timed out of place and in
 //! place, validated, and combined over ranks into one table line.
 
-use super::rounds::{self, Lines, Next};
+use super::rounds::{self, Next, RoundLines};
 use super::timing::Timing;
 use crate::backend::{Backend, BufRef, Marks, OpArgs, Slot};
 use crate::collective::{Collective, Counts, Layout};
@@ -116,7 +116,7 @@ impl<'a, C: Comm> Bench<'a, C> {
             vec![None]
         };
         let started = Instant::now();
-        let mut wanted = Lines::Every;
+        let mut wanted = RoundLines::Every;
         let mut round = 1;
         let stopped_by = loop {
             let mut line = 0;

@@ -7,7 +7,7 @@ use crate::cli::{in_words, shown};
 use crate::driver::args::{Launch, Plan, Rounds};
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, World};
 use crate::report::json::{JsonExport, Settings};
-use crate::report::rounds::Verdict;
+use crate::report::rounds::MinBusbwVerdict;
 use crate::report::table::Header;
 use crate::report::{below_min_busbw, Exporter, RunInfo, Summary};
 use std::os::raw::c_int;
@@ -217,9 +217,9 @@ pub(super) fn min_busbw_status(program: &str, summary: &Summary) -> ExitStatus {
         return ExitStatus::Ok;
     };
     let status = match min.verdict() {
-        Verdict::Pass => ExitStatus::Ok,
-        Verdict::Fail => ExitStatus::Failed,
-        Verdict::Inconclusive => ExitStatus::Inconclusive,
+        MinBusbwVerdict::Pass => ExitStatus::Ok,
+        MinBusbwVerdict::Fail => ExitStatus::Failed,
+        MinBusbwVerdict::Inconclusive => ExitStatus::Inconclusive,
     };
     if status != ExitStatus::Ok {
         eprintln!("{program}: {}", min.sentence());

@@ -16,16 +16,16 @@ const STOP_CAP: u8 = 2;
 const STOP_TIME: u8 = 3;
 
 /// Which lines a round measures, by their place in the sweep.
-pub(super) enum Lines {
+pub(super) enum RoundLines {
     Every,
     Only(Vec<bool>),
 }
 
-impl Lines {
+impl RoundLines {
     pub(super) fn has(&self, line: usize) -> bool {
         match self {
-            Lines::Every => true,
-            Lines::Only(wanted) => wanted.get(line).copied().unwrap_or(false),
+            RoundLines::Every => true,
+            RoundLines::Only(wanted) => wanted.get(line).copied().unwrap_or(false),
         }
     }
 }
@@ -33,7 +33,7 @@ impl Lines {
 /// After a round: the lines of the next, or why the rounds stopped (None:
 /// the count was reached, or every line settled).
 pub(super) enum Next {
-    Measure(Lines),
+    Measure(RoundLines),
     Stop(Option<String>),
 }
 
@@ -55,7 +55,7 @@ pub(super) fn next<C: Comm>(
     } = plan.rounds.rounds
     else {
         return match plan.rounds.rounds {
-            Rounds::Fixed(n) if round < n => Next::Measure(Lines::Every),
+            Rounds::Fixed(n) if round < n => Next::Measure(RoundLines::Every),
             _ => Next::Stop(None),
         };
     };
@@ -83,7 +83,9 @@ pub(super) fn next<C: Comm>(
     let word = comm.all_gather_bytes(&mine).swap_remove(0);
     watchdog.end();
     match word.first().copied() {
-        Some(GO_ON) => Next::Measure(Lines::Only(word[1..].iter().map(|&b| b == 1).collect())),
+        Some(GO_ON) => Next::Measure(RoundLines::Only(
+            word[1..].iter().map(|&b| b == 1).collect(),
+        )),
         Some(STOP_CAP) => Next::Stop(Some(format!("the {max_rounds}-round cap (--max-rounds)"))),
         Some(STOP_TIME) => Next::Stop(Some(format!(
             "the {} s budget (--rounds-time)",

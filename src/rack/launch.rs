@@ -41,8 +41,8 @@ fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 }
 
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Launch {
+#[serde(deny_unknown_fields, expecting = "a [launch] table")]
+pub struct LaunchSpec {
     #[serde(default)]
     pub launcher: Launcher,
     #[serde(default = "one")]
@@ -61,7 +61,7 @@ pub struct Launch {
     pub timeout_s: u64,
 }
 
-impl Launch {
+impl LaunchSpec {
     /// The nodes a step on `nodes` nodes is launched on, when the spec names
     /// them (mpirun's `hosts`; srun takes its nodes from the allocation).
     pub fn named_hosts(&self, nodes: usize) -> Option<Vec<String>> {
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn launch_commands() {
-        let mut launch = Launch {
+        let mut launch = LaunchSpec {
             launcher: Launcher::Mpirun,
             nodes: 2,
             ranks_per_node: 8,

@@ -8,7 +8,7 @@
 //! without it carried them, is the suspect; a lost pair between two others
 //! names both ends.
 
-use super::launch::Launch;
+use super::launch::LaunchSpec;
 use super::runner::{run_step, StepOutcome};
 use super::steps::TestStep;
 use std::path::Path;
@@ -69,13 +69,18 @@ pub struct LostPair {
 
 impl PathProbe {
     /// Probes every host (concurrently, one launch each), logs in `out`.
-    pub fn run(launch: &Launch, hosts: &[String], out: &Path, spec_timeout: Duration) -> PathProbe {
+    pub fn run(
+        launch: &LaunchSpec,
+        hosts: &[String],
+        out: &Path,
+        spec_timeout: Duration,
+    ) -> PathProbe {
         let outcomes: Vec<StepOutcome> = std::thread::scope(|s| {
             let handles: Vec<_> = hosts
                 .iter()
                 .map(|me| {
                     let others: Vec<String> = hosts.iter().filter(|h| *h != me).cloned().collect();
-                    let one = Launch {
+                    let one = LaunchSpec {
                         hosts: vec![me.clone()],
                         ..launch.clone()
                     };
@@ -194,7 +199,7 @@ impl PathProbe {
 /// one skipped for a node that did not answer) on three or more nodes the spec
 /// names: what it found is printed as it is judged.
 pub fn after_tests(
-    launch: &Launch,
+    launch: &LaunchSpec,
     tests: &[TestStep],
     unreachable: bool,
     out: &Path,

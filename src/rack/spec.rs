@@ -4,7 +4,7 @@
 //! ("rack_check") and scripts/rack-*.toml for the format.
 
 use super::check::{metric_of, parse_bound, Bound, Check, CheckKind, RowMetric, Side};
-use super::launch::Launch;
+use super::launch::LaunchSpec;
 use crate::allpairs::Thresholds;
 use crate::cli::shown;
 use crate::input::read_text;
@@ -166,7 +166,7 @@ const MAX_TIMEOUT_S: u64 = 604_800;
 #[serde(deny_unknown_fields)]
 struct RawSpec {
     name: String,
-    launch: Launch,
+    launch: LaunchSpec,
     #[serde(default)]
     doctor: DoctorSpec,
     #[serde(default)]
@@ -180,7 +180,7 @@ struct RawSpec {
 #[derive(Clone, Debug)]
 pub struct Spec {
     pub name: String,
-    pub launch: Launch,
+    pub launch: LaunchSpec,
     pub doctor: DoctorSpec,
     pub rounds: RoundsSpec,
     pub tests: Vec<TestSpec>,

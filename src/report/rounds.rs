@@ -150,7 +150,7 @@ pub struct RoundsSummary {
 
 /// --min-busbw's three verdicts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum MinBusbwVerdict {
     Pass,
     Fail,
     Inconclusive,
@@ -174,14 +174,14 @@ impl MinBusbw {
     /// PASS when the whole interval is at or above the minimum, FAIL when it
     /// is wholly below; anything else (across it, no interval, no number)
     /// cannot tell.
-    pub fn verdict(&self) -> Verdict {
+    pub fn verdict(&self) -> MinBusbwVerdict {
         match (self.estimate.interval, self.estimate.value.is_finite()) {
             (Some(_), true) => match self.estimate.against(self.min_gbs, f64::INFINITY) {
-                Side::Inside | Side::Above => Verdict::Pass,
-                Side::Below => Verdict::Fail,
-                Side::Straddles => Verdict::Inconclusive,
+                Side::Inside | Side::Above => MinBusbwVerdict::Pass,
+                Side::Below => MinBusbwVerdict::Fail,
+                Side::Straddles => MinBusbwVerdict::Inconclusive,
             },
-            _ => Verdict::Inconclusive,
+            _ => MinBusbwVerdict::Inconclusive,
         }
     }
 
@@ -206,12 +206,12 @@ impl MinBusbw {
         };
         let min = shown(self.min_gbs);
         match self.verdict() {
-            Verdict::Pass => format!("{figure} is at least --min-busbw {min} GB/s: PASS"),
-            Verdict::Fail => format!("{figure} is below --min-busbw {min} GB/s: FAIL"),
-            Verdict::Inconclusive if e.interval.is_none() || !e.value.is_finite() => format!(
+            MinBusbwVerdict::Pass => format!("{figure} is at least --min-busbw {min} GB/s: PASS"),
+            MinBusbwVerdict::Fail => format!("{figure} is below --min-busbw {min} GB/s: FAIL"),
+            MinBusbwVerdict::Inconclusive if e.interval.is_none() || !e.value.is_finite() => format!(
                 "{figure} against --min-busbw {min} GB/s: INCONCLUSIVE: noise not estimated: use --rounds {MIN_SAMPLES} or more"
             ),
-            Verdict::Inconclusive => {
+            MinBusbwVerdict::Inconclusive => {
                 let more = match e.rounds_to_clear(self.min_gbs) {
                     Some(n) => format!("about {n} rounds would resolve it"),
                     None => "the median is on the minimum itself: no number of rounds would resolve it".into(),
@@ -298,17 +298,23 @@ mod tests {
     #[test]
     fn min_busbw_verdicts() {
         let steady = [10.0, 10.1, 9.9, 10.0, 10.05];
-        assert_eq!(MinBusbw::judge(5.0, &steady).verdict(), Verdict::Pass);
-        assert_eq!(MinBusbw::judge(50.0, &steady).verdict(), Verdict::Fail);
+        assert_eq!(
+            MinBusbw::judge(5.0, &steady).verdict(),
+            MinBusbwVerdict::Pass
+        );
+        assert_eq!(
+            MinBusbw::judge(50.0, &steady).verdict(),
+            MinBusbwVerdict::Fail
+        );
         let across = MinBusbw::judge(10.0, &steady);
-        assert_eq!(across.verdict(), Verdict::Inconclusive);
+        assert_eq!(across.verdict(), MinBusbwVerdict::Inconclusive);
         assert!(
             across.sentence().contains("straddles"),
             "{}",
             across.sentence()
         );
         let one = MinBusbw::judge(0.001, &[10.0]);
-        assert_eq!(one.verdict(), Verdict::Inconclusive);
+        assert_eq!(one.verdict(), MinBusbwVerdict::Inconclusive);
         assert!(one.sentence().contains("use --rounds 3 or more"));
         let fail = MinBusbw::judge(50.0, &steady).sentence();
         assert!(
@@ -316,6 +322,6 @@ mod tests {
             "{fail}"
         );
         let nan = MinBusbw::judge(1.0, &[f64::NAN; 3]);
-        assert_eq!(nan.verdict(), Verdict::Inconclusive);
+        assert_eq!(nan.verdict(), MinBusbwVerdict::Inconclusive);
     }
 }

@@ -33,7 +33,7 @@ use crate::verbs::measure::cpu_util::CpuWatch;
 use crate::verbs::measure::duration::Periods;
 use crate::verbs::measure::validate::{wrong_summary, Checked};
 use crate::verbs::results::figures::lines_of;
-use crate::verbs::results::header::Header;
+use crate::verbs::results::header::VerbsHeader;
 use crate::verbs::{measure::bw, measure::lat, measure::rdma_check, measure::rounds};
 use anyhow::{anyhow, bail};
 
@@ -512,7 +512,7 @@ impl Session<'_> {
         }
         // The device refused extended QPs: say it, as the ibv_wr* API line is OFF.
         warnings.extend(self.endpoint.post.api.warning(&self.port.device));
-        Header {
+        VerbsHeader {
             plan,
             mine,
             peer,

@@ -8,7 +8,7 @@
 //! so a tick costs one call plus one read per peer that spoke, not one read per
 //! rank (16,384 ranks would be 820,000 reads a second at one per 20 ms).
 
-use super::protocol::{Lines, Message, Token};
+use super::protocol::{LineBuffer, Message, Token};
 use super::state::{LocalClock, PauseWatch, State, Where, PAUSE_BOUND};
 use super::verdict::{own_pause, verdict, Answer};
 use super::{end_job, ANSWER_BOUND};
@@ -31,12 +31,12 @@ struct Stranger {
     stream: TcpStream,
     from: IpAddr,
     since: Instant,
-    lines: Lines,
+    lines: LineBuffer,
 }
 
 struct Peer {
     stream: TcpStream,
-    lines: Lines,
+    lines: LineBuffer,
 }
 
 /// A rank's connection, as rank 0 knows it.
@@ -268,7 +268,7 @@ impl Listener {
                         stream,
                         from: from.ip(),
                         since: Instant::now(),
-                        lines: Lines::default(),
+                        lines: LineBuffer::default(),
                     });
                 }
             }
@@ -318,7 +318,7 @@ impl Listener {
 
 /// Reads what the socket holds now into `lines`; false once it is closed, broken
 /// or sends more than a line's bytes.
-fn read_available(stream: &mut TcpStream, lines: &mut Lines) -> bool {
+fn read_available(stream: &mut TcpStream, lines: &mut LineBuffer) -> bool {
     let mut buf = [0u8; 1024];
     loop {
         match stream.read(&mut buf) {

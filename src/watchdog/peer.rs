@@ -3,7 +3,7 @@
 //! lasted -T. When rank 0 then says nothing for `RANK0_BOUND` (stopped, frozen or
 //! cut off), or its connection is gone, this rank gives the verdict itself.
 
-use super::protocol::{Lines, Message, Token};
+use super::protocol::{LineBuffer, Message, Token};
 use super::state::{LocalClock, PauseWatch, State, PAUSE_BOUND};
 use super::verdict::{rank0_lost, Rank0Lost};
 use super::{end_job, ANSWER_BOUND};
@@ -37,7 +37,7 @@ pub(super) struct Peer {
 /// The connection to rank 0.
 struct Rank0Connection {
     stream: TcpStream,
-    lines: Lines,
+    lines: LineBuffer,
     since: Instant,
     welcomed: bool,
     /// Whether this connection carried Stuck.
@@ -160,7 +160,7 @@ impl Peer {
             let _ = stream.set_nodelay(true);
             let mut link = Rank0Connection {
                 stream,
-                lines: Lines::default(),
+                lines: LineBuffer::default(),
                 since: Instant::now(),
                 welcomed: false,
                 told: false,

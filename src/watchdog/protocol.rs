@@ -163,11 +163,11 @@ fn decode_where(fields: &[&str]) -> Option<Where> {
 /// The bytes read from one connection, cut into lines; never holds more than
 /// `MAX_PENDING` bytes, nor a line longer than `MAX_LINE`.
 #[derive(Default)]
-pub struct Lines {
+pub struct LineBuffer {
     pending: Vec<u8>,
 }
 
-impl Lines {
+impl LineBuffer {
     /// Adds what was read; refused once a line passes `MAX_LINE`.
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), Refused> {
         // A few lines at most arrive between two reads; more is a flood.
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn lines_are_cut_and_bounded() {
-        let mut l = Lines::default();
+        let mut l = LineBuffer::default();
         l.push(b"one\ntw").unwrap();
         assert_eq!(l.next_line(), Some(b"one".to_vec()));
         assert_eq!(l.next_line(), None);
@@ -312,7 +312,7 @@ mod tests {
                 prop_assert!(bytes.starts_with(prefix.as_bytes()));
                 prop_assert_eq!(Message::decode(&line(&m, &t), &t), Ok(m));
             }
-            let mut l = Lines::default();
+            let mut l = LineBuffer::default();
             let _ = l.push(&bytes);
             while let Some(one) = l.next_line() {
                 prop_assert!(!one.contains(&b'\n'));
@@ -348,7 +348,7 @@ mod tests {
         ) {
             let t = token();
             let stream: Vec<u8> = messages.iter().flat_map(|m| m.encode(&t).into_bytes()).collect();
-            let mut l = Lines::default();
+            let mut l = LineBuffer::default();
             let mut got = Vec::new();
             for chunk in stream.chunks(cut) {
                 prop_assert_eq!(l.push(chunk), Ok(()));

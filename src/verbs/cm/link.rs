@@ -36,7 +36,7 @@ const RNR_RETRY_FOREVER: u8 = 7;
 const ABANDON_WAIT: Duration = Duration::from_secs(1);
 
 /// The exchange's QP and its buffer: `RECV_SLOTS` receive slots, then one send slot.
-struct Comm {
+struct ExchangeQp {
     qp: BasicQueuePair,
     cq: GenericCompletionQueue,
     mr: Arc<MemoryRegion>,
@@ -44,9 +44,9 @@ struct Comm {
     _pd: Arc<ProtectionDomain>,
 }
 
-impl Comm {
+impl ExchangeQp {
     /// Creates the QP on the device `id` is bound to and moves it to INIT.
-    fn create(id: &Identifier) -> anyhow::Result<Comm> {
+    fn create(id: &Identifier) -> anyhow::Result<ExchangeQp> {
         let ctx = id
             .get_device_context()
             .ok_or_else(|| anyhow!("rdma_cm bound the exchange to no RDMA device"))?;
@@ -77,7 +77,7 @@ impl Comm {
         let len = (RECV_SLOTS + 1) * CHUNK;
         let buffer = allocate(Memory::Host, len)?;
         let mr = register(&pd, &buffer, len as u64, AccessFlags::LocalWrite)?;
-        let mut comm = Comm {
+        let mut comm = ExchangeQp {
             qp,
             cq,
             mr,
@@ -167,7 +167,7 @@ impl Comm {
 
 /// A start with -R or -z: the server and client's messages over rdma_cm.
 pub struct CmLink {
-    comm: Comm,
+    comm: ExchangeQp,
     /// The exchange's connection, then (-R) each QP's.
     ids: Vec<Arc<Identifier>>,
     cm: Cm,
@@ -185,7 +185,7 @@ impl CmLink {
         let retry_count = cm.retry_count;
         let mut comm = None;
         let id = cm.accept("the rdma_cm exchange", &mut |id| {
-            let mut c = Comm::create(id)?;
+            let mut c = ExchangeQp::create(id)?;
             c.ready(id, retry_count)?;
             let qpn = c.qp.qp_number();
             comm = Some(c);
@@ -202,7 +202,7 @@ impl CmLink {
     /// The client of `cm`'s server, retrying for at most the --timeout.
     pub fn connect(cm: Cm) -> anyhow::Result<CmLink> {
         let retry_count = cm.retry_count;
-        let mut comm: Option<Comm> = None;
+        let mut comm: Option<ExchangeQp> = None;
         let id = {
             let slot = std::cell::RefCell::new(&mut comm);
             cm.connect(
@@ -210,7 +210,7 @@ impl CmLink {
                 &mut |id| {
                     let mut slot = slot.borrow_mut();
                     if slot.is_none() {
-                        **slot = Some(Comm::create(id)?);
+                        **slot = Some(ExchangeQp::create(id)?);
                     }
                     Ok(slot.as_ref().map(|c| c.qp.qp_number()).unwrap_or_default())
                 },
@@ -228,7 +228,7 @@ impl CmLink {
         ))
     }
 
-    fn new(comm: Comm, id: Arc<Identifier>, cm: Cm, client: bool) -> CmLink {
+    fn new(comm: ExchangeQp, id: Arc<Identifier>, cm: Cm, client: bool) -> CmLink {
         CmLink {
             comm,
             ids: vec![id],

@@ -31,7 +31,7 @@ pub fn title(bench: Benchmark, bidirectional: bool, atomic: AtomicOp, post_list:
 }
 
 /// What the header is made from.
-pub struct Header<'a> {
+pub struct VerbsHeader<'a> {
     pub plan: &'a Plan,
     pub mine: &'a Hello,
     pub peer: &'a Hello,
@@ -53,7 +53,7 @@ pub struct Header<'a> {
     pub post: PostLines,
 }
 
-impl Header<'_> {
+impl VerbsHeader<'_> {
     /// The header's facts: which of perftest's lines this side shows, and their values.
     pub fn facts(self) -> PerftestHeader {
         let p = self.plan;
@@ -180,7 +180,7 @@ mod tests {
                 len: 65536,
             }],
         };
-        let facts = Header {
+        let facts = VerbsHeader {
             plan: &plan,
             mine: &hello,
             peer: &hello,
@@ -238,7 +238,7 @@ mod tests {
                 std::iter::once(bench.program()).chain(args.iter().copied()),
             )
             .unwrap();
-            Header {
+            VerbsHeader {
                 plan: &plan,
                 mine: &hello,
                 peer: &hello,
