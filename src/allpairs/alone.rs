@@ -4,7 +4,7 @@
 //! limits, as the run judged them against its own.
 
 use super::confirm::{Confirmation, Criterion};
-use super::judging::{Thresholds, Verdict};
+use super::judging::{PairsVerdict, Thresholds};
 use super::matrix::{read_csv, PairResults};
 use crate::output::{write_whole, Replace};
 use crate::report::csv::open_regular;
@@ -102,7 +102,7 @@ pub struct Judged {
     /// The medians over the launches.
     pub results: PairResults,
     /// Only the pairs confirmed slow are left in it.
-    pub verdict: Verdict,
+    pub verdict: PairsVerdict,
     pub confirmation: Confirmation,
 }
 

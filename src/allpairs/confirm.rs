@@ -5,7 +5,7 @@
 //! while others ran is not confirmed; one whose alone interval lies across the
 //! limit cannot be told, and says how many rounds would tell.
 
-use super::judging::{SlowPair, Verdict};
+use super::judging::{PairsVerdict, SlowPair};
 use super::matrix::PairResults;
 use super::sample::PairSample;
 use crate::sizes::human_bytes;
@@ -60,7 +60,7 @@ pub struct Suspect {
 }
 
 /// The pairs whose median crossed a threshold: each is measured again alone.
-pub fn suspects(v: &Verdict) -> Vec<Suspect> {
+pub fn suspects(v: &PairsVerdict) -> Vec<Suspect> {
     let mut out: Vec<Suspect> = Vec::new();
     let at = |p: &SlowPair, size| Suspect {
         a: p.a,
@@ -181,7 +181,7 @@ impl Confirmation {
     /// rounds, and keeps in `verdict` only the confirmed pairs (its suspect
     /// nodes recomputed from them).
     pub fn judge(
-        verdict: &mut Verdict,
+        verdict: &mut PairsVerdict,
         results: &PairResults,
         rounds: &[PairResults],
         list: &[Suspect],
@@ -208,7 +208,7 @@ impl Confirmation {
     /// confirmed pairs, its suspect nodes recomputed. rack_check judges the
     /// launches of an all-pairs test with it, their re-measures alone pooled.
     pub fn judge_with(
-        verdict: &mut Verdict,
+        verdict: &mut PairsVerdict,
         results: &PairResults,
         rounds: &[PairResults],
         alone: &AloneFigures,
@@ -372,7 +372,7 @@ mod tests {
 
     /// Node 2 of 5 slow (20 GB/s against 45, 50 us against 5) in three rounds;
     /// its pairs measured alone as `us` and `gbs`.
-    fn judged(us: &[f64], gbs: &[f64]) -> (Verdict, Confirmation) {
+    fn judged(us: &[f64], gbs: &[f64]) -> (PairsVerdict, Confirmation) {
         let rounds = vec![results(5, Some(2), 45.0, 20.0); ROUNDS];
         let medians = PairResults::median_over(&rounds).unwrap();
         let mut verdict = medians.judge(&Thresholds::default());

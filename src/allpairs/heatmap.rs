@@ -4,7 +4,7 @@
 //! the image stays the same size whatever N (one cell a rank overflows the
 //! plotting library's integer arithmetic from about 722 ranks).
 
-use super::judging::{gbs, three_significant, Verdict};
+use super::judging::{gbs, three_significant, PairsVerdict};
 use super::matrix::{Matrix, PairResults, SizeMatrices};
 use crate::output::{write_whole, Replace};
 use anyhow::{anyhow, Context};
@@ -30,7 +30,7 @@ struct View {
 }
 
 impl View {
-    fn of(results: &PairResults, sizes: &SizeMatrices, verdict: &Verdict) -> View {
+    fn of(results: &PairResults, sizes: &SizeMatrices, verdict: &PairsVerdict) -> View {
         let n = results.labels.len();
         let per = n.div_ceil(MAX_CELLS).max(1);
         let cells = n.div_ceil(per);
@@ -80,7 +80,7 @@ impl View {
 pub fn write_png(
     path: &Path,
     results: &PairResults,
-    verdict: &Verdict,
+    verdict: &PairsVerdict,
     what: &str,
 ) -> anyhow::Result<()> {
     let Some(sizes) = results.at(verdict.bw_size) else {
@@ -97,7 +97,11 @@ pub fn write_png(
 
 /// The same picture as SVG text, for a page to hold inline; None where the
 /// size bandwidth was judged at has no matrix.
-pub fn svg(results: &PairResults, verdict: &Verdict, what: &str) -> anyhow::Result<Option<String>> {
+pub fn svg(
+    results: &PairResults,
+    verdict: &PairsVerdict,
+    what: &str,
+) -> anyhow::Result<Option<String>> {
     let Some(sizes) = results.at(verdict.bw_size) else {
         return Ok(None);
     };
@@ -108,7 +112,7 @@ pub fn svg(results: &PairResults, verdict: &Verdict, what: &str) -> anyhow::Resu
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     view: &View,
-    verdict: &Verdict,
+    verdict: &PairsVerdict,
     what: &str,
 ) -> anyhow::Result<()>
 where

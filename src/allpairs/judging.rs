@@ -70,7 +70,7 @@ pub struct SlowPair {
 
 /// What the matrices say.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
+pub struct PairsVerdict {
     /// Bandwidth was judged (at `bw_size`): a size of at least [`JUDGE_SIZE`] was measured.
     pub bw_judged: bool,
     pub bw_size: u64,
@@ -146,12 +146,12 @@ fn suspects(
 
 impl PairResults {
     /// Bandwidth is judged at the largest size, latency at the smallest.
-    pub fn judge(&self, t: &Thresholds) -> Verdict {
+    pub fn judge(&self, t: &Thresholds) -> PairsVerdict {
         let (Some(small), Some(large)) = (
             self.sizes.iter().min_by_key(|s| s.size_bytes),
             self.sizes.iter().max_by_key(|s| s.size_bytes),
         ) else {
-            return Verdict {
+            return PairsVerdict {
                 bw_judged: false,
                 bw_size: 0,
                 median_gbs: f64::NAN,
@@ -216,7 +216,7 @@ impl PairResults {
                 .collect();
             unmeasured.extend(missing);
         }
-        let mut verdict = Verdict {
+        let mut verdict = PairsVerdict {
             bw_judged,
             bw_size: large.size_bytes,
             median_gbs,
@@ -234,7 +234,7 @@ impl PairResults {
     }
 }
 
-impl Verdict {
+impl PairsVerdict {
     /// The suspect nodes of `results` from the slow pairs (again after some
     /// were cleared by measuring them alone).
     pub fn find_suspects(&mut self, results: &PairResults) {

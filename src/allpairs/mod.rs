@@ -28,7 +28,7 @@ pub mod sample;
 pub mod schedule;
 pub mod table;
 
-pub use judging::{gbs, SlowPair, Thresholds, Verdict, JUDGE_SIZE};
+pub use judging::{gbs, PairsVerdict, SlowPair, Thresholds, JUDGE_SIZE};
 pub use matrix::{labels, read_csv, write_csv, Matrix, Metric, PairResults, SizeMatrices};
 pub(crate) use runner::run_pairs;
 pub use runner::{measure_all_pairs, PairMeasure, PairRun};

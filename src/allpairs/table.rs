@@ -2,7 +2,7 @@
 //! that were judged, and the verdict.
 
 use super::confirm::Confirmation;
-use super::judging::{Thresholds, Verdict};
+use super::judging::{PairsVerdict, Thresholds};
 use super::matrix::{Matrix, PairResults};
 use crate::cli::shown;
 use crate::report::table::fit;
@@ -158,7 +158,7 @@ fn write_matrix(
 pub fn write_table(
     out: &mut dyn Write,
     results: &PairResults,
-    verdict: &Verdict,
+    verdict: &PairsVerdict,
     confirmation: &Confirmation,
     t: &Thresholds,
 ) -> std::io::Result<()> {

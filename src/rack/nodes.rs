@@ -11,7 +11,7 @@ use super::check_result::{CheckResult, Verdict as NodeState};
 use super::probe::PathProbe;
 use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
 use crate::allpairs::alone::judge_launches;
-use crate::allpairs::{gbs, PairResults, Thresholds, Verdict};
+use crate::allpairs::{gbs, PairResults, PairsVerdict, Thresholds};
 use crate::doctor::{claimed_name, Finding, Severity, DUPLICATE_HOST};
 use crate::sizes::human_bytes;
 use std::path::{Path, PathBuf};
@@ -22,7 +22,7 @@ pub struct PairsOutcome {
     pub test: String,
     pub thresholds: Thresholds,
     pub results: PairResults,
-    pub verdict: Verdict,
+    pub verdict: PairsVerdict,
 }
 
 /// The all-pairs checks whose test's launches all wrote their matrices, each
@@ -641,7 +641,7 @@ mod tests {
             value: 0.003,
             limit: 0.008,
         };
-        let verdict = Verdict {
+        let verdict = PairsVerdict {
             bw_judged: true,
             bw_size: 256 << 10,
             median_gbs: 0.08,
