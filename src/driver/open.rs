@@ -6,7 +6,7 @@ use crate::backend::mpi::MpiBackend;
 use crate::backend::{nccl, Backend, BackendKind, MemoryBudget};
 use crate::collective::Collective;
 use crate::datatype::{DataType, RedOp};
-use crate::driver::args::{BackendChoice, CollArgs, Launch, Plan, Selection};
+use crate::driver::args::{BackendChoice, CollArgs, Launch, NamedOrAll, Plan};
 use crate::job::{agree, agree_each_rank, ExitStatus, Failure, Group, World};
 use crate::sizes::human_bytes;
 use crate::watchdog::Watchdog;
@@ -113,14 +113,14 @@ pub(super) fn supported_plan(
     let (types_ok, ops_ok) = (everywhere(&types), everywhere(&ops));
     let mut plan = plan.clone();
     let named = match plan.datatype_selection {
-        Selection::All => Ok(()),
-        Selection::Named => (plan.datatypes)
+        NamedOrAll::All => Ok(()),
+        NamedOrAll::Named => (plan.datatypes)
             .iter()
             .try_for_each(|&t| backend.supports_datatype(t)),
     };
     let named = named.and_then(|()| match plan.op_selection {
-        Selection::All => Ok(()),
-        Selection::Named => plan.ops.iter().try_for_each(|&o| backend.supports_op(o)),
+        NamedOrAll::All => Ok(()),
+        NamedOrAll::Named => plan.ops.iter().try_for_each(|&o| backend.supports_op(o)),
     });
     agree_each_rank(world, program, ExitStatus::Usage, named)?;
     plan.datatypes

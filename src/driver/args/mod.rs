@@ -202,16 +202,16 @@ pub enum Roots {
 /// How `-d` or `-o` chose: one named, which a backend that lacks it refuses, or
 /// `all`, of which the backend's run is left with the ones every rank supports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Selection {
+pub enum NamedOrAll {
     Named,
     All,
 }
 
-impl Selection {
-    fn of(value: &str) -> Selection {
+impl NamedOrAll {
+    fn of(value: &str) -> NamedOrAll {
         match value {
-            ALL_VALUE => Selection::All,
-            _ => Selection::Named,
+            ALL_VALUE => NamedOrAll::All,
+            _ => NamedOrAll::Named,
         }
     }
 }
@@ -227,10 +227,10 @@ pub struct Plan {
     pub check: usize,
     pub datatypes: Vec<DataType>,
     /// -d: one named, or `all`.
-    pub datatype_selection: Selection,
+    pub datatype_selection: NamedOrAll,
     pub ops: Vec<RedOp>,
     /// -o: one named, or `all`.
-    pub op_selection: Selection,
+    pub op_selection: NamedOrAll,
     pub roots: Roots,
     pub average: Average,
     pub run_cycles: u64,
@@ -301,17 +301,17 @@ impl CollArgs {
             ));
         }
         let (datatype_selection, op_selection) =
-            (Selection::of(&self.datatype), Selection::of(&self.op));
+            (NamedOrAll::of(&self.datatype), NamedOrAll::of(&self.op));
         let datatypes = match datatype_selection {
-            Selection::All => DataType::ALL.to_vec(),
-            Selection::Named => vec![self
+            NamedOrAll::All => DataType::ALL.to_vec(),
+            NamedOrAll::Named => vec![self
                 .datatype
                 .parse()
                 .map_err(|e| usage(format!("-d/--datatype: {e}")))?],
         };
         let ops = match op_selection {
-            Selection::All => RedOp::ALL.to_vec(),
-            Selection::Named => vec![self
+            NamedOrAll::All => RedOp::ALL.to_vec(),
+            NamedOrAll::Named => vec![self
                 .op
                 .parse()
                 .map_err(|e| usage(format!("-o/--op: {e}")))?],
