@@ -186,16 +186,17 @@ fn checks_table(h: &mut String, report: &RunReport) {
 /// drawn by all-pairs' own heatmap (pairs.png), with the suspects under it.
 fn heatmap(h: &mut String, p: &PairsOutcome) {
     let v = &p.verdict;
-    if !v.bw_judged {
-        let _ = writeln!(h, "<p>{}: no heatmap.</p>", esc(&v.bandwidth(human_bytes)));
-        return;
-    }
-    match crate::allpairs::heatmap::svg(&p.results, v, &p.test) {
+    let drawn = match v.bw_judged {
+        true => crate::allpairs::heatmap::svg(&p.results, v, &p.test),
+        false => Ok(None),
+    };
+    match drawn {
         Ok(Some(svg)) => {
             let _ = writeln!(h, "<div class=\"chart\">{svg}</div>");
         }
         Ok(None) => {
             let _ = writeln!(h, "<p>{}: no heatmap.</p>", esc(&v.bandwidth(human_bytes)));
+            return;
         }
         Err(e) => {
             let _ = writeln!(
