@@ -16,6 +16,8 @@ use crate::job::world::World;
 use crate::job::{agree_each_rank, ExitStatus, Failure};
 use crate::report::counters::FabricPlan;
 use crate::sizes::{sweep, sweep_len, Step};
+use crate::sysfs::cpu_wait::CpuWait;
+use crate::sysfs::Root;
 use crate::watchdog::Watchdog;
 use anyhow::Context;
 use std::path::Path;
@@ -123,6 +125,7 @@ impl PairMeasure for BackendPair<'_> {
         }
         watchdog.enter_call();
         self.backend.synchronize()?;
+        let cpu_wait = CpuWait::start(Root::new("/"));
         self.backend
             .timer_start(self.per_iteration.len(), Marks::Chained)?;
         for _ in 0..self.per_iteration.len() {
@@ -136,7 +139,9 @@ impl PairMeasure for BackendPair<'_> {
         watchdog.enter_call();
         self.backend.synchronize()?;
         let total = self.backend.timer_read(&mut self.per_iteration)?;
-        let seconds = total / self.per_iteration.len() as f64;
+        let iters = self.per_iteration.len() as f64;
+        let seconds = total / iters;
+        let cpu_wait_seconds = cpu_wait.stop().map(|s| s / iters);
         self.per_iteration.sort_by(f64::total_cmp);
         let p50_seconds = self.per_iteration[self.per_iteration.len() / 2];
         let wrong = match self.check {
@@ -159,6 +164,7 @@ impl PairMeasure for BackendPair<'_> {
             seconds,
             p50_seconds,
             wrong,
+            cpu_wait_seconds,
         })
     }
 }

@@ -1,9 +1,13 @@
 //! Whether a slow pair is really slow: every pair is measured in `ROUNDS`
 //! interleaved rounds of the schedule, each pair whose median crosses a
 //! threshold is judged on its 95% interval (`stats::interval`), then measured
-//! again alone (no other pair running) before it is named. A pair slow only
-//! while others ran is not confirmed; one whose alone interval lies across the
-//! limit cannot be told, and says how many rounds would tell.
+//! again alone (no other pair running) before it is named. Beside the
+//! suspects, in the same rounds, the typical pair of each criterion is
+//! measured alone too (the pair its limit was set by): a suspect is named only
+//! where the ratio of its figures alone to the typical pair's lies wholly
+//! beyond the threshold. A host that is slow for every pair alike (its CPUs
+//! busy with other work) slows both and names neither. One whose ratio lies
+//! across the threshold cannot be told, and says how many rounds would tell.
 
 use super::judging::{PairsVerdict, SlowPair};
 use super::matrix::PairResults;
@@ -14,6 +18,16 @@ use crate::stats::interval::{Estimate, Side};
 /// Rounds of the whole schedule, and of each re-measurement alone: the fewest
 /// that give an interval (`MIN_SAMPLES`).
 pub const ROUNDS: usize = crate::stats::interval::MIN_SAMPLES;
+
+/// A share of a pair's time alone its ranks waited for a CPU from which the
+/// line says the host was busy.
+const BUSY_SHARE: f64 = 0.1;
+
+/// A share from which latency cannot be judged: one wait for a CPU costs a
+/// scheduler slice (milliseconds), hundreds of network latencies, and where
+/// the ranks wait this much the placement of ranks on cores decides which
+/// pairs pay it (measured on the virtual rack on a busy host, docs/rack-acceptance.md).
+const LATENCY_BUSY_SHARE: f64 = 0.25;
 
 /// What a pair was slow on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -43,6 +57,15 @@ impl Criterion {
         }
     }
 
+    /// The threshold as a ratio to the typical pair: the fraction of the
+    /// median (bandwidth) or the multiple of the lowest (latency) the limit is.
+    fn ratio_limit(self, limit: f64, v: &PairsVerdict) -> f64 {
+        match self {
+            Criterion::Bandwidth => limit / v.median_gbs,
+            Criterion::Latency => limit / v.min_us,
+        }
+    }
+
     pub fn unit(self) -> &'static str {
         match self {
             Criterion::Bandwidth => "GB/s algbw",
@@ -51,24 +74,54 @@ impl Criterion {
     }
 }
 
-/// A pair to measure again alone, at the size it was judged at.
+/// A pair to measure again alone, at the size it is judged at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Suspect {
+pub struct Remeasure {
     pub a: usize,
     pub b: usize,
     pub size: u64,
 }
 
-/// The pairs whose median crossed a threshold: each is measured again alone.
-pub fn suspects(v: &PairsVerdict) -> Vec<Suspect> {
-    let mut out: Vec<Suspect> = Vec::new();
-    let at = |p: &SlowPair, size| Suspect {
+/// The typical pair of a criterion: the one its limit was set by (the lowest
+/// latency; the bandwidth nearest the median), never a slow pair. None where
+/// the criterion has no slow pair, or every pair is slow.
+pub fn reference(v: &PairsVerdict, results: &PairResults, c: Criterion) -> Option<Remeasure> {
+    let (slow, size) = match c {
+        Criterion::Bandwidth => (&v.slow_bw, v.bw_size),
+        Criterion::Latency => (&v.slow_latency, v.latency_size),
+    };
+    if slow.is_empty() {
+        return None;
+    }
+    let at = results.at(size)?;
+    let (matrix, target) = match c {
+        Criterion::Bandwidth => (&at.algbw_gbs, v.median_gbs),
+        Criterion::Latency => (&at.p50_us, v.min_us),
+    };
+    let distance = |value: f64| (value - target).abs();
+    matrix
+        .pairs()
+        .into_iter()
+        .filter(|p| p.2.is_finite() && !slow.iter().any(|s| (s.a, s.b) == (p.0, p.1)))
+        .min_by(|x, y| distance(x.2).total_cmp(&distance(y.2)))
+        .map(|(a, b, _)| Remeasure { a, b, size })
+}
+
+/// The pairs whose median crossed a threshold, then each criterion's typical
+/// pair: each is measured again alone, in the same rounds.
+pub fn to_remeasure(v: &PairsVerdict, results: &PairResults) -> Vec<Remeasure> {
+    let at = |p: &SlowPair, size| Remeasure {
         a: p.a,
         b: p.b,
         size,
     };
-    let all = v.slow_bw.iter().map(|p| at(p, v.bw_size));
-    for s in all.chain(v.slow_latency.iter().map(|p| at(p, v.latency_size))) {
+    let slow = v.slow_bw.iter().map(|p| at(p, v.bw_size));
+    let slow = slow.chain(v.slow_latency.iter().map(|p| at(p, v.latency_size)));
+    let typical = [Criterion::Bandwidth, Criterion::Latency]
+        .into_iter()
+        .filter_map(|c| reference(v, results, c));
+    let mut out: Vec<Remeasure> = Vec::new();
+    for s in slow.chain(typical) {
         if !out.contains(&s) {
             out.push(s);
         }
@@ -76,22 +129,22 @@ pub fn suspects(v: &PairsVerdict) -> Vec<Suspect> {
     out
 }
 
-/// A suspect list as bytes, for rank 0 to send every rank (and back).
-pub fn encode(list: &[Suspect]) -> Vec<u8> {
+/// A list as bytes, for rank 0 to send every rank (and back).
+pub fn encode(list: &[Remeasure]) -> Vec<u8> {
     list.iter()
         .flat_map(|s| [s.a as u64, s.b as u64, s.size])
         .flat_map(u64::to_le_bytes)
         .collect()
 }
 
-pub fn decode(bytes: &[u8]) -> Vec<Suspect> {
+pub fn decode(bytes: &[u8]) -> Vec<Remeasure> {
     let words: Vec<u64> = bytes
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
         .collect();
     words
         .chunks_exact(3)
-        .map(|w| Suspect {
+        .map(|w| Remeasure {
             a: w[0] as usize,
             b: w[1] as usize,
             size: w[2],
@@ -108,6 +161,86 @@ pub enum Finding {
     NotConfirmed,
     /// Its alone interval lies across the limit; about this many rounds would tell.
     CannotTell(Option<usize>),
+    /// Slow alone, but its ranks waited for a CPU for this share of the time,
+    /// which may account for it: the host, not the network, may be what is slow.
+    HostBusy(f64),
+}
+
+/// The figures of one pair measured alone, in a criterion's unit, with the
+/// share of each round's time its ranks waited for a CPU (empty: not read).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measured {
+    pub a: usize,
+    pub b: usize,
+    pub figures: Vec<f64>,
+    pub cpu_wait: Vec<f64>,
+}
+
+impl Measured {
+    fn of(a: usize, b: usize, samples: &[PairSample], c: Criterion, size: u64) -> Measured {
+        let shares: Option<Vec<f64>> = samples
+            .iter()
+            .map(|s| Some((s.cpu_wait_seconds? / s.seconds).clamp(0.0, 1.0)))
+            .collect();
+        Measured {
+            a,
+            b,
+            figures: samples.iter().map(|s| c.figure(s, size)).collect(),
+            cpu_wait: shares.unwrap_or_default(),
+        }
+    }
+
+    fn estimate(&self) -> Estimate {
+        Estimate::median_of(&self.figures)
+    }
+
+    fn all_finite(&self) -> bool {
+        !self.figures.is_empty() && self.figures.iter().all(|f| f.is_finite())
+    }
+
+    /// Its figures had its ranks not waited for a CPU: a round whose time
+    /// was T, of which a share s waited, took at least (1 - s) T on the
+    /// network. The longer wait of the two ranks is taken (`PairSample::of_pair`).
+    fn without_wait(&self, c: Criterion) -> Measured {
+        let figures = self
+            .figures
+            .iter()
+            .zip(&self.cpu_wait)
+            .map(|(f, s)| match c {
+                Criterion::Bandwidth => f / (1.0 - s),
+                Criterion::Latency => f * (1.0 - s),
+            });
+        Measured {
+            figures: figures.collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The median share of the time its ranks waited for a CPU, where read.
+    fn cpu_wait(&self) -> Option<f64> {
+        let e = Estimate::median_of(&self.cpu_wait);
+        (e.rounds > 0 && e.value.is_finite()).then_some(e.value)
+    }
+}
+
+/// Whose figures alone: a pair's, or the criterion's typical pair's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Whose {
+    Pair(usize, usize),
+    Typical,
+}
+
+/// The figures measured alone at a size on a criterion, where there are any.
+pub type LookupAlone<'a> = dyn Fn(Criterion, u64, Whose) -> Option<Measured> + 'a;
+
+/// A suspect against the typical pair, both measured alone in the same rounds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compared {
+    pub typical: Measured,
+    /// The suspect's figure over the typical pair's (ratio of medians).
+    pub ratio: Estimate,
+    /// The threshold as such a ratio (0.9 of the median, 2 x the lowest).
+    pub ratio_limit: f64,
 }
 
 /// One suspect pair, judged in the concurrent rounds and alone.
@@ -120,8 +253,10 @@ pub struct Checked {
     pub together: Estimate,
     /// Over the rounds alone (no rounds: not measured alone).
     pub alone: Estimate,
-    /// The figures alone, in the criterion's unit.
-    pub figures: Vec<f64>,
+    /// The figures alone (none: not measured alone).
+    pub measured: Measured,
+    /// Against the typical pair alone, where it was measured.
+    pub compared: Option<Compared>,
     pub finding: Finding,
 }
 
@@ -143,48 +278,85 @@ fn together(rounds: &[PairResults], c: Criterion, size: u64, a: usize, b: usize)
         .collect()
 }
 
-fn judge_alone(c: Criterion, figures: &[f64], limit: f64) -> (Estimate, Finding) {
-    let alone = Estimate::median_of(figures);
-    let finding = if figures.iter().any(|f| !f.is_finite()) {
+/// Where an estimate lies against a limit, as a finding.
+fn finding_of(c: Criterion, e: &Estimate, limit: f64) -> Finding {
+    if !e.value.is_finite() {
         // Not a measurement: never a pass.
-        Finding::Confirmed
-    } else {
-        match c.side(&alone, limit) {
-            Side::Inside => Finding::NotConfirmed,
-            Side::Straddles => Finding::CannotTell(alone.rounds_to_clear(limit)),
-            Side::Below | Side::Above => Finding::Confirmed,
-        }
-    };
-    (alone, finding)
-}
-
-/// A slow pair not measured alone, on its concurrent rounds: slow only when
-/// its whole interval lies beyond the limit.
-fn judge_together(c: Criterion, together: &Estimate, limit: f64) -> Finding {
-    if !together.value.is_finite() {
         return Finding::Confirmed;
     }
-    match c.side(together, limit) {
+    match c.side(e, limit) {
         Side::Inside => Finding::NotConfirmed,
-        Side::Straddles => Finding::CannotTell(together.rounds_to_clear(limit)),
+        Side::Straddles => Finding::CannotTell(e.rounds_to_clear(limit)),
         Side::Below | Side::Above => Finding::Confirmed,
     }
 }
 
-/// The figures of a slow pair measured alone, in its criterion's unit, where
-/// there are any: `(criterion, size, a, b)`.
-pub type AloneFigures<'a> = dyn Fn(Criterion, u64, usize, usize) -> Option<Vec<f64>> + 'a;
+/// A suspect measured alone: against the typical pair measured beside it
+/// where that pair's figures are whole, else against the limit itself.
+fn judge_alone(
+    c: Criterion,
+    mine: &Measured,
+    typical: Option<Measured>,
+    limit: f64,
+    v: &PairsVerdict,
+) -> (Option<Compared>, Finding) {
+    if !mine.all_finite() {
+        // A round that measured nothing: never a pass.
+        return (None, Finding::Confirmed);
+    }
+    let (compared, finding) = against_typical(c, mine, typical.clone(), limit, v);
+    let Some(share) = mine.cpu_wait().filter(|_| finding == Finding::Confirmed) else {
+        return (compared, finding);
+    };
+    // Slow even had the host given its ranks back every moment they waited?
+    let (_, unwaited) = against_typical(c, &mine.without_wait(c), typical, limit, v);
+    let starved = c == Criterion::Latency && share >= LATENCY_BUSY_SHARE;
+    match unwaited == Finding::Confirmed && !starved {
+        true => (compared, finding),
+        false => (compared, Finding::HostBusy(share)),
+    }
+}
+
+/// A suspect alone against its limit, and against the typical pair measured
+/// beside it where that pair's figures are whole: slow only where both say
+/// slow; cleared where either says it is within (alone within the limit of
+/// the concurrent rounds, or no slower than a typical pair alone).
+fn against_typical(
+    c: Criterion,
+    mine: &Measured,
+    typical: Option<Measured>,
+    limit: f64,
+    v: &PairsVerdict,
+) -> (Option<Compared>, Finding) {
+    let absolute = finding_of(c, &mine.estimate(), limit);
+    let ratio_limit = c.ratio_limit(limit, v);
+    let Some(typical) = typical.filter(|t| t.all_finite() && ratio_limit.is_finite()) else {
+        return (None, absolute);
+    };
+    let ratio = Estimate::ratio_of_medians(&mine.figures, &typical.figures);
+    let relative = finding_of(c, &ratio, ratio_limit);
+    let finding = match (absolute, relative) {
+        (Finding::NotConfirmed, _) | (_, Finding::NotConfirmed) => Finding::NotConfirmed,
+        (Finding::Confirmed, Finding::Confirmed) => Finding::Confirmed,
+        (Finding::Confirmed, unsure) | (unsure, _) => unsure,
+    };
+    let compared = Compared {
+        typical,
+        ratio,
+        ratio_limit,
+    };
+    (Some(compared), finding)
+}
 
 impl Confirmation {
-    /// Judges each suspect's samples alone (`alone[i]` for `list[i]`; `results`:
-    /// the medians of `rounds`) against the limit it crossed in the concurrent
-    /// rounds, and keeps in `verdict` only the confirmed pairs (its suspect
-    /// nodes recomputed from them).
+    /// Judges each suspect's samples alone (`alone[i]` for `list[i]`, the
+    /// typical pairs among them; `results`: the medians of `rounds`) and keeps
+    /// in `verdict` only the confirmed pairs (its suspect nodes recomputed).
     pub fn judge(
         verdict: &mut PairsVerdict,
         results: &PairResults,
         rounds: &[PairResults],
-        list: &[Suspect],
+        list: &[Remeasure],
         alone: &[Vec<PairSample>],
     ) -> Confirmation {
         for (s, samples) in list.iter().zip(alone) {
@@ -193,17 +365,28 @@ impl Confirmation {
                 verdict.wrong.push((s.a, s.b, wrong));
             }
         }
-        let figures = |c: Criterion, size: u64, a: usize, b: usize| {
+        let typical =
+            [Criterion::Bandwidth, Criterion::Latency].map(|c| (c, reference(verdict, results, c)));
+        let lookup = |c: Criterion, size: u64, whose: Whose| {
+            let (a, b) = match whose {
+                Whose::Pair(a, b) => (a, b),
+                Whose::Typical => typical
+                    .iter()
+                    .find(|t| t.0 == c)
+                    .and_then(|t| t.1)
+                    .map(|r| (r.a, r.b))?,
+            };
             let i = list
                 .iter()
                 .position(|s| (s.a, s.b, s.size) == (a, b, size))?;
-            Some(alone[i].iter().map(|s| c.figure(s, size)).collect())
+            Some(Measured::of(a, b, &alone[i], c, size))
         };
-        Confirmation::judge_with(verdict, results, rounds, &figures)
+        Confirmation::judge_with(verdict, results, rounds, &lookup)
     }
 
     /// Judges each pair of `verdict` that crossed a limit: on its figures alone
-    /// where `alone` has them, else on the interval of its concurrent `rounds`
+    /// where `alone` has them (against its criterion's typical pair alone where
+    /// that was measured), else on the interval of its concurrent `rounds`
     /// (slow only when the whole interval is); keeps in `verdict` only the
     /// confirmed pairs, its suspect nodes recomputed. rack_check judges the
     /// launches of an all-pairs test with it, their re-measures alone pooled.
@@ -211,7 +394,7 @@ impl Confirmation {
         verdict: &mut PairsVerdict,
         results: &PairResults,
         rounds: &[PairResults],
-        alone: &AloneFigures,
+        alone: &LookupAlone,
     ) -> Confirmation {
         let mut checked = Vec::new();
         let kinds = [
@@ -225,21 +408,22 @@ impl Confirmation {
         for (criterion, slow, size) in kinds {
             for p in slow {
                 let together = Estimate::median_of(&together(rounds, criterion, size, p.a, p.b));
-                let figures = alone(criterion, size, p.a, p.b).unwrap_or_default();
-                let (alone, finding) = match figures.is_empty() {
-                    false => judge_alone(criterion, &figures, p.limit),
-                    true => (
-                        Estimate::median_of(&[]),
-                        judge_together(criterion, &together, p.limit),
-                    ),
+                let measured = alone(criterion, size, Whose::Pair(p.a, p.b)).unwrap_or_default();
+                let (compared, finding) = match measured.figures.is_empty() {
+                    false => {
+                        let typical = alone(criterion, size, Whose::Typical);
+                        judge_alone(criterion, &measured, typical, p.limit, verdict)
+                    }
+                    true => (None, finding_of(criterion, &together, p.limit)),
                 };
                 checked.push(Checked {
                     pair: p.clone(),
                     criterion,
                     size,
                     together,
-                    alone,
-                    figures,
+                    alone: measured.estimate(),
+                    measured,
+                    compared,
                     finding,
                 });
             }
@@ -261,49 +445,88 @@ impl Confirmation {
         Confirmation { checked }
     }
 
-    /// A suspect measured alone lay across its limit: the run cannot tell.
+    /// A suspect measured alone lay across its limit, or was slow on latency
+    /// while its host kept its ranks waiting for a CPU: the run cannot tell.
     pub fn inconclusive(&self) -> bool {
         self.checked
             .iter()
-            .any(|c| matches!(c.finding, Finding::CannotTell(_)))
+            .any(|c| matches!(c.finding, Finding::CannotTell(_) | Finding::HostBusy(_)))
     }
 
     /// One line per suspect pair re-measured alone, naming the nodes.
     pub fn lines(&self, labels: &[String]) -> Vec<String> {
-        self.checked
-            .iter()
-            .map(|c| {
-                let unit = c.criterion.unit();
-                let pair = format!(
-                    "pair {} <-> {} at {}: {} with the other pairs running, limit {}",
-                    labels[c.pair.a],
-                    labels[c.pair.b],
-                    human_bytes(c.size),
-                    shown_estimate(&c.together, unit),
-                    fig(c.pair.limit),
-                );
-                if c.alone.rounds == 0 {
-                    return format!("{pair}; not measured alone: {}", together_finding(c.finding));
-                }
-                let what = format!(
-                    "{pair}; alone {} (re-measured alone {} times)",
-                    shown_estimate(&c.alone, unit),
-                    c.alone.rounds,
-                );
-                match c.finding {
-                    Finding::Confirmed => format!("{what}: slow, confirmed alone"),
-                    Finding::NotConfirmed => {
-                        format!("{what}: not confirmed (slow only while other pairs ran)")
-                    }
-                    Finding::CannotTell(Some(n)) => format!(
-                        "{what}: cannot tell (its interval lies across the limit); about {n} rounds would tell"
-                    ),
-                    Finding::CannotTell(None) => format!(
-                        "{what}: cannot tell (its median lies on the limit; no number of rounds would tell)"
-                    ),
-                }
-            })
-            .collect()
+        self.checked.iter().map(|c| c.line(labels)).collect()
+    }
+}
+
+impl Checked {
+    fn line(&self, labels: &[String]) -> String {
+        let unit = self.criterion.unit();
+        let pair = format!(
+            "pair {} <-> {} at {}: {} with the other pairs running, limit {}",
+            labels[self.pair.a],
+            labels[self.pair.b],
+            human_bytes(self.size),
+            shown_estimate(&self.together, unit),
+            fig(self.pair.limit),
+        );
+        if self.alone.rounds == 0 {
+            return format!(
+                "{pair}; not measured alone: {}",
+                together_finding(self.finding)
+            );
+        }
+        let against = match &self.compared {
+            Some(c) => format!(
+                ", {} x the typical pair {} <-> {} alone in the same rounds ({}), limit {} x",
+                shown_ratio(&c.ratio),
+                labels[c.typical.a],
+                labels[c.typical.b],
+                shown_estimate(&c.typical.estimate(), unit),
+                fig(c.ratio_limit),
+            ),
+            None => String::new(),
+        };
+        // The host's part goes inside the parentheses, so that the line
+        // still ends with the finding.
+        let busy = match self.busy_host() {
+            Some(share) => format!(
+                "; its ranks waited for a CPU {:.0}% of the time: the host ran other work",
+                share * 100.0
+            ),
+            None => String::new(),
+        };
+        let what = format!(
+            "{pair}; alone {}{against} (re-measured alone {} times{busy})",
+            shown_estimate(&self.alone, unit),
+            self.alone.rounds,
+        );
+        match (self.finding, &self.compared) {
+            (Finding::Confirmed, _) => format!("{what}: slow, confirmed alone"),
+            (Finding::NotConfirmed, None) => {
+                format!("{what}: not confirmed (slow only while other pairs ran)")
+            }
+            (Finding::NotConfirmed, Some(_)) => format!(
+                "{what}: not confirmed (alone it is within the limit, or within that of the typical \
+                 pair beside it)"
+            ),
+            (Finding::CannotTell(Some(n)), _) => format!(
+                "{what}: cannot tell (its interval lies across the limit); about {n} rounds would tell"
+            ),
+            (Finding::CannotTell(None), _) => format!(
+                "{what}: cannot tell (its median lies on the limit; no number of rounds would tell)"
+            ),
+            (Finding::HostBusy(_), _) => format!(
+                "{what}: cannot tell (its ranks' wait for a CPU may be all that made it slow); rerun \
+                 on an idle host"
+            ),
+        }
+    }
+
+    /// The share of its time alone the suspect's ranks waited for a CPU, where
+    /// it is enough to say the host was busy.
+    fn busy_host(&self) -> Option<f64> {
+        self.measured.cpu_wait().filter(|&s| s >= BUSY_SHARE)
     }
 }
 
@@ -318,6 +541,11 @@ fn together_finding(f: Finding) -> String {
         Finding::CannotTell(None) => {
             "cannot tell (its median lies on the limit; no number of rounds would tell)".into()
         }
+        // Only a pair measured alone has its wait for a CPU read.
+        Finding::HostBusy(share) => format!(
+            "cannot tell (its ranks waited for a CPU {:.0}% of the time)",
+            share * 100.0
+        ),
     }
 }
 
@@ -349,39 +577,103 @@ fn shown_estimate(e: &Estimate, unit: &str) -> String {
     }
 }
 
+/// "1.05 [0.93, 1.20]", or "1.05" without an interval.
+fn shown_ratio(e: &Estimate) -> String {
+    match e.interval {
+        Some(i) => format!("{} [{}, {}]", fig(e.value), fig(i.lo), fig(i.hi)),
+        None => fig(e.value),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::judging::Thresholds;
     use super::super::matrix::tests::results;
     use super::*;
 
-    /// `ROUNDS` samples alone of a pair: `us` median time at 8 B, `gbs` at 1 MiB.
-    fn alone(list: &[Suspect], us: &[f64], gbs: &[f64]) -> Vec<Vec<PairSample>> {
-        list.iter()
-            .map(|s| {
-                (0..ROUNDS)
-                    .map(|k| PairSample {
-                        seconds: s.size as f64 / gbs[k] / 1e9,
-                        p50_seconds: us[k] * 1e-6,
-                        wrong: None,
-                    })
-                    .collect()
+    /// What a pair does alone in each of the `ROUNDS`: median time at 8 B,
+    /// algbw at 1 MiB, and the share of its time its ranks waited for a CPU.
+    #[derive(Clone, Copy)]
+    struct Alone<'a> {
+        us: &'a [f64],
+        gbs: &'a [f64],
+        wait: Option<f64>,
+    }
+
+    const HEALTHY: Alone = Alone {
+        us: &[5.0, 5.2, 4.9],
+        gbs: &[45.0, 46.0, 44.0],
+        wait: None,
+    };
+
+    fn samples(s: &Remeasure, a: Alone) -> Vec<PairSample> {
+        let seconds = |k: usize| match s.size {
+            8 => a.us[k] * 1e-6,
+            _ => s.size as f64 / a.gbs[k] / 1e9,
+        };
+        (0..ROUNDS)
+            .map(|k| PairSample {
+                seconds: seconds(k),
+                p50_seconds: seconds(k),
+                wrong: None,
+                cpu_wait_seconds: a.wait.map(|w| w * seconds(k)),
             })
             .collect()
     }
 
     /// Node 2 of 5 slow (20 GB/s against 45, 50 us against 5) in three rounds;
-    /// its pairs measured alone as `us` and `gbs`.
-    fn judged(us: &[f64], gbs: &[f64]) -> (PairsVerdict, Confirmation) {
+    /// its pairs measured alone as `slow`, the typical pairs as `typical`.
+    fn judged_beside(slow: Alone, typical: Option<Alone>) -> (PairsVerdict, Confirmation) {
         let rounds = vec![results(5, Some(2), 45.0, 20.0); ROUNDS];
         let medians = PairResults::median_over(&rounds).unwrap();
         let mut verdict = medians.judge(&Thresholds::default());
-        let list = suspects(&verdict);
-        assert_eq!(list.len(), 8, "4 pairs on each criterion: {list:?}");
+        let mut list = to_remeasure(&verdict, &medians);
+        assert_eq!(
+            list.len(),
+            10,
+            "4 pairs on each criterion, then (0, 1) at each size: {list:?}"
+        );
+        assert_eq!(
+            list[8..],
+            [
+                Remeasure {
+                    a: 0,
+                    b: 1,
+                    size: 1 << 20
+                },
+                Remeasure {
+                    a: 0,
+                    b: 1,
+                    size: 8
+                }
+            ]
+        );
         assert_eq!(decode(&encode(&list)), list);
-        let samples = alone(&list, us, gbs);
-        let c = Confirmation::judge(&mut verdict, &medians, &rounds, &list, &samples);
+        if typical.is_none() {
+            list.truncate(8);
+        }
+        let alone: Vec<Vec<PairSample>> = list
+            .iter()
+            .map(|s| match s.b == 2 || s.a == 2 {
+                true => samples(s, slow),
+                false => samples(s, typical.expect("measured")),
+            })
+            .collect();
+        let c = Confirmation::judge(&mut verdict, &medians, &rounds, &list, &alone);
         (verdict, c)
+    }
+
+    fn judged(us: &[f64], gbs: &[f64]) -> (PairsVerdict, Confirmation) {
+        let slow = Alone {
+            us,
+            gbs,
+            wait: None,
+        };
+        judged_beside(slow, Some(HEALTHY))
+    }
+
+    fn labels() -> Vec<String> {
+        results(5, None, 1.0, 1.0).labels
     }
 
     #[test]
@@ -391,12 +683,20 @@ mod tests {
         assert_eq!((v.slow_bw.len(), v.slow_latency.len()), (4, 4));
         assert_eq!(v.suspects, [2]);
         assert!(!v.passed() && !c.inconclusive());
-        let lines = c.lines(&results(5, None, 1.0, 1.0).labels);
+        let lines = c.lines(&labels());
         assert_eq!(
             lines[0],
             "pair node0 <-> node2 at 1 MiB: 20.0 [20.0, 20.0] GB/s algbw over 3 rounds with the \
-             other pairs running, limit 40.5; alone 20.0 [19.0, 21.0] GB/s algbw over 3 rounds \
-             (re-measured alone 3 times): slow, confirmed alone"
+             other pairs running, limit 40.5; alone 20.0 [19.0, 21.0] GB/s algbw over 3 rounds, \
+             0.444 [0.413, 0.477] x the typical pair node0 <-> node1 alone in the same rounds \
+             (45.0 [44.0, 46.0] GB/s algbw over 3 rounds), limit 0.900 x (re-measured alone 3 \
+             times): slow, confirmed alone"
+        );
+        let rows = super::super::alone::rows(&c, &labels());
+        assert_eq!(
+            rows.len(),
+            10,
+            "8 suspects, a typical pair on each criterion"
         );
     }
 
@@ -408,16 +708,19 @@ mod tests {
             v.passed() && v.suspects.is_empty() && !c.inconclusive(),
             "{v:?}"
         );
-        let lines = c.lines(&results(5, None, 1.0, 1.0).labels);
+        let lines = c.lines(&labels());
         assert!(
-            lines[4].ends_with(": not confirmed (slow only while other pairs ran)"),
+            lines[4].ends_with(
+                ": not confirmed (alone it is within the limit, or within that of the typical pair beside it)"
+            ),
             "{lines:?}"
         );
     }
 
     #[test]
     fn a_pair_across_the_limit_alone_cannot_be_told() {
-        // Latency limit 10 us: 8, 11, 12 lie across it; bandwidth 45 clears.
+        // Latency 2 x the typical pair's: 8, 11, 12 against 4.9 to 5.2 lie
+        // across it; bandwidth 45 clears.
         let (v, c) = judged(&[8.0, 11.0, 12.0], &[44.0, 45.0, 46.0]);
         let unsure: Vec<&Checked> = c
             .checked
@@ -428,11 +731,135 @@ mod tests {
         assert!(unsure.iter().all(|k| k.criterion == Criterion::Latency));
         // Not confirmed slow, so no failure, but the run cannot tell: exit 4.
         assert!(v.passed() && c.inconclusive() && v.suspects.is_empty());
-        let lines = c.lines(&results(5, None, 1.0, 1.0).labels);
+        let lines = c.lines(&labels());
         assert!(
             lines[4].contains(": cannot tell (its interval lies across the limit); about "),
             "{lines:?}"
         );
+    }
+
+    /// A busy host slows every pair alone: the suspects and the typical pair
+    /// alike, both far beyond the limits the concurrent rounds set.
+    #[test]
+    fn a_host_slow_for_every_pair_names_none() {
+        let busy = Alone {
+            us: &[2900.0, 2450.0, 3250.0],
+            gbs: &[0.26, 0.25, 0.32],
+            wait: Some(0.52),
+        };
+        let (v, c) = judged_beside(busy, Some(busy));
+        assert!(
+            c.checked.iter().all(|k| k.finding == Finding::NotConfirmed),
+            "{c:?}"
+        );
+        assert!(v.passed() && v.suspects.is_empty() && !c.inconclusive());
+        let lines = c.lines(&labels());
+        assert!(
+            lines[4].ends_with(
+                "(re-measured alone 3 times; its ranks waited for a CPU 52% of the time: the host \
+                 ran other work): not confirmed (alone it is within the limit, or within that of \
+                 the typical pair beside it)"
+            ),
+            "{lines:?}"
+        );
+        let rows = super::super::alone::rows(&c, &labels());
+        let shares: Vec<f64> = rows[4]
+            .cpu_wait_shares
+            .split(';')
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert!((shares[0] - 0.52).abs() < 1e-9, "{shares:?}");
+        // Judged against its limit alone, as without a typical pair, each
+        // would be named on bandwidth; on latency its wait for a CPU leaves it
+        // untold.
+        let (v, c) = judged_beside(busy, None);
+        let (bw, lat) = c.checked.split_at(4);
+        assert!(bw
+            .iter()
+            .all(|k| k.finding == Finding::Confirmed && k.compared.is_none()));
+        assert!(lat
+            .iter()
+            .all(|k| matches!(k.finding, Finding::HostBusy(s) if (s - 0.52).abs() < 1e-9)));
+        assert_eq!(v.suspects, [2]);
+        assert!(c.inconclusive());
+        assert!(
+            c.lines(&labels())[4].ends_with(
+                "(re-measured alone 3 times; its ranks waited for a CPU 52% of the time: the host \
+                 ran other work): cannot tell (its ranks' wait for a CPU may be all that made it \
+                 slow); rerun on an idle host"
+            ),
+            "{:?}",
+            c.lines(&labels())
+        );
+    }
+
+    /// Latency slow beside a fast typical pair while its ranks waited for a
+    /// CPU (the placement of ranks on a busy host's cores): not named.
+    #[test]
+    fn latency_slow_while_waiting_for_a_cpu_cannot_be_told() {
+        let starved = Alone {
+            us: &[2760.0, 2740.0, 2840.0],
+            gbs: &[44.0, 45.0, 46.0],
+            wait: Some(0.6),
+        };
+        let (v, c) = judged_beside(starved, Some(HEALTHY));
+        let lat: Vec<&Checked> = c
+            .checked
+            .iter()
+            .filter(|k| k.criterion == Criterion::Latency)
+            .collect();
+        assert!(
+            lat.iter()
+                .all(|k| matches!(k.finding, Finding::HostBusy(_))),
+            "{c:?}"
+        );
+        assert!(v.passed() && v.suspects.is_empty() && c.inconclusive());
+        // A little waiting (10%) leaves a slow pair confirmed.
+        let slowed = Alone {
+            wait: Some(0.1),
+            ..starved
+        };
+        let (v, c) = judged_beside(slowed, Some(HEALTHY));
+        assert!(c
+            .checked
+            .iter()
+            .filter(|k| k.criterion == Criterion::Latency)
+            .all(|k| k.finding == Finding::Confirmed));
+        assert_eq!(v.suspects, [2]);
+    }
+
+    /// Bandwidth 0.6 of the typical pair's while its ranks waited for a CPU
+    /// 60% of the time: had they not waited it could have been 1.5 of it,
+    /// so it cannot be told; 0.02 of it (a slowed link on a busy host) stays slow.
+    #[test]
+    fn bandwidth_slow_by_less_than_its_wait_for_a_cpu_cannot_be_told() {
+        let starved = Alone {
+            us: &[5.0, 5.1, 4.9],
+            gbs: &[27.0, 28.0, 26.0],
+            wait: Some(0.6),
+        };
+        let (v, c) = judged_beside(starved, Some(HEALTHY));
+        let bw: Vec<&Checked> = c
+            .checked
+            .iter()
+            .filter(|k| k.criterion == Criterion::Bandwidth)
+            .collect();
+        assert!(
+            bw.iter().all(|k| k.finding == Finding::HostBusy(0.6)),
+            "{c:?}"
+        );
+        assert!(v.passed() && c.inconclusive());
+        let slowed = Alone {
+            gbs: &[0.9, 0.95, 0.85],
+            ..starved
+        };
+        let (v, c) = judged_beside(slowed, Some(HEALTHY));
+        assert!(c
+            .checked
+            .iter()
+            .filter(|k| k.criterion == Criterion::Bandwidth)
+            .all(|k| k.finding == Finding::Confirmed));
+        assert_eq!(v.suspects, [2]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! measurement is (`PairMeasure`).
 
 use super::alone;
-use super::confirm::{self, Confirmation, Suspect, ROUNDS};
+use super::confirm::{self, Confirmation, Remeasure, ROUNDS};
 use super::counters::{self, RoundWatch, Schedule};
 use super::heatmap;
 use super::judging::Thresholds;
@@ -177,21 +177,23 @@ fn repeats(
         .collect()
 }
 
-/// Each suspect pair measured again alone, `ROUNDS` times over (interleaved:
-/// every suspect once, then again): the two ranks of the pair measure, every
-/// other rank waits at the barrier before the next. Rank 0 returns, per
-/// suspect, the samples of its rounds (the slower side's of each).
+/// Each pair of the list (the suspects and the typical pairs) measured again
+/// alone, `ROUNDS` times over (interleaved: every pair once, then again, so a
+/// busy spell of the host touches the suspects and the typical pairs alike):
+/// the two ranks of the pair measure, every other rank waits at the barrier
+/// before the next. Rank 0 returns, per pair, the samples of its rounds (the
+/// slower side's of each).
 fn measure_alone(
     world: &World,
     measure: &mut dyn PairMeasure,
-    list: &[Suspect],
+    list: &[Remeasure],
     watchdog: &Watchdog,
 ) -> anyhow::Result<Option<Vec<Vec<PairSample>>>> {
     let mut mine = Vec::with_capacity(ROUNDS * list.len() * SAMPLE_LEN);
     for round in 0..ROUNDS {
         for (i, s) in list.iter().enumerate() {
             let what = format!(
-                "all-pairs, suspect {} of {} alone, round {} of {ROUNDS}",
+                "all-pairs, pair {} of {} measured alone, round {} of {ROUNDS}",
                 i + 1,
                 list.len(),
                 round + 1
@@ -201,7 +203,7 @@ fn measure_alone(
             mine.extend(measure_with(world, measure, peer, s.size, &what, watchdog)?.encode());
         }
     }
-    watchdog.begin("all-pairs (gathering the suspects measured alone)".into());
+    watchdog.begin("all-pairs (gathering the pairs measured alone)".into());
     watchdog.enter_call();
     let gathered = world.gather_f64s(&mine);
     watchdog.end();
@@ -262,7 +264,7 @@ fn assemble(
 }
 
 /// Host bytes the results of an all-pairs run of `sizes` sizes on `nranks` ranks
-/// take: on each rank the list of sizes and its samples (8 B a size, 24 B a round
+/// take: on each rank the list of sizes and its samples (8 B a size, 32 B a round
 /// and size); on rank 0 also every rank's samples, the N x N matrices of 4 metrics
 /// (16 B a cell) and their CSV text (at most 24 B a cell). None: more than a u64 counts.
 pub fn results_bytes(nranks: usize, sizes: u64, root: bool) -> Option<u64> {
@@ -409,7 +411,7 @@ pub(crate) fn run_pairs_watched(
     });
     let list = judged
         .as_ref()
-        .map_or_else(Vec::new, |(_, v)| confirm::suspects(v));
+        .map_or_else(Vec::new, |(r, v)| confirm::to_remeasure(v, r));
     let list = confirm::decode(&world.all_gather_bytes(&confirm::encode(&list))[0]);
     let alone = measure_alone(world, measure, &list, watchdog)?;
     let (Some(each), Some((mut results, mut verdict)), Some(alone)) = (measured, judged, alone)
@@ -509,6 +511,7 @@ mod tests {
             seconds,
             p50_seconds,
             wrong,
+            cpu_wait_seconds: None,
         }
         .encode()
     }

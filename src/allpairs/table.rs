@@ -26,7 +26,7 @@ pub fn write_header(out: &mut dyn Write, h: &PairsHeader) -> std::io::Result<()>
     writeln!(
         out,
         "# {} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each; \
-         every pair measured in {} rounds (the schedule over again), a suspect again alone",
+         every pair measured in {} rounds (the schedule over again), a suspect again alone beside a typical pair",
         h.program,
         h.ranks,
         h.rounds,
@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "# sendrecv_perf --all-pairs: 3 ranks, 3 rounds of disjoint pairs, 3 sizes from 8 to 65536 B, 20 iterations each; \
-             every pair measured in 3 rounds (the schedule over again), a suspect again alone\n# each pair: MPI_Sendrecv\n"
+             every pair measured in 3 rounds (the schedule over again), a suspect again alone beside a typical pair\n# each pair: MPI_Sendrecv\n"
         );
     }
 }

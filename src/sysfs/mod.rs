@@ -10,9 +10,11 @@
 //! - `counters`: snapshots of every RDMA port's and netdev's counters;
 //! - `numa`: an RDMA device's NUMA node, the nodes' CPUs, CPU lists;
 //! - `topology`: GPUs, NICs and netdevs, and the PCI path class of each pair;
-//! - `identity`: which machine and network namespace a process runs on.
+//! - `identity`: which machine and network namespace a process runs on;
+//! - `cpu_wait`: how long this thread waited for a CPU (procfs schedstat).
 
 pub mod counters;
+pub mod cpu_wait;
 pub mod identity;
 pub mod numa;
 pub mod rdma;
