@@ -264,9 +264,16 @@ pub fn neighbour_exchange_all_gather(shape: Shape) -> Vec<Phase> {
         true => (r + 1) % n,
         false => (r + n - 1) % n,
     };
+    // Steps 1, 3, ... and 2, 4, ... repeat one pattern each: computed once.
+    let two = |i: usize| step(shape, 2.0 / n as f64, |r| Some(towards(r, i)));
+    let (odd, even) = (two(1), two(2));
     let mut phases = vec![step(shape, 1.0 / n as f64, |r| Some(towards(r, 0)))];
     for i in 1..n / 2 {
-        phases.push(step(shape, 2.0 / n as f64, |r| Some(towards(r, i))));
+        phases.push(if i % 2 == 1 {
+            odd.clone()
+        } else {
+            even.clone()
+        });
     }
     phases
 }

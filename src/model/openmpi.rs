@@ -305,7 +305,8 @@ impl Tuned {
     /// Open MPI's choice for a row; None: not known (tuned off, a rules file,
     /// a collective without rules).
     pub fn choose(&self, collective: &str, n: usize, size_bytes: u64) -> Option<Choice> {
-        if self.no_tuned || self.rules_file {
+        // One rank: Open MPI's self component runs it, not tuned.
+        if self.no_tuned || self.rules_file || n < 2 {
             return None;
         }
         let slot = COLLECTIVES.iter().position(|c| *c == collective)?;
@@ -454,6 +455,7 @@ mod tests {
         let c = t.choose("reduce_scatter", 64, 128 << 10).unwrap();
         assert_eq!((c.name, c.algorithm), ("butterfly", None));
         assert_eq!(t.choose("broadcast", 4, MIB), None);
+        assert_eq!(t.choose("all_gather", 1, MIB), None);
     }
 
     #[test]
