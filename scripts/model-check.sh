@@ -70,7 +70,8 @@ for n in $nodes_list; do
     done
 done
 
-# The model's line of each run (the algorithm it assumed is in docs/model.md).
+# The model's line of each run; its last part says where the MPI algorithm
+# comes from (Open MPI's fixed rules, a forced one, or the bandwidth-optimal one).
 grep -h -m1 '^# Expected' "$work"/*.log | sort | uniq -c
 python3 - "$work" "$tolerance" <<'PY'
 import csv, glob, os, statistics, sys

@@ -208,7 +208,9 @@ pub(super) fn find_limits(comm: &dyn Comm, args: &CollArgs, run: &mut RunInfo) {
 pub(super) fn model(args: &CollArgs, run: &mut RunInfo) {
     let library = match run.backend {
         Some(RunBackend::Nccl) => Library::Nccl,
-        _ => Library::Mpi,
+        // Open MPI's forced algorithms reach the ranks as OMPI_MCA_* variables
+        // (mpirun --mca or the user's environment).
+        _ => Library::mpi(&run.library_version, |k| std::env::var(k).ok()),
     };
     let built = Model::new(&RunShape {
         library,

@@ -153,6 +153,172 @@ pub fn pairwise_alltoall(shape: Shape) -> Vec<Phase> {
     }]
 }
 
+/// Node of rank `r`, placed by node.
+fn node(shape: Shape, r: usize) -> usize {
+    r / shape.per_node
+}
+
+/// One step in which every rank r sends `per_byte` of the size to
+/// `partner(r)` (None: it sends nothing) and receives as much: the node with
+/// the most ranks sending out of it at once loads its way out with all of
+/// them; a rank sending within its node loads its intra-node link.
+fn step(shape: Shape, per_byte: f64, partner: impl Fn(usize) -> Option<usize>) -> Phase {
+    let mut out = vec![0usize; shape.nodes];
+    let mut within = false;
+    for r in 0..shape.ranks() {
+        match partner(r) {
+            Some(p) if node(shape, p) != node(shape, r) => out[node(shape, r)] += 1,
+            Some(p) if p != r => within = true,
+            _ => {}
+        }
+    }
+    let mut loads = Vec::new();
+    if within {
+        loads.push(Load {
+            role: Role::Intra,
+            per_byte,
+        });
+    }
+    let most = out.iter().copied().max().unwrap_or(0);
+    if most > 0 {
+        loads.push(Load {
+            role: Role::Inter,
+            per_byte: most as f64 * per_byte,
+        });
+    }
+    Phase { steps: 1.0, loads }
+}
+
+/// Largest power of two not above n.
+fn pof2(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.max(1).leading_zeros())
+}
+
+/// Recursive-doubling all-gather (Open MPI's for 3 to 31 ranks, a power of
+/// two): at distance d = 1, 2, 4, ... each rank exchanges the d blocks it has
+/// with rank ^ d. One rank a node: (n-1)/n over log2 n messages, the ring's
+/// load; k ranks a node: the steps at d >= k cross with all k ranks at once.
+pub fn recursive_doubling_all_gather(shape: Shape) -> Vec<Phase> {
+    let n = shape.ranks();
+    let mut phases = Vec::new();
+    let mut d = 1;
+    while d < n {
+        phases.push(step(shape, d as f64 / n as f64, |r| Some(r ^ d)));
+        d <<= 1;
+    }
+    phases
+}
+
+/// Recursive-doubling all-reduce (Open MPI's at small sizes): the whole buffer
+/// exchanged with rank ^ d, d = 1, 2, ... over the largest power of two of
+/// ranks; ranks beyond it first hand their buffer to an even neighbour and get
+/// the result back (coll_base_allreduce.c: two more messages of the size).
+pub fn recursive_doubling_all_reduce(shape: Shape) -> Vec<Phase> {
+    let n = shape.ranks();
+    let (p, extra) = (pof2(n), n - pof2(n));
+    // The ranks that stay: odd ones below 2 x extra, all from 2 x extra on.
+    let real = |v: usize| if v < extra { 2 * v + 1 } else { v + extra };
+    let virt = |r: usize| match r < 2 * extra {
+        true => (r % 2 == 1).then_some(r / 2),
+        false => Some(r - extra),
+    };
+    let fold = step(shape, 1.0, |r| (r < 2 * extra).then_some(r ^ 1));
+    let mut phases = Vec::new();
+    if extra > 0 {
+        phases.push(fold.clone());
+    }
+    let mut d = 1;
+    while d < p {
+        phases.push(step(shape, 1.0, |r| virt(r).map(|v| real(v ^ d))));
+        d <<= 1;
+    }
+    if extra > 0 {
+        phases.push(fold);
+    }
+    phases
+}
+
+/// Bruck's all-gather (Open MPI's for a rank count not a power of two): at
+/// distance d = 1, 2, 4, ... each rank sends min(d, n-d) blocks to rank - d.
+/// One rank a node: (n-1)/n over ceil(log2 n) messages; its final local
+/// rotation is a copy, not modelled.
+pub fn bruck_all_gather(shape: Shape) -> Vec<Phase> {
+    let n = shape.ranks();
+    let mut phases = Vec::new();
+    let mut d = 1;
+    while d < n {
+        let blocks = d.min(n - d) as f64;
+        phases.push(step(shape, blocks / n as f64, |r| Some((r + n - d) % n)));
+        d <<= 1;
+    }
+    phases
+}
+
+/// Neighbour-exchange all-gather (Open MPI's for 32 ranks and more at medium
+/// sizes, an even count): one block with the neighbour of the first pair, then
+/// n/2 - 1 steps of two blocks with the left and right neighbour in turn.
+pub fn neighbour_exchange_all_gather(shape: Shape) -> Vec<Phase> {
+    let n = shape.ranks();
+    // Even ranks pair with the next one first, odd ones with the one before.
+    let towards = |r: usize, i: usize| match (r % 2 == 0) == (i % 2 == 0) {
+        true => (r + 1) % n,
+        false => (r + n - 1) % n,
+    };
+    // Steps 1, 3, ... and 2, 4, ... repeat one pattern each: computed once.
+    let two = |i: usize| step(shape, 2.0 / n as f64, |r| Some(towards(r, i)));
+    let (odd, even) = (two(1), two(2));
+    let mut phases = vec![step(shape, 1.0 / n as f64, |r| Some(towards(r, 0)))];
+    for i in 1..n / 2 {
+        phases.push(if i % 2 == 1 {
+            odd.clone()
+        } else {
+            even.clone()
+        });
+    }
+    phases
+}
+
+/// Recursive-halving reduce-scatter (Open MPI's at small sizes): at distance
+/// d = p/2, ..., 1 over the largest power of two p of ranks, half the data
+/// still held (d/p of the size) goes to rank ^ d; ranks beyond p first hand
+/// their buffer to a neighbour, which sends their block back at the end.
+pub fn recursive_halving_reduce_scatter(shape: Shape) -> Vec<Phase> {
+    let n = shape.ranks();
+    let (p, extra) = (pof2(n), n - pof2(n));
+    let real = |v: usize| if v < extra { 2 * v + 1 } else { v + extra };
+    let virt = |r: usize| match r < 2 * extra {
+        true => (r % 2 == 1).then_some(r / 2),
+        false => Some(r - extra),
+    };
+    let mut phases = Vec::new();
+    if extra > 0 {
+        phases.push(step(shape, 1.0, |r| (r < 2 * extra).then_some(r ^ 1)));
+    }
+    let mut d = p / 2;
+    while d >= 1 {
+        phases.push(step(shape, d as f64 / p as f64, |r| {
+            virt(r).map(|v| real(v ^ d))
+        }));
+        d /= 2;
+    }
+    if extra > 0 {
+        phases.push(step(shape, 1.0 / n as f64, |r| {
+            (r < 2 * extra).then_some(r ^ 1)
+        }));
+    }
+    phases
+}
+
+/// Linear alltoall (Open MPI's on 3 to 7 ranks for large blocks): every send
+/// and receive posted at once, so the links carry pairwise exchange's loads in
+/// one round of messages instead of n-1.
+pub fn linear_alltoall(shape: Shape) -> Vec<Phase> {
+    pairwise_alltoall(shape)
+        .into_iter()
+        .map(|p| Phase { steps: 1.0, ..p })
+        .collect()
+}
+
 /// Seconds of `phases` for `bytes` with per-message latency `alpha_s` and
 /// each role's rate in bytes/s (`rate`); a load on a link of no rate (not
 /// modelled) takes no time.
@@ -298,6 +464,98 @@ mod tests {
             nodes: 2,
         });
         close(seconds(&phases, GB, 1e-5, rates(100.0, 10.0)), 0.05 + 1e-5);
+    }
+
+    #[test]
+    fn recursive_doubling_all_gather_loads() {
+        // 4 nodes of one rank, 1 GB at 10 GB/s: 1/4 then 2/4 out of each node,
+        // 75 ms in all, the ring's; 2 messages instead of 3.
+        let one = recursive_doubling_all_gather(Shape {
+            per_node: 1,
+            nodes: 4,
+        });
+        assert_eq!(steps(&one), 2.0);
+        close(seconds(&one, GB, 0.0, rates(100.0, 10.0)), 0.075);
+        // 2 nodes of 2: d = 1 within (1/4 / 100 = 2.5 ms); d = 2 crosses with
+        // both ranks at once: 2 x 2/4 / 10 = 100 ms; the ring needs 75 ms.
+        let two = recursive_doubling_all_gather(Shape {
+            per_node: 2,
+            nodes: 2,
+        });
+        close(seconds(&two, GB, 0.0, rates(100.0, 10.0)), 0.1025);
+    }
+
+    #[test]
+    fn recursive_doubling_all_reduce_loads() {
+        // 4 nodes of one rank: 2 exchanges of the whole 1 GB, 0.2 s at 10 GB/s.
+        let four = recursive_doubling_all_reduce(Shape {
+            per_node: 1,
+            nodes: 4,
+        });
+        assert_eq!(steps(&four), 2.0);
+        close(seconds(&four, GB, 0.0, rates(100.0, 10.0)), 0.2);
+        // 3 nodes: rank 0 hands its buffer to rank 1 and gets it back (2 x 0.1 s),
+        // ranks 1 and 2 exchange once (0.1 s).
+        let three = recursive_doubling_all_reduce(Shape {
+            per_node: 1,
+            nodes: 3,
+        });
+        assert_eq!(steps(&three), 3.0);
+        close(seconds(&three, GB, 0.0, rates(100.0, 10.0)), 0.3);
+    }
+
+    #[test]
+    fn bruck_all_gather_loads() {
+        // 3 nodes of one rank: 1 block then 1 block (min(2, 1)) out of each
+        // node: 2/3 GB at 10 GB/s, the ring's; 2 messages.
+        let three = bruck_all_gather(Shape {
+            per_node: 1,
+            nodes: 3,
+        });
+        assert_eq!(steps(&three), 2.0);
+        close(seconds(&three, GB, 0.0, rates(100.0, 10.0)), 2.0 / 30.0);
+        // 3 nodes of 2 (n = 6): d = 1: one rank a node crosses (1/6 / 10);
+        // d = 2, 4: both cross (2 x 2/6, 2 x 2/6 / 10): 1/60 + 2/15 = 0.15 s.
+        let six = bruck_all_gather(Shape {
+            per_node: 2,
+            nodes: 3,
+        });
+        close(seconds(&six, GB, 0.0, rates(100.0, 10.0)), 0.15);
+    }
+
+    #[test]
+    fn neighbour_exchange_loads() {
+        // 4 nodes of one rank: 1/4, then 2/4 out of each node: 75 ms, 2 messages.
+        let four = neighbour_exchange_all_gather(Shape {
+            per_node: 1,
+            nodes: 4,
+        });
+        assert_eq!(steps(&four), 2.0);
+        close(seconds(&four, GB, 0.0, rates(100.0, 10.0)), 0.075);
+        // 2 nodes of 2: the first pairs stay within (1/4 / 100 = 2.5 ms); then
+        // 0 pairs with 3 and 1 with 2, both ranks of a node crossing at once
+        // (2 x 2/4 / 10 = 100 ms), where the ring takes 75 ms.
+        let two = neighbour_exchange_all_gather(Shape {
+            per_node: 2,
+            nodes: 2,
+        });
+        close(seconds(&two, GB, 0.0, rates(100.0, 10.0)), 0.1025);
+    }
+
+    #[test]
+    fn recursive_halving_and_linear() {
+        // 4 nodes of one rank: 1/2 then 1/4 of 1 GB out of each node, 75 ms.
+        let four = Shape {
+            per_node: 1,
+            nodes: 4,
+        };
+        let halving = recursive_halving_reduce_scatter(four);
+        assert_eq!(steps(&halving), 2.0);
+        close(seconds(&halving, GB, 0.0, rates(100.0, 10.0)), 0.075);
+        // Linear alltoall: pairwise's 75 ms in one round of messages.
+        let linear = linear_alltoall(four);
+        assert_eq!(steps(&linear), 1.0);
+        close(seconds(&linear, GB, 0.0, rates(100.0, 10.0)), 0.075);
     }
 
     #[test]

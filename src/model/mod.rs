@@ -3,6 +3,8 @@
 //! per node, nodes) and links (the run's limits: `limits`, rails summed).
 //!
 //! - `formulas`: each algorithm's phases, messages and link loads, and their time;
+//! - `openmpi`: which algorithm Open MPI 4.1's tuned component runs (its fixed
+//!   rules, or one forced through its MCA parameters);
 //! - this file: which algorithm each backend is assumed to run for each
 //!   collective (the one registry), which limit is which link, the per-message
 //!   latency (given, or calibrated from the run's latency-bound sizes), and the
@@ -11,6 +13,7 @@
 //! The formulas and their sources are in docs/model.md.
 
 pub mod formulas;
+pub mod openmpi;
 
 use crate::limits::{self, Limit};
 use crate::stats::interval::median;
@@ -36,6 +39,16 @@ pub enum Algorithm {
     Hierarchical,
     Rabenseifner,
     Pairwise,
+    /// All-gather or all-reduce by exchanges with rank ^ 1, ^ 2, ^ 4, ...
+    RecursiveDoubling,
+    /// All-gather by sends to rank - 1, - 2, - 4, ...
+    Bruck,
+    /// All-gather by exchanges with the left and right neighbour in turn.
+    NeighbourExchange,
+    /// Reduce-scatter by exchanges of half the data with rank ^ n/2, ..., ^ 1.
+    RecursiveHalving,
+    /// Alltoall with every message posted at once.
+    Linear,
 }
 
 impl Algorithm {
@@ -45,6 +58,11 @@ impl Algorithm {
             Algorithm::Hierarchical => "hierarchical",
             Algorithm::Rabenseifner => "rabenseifner",
             Algorithm::Pairwise => "pairwise",
+            Algorithm::RecursiveDoubling => "recursive-doubling",
+            Algorithm::Bruck => "bruck",
+            Algorithm::NeighbourExchange => "neighbour-exchange",
+            Algorithm::RecursiveHalving => "recursive-halving",
+            Algorithm::Linear => "linear",
         }
     }
 
@@ -55,6 +73,14 @@ impl Algorithm {
             (Algorithm::Hierarchical, _) => formulas::hierarchical_all_reduce(shape),
             (Algorithm::Rabenseifner, _) => formulas::rabenseifner_all_reduce(shape),
             (Algorithm::Pairwise, _) => formulas::pairwise_alltoall(shape),
+            (Algorithm::RecursiveDoubling, "all_reduce") => {
+                formulas::recursive_doubling_all_reduce(shape)
+            }
+            (Algorithm::RecursiveDoubling, _) => formulas::recursive_doubling_all_gather(shape),
+            (Algorithm::Bruck, _) => formulas::bruck_all_gather(shape),
+            (Algorithm::NeighbourExchange, _) => formulas::neighbour_exchange_all_gather(shape),
+            (Algorithm::RecursiveHalving, _) => formulas::recursive_halving_reduce_scatter(shape),
+            (Algorithm::Linear, _) => formulas::linear_alltoall(shape),
         }
     }
 }
@@ -63,34 +89,57 @@ impl Algorithm {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Library {
     Nccl,
+    /// An MPI whose choice of algorithm is not modelled (MPICH, Open MPI 5).
     Mpi,
+    /// Open MPI 4.1, with what the environment tells of its tuned component.
+    OpenMpi(openmpi::Tuned),
 }
 
-/// The algorithm assumed for `collective`, or None: no model for it.
+impl Library {
+    /// The mpi backend's library from its version string ("Open MPI v4.1.4")
+    /// and the environment: Open MPI 4.1's rules are known, others' are not.
+    pub fn mpi(version: &str, var: impl Fn(&str) -> Option<String>) -> Library {
+        match version.starts_with("Open MPI v4.1.") {
+            true => Library::OpenMpi(openmpi::Tuned::from_env(var)),
+            false => Library::Mpi,
+        }
+    }
+}
+
+/// The algorithm assumed for `collective` at `size_bytes`, with Open MPI's
+/// choice where it is known, or None: no model for it.
 /// NCCL: rings (its default for bandwidth-bound sizes), and for an all-reduce
 /// whose TUNING log says TREE across nodes of several GPUs, the hierarchical
-/// form (a chain within the node, a tree across nodes). MPI: the
-/// bandwidth-optimal algorithm, Rabenseifner for all-reduce, the ring for
-/// all-gather and reduce-scatter, pairwise exchange for alltoall; Open MPI's
-/// fixed decisions may pick another, slower one (measured in docs/model.md),
-/// which the model then shows short of what the links allow.
+/// form (a chain within the node, a tree across nodes). Open MPI 4.1: the
+/// algorithm its tuned component runs at this rank count and size (its fixed
+/// rules, or the one forced), where the model has it. Other MPIs, and Open
+/// MPI's choices the model has not: the bandwidth-optimal algorithm,
+/// Rabenseifner for all-reduce, the ring for all-gather and reduce-scatter,
+/// pairwise exchange for alltoall, which tells what the links allow.
 pub fn algorithm(
     library: Library,
     collective: &str,
     shape: Shape,
+    size_bytes: u64,
     nccl_algo: Option<&str>,
-) -> Option<Algorithm> {
+) -> Option<(Algorithm, Option<openmpi::Choice>)> {
     let tree = nccl_algo.is_some_and(|a| a.eq_ignore_ascii_case("tree"));
-    match (library, collective) {
+    let optimal = match (library, collective) {
         (Library::Nccl, "all_reduce") if tree && shape.per_node > 1 && shape.nodes > 1 => {
-            Some(Algorithm::Hierarchical)
+            Algorithm::Hierarchical
         }
-        (Library::Nccl, "all_reduce") => Some(Algorithm::Ring),
-        (Library::Mpi, "all_reduce") => Some(Algorithm::Rabenseifner),
-        (_, "all_gather" | "reduce_scatter") => Some(Algorithm::Ring),
-        (_, "alltoall") => Some(Algorithm::Pairwise),
+        (Library::Nccl, "all_reduce") => Algorithm::Ring,
+        (_, "all_reduce") => Algorithm::Rabenseifner,
+        (_, "all_gather" | "reduce_scatter") => Algorithm::Ring,
+        (_, "alltoall") => Algorithm::Pairwise,
+        _ => return None,
+    };
+    let choice = match library {
+        Library::OpenMpi(tuned) => tuned.choose(collective, shape.ranks(), size_bytes),
         _ => None,
-    }
+    };
+    let assumed = choice.and_then(|c| c.algorithm).unwrap_or(optimal);
+    Some((assumed, choice))
 }
 
 /// Where the per-message latency comes from.
@@ -129,6 +178,11 @@ pub struct Model {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Expected {
     pub algorithm: Algorithm,
+    /// Open MPI's choice for this row where it is known (its name, whether
+    /// forced); the model's `algorithm` is it, or the bandwidth-optimal one
+    /// where the model does not have it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_mpi: Option<openmpi::Choice>,
     pub time_us: f64,
     pub busbw_gbs: f64,
     /// The per-message latency used, us; None: not yet calibrated (0 used).
@@ -140,6 +194,20 @@ pub struct Expected {
 }
 
 impl Expected {
+    /// The algorithm the model assumed, in words: "ring", "rabenseifner (Open
+    /// MPI's rabenseifner)", "ring (Open MPI's butterfly is not modelled)".
+    pub fn assumed(&self) -> String {
+        let name = self.algorithm.name();
+        let Some(c) = self.open_mpi else {
+            return name.to_string();
+        };
+        let how = if c.forced { "forced" } else { "fixed rule" };
+        match c.algorithm {
+            Some(_) => format!("{name}: Open MPI's {} ({how})", c.name),
+            None => format!("{name}: Open MPI's {} ({how}) is not modelled", c.name),
+        }
+    }
+
     /// busbw as a percentage of the expected busbw.
     pub fn percent(&self, busbw_gbs: f64) -> f64 {
         busbw_gbs / self.busbw_gbs * 100.0
@@ -193,11 +261,11 @@ impl Model {
             .collect();
         let lowest = limits::binding(&others).cloned();
         let (intra, inter) = match (run.library, shape.nodes > 1) {
-            // Host buffers within a node: shared memory, not a limit of the run.
-            (Library::Mpi, true) => (None, lowest),
-            (Library::Mpi, false) => (lowest, None),
             (Library::Nccl, true) => (nvlink.or_else(|| lowest.clone()), lowest),
             (Library::Nccl, false) => (nvlink.or(lowest), None),
+            // Host buffers within a node: shared memory, not a limit of the run.
+            (_, true) => (None, lowest),
+            (_, false) => (lowest, None),
         };
         if shape.nodes > 1 && inter.is_none() {
             bail!("no model: no limit for the links between nodes (give --limit)");
@@ -249,6 +317,13 @@ impl Model {
             parts.push(link(&self.inter, "out of a node:"));
         }
         parts.push(latency);
+        match self.library {
+            Library::Nccl => {}
+            Library::Mpi => parts.push(
+                "MPI algorithm: bandwidth-optimal (this MPI's choice is not modelled)".into(),
+            ),
+            Library::OpenMpi(tuned) => parts.push(tuned.describe()),
+        }
         format!("Expected (alpha-beta model): {}", parts.join("; "))
     }
 
@@ -263,7 +338,8 @@ impl Model {
         measured_us: &[f64],
         nccl_algo: Option<&str>,
     ) -> Option<Expected> {
-        let algorithm = algorithm(self.library, collective, self.shape, nccl_algo)?;
+        let (algorithm, open_mpi) =
+            algorithm(self.library, collective, self.shape, size_bytes, nccl_algo)?;
         let phases = algorithm.phases(collective, self.shape);
         let bytes = size_bytes as f64;
         let bandwidth_s = formulas::seconds(&phases, bytes, 0.0, |r| self.rate(r));
@@ -294,6 +370,7 @@ impl Model {
             });
         (time_s > 0.0).then(|| Expected {
             algorithm,
+            open_mpi,
             time_us: time_s * 1e6,
             busbw_gbs: bytes / time_s * busbw_factor / 1e9,
             latency_us,
@@ -310,7 +387,7 @@ impl Model {
                  the transport NCCL chose (transport column, NCCL_DEBUG=INFO), then NCCL's \
                  settings (NCCL_IB_HCA, NCCL_ALGO, NCCL_PROTO)"
             }
-            Library::Mpi => {
+            Library::Mpi | Library::OpenMpi(_) => {
                 "check the NIC alone (ib_write_bw), the NIC's PCIe link and NUMA \
                  node (doctor), the transport MPI chose (transport column), then MPI's \
                  settings (the env column)"
@@ -400,23 +477,81 @@ mod tests {
             per_node: 4,
             nodes: 2,
         };
+        let assumed = |library, collective, size, nccl| {
+            algorithm(library, collective, s, size, nccl).map(|(a, _)| a)
+        };
         assert_eq!(
-            algorithm(Library::Mpi, "all_reduce", s, None),
+            assumed(Library::Mpi, "all_reduce", 1 << 20, None),
             Some(Algorithm::Rabenseifner)
         );
         assert_eq!(
-            algorithm(Library::Nccl, "all_reduce", s, Some("TREE")),
+            assumed(Library::Nccl, "all_reduce", 1 << 20, Some("TREE")),
             Some(Algorithm::Hierarchical)
         );
         assert_eq!(
-            algorithm(Library::Nccl, "all_reduce", s, Some("RING")),
+            assumed(Library::Nccl, "all_reduce", 1 << 20, Some("RING")),
             Some(Algorithm::Ring)
         );
         assert_eq!(
-            algorithm(Library::Nccl, "alltoall", s, None),
+            assumed(Library::Nccl, "alltoall", 1 << 20, None),
             Some(Algorithm::Pairwise)
         );
-        assert_eq!(algorithm(Library::Mpi, "broadcast", s, None), None);
+        assert_eq!(assumed(Library::Mpi, "broadcast", 1 << 20, None), None);
+        // Open MPI 4.1 on 8 ranks: recursive doubling below 8 KiB, then
+        // Rabenseifner; all-gather by recursive doubling; MPICH keeps the ring.
+        let ompi = Library::mpi("Open MPI v4.1.4", |_| None);
+        assert_eq!(
+            assumed(ompi, "all_reduce", 4096, None),
+            Some(Algorithm::RecursiveDoubling)
+        );
+        assert_eq!(
+            assumed(ompi, "all_reduce", 1 << 20, None),
+            Some(Algorithm::Rabenseifner)
+        );
+        assert_eq!(
+            assumed(ompi, "all_gather", 1 << 20, None),
+            Some(Algorithm::RecursiveDoubling)
+        );
+        let mpich = Library::mpi("MPICH 4.0.2", |_| None);
+        assert_eq!(mpich, Library::Mpi);
+        assert_eq!(
+            assumed(mpich, "all_gather", 1 << 20, None),
+            Some(Algorithm::Ring)
+        );
+    }
+
+    #[test]
+    fn the_assumed_algorithm_is_said() {
+        let limits = [limit("0.5 Gb/s", 0.0625)];
+        let ompi = Library::mpi("Open MPI v4.1.4", |_| None);
+        let mut m = run(ompi, 4, 4, &limits);
+        assert!(m
+            .describe()
+            .ends_with("; MPI algorithm: Open MPI 4.1's fixed rules (coll tuned)"));
+        let e = m
+            .expect("all_gather", 16 << 20, 0.75, &[3e5], None)
+            .unwrap();
+        assert_eq!(e.algorithm, Algorithm::RecursiveDoubling);
+        assert_eq!(
+            e.assumed(),
+            "recursive-doubling: Open MPI's recursive_doubling (fixed rule)"
+        );
+        // One rank a node: the ring's load, so the link's rate.
+        assert!((e.busbw_gbs - 0.0625).abs() < 1e-9, "{e:?}");
+        // 64 ranks, a 128 KiB reduce-scatter: butterfly, not modelled: the ring.
+        let mut big = run(ompi, 64, 64, &limits);
+        let e = big
+            .expect("reduce_scatter", 128 << 10, 63.0 / 64.0, &[1e5], None)
+            .unwrap();
+        assert_eq!(e.algorithm, Algorithm::Ring);
+        assert_eq!(
+            e.assumed(),
+            "ring: Open MPI's butterfly (fixed rule) is not modelled"
+        );
+        let mpich = run(Library::Mpi, 4, 4, &limits);
+        assert!(mpich
+            .describe()
+            .contains("MPI algorithm: bandwidth-optimal"));
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub fn shortfalls(run: &RunInfo, r: &SizeResult) -> Vec<String> {
                 trim_number(m.busbw_gbs),
                 e.percent(m.busbw_gbs),
                 trim_number(e.busbw_gbs),
-                e.algorithm.name(),
+                e.assumed(),
                 e.bottleneck.as_deref().unwrap_or("by latency"),
                 model.checks()
             )
