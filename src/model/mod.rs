@@ -209,8 +209,10 @@ impl Expected {
     }
 
     /// busbw as a percentage of the expected busbw.
-    pub fn percent(&self, busbw_gbs: f64) -> f64 {
-        busbw_gbs / self.busbw_gbs * 100.0
+    /// None where nothing is expected: a row of 0 bytes (nccl-tests prints
+    /// such rows when the count rounds down to 0) expects 0 GB/s.
+    pub fn percent(&self, busbw_gbs: f64) -> Option<f64> {
+        (self.busbw_gbs > 0.0).then(|| busbw_gbs / self.busbw_gbs * 100.0)
     }
 
     /// Whether a row of `busbw_gbs` at this size falls short enough to explain.
@@ -436,7 +438,13 @@ mod tests {
             Some("out of a node: rdma-port 100 Gb/s 12.5 GB/s")
         );
         assert!(e.short(8.0) && !e.short(11.0));
-        assert!((e.percent(10.0) - 80.0).abs() < 1e-9);
+        assert!((e.percent(10.0).unwrap() - 80.0).abs() < 1e-9);
+        // A row of 0 bytes expects 0 GB/s: no percentage, not NaN.
+        let none = Expected {
+            busbw_gbs: 0.0,
+            ..e.clone()
+        };
+        assert_eq!(none.percent(0.0), None);
     }
 
     #[test]

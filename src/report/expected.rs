@@ -43,7 +43,10 @@ pub fn cells(r: &SizeResult) -> String {
     let mut cells = format!("  {:>8.3}", e.busbw_gbs);
     for placement in Placement::BOTH {
         match r.measurements.iter().find(|m| m.placement == placement) {
-            Some(m) => cells += &format!("  {:>6.1}", e.percent(m.busbw_gbs)),
+            Some(m) => match e.percent(m.busbw_gbs) {
+                Some(p) => cells += &format!("  {p:>6.1}"),
+                None => cells += &format!("  {:>6}", "N/A"),
+            },
             None => cells += &" ".repeat(8),
         }
     }
@@ -59,13 +62,14 @@ pub fn shortfalls(run: &RunInfo, r: &SizeResult) -> Vec<String> {
     r.measurements
         .iter()
         .filter(|m| e.short(m.busbw_gbs))
-        .map(|m| {
+        .filter_map(|m| Some((m, e.percent(m.busbw_gbs)?)))
+        .map(|(m, percent)| {
             format!(
                 "# Short of expected: {} B {}: busbw {} GB/s is {:.0}% of the {} GB/s the model expects ({}, bound {}); {}",
                 r.size_bytes,
                 m.placement.name(),
                 trim_number(m.busbw_gbs),
-                e.percent(m.busbw_gbs),
+                percent,
                 trim_number(e.busbw_gbs),
                 e.assumed(),
                 e.bottleneck.as_deref().unwrap_or("by latency"),

@@ -366,7 +366,7 @@ impl JsonExport {
                 })
                 .collect(),
             timestamp: m.timestamp.clone(),
-            pct_of_expected: expected.map(|e| e.percent(m.busbw_gbs)),
+            pct_of_expected: expected.and_then(|e| e.percent(m.busbw_gbs)),
         }
     }
 

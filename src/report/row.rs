@@ -308,7 +308,10 @@ impl Row {
             nccl_proto: result.nccl_proto.clone(),
             round: Some(result.round),
             expected_busbw_gbs: result.expected.as_ref().map(|e| e.busbw_gbs),
-            pct_of_expected: result.expected.as_ref().map(|e| e.percent(m.busbw_gbs)),
+            pct_of_expected: result
+                .expected
+                .as_ref()
+                .and_then(|e| e.percent(m.busbw_gbs)),
             ..Row::of_run(run)
         };
         row.set_limit(limits::binding(&run.limits));
