@@ -161,10 +161,10 @@ pub fn figures_of(
             false => split(&r.cpu_wait_shares),
         })
         .collect();
-    let whole = rows
-        .iter()
-        .zip(&shares)
-        .all(|(r, s)| split(&r.figures).len() == s.len());
+    // A share is of a round's time: one outside 0..=1 (or NaN) was not read.
+    let whole = rows.iter().zip(&shares).all(|(r, s)| {
+        split(&r.figures).len() == s.len() && s.iter().all(|x| (0.0..=1.0).contains(x))
+    });
     Some(Measured {
         a: index(&first.node_a)?,
         b: index(&first.node_b)?,
@@ -290,6 +290,19 @@ mod tests {
         assert_eq!((t.a, t.b), (0, 1), "named by the first launch's");
         assert_eq!(t.figures, [0.9, 0.95, 1.0]);
         assert_eq!(t.cpu_wait, [0.1, 0.2, 0.3]);
+        // A share that is no share of a round's time: none is taken.
+        for bad in ["NaN", "-0.5", "1.5", "inf", "x"] {
+            let planted = [vec![typical("n1", "n2", "0.9", bad)]];
+            let t = figures_of(
+                &planted,
+                &labels,
+                Criterion::Bandwidth,
+                65536,
+                Whose::Typical,
+            )
+            .unwrap();
+            assert!(t.cpu_wait.is_empty(), "{bad}: {t:?}");
+        }
         assert_eq!(
             figures_of(
                 &launches,
