@@ -99,29 +99,23 @@ fn slow_rank_is_named_the_suspect() {
     );
     assert!(log.contains(&suspect), "{log}");
     assert_eq!(log.matches("# suspect node").count(), 1, "{log}");
-    // Each of its pairs was measured alone and stayed slow: named only then.
-    // Its latency (the median exchange) is not judged where the four ranks on
-    // this host's cores kept each other waiting for a CPU a quarter of the time.
+    // Each of its pairs was measured alone and stayed slow: named only then,
+    // on bandwidth or latency (on a loaded host the median pair's bandwidth
+    // sinks toward the slow pairs', and latency is not judged where the four
+    // ranks on this host's cores kept each other waiting for a CPU).
     for a in 0..3 {
-        let line = |size: &str| {
-            let pair = format!(
-                "# pair {} <-> {} at {size}: ",
-                results.labels[a], results.labels[3]
-            );
-            log.lines()
-                .find(|l| l.starts_with(&pair))
-                .unwrap_or_else(|| panic!("{pair}\n{log}"))
-        };
-        let bw = line("64 KiB");
+        let pair = format!("# pair {} <-> {} at ", results.labels[a], results.labels[3]);
+        let lines: Vec<&str> = log.lines().filter(|l| l.starts_with(&pair)).collect();
+        let confirmed = |l: &&str| l.ends_with(": slow, confirmed alone");
+        assert!(lines.iter().any(confirmed), "{pair}\n{log}");
+        // The other criterion may be untold or even cleared: on a loaded
+        // host the typical pair beside it may be as slow.
         assert!(
-            bw.contains("over 3 rounds with the other pairs running"),
-            "{bw}"
+            lines
+                .iter()
+                .all(|l| l.contains("over 3 rounds with the other pairs running")),
+            "{log}"
         );
-        assert!(bw.ends_with(": slow, confirmed alone"), "{bw}");
-        let lat = line("8 B");
-        let starved = lat.contains("; its ranks waited for a CPU ")
-            && lat.ends_with(": cannot tell (its ranks' wait for a CPU may be all that made it slow); rerun on an idle host");
-        assert!(lat.ends_with(": slow, confirmed alone") || starved, "{lat}");
     }
     assert_eq!(
         results

@@ -23,11 +23,13 @@ pub const ROUNDS: usize = crate::stats::interval::MIN_SAMPLES;
 /// line says the host was busy.
 const BUSY_SHARE: f64 = 0.1;
 
-/// A share from which latency cannot be judged: one wait for a CPU costs a
-/// scheduler slice (milliseconds), hundreds of network latencies, and where
-/// the ranks wait this much the placement of ranks on cores decides which
-/// pairs pay it (measured on the virtual rack on a busy host, docs/rack-acceptance.md).
-const LATENCY_BUSY_SHARE: f64 = 0.25;
+/// A share of waiting from which a pair is starved: its latency cannot be
+/// judged (one wait for a CPU costs a scheduler slice, milliseconds, hundreds
+/// of network latencies, and the placement of ranks on cores decides which
+/// pairs pay it), nor anything of two ranks of one node, whose shared memory
+/// moves data only while both run (measured: 135 times slower alone on a busy
+/// host, more than a 5 Mbit/s link's 100; docs/rack-acceptance.md).
+const STARVED_SHARE: f64 = 0.25;
 
 /// What a pair was slow on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -200,7 +202,7 @@ impl Measured {
 
     /// Its figures had its ranks not waited for a CPU: a round whose time
     /// was T, of which a share s waited, took at least (1 - s) T on the
-    /// network. The longer wait of the two ranks is taken (`PairSample::of_pair`).
+    /// network. The shorter wait of the two ranks is taken (`PairSample::of_pair`).
     fn without_wait(&self, c: Criterion) -> Measured {
         let figures = self
             .figures
@@ -292,10 +294,14 @@ fn finding_of(c: Criterion, e: &Estimate, limit: f64) -> Finding {
 }
 
 /// A suspect measured alone: against the typical pair measured beside it
-/// where that pair's figures are whole, else against the limit itself.
+/// where that pair's figures are whole, else against the limit itself; then,
+/// where its ranks waited for a CPU, slow only if it would be without the
+/// wait, and never where they starved (`STARVED_SHARE`) on latency or as two
+/// ranks of one node (`one_node`).
 fn judge_alone(
     c: Criterion,
     mine: &Measured,
+    one_node: bool,
     typical: Option<Measured>,
     limit: f64,
     v: &PairsVerdict,
@@ -310,7 +316,7 @@ fn judge_alone(
     };
     // Slow even had the host given its ranks back every moment they waited?
     let (_, unwaited) = against_typical(c, &mine.without_wait(c), typical, limit, v);
-    let starved = c == Criterion::Latency && share >= LATENCY_BUSY_SHARE;
+    let starved = share >= STARVED_SHARE && (c == Criterion::Latency || one_node);
     match unwaited == Finding::Confirmed && !starved {
         true => (compared, finding),
         false => (compared, Finding::HostBusy(share)),
@@ -318,9 +324,9 @@ fn judge_alone(
 }
 
 /// A suspect alone against its limit, and against the typical pair measured
-/// beside it where that pair's figures are whole: slow only where both say
-/// slow; cleared where either says it is within (alone within the limit of
-/// the concurrent rounds, or no slower than a typical pair alone).
+/// beside it where that pair's figures are whole: cleared where either says
+/// it is within (alone within the limit of the concurrent rounds, or no slower
+/// than a typical pair alone), else as its figures alone say.
 fn against_typical(
     c: Criterion,
     mine: &Measured,
@@ -335,10 +341,12 @@ fn against_typical(
     };
     let ratio = Estimate::ratio_of_medians(&mine.figures, &typical.figures);
     let relative = finding_of(c, &ratio, ratio_limit);
+    // The typical pair vetoes only where it tells: a busy host's scheduler
+    // makes its rounds bimodal (microseconds, or a slice of milliseconds), and
+    // a ratio to such rounds lies across any threshold.
     let finding = match (absolute, relative) {
         (Finding::NotConfirmed, _) | (_, Finding::NotConfirmed) => Finding::NotConfirmed,
-        (Finding::Confirmed, Finding::Confirmed) => Finding::Confirmed,
-        (Finding::Confirmed, unsure) | (unsure, _) => unsure,
+        (other, _) => other,
     };
     let compared = Compared {
         typical,
@@ -412,7 +420,9 @@ impl Confirmation {
                 let (compared, finding) = match measured.figures.is_empty() {
                     false => {
                         let typical = alone(criterion, size, Whose::Typical);
-                        judge_alone(criterion, &measured, typical, p.limit, verdict)
+                        let one_node =
+                            host_of(&results.labels[p.a]) == host_of(&results.labels[p.b]);
+                        judge_alone(criterion, &measured, one_node, typical, p.limit, verdict)
                     }
                     true => (None, finding_of(criterion, &together, p.limit)),
                 };
@@ -530,6 +540,11 @@ impl Checked {
     }
 }
 
+/// The host of a label: ranks that share one are labelled `host/rank`.
+fn host_of(label: &str) -> &str {
+    label.split('/').next().unwrap_or(label)
+}
+
 /// A pair judged on its rounds with the other pairs running only.
 fn together_finding(f: Finding) -> String {
     match f {
@@ -624,7 +639,20 @@ mod tests {
     /// Node 2 of 5 slow (20 GB/s against 45, 50 us against 5) in three rounds;
     /// its pairs measured alone as `slow`, the typical pairs as `typical`.
     fn judged_beside(slow: Alone, typical: Option<Alone>) -> (PairsVerdict, Confirmation) {
-        let rounds = vec![results(5, Some(2), 45.0, 20.0); ROUNDS];
+        judged_on(slow, typical, false)
+    }
+
+    /// As `judged_beside`, the five ranks on one host where `one_host`.
+    fn judged_on(
+        slow: Alone,
+        typical: Option<Alone>,
+        one_host: bool,
+    ) -> (PairsVerdict, Confirmation) {
+        let mut one = results(5, Some(2), 45.0, 20.0);
+        if one_host {
+            one.labels = (0..5).map(|r| format!("vm/{r}")).collect();
+        }
+        let rounds = vec![one; ROUNDS];
         let medians = PairResults::median_over(&rounds).unwrap();
         let mut verdict = medians.judge(&Thresholds::default());
         let mut list = to_remeasure(&verdict, &medians);
@@ -859,6 +887,46 @@ mod tests {
             .iter()
             .filter(|k| k.criterion == Criterion::Bandwidth)
             .all(|k| k.finding == Finding::Confirmed));
+        assert_eq!(v.suspects, [2]);
+    }
+
+    /// Two ranks of one node move data through shared memory only while both
+    /// run: starved, even a pair 100 times slower cannot be told.
+    #[test]
+    fn a_starved_pair_of_one_node_cannot_be_told() {
+        let starved = Alone {
+            us: &[5.0, 5.1, 4.9],
+            gbs: &[0.4, 0.45, 0.42],
+            wait: Some(0.5),
+        };
+        let (v, c) = judged_on(starved, Some(HEALTHY), true);
+        let bw: Vec<&Checked> = c
+            .checked
+            .iter()
+            .filter(|k| k.criterion == Criterion::Bandwidth)
+            .collect();
+        assert!(
+            bw.iter().all(|k| k.finding == Finding::HostBusy(0.5)),
+            "{c:?}"
+        );
+        assert!(v.passed() && v.suspects.is_empty() && c.inconclusive());
+        // Across nodes the network moves data while a rank waits: named.
+        let (v, c) = judged_on(starved, Some(HEALTHY), false);
+        assert!(c
+            .checked
+            .iter()
+            .filter(|k| k.criterion == Criterion::Bandwidth)
+            .all(|k| k.finding == Finding::Confirmed));
+        assert_eq!(v.suspects, [2]);
+        // Below the share, one node's pair too.
+        let (v, _) = judged_on(
+            Alone {
+                wait: Some(0.2),
+                ..starved
+            },
+            Some(HEALTHY),
+            true,
+        );
         assert_eq!(v.suspects, [2]);
     }
 

@@ -32,7 +32,10 @@ impl PairSample {
 
     /// The pair (a, b) from both ranks' samples at `at` of their encoded
     /// lists: as slow as its slower side, the wrong bytes of both sides
-    /// added, the longer CPU wait of the two (an exchange waits for both).
+    /// added, the shorter CPU wait of the two: a rank waiting for its partner
+    /// spins, and on a busy host queues for a CPU while it spins, so only a
+    /// wait both ranks had is the host's for sure (a partner that sleeps or
+    /// is slowed by the network makes the other queue without the host's doing).
     pub fn of_pair(per_rank: &[&[f64]], a: usize, b: usize, at: usize) -> PairSample {
         let slower = |k: usize| per_rank[a][at + k].max(per_rank[b][at + k]);
         let known = |k: usize| {
@@ -44,7 +47,7 @@ impl PairSample {
             seconds: slower(0),
             p50_seconds: slower(1),
             wrong: known(2).reduce(|x, y| x + y).map(|w| w as u64),
-            cpu_wait_seconds: known(3).reduce(f64::max),
+            cpu_wait_seconds: known(3).reduce(f64::min),
         }
     }
 
@@ -55,5 +58,47 @@ impl PairSample {
             self.wrong.map_or(-1.0, |w| w as f64),
             self.cpu_wait_seconds.map_or(-1.0, |s| s.max(0.0)),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_is_its_slower_side_and_the_shorter_wait() {
+        let a = PairSample {
+            seconds: 2e-6,
+            p50_seconds: 1e-6,
+            wrong: Some(1),
+            cpu_wait_seconds: Some(0.5e-6),
+        }
+        .encode();
+        let b = PairSample {
+            seconds: 3e-6,
+            p50_seconds: 0.5e-6,
+            wrong: None,
+            cpu_wait_seconds: Some(0.1e-6),
+        }
+        .encode();
+        let unread = PairSample {
+            cpu_wait_seconds: None,
+            ..PairSample::BYE
+        }
+        .encode();
+        let pair = PairSample::of_pair(&[&a, &b, &unread], 0, 1, 0);
+        assert_eq!(
+            (pair.seconds, pair.p50_seconds, pair.wrong),
+            (3e-6, 1e-6, Some(1))
+        );
+        assert_eq!(pair.cpu_wait_seconds, Some(0.1e-6));
+        assert_eq!(
+            PairSample::of_pair(&[&a, &b, &unread], 0, 2, 0).cpu_wait_seconds,
+            Some(0.5e-6)
+        );
+        assert_eq!(
+            PairSample::of_pair(&[&unread, &unread], 0, 1, 0).cpu_wait_seconds,
+            None
+        );
     }
 }
