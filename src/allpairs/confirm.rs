@@ -315,7 +315,12 @@ fn judge_alone(
         return (compared, finding);
     };
     // Slow even had the host given its ranks back every moment they waited?
-    let (_, unwaited) = against_typical(c, &mine.without_wait(c), typical, limit, v);
+    // Against the typical pair where it was measured: the limit itself was
+    // set in rounds the same waits slowed.
+    let unwaited = match against_typical(c, &mine.without_wait(c), typical, limit, v) {
+        (Some(compared), _) => finding_of(c, &compared.ratio, compared.ratio_limit),
+        (None, absolute) => absolute,
+    };
     let starved = share >= STARVED_SHARE && (c == Criterion::Latency || one_node);
     match unwaited == Finding::Confirmed && !starved {
         true => (compared, finding),
