@@ -85,8 +85,13 @@ impl Rack {
 
     /// `virtual-rack.sh run -- BIN ARGS`: one rank on each node.
     fn run(&self, binary: &str, args: &[&str]) -> Output {
-        let bin = bin(binary);
-        let mut all = vec!["run", "--", bin.as_str()];
+        self.run_per_node(1, binary, args)
+    }
+
+    /// `virtual-rack.sh run -N K -- BIN ARGS`: K ranks on each node.
+    fn run_per_node(&self, ranks: usize, binary: &str, args: &[&str]) -> Output {
+        let (bin, ranks) = (bin(binary), ranks.to_string());
+        let mut all = vec!["run", "-N", ranks.as_str(), "--", bin.as_str()];
         all.extend(args);
         self.sh(&all)
     }
@@ -1019,4 +1024,197 @@ fn two_rails_and_their_faults() {
         "{}",
         log(&out)
     );
+}
+
+/// The text of rail `rail`'s block in a `--rails` run's output.
+fn rail_block(stdout: &str, rail: usize) -> String {
+    let start = format!("# rail {rail} of ");
+    stdout
+        .split_inclusive('\n')
+        .skip_while(|l| !l.starts_with(&start))
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || !l.starts_with("# rail "))
+        .map(|(_, l)| l)
+        .collect()
+}
+
+/// The cells of `node`'s row of a matrix CSV's `metric`, as written.
+fn matrix_row(csv: &Path, metric: &str, node: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(csv).unwrap_or_else(|e| panic!("{}: {e}", csv.display()));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{metric},")) && l.split(',').nth(2) == Some(node))
+        .unwrap_or_else(|| panic!("no {metric} row of {node} in {text}"));
+    row.split(',').skip(3).map(str::to_string).collect()
+}
+
+/// `--rails`: each rail's pairs over TCP on its own netdev, one matrix a rail.
+/// A slow rail is named by node on its rail alone; crossed cables are found as
+/// a node that reaches no other on either rail; a clean rack has no finding.
+#[test]
+#[ignore = "needs root (network namespaces): scripts/test.sh runs it as root"]
+fn all_pairs_over_rails_names_the_slow_rail_and_the_crossed_cables() {
+    let rack = Rack::up_as(&["up", "4", "--rails", "2"]);
+    let dir = scratch("rack-rails");
+    // 2 Mbit/s: a slowed pair is over 15x below a healthy one even on a loaded host.
+    let args = |csv: &str| {
+        let csv = dir.join(csv).display().to_string();
+        let flags = "--all-pairs --rails eth1,eth2 -b 64K -e 64K -n 10 -w 1 --slow-fraction 0.3 --slow-latency 100";
+        let mut all: Vec<String> = flags.split(' ').map(str::to_string).collect();
+        all.extend(["--csv".to_string(), csv]);
+        all
+    };
+    let run = |csv: &str| {
+        let args = args(csv);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = rack.run_per_node(2, "sendrecv_perf", &args);
+        (String::from_utf8_lossy(&out.stdout).into_owned(), out)
+    };
+
+    let (stdout, out) = run("clean.csv");
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "clean: {}",
+        log(&out)
+    );
+    assert!(
+        stdout.contains("# rail 1 of 2: eth1") && stdout.contains("# rail 2 of 2: eth2"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("unreachable:") && suspects(&stdout).is_empty(),
+        "{stdout}"
+    );
+    assert!(dir.join("clean.rail1.csv").exists() && dir.join("clean.rail2.csv").exists());
+
+    rack.fault(&["slow-rail", "node3", "2", "2mbit"]);
+    let (stdout, out) = run("slow.csv");
+    assert_eq!(out.status.code(), Some(1), "slow rail: {}", log(&out));
+    assert_eq!(suspects(&rail_block(&stdout, 2)), ["node3"], "{stdout}");
+    assert!(suspects(&rail_block(&stdout, 1)).is_empty(), "{stdout}");
+    assert!(!stdout.contains("unreachable:"), "{stdout}");
+    // In the rail's CSV: node3's pairs far below the others'.
+    let figure =
+        |cells: Vec<String>| -> Vec<f64> { cells.iter().filter_map(|c| c.parse().ok()).collect() };
+    let slow = figure(matrix_row(
+        &dir.join("slow.rail2.csv"),
+        "algbw_gbs",
+        "node3",
+    ));
+    let healthy = figure(matrix_row(
+        &dir.join("slow.rail2.csv"),
+        "algbw_gbs",
+        "node1",
+    ));
+    assert_eq!(slow.len(), 3, "{slow:?}");
+    let fastest_slow = slow.iter().cloned().fold(0.0, f64::max);
+    assert!(
+        healthy.iter().filter(|&&v| v > 5.0 * fastest_slow).count() == 2,
+        "{slow:?} {healthy:?}"
+    );
+
+    rack.clear();
+    rack.fault(&["cross-cables", "node2"]);
+    let (stdout, out) = run("crossed.csv");
+    assert_eq!(out.status.code(), Some(1), "crossed cables: {}", log(&out));
+    for (rail, netdev, ip) in [(1, "eth1", "198.18.1.2"), (2, "eth2", "198.18.2.2")] {
+        let block = rail_block(&stdout, rail);
+        let found: Vec<&str> = block
+            .lines()
+            .filter(|l| l.starts_with("# unreachable:"))
+            .collect();
+        assert_eq!(found.len(), 1, "{block}");
+        assert!(
+            found[0].starts_with(&format!(
+                "# unreachable: node2's {netdev} ({ip}) reaches none of the other 3 nodes on rail {rail}"
+            )),
+            "{block}"
+        );
+        // Its pairs are not measured, not called slow.
+        assert!(suspects(&block).is_empty(), "{block}");
+        let csv = dir.join(format!("crossed.rail{rail}.csv"));
+        assert!(matrix_row(&csv, "algbw_gbs", "node2")
+            .iter()
+            .all(String::is_empty));
+    }
+
+    // rack_check's rails test: one all-pairs check a rail, in its console and HTML report.
+    let spec = dir.join("rails.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "virtual rack, rails"
+[launch]
+launcher = "mpirun"
+nodes = 4
+ranks_per_node = 2
+hosts = ["node1", "node2", "node3", "node4"]
+timeout_s = 300
+[doctor]
+skip = true
+[[test]]
+name = "pairs"
+binary = "sendrecv_perf"
+args = ["--all-pairs", "--rails", "eth1,eth2", "-b", "64K", "-e", "64K", "-n", "10", "-w", "1"]
+[[check]]
+test = "pairs"
+metric = "all-pairs"
+slow_fraction = 0.3
+slow_latency = 100
+"#,
+    )
+    .unwrap();
+    let checked = |name: &str| {
+        let out = dir.join(name);
+        let (run, took) = rack_check_on(&rack, &spec, &out);
+        eprintln!("rack_check {name}: {took:?}");
+        (
+            log(&run),
+            run.status.code(),
+            page_text(&out.join("report.html")),
+        )
+    };
+    let (text, code, html) = checked("crossed-report");
+    assert_eq!(code, Some(1), "{text}");
+    let node_line = |node: &str| {
+        let start = format!("rack_check: node {node}: ");
+        text.lines()
+            .find(|l| l.starts_with(&start))
+            .unwrap_or_else(|| panic!("no line for {node}: {text}"))
+            .to_string()
+    };
+    for rail in ["rail 1 (eth1)", "rail 2 (eth2)"] {
+        let found = format!(
+            "pairs all pairs, {rail}: node2 was measured with none of the other 3 nodes, which were measured together: it reaches none of them"
+        );
+        assert!(
+            node_line("node2").starts_with("rack_check: node node2: FAIL: "),
+            "{text}"
+        );
+        assert!(node_line("node2").contains(&found), "{text}");
+        assert!(html.contains(&found), "{html}");
+    }
+    for healthy in ["node1", "node3", "node4"] {
+        assert_eq!(
+            node_line(healthy),
+            format!("rack_check: node {healthy}: PASS"),
+            "{text}"
+        );
+    }
+    rack.clear();
+    rack.fault(&["slow-rail", "node3", "2", "2mbit"]);
+    let (text, code, html) = checked("slow-report");
+    assert_eq!(code, Some(1), "{text}");
+    let found = "pairs all pairs, rail 2 (eth2): node3 is the suspect";
+    assert!(
+        text.contains(&format!("rack_check: node node3: FAIL: {found}")),
+        "{text}"
+    );
+    assert!(html.contains(found), "{html}");
+    assert!(!text.contains("rail 1 (eth1): node"), "{text}");
+    for healthy in ["node1", "node2", "node4"] {
+        assert!(
+            text.contains(&format!("rack_check: node {healthy}: PASS\n")),
+            "{text}"
+        );
+    }
 }

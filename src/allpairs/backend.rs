@@ -43,7 +43,7 @@ pub struct PairFlags<'a> {
 }
 
 /// What rank `rank` sends at byte `i`; never 0xFF, the value validation poisons with.
-fn pattern(rank: usize, i: usize) -> u8 {
+pub(crate) fn pattern(rank: usize, i: usize) -> u8 {
     ((rank * 131 + i * 7) % 251) as u8
 }
 
@@ -200,7 +200,10 @@ pub(crate) fn prepare<'a>(
         thresholds,
         csv: flags.csv,
         timeout_s: flags.timeout_s,
-        fabric: FabricPlan::collective(flags.sysfs_root, world.nodes().len()),
+        fabric: Some(FabricPlan::collective(
+            flags.sysfs_root,
+            world.nodes().len(),
+        )),
         counters: flags.counters,
     })
 }
@@ -215,7 +218,7 @@ pub(crate) fn run(
 ) -> Result<ExitStatus, Failure> {
     let pair = BackendPair::new(backend, flags.max_bytes as usize, flags).context("--all-pairs");
     let mut pair = agree_each_rank(world, run.program, ExitStatus::Failed, pair)?;
-    run_pairs_watched(world, &mut pair, run, watchdog)
+    run_pairs_watched(world, &mut pair, run, watchdog, &mut std::io::stdout())
 }
 
 #[cfg(test)]

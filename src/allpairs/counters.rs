@@ -32,9 +32,10 @@ pub struct RoundWatch {
 }
 
 impl RoundWatch {
-    pub fn new(plan: &FabricPlan, local_rank: usize) -> RoundWatch {
+    /// Read on each node's first rank under `plan`; with None, on none.
+    pub fn new(plan: Option<&FabricPlan>, local_rank: usize) -> RoundWatch {
         RoundWatch {
-            watch: Watch::new(plan, local_rank),
+            watch: plan.map_or_else(Watch::off, |p| Watch::new(p, local_rank)),
             before: None,
             gathered: RoundCounters::default(),
         }

@@ -126,7 +126,7 @@ fn beyond(
 
 /// Participants all of whose pairs are `slow` while some measured pair without
 /// them is not: were every pair slow, nothing would single out one node.
-fn suspects(
+pub fn suspects(
     n: usize,
     slow: impl Fn(usize, usize) -> bool,
     measured: impl Fn(usize, usize) -> bool,

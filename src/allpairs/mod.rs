@@ -14,7 +14,8 @@
 //! - `confirm`: each pair over `confirm::ROUNDS` rounds with its interval, and the
 //!   suspects measured again alone before they are named; `alone`: those
 //!   re-measurements as a CSV beside the matrices, for rack_check;
-//! - `table` and `heatmap`: what rank 0 prints and draws.
+//! - `table` and `heatmap`: what rank 0 prints and draws;
+//! - `rails`: `--rails`, all-pairs once a rail over TCP on each rail's netdev.
 
 pub mod alone;
 pub mod backend;
@@ -23,6 +24,7 @@ pub mod counters;
 pub mod heatmap;
 pub mod judging;
 pub mod matrix;
+pub mod rails;
 pub mod runner;
 pub mod sample;
 pub mod schedule;

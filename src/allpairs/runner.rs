@@ -250,6 +250,10 @@ fn assemble(
             for (s, m) in results.sizes.iter_mut().enumerate() {
                 let at = (r * sizes.len() + s) * SAMPLE_LEN;
                 let pair = PairSample::of_pair(&per_rank, a, b, at);
+                // Not measured (a rail's pair that could not connect): the cell stays empty.
+                if pair.seconds.is_nan() {
+                    continue;
+                }
                 m.time_us.set(a, b, pair.seconds * 1e6);
                 m.p50_us.set(a, b, pair.p50_seconds * 1e6);
                 m.algbw_gbs
@@ -335,8 +339,9 @@ pub struct PairRun<'a> {
     pub csv: Option<&'a Path>,
     /// -T: a pair that hangs this long ends the job (0 = never).
     pub timeout_s: u64,
-    /// Where the fabric counters are read around each round, and what they are judged against.
-    pub fabric: FabricPlan,
+    /// Where the fabric counters are read around each round; None: not read
+    /// (a rail's pairs: the node's TCP counters are every rail's at once).
+    pub fabric: Option<FabricPlan>,
     /// --counters FILE: every round's raw deltas (a new file).
     pub counters: Option<&'a Path>,
 }
@@ -350,15 +355,17 @@ pub(crate) fn run_pairs(
     run: &PairRun,
 ) -> Result<ExitStatus, Failure> {
     let watchdog = Watchdog::start(world, run.program, run.timeout_s)?;
-    run_pairs_watched(world, measure, run, &watchdog)
+    run_pairs_watched(world, measure, run, &watchdog, &mut std::io::stdout())
 }
 
-/// As `run_pairs`, under a watchdog already started (before a backend opened).
+/// As `run_pairs`, under a watchdog already started (before a backend opened),
+/// rank 0 printing to `out`.
 pub(crate) fn run_pairs_watched(
     world: &World,
     measure: &mut dyn PairMeasure,
     run: &PairRun,
     watchdog: &Watchdog,
+    out: &mut dyn std::io::Write,
 ) -> Result<ExitStatus, Failure> {
     let program = run.program;
     // Every rank has checked that the CSV does not exist yet before rank 0 creates it.
@@ -383,9 +390,9 @@ pub(crate) fn run_pairs_watched(
             iters: run.iters,
             each_pair: &measure.describe(),
         };
-        write_header(&mut std::io::stdout(), &header).map_err(|e| Failure::Fatal(e.into()))?;
+        write_header(out, &header).map_err(|e| Failure::Fatal(e.into()))?;
     }
-    let mut fabric = RoundWatch::new(&run.fabric, world.local_rank);
+    let mut fabric = RoundWatch::new(run.fabric.as_ref(), world.local_rank);
     // The matrices so far, after every round: a job ended later keeps them.
     let mut partial = |so_far: &PairResults| {
         if let (Some(_claimed), Some(path)) = (&csv, run.csv) {
@@ -427,17 +434,14 @@ pub(crate) fn run_pairs_watched(
         rounds: &rounds,
     };
     let round_counters = fabric.into_rounds();
-    let footer = counters::fill(&round_counters, &run.fabric, &schedule, &mut results);
-    write_table(
-        &mut std::io::stdout(),
-        &results,
-        &verdict,
-        &confirmation,
-        &run.thresholds,
-    )
-    .map_err(|e| Failure::Fatal(e.into()))?;
+    let footer = match &run.fabric {
+        Some(plan) => counters::fill(&round_counters, plan, &schedule, &mut results),
+        None => Vec::new(),
+    };
+    write_table(out, &results, &verdict, &confirmation, &run.thresholds)
+        .map_err(|e| Failure::Fatal(e.into()))?;
     for line in footer {
-        println!("# {line}");
+        writeln!(out, "# {line}").map_err(|e| Failure::Fatal(e.into()))?;
     }
     let mut status = if !verdict.passed() {
         ExitStatus::Failed
@@ -472,14 +476,18 @@ pub(crate) fn run_pairs_watched(
             heatmap::write_png(&png, &results, &verdict, program)
         };
         match drawn {
-            Ok(()) => println!("# matrix: {}  heatmap: {}", path.display(), png.display()),
+            Ok(()) => {
+                let files = format!("# matrix: {}  heatmap: {}", path.display(), png.display());
+                writeln!(out, "{files}").map_err(|e| Failure::Fatal(e.into()))?;
+            }
             Err(e) => eprintln!("{program}: warning: {e:#}"),
         }
         let remeasured = alone::rows(&confirmation, &labels);
         if !remeasured.is_empty() {
             let file = alone::alone_csv_of(path);
             match alone::write(&file, &remeasured) {
-                Ok(()) => println!("# measured alone: {}", file.display()),
+                Ok(()) => writeln!(out, "# measured alone: {}", file.display())
+                    .map_err(|e| Failure::Fatal(e.into()))?,
                 // rack_check reads them to judge the suspects: without them it would judge
                 // on the concurrent rounds alone.
                 Err(e) => {

@@ -25,6 +25,7 @@ mod tests;
 mod timing;
 
 use crate::allpairs::backend::{self as allpairs, PairFlags};
+use crate::allpairs::rails;
 use crate::backend::{host_memory, BackendKind};
 use crate::cli::in_words;
 use crate::collective::Collective;
@@ -101,6 +102,10 @@ fn all_pairs(
     };
     let setup = allpairs::prepare(world, &flags, program)?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;
+    if !args.rails.is_empty() {
+        // Each rail's pairs are TCP on its netdev: no backend opens.
+        return rails::run(world, &flags, &setup, &args.rails, &watchdog);
+    }
     watchdog.begin(OPENING.into());
     watchdog.enter_call();
     let (mut backend, _) = open::open_backend(world, program, args, plan, &watchdog, None)?;

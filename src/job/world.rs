@@ -18,8 +18,9 @@ pub fn hostname() -> String {
 }
 
 pub struct World {
-    // Dropping the universe finalizes MPI, so it lives as long as the world.
-    _universe: mpi::environment::Universe,
+    // Dropping the universe finalizes MPI, so it lives as long as the world
+    // (a part of the world, `split`, holds none).
+    _universe: Option<mpi::environment::Universe>,
     pub comm: SimpleCommunicator,
     pub rank: usize,
     pub size: usize,
@@ -47,7 +48,7 @@ impl World {
         setup::rank_is(rank);
         let identity = machine_identity(&crate::sysfs::Root::new("/")).unwrap_or_default();
         let mut world = World {
-            _universe: universe,
+            _universe: Some(universe),
             comm,
             rank,
             size,
@@ -73,11 +74,47 @@ impl World {
         // and two machines of one name would share local ranks). Not MPI_Comm_split_type:
         // making any communicator leaves Open MPI 4.1's libnbc progress hook running for
         // good, a cost on every later call of the timed loop (1% of an 8-byte allreduce's cycles).
-        let mine = world.machine(rank);
-        let local_rank = (0..rank).filter(|&r| world.machine(r) == mine).count();
-        let local_size = (0..size).filter(|&r| world.machine(r) == mine).count();
-        (world.local_rank, world.local_size) = (local_rank, local_size);
+        (world.local_rank, world.local_size) = world.place_on_node();
         Ok(world)
+    }
+
+    /// The ranks that give the same `color`, as a world of their own, in the
+    /// order of their ranks here (every rank calls it). Made only where a run
+    /// needs one: any communicator leaves Open MPI 4.1's progress hook running
+    /// (see `init`).
+    pub fn split(&self, color: usize) -> World {
+        use mpi::topology::Color;
+        let comm = self
+            .comm
+            .split_by_color(Color::with_value(color as i32))
+            .expect("a rank with a color is in its part");
+        let colors = self.all_gather_u64(color as u64);
+        let members: Vec<usize> = (0..self.size)
+            .filter(|&r| colors[r] == color as u64)
+            .collect();
+        let mut part = World {
+            _universe: None,
+            rank: comm.rank() as usize,
+            size: comm.size() as usize,
+            comm,
+            local_rank: 0,
+            local_size: 1,
+            hosts: members.iter().map(|&r| self.hosts[r].clone()).collect(),
+            identities: members
+                .iter()
+                .map(|&r| self.identities[r].clone())
+                .collect(),
+        };
+        (part.local_rank, part.local_size) = part.place_on_node();
+        part
+    }
+
+    /// This rank's rank among the ranks of its machine, and how many they are.
+    fn place_on_node(&self) -> (usize, usize) {
+        let mine = self.machine(self.rank);
+        let local_rank = (0..self.rank).filter(|&r| self.machine(r) == mine).count();
+        let local_size = (0..self.size).filter(|&r| self.machine(r) == mine).count();
+        (local_rank, local_size)
     }
 
     /// The machine of `rank`: its host name and identity.

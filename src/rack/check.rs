@@ -112,6 +112,18 @@ pub struct Check {
     pub label: String,
     pub test: String,
     pub kind: CheckKind,
+    /// A test with --rails: the rail (0-based) whose matrices it judges.
+    pub rail: Option<usize>,
+}
+
+impl Check {
+    /// The file this check reads of a launch that wrote `csv`: a rail's own.
+    pub fn results_of(&self, csv: &std::path::Path) -> std::path::PathBuf {
+        match self.rail {
+            Some(rail) => crate::allpairs::rails::of_rail(csv, rail),
+            None => csv.to_path_buf(),
+        }
+    }
 }
 
 /// Which end of a check a threshold is.

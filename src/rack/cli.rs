@@ -181,7 +181,7 @@ fn run() -> anyhow::Result<ExitStatus> {
             round,
             outcome,
             csv,
-            t.all_pairs(),
+            (t.all_pairs(), t.rails().len()),
             launch.named_hosts(*nodes),
         );
         println!(
@@ -340,7 +340,7 @@ fn judge_check(check: &Check, rounds: &[TestStep], first: usize) -> CheckResult 
     if let Some(t) = rounds.iter().find(|t| !t.ran()) {
         return not_run(check, t);
     }
-    let csvs: Vec<PathBuf> = rounds.iter().map(|t| t.csv.clone()).collect();
+    let csvs: Vec<PathBuf> = rounds.iter().map(|t| check.results_of(&t.csv)).collect();
     evaluate(check, &csvs, rounds.len().saturating_sub(first))
 }
 

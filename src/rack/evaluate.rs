@@ -800,6 +800,7 @@ max = 10
             label: "pairs all pairs".into(),
             test: "pairs".into(),
             kind: CheckKind::AllPairs(Thresholds::default()),
+            rail: None,
         };
         let mut size = SizeMatrices::empty(1 << 30, 2, true);
         size.algbw_gbs = Matrix::empty(2);
@@ -901,6 +902,7 @@ max = 10
                 size: None,
                 max: vec![(Class::Retransmits, 0), (Class::Errors, 0)],
             },
+            rail: None,
         }
     }
 

@@ -11,6 +11,7 @@ use super::check_result::{CheckResult, Verdict as NodeState};
 use super::probe::PathProbe;
 use super::steps::{file_name, log_line_naming, short_name, DoctorStep, TestStep};
 use crate::allpairs::alone::judge_launches;
+use crate::allpairs::judging::suspects;
 use crate::allpairs::{gbs, PairResults, PairsVerdict, Thresholds};
 use crate::doctor::{claimed_name, Finding, Severity, DUPLICATE_HOST};
 use crate::sizes::human_bytes;
@@ -38,7 +39,7 @@ pub fn pairs_outcomes(checks: &[Check], tests: &[TestStep]) -> Vec<PairsOutcome>
             if launches.iter().any(|s| !s.ran()) {
                 return None;
             }
-            let csvs: Vec<PathBuf> = launches.iter().map(|s| s.csv.clone()).collect();
+            let csvs: Vec<PathBuf> = launches.iter().map(|s| c.results_of(&s.csv)).collect();
             let judged = judge_launches(&csvs, t).ok()?;
             Some(PairsOutcome {
                 label: c.label.clone(),
@@ -122,6 +123,10 @@ fn host_of(label: &str) -> &str {
 }
 
 const LINK_FIX: &str = "check this node's link: the NIC and cable, the switch port's speed and error counters (ethtool -S, ip -s link), and any traffic shaping (tc qdisc show)";
+
+const REACH_FIX: &str = "check that its link is up and its cable lands on the right switch \
+(on rails: rail R's cable on leaf R: ip -br link, LLDP with lldpctl), its address is on the same network \
+as the other nodes' (ip -br addr), and the test's log for the connection errors";
 
 /// Stands for the nodes of a run that named none and heard from none.
 pub const UNNAMED: &str = "(nodes not named: no [launch] hosts, and no node answered)";
@@ -488,6 +493,24 @@ fn pair_problems(nodes: &mut NodeList, p: &PairsOutcome) {
         );
         nodes.fail(host_of(&labels[s]), what, LINK_FIX.into());
     }
+    // A node measured with none of the others while they were measured together
+    // (a rail's node that reaches no other: a crossed cable, a link down) explains
+    // its pairs not measured, as a suspect explains its slow pairs.
+    let missing = |a: usize, b: usize| {
+        v.unmeasured
+            .iter()
+            .any(|&(x, y, _)| (x, y) == (a.min(b), a.max(b)))
+    };
+    let cut_off = suspects(labels.len(), missing, |a, b| !missing(a, b));
+    for &s in &cut_off {
+        let what = format!(
+            "{}: {} was measured with none of the other {} nodes, which were measured together: it reaches none of them",
+            p.label,
+            labels[s],
+            labels.len() - 1
+        );
+        nodes.fail(host_of(&labels[s]), what, REACH_FIX.into());
+    }
     // A slow pair a suspect explains is that suspect's; any other names both ends.
     let unexplained = v
         .slow_bw
@@ -520,6 +543,7 @@ fn pair_problems(nodes: &mut NodeList, p: &PairsOutcome) {
         .chain(
             v.unmeasured
                 .iter()
+                .filter(|&&(a, b, _)| !cut_off.contains(&a) && !cut_off.contains(&b))
                 .map(|&(a, b, size)| (a, b, PairIssue::NotMeasured(size))),
         )
         .chain(
@@ -627,6 +651,60 @@ mod tests {
         n.problems.iter().map(|p| p.what.as_str()).collect()
     }
 
+    /// A rail's node that reaches no other (its pairs not measured, the
+    /// others' measured together) fails alone; its partners do not.
+    #[test]
+    fn a_node_measured_with_none_fails_alone() {
+        let labels: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let verdict = |unmeasured: Vec<(usize, usize, u64)>| PairsVerdict {
+            bw_judged: true,
+            bw_size: 64 << 10,
+            median_gbs: 0.3,
+            slow_bw: Vec::new(),
+            latency_judged: false,
+            latency_size: 0,
+            min_us: f64::NAN,
+            slow_latency: Vec::new(),
+            unmeasured,
+            wrong: Vec::new(),
+            suspects: Vec::new(),
+        };
+        let outcome = |unmeasured| PairsOutcome {
+            label: "pairs all pairs, rail 1 (eth1)".into(),
+            test: "pairs".into(),
+            thresholds: Thresholds::default(),
+            results: PairResults {
+                labels: labels.clone(),
+                sizes: Vec::new(),
+                counters: Vec::new(),
+            },
+            verdict: verdict(unmeasured),
+        };
+        let size = 64 << 10;
+        let pairs = [outcome(vec![(0, 1, size), (1, 2, size), (1, 3, size)])];
+        let nodes = evidence(&labels, None, &[], &pairs);
+        let failing: Vec<&str> = nodes
+            .iter()
+            .filter(|n| !n.passed())
+            .map(|n| n.node.as_str())
+            .collect();
+        assert_eq!(failing, ["b"], "{nodes:?}");
+        let b = nodes.iter().find(|n| n.node == "b").unwrap();
+        assert_eq!(
+            whats(b),
+            ["pairs all pairs, rail 1 (eth1): b was measured with none of the other 3 nodes, which were measured together: it reaches none of them"]
+        );
+        // A lone pair not measured still names both ends.
+        let pairs = [outcome(vec![(0, 3, size)])];
+        let nodes = evidence(&labels, None, &[], &pairs);
+        let failing: Vec<&str> = nodes
+            .iter()
+            .filter(|n| !n.passed())
+            .map(|n| n.node.as_str())
+            .collect();
+        assert_eq!(failing, ["a", "d"], "{nodes:?}");
+    }
+
     #[test]
     fn every_node_is_listed_and_only_the_faulty_fail() {
         let labels: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
@@ -719,6 +797,7 @@ mod tests {
             outcome: outcome(255, dir.join("ar.log")),
             csv: dir.join("ar.csv"),
             all_pairs: false,
+            rails: 0,
             launched_on: Some(hosts.to_vec()),
             hosts: Vec::new(),
             results_error: Some("ar.csv: no such file".into()),
@@ -846,6 +925,7 @@ mod tests {
             outcome: hung,
             csv: PathBuf::from("pairs.csv"),
             all_pairs: true,
+            rails: 0,
             launched_on: Some(hosts.clone()),
             hosts: Vec::new(),
             results_error: Some("pairs.csv: no pair measured".into()),

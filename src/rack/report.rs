@@ -325,7 +325,8 @@ impl RunReport {
         }
         for t in &self.tests {
             let results = if t.results_error.is_none() {
-                link(&t.csv)
+                let files: Vec<String> = t.result_files().iter().map(|f| link(f)).collect();
+                files.join(", ")
             } else {
                 "none".into()
             };
@@ -341,11 +342,15 @@ impl RunReport {
         }
         md.push('\n');
         for t in &self.tests {
-            if let Some(png) = t.heatmap() {
+            for png in t.heatmaps() {
                 let _ = writeln!(
                     md,
                     "### {}: all-pairs heatmap\n\n![{}]({})\n",
-                    text(&t.name),
+                    // A rail's: its file's name, NAME.railR.
+                    text(&match t.rails {
+                        0 => t.name.clone(),
+                        _ => file_name(&png.with_extension("")),
+                    }),
                     text(&t.name),
                     file_name(&png)
                 );

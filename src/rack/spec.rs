@@ -45,6 +45,20 @@ impl TestSpec {
     pub fn all_pairs(&self) -> bool {
         self.args.iter().any(|a| a == "--all-pairs")
     }
+
+    /// The netdevs of `--rails A,B` (or `--rails=A,B`) in its args; none without.
+    pub fn rails(&self) -> Vec<String> {
+        let list =
+            self.args
+                .iter()
+                .enumerate()
+                .find_map(|(i, a)| match a.strip_prefix("--rails") {
+                    Some("") => self.args.get(i + 1).cloned(),
+                    Some(v) => v.strip_prefix('=').map(str::to_string),
+                    None => None,
+                });
+        list.map_or_else(Vec::new, |l| l.split(',').map(str::to_string).collect())
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -58,6 +72,8 @@ struct RawCheck {
     max: Option<Bound>,
     slow_fraction: Option<f64>,
     slow_latency: Option<f64>,
+    /// A test with --rails: the rail (from 1) an all-pairs check judges; every rail without.
+    rail: Option<usize>,
     max_errors: Option<u64>,
     max_retransmits: Option<u64>,
     max_congestion: Option<u64>,
@@ -289,6 +305,14 @@ impl Spec {
                 );
             }
             layout(&at, t.nodes, t.ranks_per_node)?;
+            let rails = t.rails().len();
+            let per_node = t.ranks_per_node.unwrap_or(raw.launch.ranks_per_node);
+            if rails > 0 && per_node != rails {
+                bail!(
+                    "{at}: --rails {} needs one rank a rail on each node: set ranks_per_node = {rails} (it is {per_node})",
+                    t.rails().join(",")
+                );
+            }
         }
         let checks = raw
             .checks
@@ -298,7 +322,10 @@ impl Spec {
                 let at = format!("[[check]] {} ({} {})", i + 1, c.test, c.metric);
                 resolve_check(c, &raw.tests).context(at)
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         Ok(Spec {
             name: raw.name,
             launch: raw.launch,
@@ -340,7 +367,8 @@ fn layout(at: &str, nodes: Option<usize>, per_node: Option<usize>) -> anyhow::Re
     Ok(())
 }
 
-fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> anyhow::Result<Check> {
+/// A check as written; an all-pairs check of a test with --rails is one check a rail.
+fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> anyhow::Result<Vec<Check>> {
     let test = tests.iter().find(|t| t.name == c.test).ok_or_else(|| {
         anyhow!(
             "test '{}' is not a [[test]] name (tests: {})",
@@ -352,8 +380,19 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> anyhow::Result<Check> {
                 .join(", ")
         )
     })?;
+    let rails = test.rails();
+    if c.rail.is_some() && (rails.is_empty() || c.metric != "all-pairs") {
+        bail!("rail belongs to all-pairs checks of a test run with --rails");
+    }
     if c.metric == "counters" {
-        return counters_check(c, test.all_pairs());
+        if !rails.is_empty() {
+            bail!(
+                "test '{}' runs --rails, which reads no fabric counters (a node's TCP counters \
+                 are every rail's); check its pairs with metric = \"all-pairs\"",
+                test.name
+            );
+        }
+        return counters_check(c, test.all_pairs()).map(|c| vec![c]);
     }
     if !c.counter_limits().is_empty() {
         bail!(
@@ -385,11 +424,21 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> anyhow::Result<Check> {
                 .replace("--slow-fraction", "slow_fraction")
                 .replace("--slow-latency", "slow_latency"))
         })?;
-        return Ok(Check {
-            label: format!("{} all pairs", c.test),
+        let check = |rail: Option<usize>| Check {
+            label: match rail {
+                Some(r) => format!("{} all pairs, rail {} ({})", c.test, r + 1, rails[r]),
+                None => format!("{} all pairs", c.test),
+            },
             test: c.test.clone(),
             kind: CheckKind::AllPairs(t),
-        });
+            rail,
+        };
+        return match (rails.len(), c.rail) {
+            (0, _) => Ok(vec![check(None)]),
+            (n, Some(r)) if (1..=n).contains(&r) => Ok(vec![check(Some(r - 1))]),
+            (n, Some(r)) => bail!("rail = {r}: test '{}' has rails 1 to {n}", test.name),
+            (n, None) => Ok((0..n).map(|r| check(Some(r))).collect()),
+        };
     }
     let metric = RowMetric::ALL
         .iter()
@@ -439,7 +488,7 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> anyhow::Result<Check> {
         }
         _ => {}
     }
-    Ok(Check {
+    Ok(vec![Check {
         label: format!(
             "{} {} at {} ({})",
             c.test,
@@ -455,7 +504,8 @@ fn resolve_check(c: &RawCheck, tests: &[TestSpec]) -> anyhow::Result<Check> {
             min,
             max,
         },
-    })
+        rail: None,
+    }])
 }
 
 /// `metric = "counters"`: thresholds on the fabric counters' classes,
@@ -503,6 +553,7 @@ fn counters_check(c: &RawCheck, all_pairs: bool) -> anyhow::Result<Check> {
         label: format!("{} fabric counters {}{over}", c.test, limits.join(", ")),
         test: c.test.clone(),
         kind: CheckKind::Counters { size, max },
+        rail: None,
     })
 }
 
@@ -610,6 +661,65 @@ slow_fraction = 0.8
                 .unwrap_err()
                 .contains("metric time has no expected figure")
         );
+    }
+
+    /// A test with --rails: one all-pairs check a rail (or the rail named),
+    /// one rank a rail on each node, and no counters check.
+    #[test]
+    fn a_rails_test_is_judged_rail_by_rail() {
+        let rails = |args: &str, per_node: &str, check: &str| {
+            parsed(
+                &SPEC
+                    .replacen("args = [\"--all-pairs\"]", args, 1)
+                    .replacen("ranks_per_node = 1", per_node, 1)
+                    .replacen("slow_fraction = 0.8", check, 1),
+            )
+        };
+        let two = "args = [\"--all-pairs\", \"--rails\", \"eth1,eth2\"]";
+        let s = rails(two, "ranks_per_node = 2", "slow_fraction = 0.8").unwrap();
+        let pairs: Vec<(&str, Option<usize>)> = s.checks[2..]
+            .iter()
+            .map(|c| (c.label.as_str(), c.rail))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("pairs all pairs, rail 1 (eth1)", Some(0)),
+                ("pairs all pairs, rail 2 (eth2)", Some(1))
+            ]
+        );
+        assert_eq!(
+            s.checks[3].results_of(Path::new("out/pairs.r2.csv")),
+            Path::new("out/pairs.r2.rail2.csv")
+        );
+        let one = rails(
+            "args = [\"--all-pairs\", \"--rails=eth1,eth2\"]",
+            "ranks_per_node = 2",
+            "rail = 2",
+        )
+        .unwrap();
+        assert_eq!(one.checks.len(), 3);
+        assert_eq!(one.checks[2].rail, Some(1));
+        assert!(rails(two, "ranks_per_node = 2", "rail = 3")
+            .unwrap_err()
+            .contains("rail = 3: test 'pairs' has rails 1 to 2"));
+        assert!(rails(two, "ranks_per_node = 1", "slow_fraction = 0.8")
+            .unwrap_err()
+            .contains("--rails eth1,eth2 needs one rank a rail on each node: set ranks_per_node = 2 (it is 1)"));
+        assert!(
+            rails("args = [\"--all-pairs\"]", "ranks_per_node = 1", "rail = 1")
+                .unwrap_err()
+                .contains("rail belongs to all-pairs checks of a test run with --rails")
+        );
+        let counters = SPEC.replacen("args = [\"--all-pairs\"]", two, 1).replacen(
+            "ranks_per_node = 1",
+            "ranks_per_node = 2",
+            1,
+        )
+            + "[[check]]\ntest = \"pairs\"\nmetric = \"counters\"\nmax_retransmits = 0\n";
+        assert!(parsed(&counters)
+            .unwrap_err()
+            .contains("runs --rails, which reads no fabric counters"));
     }
 
     /// `Spec::parse` with its message as the user reads it.

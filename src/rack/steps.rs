@@ -5,6 +5,7 @@
 //! file are never a pass.
 
 use super::runner::StepOutcome;
+use crate::allpairs::rails::of_rail;
 use crate::allpairs::read_csv as read_pairs;
 use crate::doctor::output::{read_csv as read_findings, Report};
 use crate::doctor::Finding;
@@ -116,6 +117,8 @@ pub struct TestStep {
     pub outcome: StepOutcome,
     pub csv: PathBuf,
     pub all_pairs: bool,
+    /// With --rails: how many rails, each with its own files (NAME.railR.csv).
+    pub rails: usize,
     /// The nodes it was launched on, when the spec names them.
     pub launched_on: Option<Vec<String>>,
     /// The hosts its rows name (a sweep's `hosts` column).
@@ -125,39 +128,56 @@ pub struct TestStep {
 }
 
 impl TestStep {
-    /// Reads back the results the test wrote to `csv`.
+    /// Reads back the results the test wrote to `csv` (to each rail's file of
+    /// it with `rails`).
     pub fn read(
         name: &str,
         round: usize,
         outcome: StepOutcome,
         csv: PathBuf,
-        all_pairs: bool,
+        (all_pairs, rails): (bool, usize),
         launched_on: Option<Vec<String>>,
     ) -> TestStep {
-        let mut hosts: Vec<String> = Vec::new();
-        let results = if all_pairs {
-            read_pairs(&csv).and_then(|r| match r.sizes.is_empty() {
-                true => Err(anyhow::anyhow!("{}: no pair measured", file_name(&csv))),
-                false => Ok(()),
-            })
-        } else {
-            read_rows(&csv).map(|rows| {
-                for h in rows.iter().flat_map(|r| r.hosts.split(';')) {
-                    if !h.is_empty() && !hosts.iter().any(|k| k == h) {
-                        hosts.push(h.to_string());
-                    }
-                }
-            })
-        };
-        TestStep {
+        let mut step = TestStep {
             name: name.to_string(),
             round,
             outcome,
             all_pairs,
+            rails,
             launched_on,
-            hosts,
-            results_error: results.err().map(|e| beside(e, &csv)),
+            hosts: Vec::new(),
+            results_error: None,
             csv,
+        };
+        let results = if all_pairs {
+            step.result_files().iter().try_for_each(|file| {
+                read_pairs(file)
+                    .and_then(|r| match r.sizes.is_empty() {
+                        true => Err(anyhow::anyhow!("{}: no pair measured", file_name(file))),
+                        false => Ok(()),
+                    })
+                    .map_err(|e| beside(e, file))
+            })
+        } else {
+            read_rows(&step.csv)
+                .map(|rows| {
+                    for h in rows.iter().flat_map(|r| r.hosts.split(';')) {
+                        if !h.is_empty() && !step.hosts.iter().any(|k| k == h) {
+                            step.hosts.push(h.to_string());
+                        }
+                    }
+                })
+                .map_err(|e| beside(e, &step.csv))
+        };
+        step.results_error = results.err();
+        step
+    }
+
+    /// The results files: NAME.csv, or each rail's NAME.railR.csv.
+    pub fn result_files(&self) -> Vec<PathBuf> {
+        match self.rails {
+            0 => vec![self.csv.clone()],
+            n => (0..n).map(|r| of_rail(&self.csv, r)).collect(),
         }
     }
 
@@ -192,9 +212,13 @@ impl TestStep {
         status(&self.outcome, &self.results_error)
     }
 
-    pub fn heatmap(&self) -> Option<PathBuf> {
-        let png = self.csv.with_extension("png");
-        png.exists().then_some(png)
+    /// The heatmaps the run drew beside its results files.
+    pub fn heatmaps(&self) -> Vec<PathBuf> {
+        self.result_files()
+            .iter()
+            .map(|csv| csv.with_extension("png"))
+            .filter(|png| png.exists())
+            .collect()
     }
 }
 

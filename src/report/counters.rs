@@ -91,6 +91,11 @@ impl Watch {
         }
     }
 
+    /// A watch that reads nothing.
+    pub fn off() -> Watch {
+        Watch { reader: None }
+    }
+
     /// The snapshot before a size (None on ranks that do not read).
     pub fn before(&mut self) -> Option<Snapshot> {
         self.reader.as_mut().map(Reader::snapshot)

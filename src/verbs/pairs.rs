@@ -255,7 +255,7 @@ pub(super) fn run(
         thresholds,
         csv: plan.csv.as_deref(),
         timeout_s: plan.timeout.as_secs(),
-        fabric: fabric_plan(&plan, &port),
+        fabric: Some(fabric_plan(&plan, &port)),
         counters: plan.counters.file.as_deref(),
     };
     // A slow pair or wrong data is the runner's status; a fatal error on one

@@ -162,6 +162,9 @@ pub struct CollArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pairs: AllPairsArgs,
+    /// With --all-pairs: one netdev a rail (eth1,eth2): rank i of each node measures rail i's pairs over TCP on that netdev, one matrix a rail
+    #[arg(long = "rails", value_name = "NETDEV,...", value_delimiter = ',', value_parser = netdev_name, requires = "all_pairs")]
+    pub rails: Vec<String>,
     // -J, -I, -K, -S.
     #[command(flatten)]
     #[serde(flatten)]
@@ -484,6 +487,7 @@ pub fn command(coll: &dyn Collective) -> clap::Command {
         ("all_pairs", !pairs),
         ("slow_fraction", !pairs),
         ("slow_latency", !pairs),
+        ("rails", !pairs),
     ];
     hidden
         .into_iter()
@@ -496,6 +500,18 @@ pub fn command(coll: &dyn Collective) -> clap::Command {
         .about(about)
 }
 
+/// A network interface's name as Linux allows it (1 to 15 bytes, no '/',
+/// blank or ':'), for --rails.
+fn netdev_name(text: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_graphic() && !matches!(c, '/' | ':');
+    match text.len() {
+        1..=15 if text.chars().all(allowed) && text != "." && text != ".." => Ok(text.to_string()),
+        _ => Err(format!(
+            "'{text}' is not a network interface name (1 to 15 characters, no '/', ':' or blank): give the rails' netdevs, e.g. --rails eth1,eth2"
+        )),
+    }
+}
+
 /// Parses `coll`'s command line, turning clap's multi-line errors into one
 /// line. `--help` and `--version` print and exit 0 as usual.
 pub fn parse_args<I, T>(coll: &dyn Collective, argv: I) -> Result<CollArgs, UsageError>
@@ -504,6 +520,17 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let args: CollArgs = parse_with(command(coll), argv)?;
+    if let Some(twice) = args
+        .rails
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| args.rails[..i].contains(r).then_some(r))
+    {
+        return Err(usage(format!(
+            "--rails {}: {twice} is given twice; give each rail's netdev once, rail 1 first",
+            args.rails.join(",")
+        )));
+    }
     if args.pairs.all_pairs && !coll.pairs() {
         return Err(usage(format!(
             "--all-pairs: {}_perf has no pair mode; use sendrecv_perf --all-pairs (or ib_write_bw/ib_write_lat)",
