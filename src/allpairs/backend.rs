@@ -139,11 +139,7 @@ impl PairMeasure for BackendPair<'_> {
         watchdog.enter_call();
         self.backend.synchronize()?;
         let total = self.backend.timer_read(&mut self.per_iteration)?;
-        let iters = self.per_iteration.len() as f64;
-        let seconds = total / iters;
-        let cpu_wait_seconds = cpu_wait.stop().map(|s| s / iters);
-        self.per_iteration.sort_by(f64::total_cmp);
-        let p50_seconds = self.per_iteration[self.per_iteration.len() / 2];
+        let cpu_wait = cpu_wait.stop();
         let wrong = match self.check {
             false => None,
             true => {
@@ -153,20 +149,25 @@ impl PairMeasure for BackendPair<'_> {
                 self.backend.synchronize()?;
                 let mut got = vec![0u8; bytes];
                 self.backend.read(at(Slot::Recv), &mut got)?;
-                let wrong = got
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, &b)| b != pattern(peer, i));
-                Some(wrong.count() as u64)
+                Some(wrong_bytes(&got, peer))
             }
         };
-        Ok(PairSample {
-            seconds,
-            p50_seconds,
+        Ok(PairSample::of_loop(
+            &mut self.per_iteration,
+            total,
+            cpu_wait,
             wrong,
-            cpu_wait_seconds,
-        })
+        ))
     }
+}
+
+/// Bytes of `got` that are not what rank `peer` sends.
+pub(crate) fn wrong_bytes(got: &[u8], peer: usize) -> u64 {
+    let wrong = got
+        .iter()
+        .enumerate()
+        .filter(|&(i, &b)| b != pattern(peer, i));
+    wrong.count() as u64
 }
 
 /// What an all-pairs run needs before any backend opens, checked on every rank

@@ -30,6 +30,10 @@ use std::time::Instant;
 pub trait PairMeasure {
     /// What one exchange is, for the header: "MPI_Sendrecv, both directions at once".
     fn describe(&self) -> String;
+    /// What the watchdog calls the run: "all-pairs", "all-pairs on rail 2 (eth2)".
+    fn scope(&self) -> String {
+        "all-pairs".into()
+    }
     /// Warm-up, then timed exchanges of `bytes` with `peer`, calling
     /// `watchdog.enter_call()` before each so a hang is reported.
     fn measure(
@@ -89,9 +93,10 @@ fn meet(world: &World, watchdog: &Watchdog, what: &str) {
     watchdog.end();
 }
 
-/// This rank's sample of `size` bytes with `peer`, a bye without one.
+/// This rank's sample of `size` bytes with `peer`, a bye without one; `names`:
+/// the ranks' labels, for what the watchdog says.
 fn measure_with(
-    world: &World,
+    (world, names): (&World, &[String]),
     measure: &mut dyn PairMeasure,
     peer: Option<usize>,
     size: u64,
@@ -101,7 +106,10 @@ fn measure_with(
     let Some(p) = peer else {
         return Ok(PairSample::BYE);
     };
-    watchdog.begin(format!("{what}: ranks {} and {p}, {size} B", world.rank));
+    watchdog.begin(format!(
+        "{what}: {} and {}, {size} B",
+        names[world.rank], names[p]
+    ));
     let sample = measure.measure(p, size as usize, watchdog)?;
     watchdog.end();
     Ok(sample)
@@ -125,14 +133,16 @@ pub fn measure_all_pairs(
     // rounds not run yet are never read).
     let mut all = world.is_root().then(|| vec![0f64; per_rank * world.size]);
     let mut next_partial = Instant::now();
+    let (scope, names) = (measure.scope(), labels(&world.hosts));
     for r in 0..rounds.total() {
-        let what = format!("all-pairs round {} of {}", r + 1, rounds.total());
+        let what = format!("{scope} round {} of {}", r + 1, rounds.total());
         meet(world, watchdog, &what);
         fabric.before(world, watchdog, &what);
         let peer = rounds.partner(r, world.rank);
         let mut mine = Vec::with_capacity(sizes.len() * SAMPLE_LEN);
         for &size in sizes {
-            mine.extend(measure_with(world, measure, peer, size, &what, watchdog)?.encode());
+            let sample = measure_with((world, &names), measure, peer, size, &what, watchdog)?;
+            mine.extend(sample.encode());
         }
         fabric.after(world, watchdog, &what);
         watchdog.begin(format!("{what} (gathering its results)"));
@@ -190,20 +200,22 @@ fn measure_alone(
     watchdog: &Watchdog,
 ) -> anyhow::Result<Option<Vec<Vec<PairSample>>>> {
     let mut mine = Vec::with_capacity(ROUNDS * list.len() * SAMPLE_LEN);
+    let (scope, names) = (measure.scope(), labels(&world.hosts));
     for round in 0..ROUNDS {
         for (i, s) in list.iter().enumerate() {
             let what = format!(
-                "all-pairs, pair {} of {} measured alone, round {} of {ROUNDS}",
+                "{scope}, pair {} of {} measured alone, round {} of {ROUNDS}",
                 i + 1,
                 list.len(),
                 round + 1
             );
             meet(world, watchdog, &what);
             let peer = partner(&[(s.a, s.b)], world.rank);
-            mine.extend(measure_with(world, measure, peer, s.size, &what, watchdog)?.encode());
+            let sample = measure_with((world, &names), measure, peer, s.size, &what, watchdog)?;
+            mine.extend(sample.encode());
         }
     }
-    watchdog.begin("all-pairs (gathering the pairs measured alone)".into());
+    watchdog.begin(format!("{scope} (gathering the pairs measured alone)"));
     watchdog.enter_call();
     let gathered = world.gather_f64s(&mine);
     watchdog.end();

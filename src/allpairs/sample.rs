@@ -30,6 +30,25 @@ impl PairSample {
         cpu_wait_seconds: None,
     };
 
+    /// One rank's sample of a pair from its timed exchanges: each one's
+    /// seconds (`per_iteration`, sorted here), all of them `total` seconds,
+    /// the CPU wait over all of them, and the wrong bytes of validation.
+    pub fn of_loop(
+        per_iteration: &mut [f64],
+        total: f64,
+        cpu_wait: Option<f64>,
+        wrong: Option<u64>,
+    ) -> PairSample {
+        let iters = per_iteration.len() as f64;
+        per_iteration.sort_by(f64::total_cmp);
+        PairSample {
+            seconds: total / iters,
+            p50_seconds: per_iteration[per_iteration.len() / 2],
+            wrong,
+            cpu_wait_seconds: cpu_wait.map(|s| s / iters),
+        }
+    }
+
     /// The pair (a, b) from both ranks' samples at `at` of their encoded
     /// lists: as slow as its slower side, the wrong bytes of both sides
     /// added, the shorter CPU wait of the two: a rank waiting for its partner

@@ -32,16 +32,12 @@ pub(crate) fn run(
     watchdog: &Watchdog,
 ) -> Result<ExitStatus, Failure> {
     let program = setup.program;
-    agree(
-        world,
-        program,
-        ExitStatus::Usage,
-        placement(world.local_size, rails, flags.min_bytes),
-    )?;
-    let files = world
-        .is_root()
-        .then(|| free_paths(setup, rails))
-        .unwrap_or(Ok(()));
+    let placed = placement(world.local_size, world.nodes().len(), rails);
+    agree(world, program, ExitStatus::Usage, placed)?;
+    let files = match world.is_root() {
+        true => free_paths(setup, rails),
+        false => Ok(()),
+    };
     agree(world, program, ExitStatus::Usage, files)?;
     let rail = world.local_rank;
     let end = RailEnd {
@@ -103,23 +99,20 @@ pub(crate) fn run(
     ))
 }
 
-/// Why this node cannot run `rails` (one rank a rail, and bytes to time).
-fn placement(local_size: usize, rails: &[String], min_bytes: u64) -> Result<(), String> {
-    let list = rails.join(",");
-    if local_size != rails.len() {
+/// Why this job cannot run `rails`: one rank a rail on every node, and two
+/// nodes or more (a rail's pairs are between nodes).
+fn placement(local_size: usize, nodes: usize, rails: &[String]) -> Result<(), String> {
+    let (list, n) = (rails.join(","), rails.len());
+    if local_size != n {
         return Err(format!(
-            "--rails {list}: {} rails need {} ranks on every node, rank i of a node on rail i; \
-             a node has {local_size}: launch {} a node (mpirun --map-by ppr:{}:node)",
-            rails.len(),
-            rails.len(),
-            rails.len(),
-            rails.len()
+            "--rails {list}: every node needs one rank a rail ({n}), rank i of a node on rail i; \
+             a node has {local_size}: launch with mpirun --map-by ppr:{n}:node"
         ));
     }
-    if min_bytes == 0 {
+    if nodes < 2 {
         return Err(format!(
-            "--rails {list} with -b/--minbytes 0: a rail's pairs are timed over TCP, where 0 bytes \
-             move nothing; give -b 1 or more"
+            "--rails {list}: a rail's pairs are between nodes, and this job has {nodes}: \
+             launch on 2 or more nodes (mpirun --host a,b --map-by ppr:{n}:node)"
         ));
     }
     Ok(())
@@ -245,17 +238,17 @@ mod tests {
     }
 
     #[test]
-    fn one_rank_a_rail_and_bytes_to_time() {
+    fn one_rank_a_rail_on_two_nodes_or_more() {
         let rails = ["eth1".to_string(), "eth2".to_string()];
-        assert!(placement(2, &rails, 8).is_ok());
-        let e = placement(3, &rails, 8).unwrap_err();
+        assert!(placement(2, 2, &rails).is_ok());
+        let e = placement(3, 2, &rails).unwrap_err();
         assert!(
-            e.contains("2 rails need 2 ranks") && e.contains("a node has 3"),
+            e.contains("one rank a rail (2)") && e.contains("a node has 3"),
             "{e}"
         );
-        assert!(placement(2, &rails, 0)
+        assert!(placement(2, 1, &rails)
             .unwrap_err()
-            .contains("-b 1 or more"));
+            .contains("this job has 1"));
     }
 
     #[test]

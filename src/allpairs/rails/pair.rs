@@ -5,7 +5,7 @@
 //! not measured (its cells stay empty) and is reported as unreachable.
 
 use super::link::{self, RailListener};
-use crate::allpairs::backend::pattern;
+use crate::allpairs::backend::{pattern, wrong_bytes};
 use crate::allpairs::{PairMeasure, PairSample};
 use crate::job::world::World;
 use crate::sysfs::cpu_wait::CpuWait;
@@ -188,6 +188,14 @@ impl PairMeasure for RailPair<'_> {
         )
     }
 
+    fn scope(&self) -> String {
+        format!(
+            "all-pairs on rail {} ({})",
+            self.end.rail + 1,
+            self.end.netdev
+        )
+    }
+
     fn measure(
         &mut self,
         peer: usize,
@@ -220,30 +228,23 @@ impl PairMeasure for RailPair<'_> {
             link::exchange(stream, send, recv).map_err(what)?;
             *t = started.elapsed().as_secs_f64();
         }
-        let iters = self.per_iteration.len() as f64;
-        let seconds = self.per_iteration.iter().sum::<f64>() / iters;
-        let cpu_wait_seconds = cpu_wait.stop().map(|s| s / iters);
-        self.per_iteration.sort_by(f64::total_cmp);
-        let p50_seconds = self.per_iteration[self.per_iteration.len() / 2];
+        let total = self.per_iteration.iter().sum();
+        let cpu_wait = cpu_wait.stop();
         let wrong = match self.loops.check {
             false => None,
             true => {
                 recv.fill(0xFF);
                 watchdog.enter_call();
                 link::exchange(stream, send, recv).map_err(what)?;
-                let wrong = recv
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, &b)| b != pattern(peer, i));
-                Some(wrong.count() as u64)
+                Some(wrong_bytes(recv, peer))
             }
         };
-        Ok(PairSample {
-            seconds,
-            p50_seconds,
+        Ok(PairSample::of_loop(
+            &mut self.per_iteration,
+            total,
+            cpu_wait,
             wrong,
-            cpu_wait_seconds,
-        })
+        ))
     }
 }
 

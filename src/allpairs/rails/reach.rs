@@ -56,6 +56,17 @@ pub fn lines(
     let present: Vec<usize> = (0..labels.len())
         .filter(|&r| addresses[r].is_ok())
         .collect();
+    if present.is_empty() {
+        let why = addresses
+            .iter()
+            .find_map(|a| a.as_ref().err())
+            .cloned()
+            .unwrap_or_default();
+        return vec![format!(
+            "unreachable: no node has rail {rail} ({why}): nothing on rail {rail} was measured; \
+             check the netdev given to --rails ({netdev}) against `ip -br addr` on a node"
+        )];
+    }
     for (r, why) in addresses
         .iter()
         .enumerate()
@@ -163,6 +174,17 @@ mod tests {
                 "unreachable: node1 <-> node4 on rail 2 (eth2): no connection (no route to host)"
             ),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_rail_no_node_has_is_one_line() {
+        let addresses: Vec<_> = (1..=4).map(|_| Err("no netdev eth9".to_string())).collect();
+        let found = lines(&names(4), "eth9", 2, &addresses, &cut(&[]));
+        assert_eq!(
+            found,
+            ["unreachable: no node has rail 2 (no netdev eth9): nothing on rail 2 was measured; \
+              check the netdev given to --rails (eth9) against `ip -br addr` on a node"]
         );
     }
 
