@@ -85,6 +85,8 @@ const SAMPLES: &[(&str, &[&[&str]])] = &[
     ),
     ("min-busbw", &[&["--min-busbw", "10"]]),
     ("all-pairs", &[&["--all-pairs"]]),
+    ("rails", &[&["--all-pairs", "--rails", "eth1,eth2"]]),
+    ("rank-pairs", &[&["--all-pairs", "--rank-pairs"]]),
     (
         "slow-fraction",
         &[&["--all-pairs", "--slow-fraction", "0.5"]],

@@ -1087,6 +1087,24 @@ fn all_pairs_over_rails_names_the_slow_rail_and_the_crossed_cables() {
     );
     assert!(dir.join("clean.rail1.csv").exists() && dir.join("clean.rail2.csv").exists());
 
+    // Without --rails, two ranks a node pair node with node: the first rank of each.
+    let out = rack.run_per_node(
+        2,
+        "sendrecv_perf",
+        &["--all-pairs", "-b", "64K", "-e", "64K", "-n", "5"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "node pairs: {}",
+        log(&out)
+    );
+    assert!(
+        text.contains("--all-pairs: 4 nodes (the first rank of each, of 8 ranks; --rank-pairs pairs every rank), 3 rounds"),
+        "{text}"
+    );
+    assert!(text.contains("     node1          -"), "{text}");
+
     rack.fault(&["slow-rail", "node3", "2", "2mbit"]);
     let (stdout, out) = run("slow.csv");
     assert_eq!(out.status.code(), Some(1), "slow rail: {}", log(&out));

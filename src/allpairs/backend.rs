@@ -6,7 +6,7 @@
 //! both, and the mpi backend's tests cover what the nccl backend runs.
 
 use super::judging::Thresholds;
-use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun};
+use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun, PairsOf};
 use super::sample::PairSample;
 use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
 use crate::cli::AllPairsArgs;
@@ -40,6 +40,8 @@ pub struct PairFlags<'a> {
     /// -c: each pair's received data is validated.
     pub check: bool,
     pub timeout_s: u64,
+    /// --rank-pairs: every rank with every rank, not node with node.
+    pub rank_pairs: bool,
 }
 
 /// What rank `rank` sends at byte `i`; never 0xFF, the value validation poisons with.
@@ -199,6 +201,10 @@ pub(crate) fn prepare<'a>(
         sizes: sweep(flags.min_bytes, flags.max_bytes, flags.step),
         iters: flags.iters,
         thresholds,
+        pairs_of: match flags.rank_pairs {
+            true => PairsOf::Ranks,
+            false => PairsOf::Nodes,
+        },
         csv: flags.csv,
         timeout_s: flags.timeout_s,
         fabric: Some(FabricPlan::collective(
@@ -249,6 +255,7 @@ mod tests {
             warmup_iters: 2,
             check: true,
             timeout_s: 0,
+            rank_pairs: false,
         };
         let watchdog = Watchdog::start(&crate::job::comm::Solo, "t", 0).unwrap();
         let mut pair = BackendPair::new(&mut backend, 64, &flags).unwrap();

@@ -33,6 +33,6 @@ pub mod table;
 pub use judging::{gbs, PairsVerdict, SlowPair, Thresholds, JUDGE_SIZE};
 pub use matrix::{labels, read_csv, write_csv, Matrix, Metric, PairResults, SizeMatrices};
 pub(crate) use runner::run_pairs;
-pub use runner::{measure_all_pairs, PairMeasure, PairRun};
+pub use runner::{measure_all_pairs, PairMeasure, PairRun, PairsOf};
 pub use sample::PairSample;
 pub use table::write_table;

@@ -80,6 +80,44 @@ impl Repeated {
     }
 }
 
+/// Who pairs up in an all-pairs run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairsOf {
+    /// Every rank with every rank.
+    Ranks,
+    /// The first rank of each node with that of every other node (on one node:
+    /// every rank, there being no node pair).
+    Nodes,
+}
+
+/// The participants: their world ranks (matrix index i is participant i)
+/// and host names.
+pub struct Participants {
+    pub ranks: Vec<usize>,
+    pub hosts: Vec<String>,
+}
+
+impl Participants {
+    pub fn of(world: &World, pairs: PairsOf) -> Participants {
+        let leaders = world.node_leaders();
+        let ranks = match pairs {
+            PairsOf::Nodes if leaders.len() >= 2 => leaders,
+            _ => (0..world.size).collect(),
+        };
+        Participants::among(ranks, &world.hosts)
+    }
+
+    fn among(ranks: Vec<usize>, hosts: &[String]) -> Participants {
+        let hosts = ranks.iter().map(|&r| hosts[r].clone()).collect();
+        Participants { ranks, hosts }
+    }
+
+    /// Each participant's label in the matrices.
+    pub fn labels(&self) -> Vec<String> {
+        labels(&self.hosts)
+    }
+}
+
 /// The partial matrices rank 0 writes after a round cost N x N each time: they
 /// are written again only once the run went on this many times as long as the
 /// last writing took (every round on a small job, a bounded share of a large one).
@@ -120,25 +158,29 @@ fn measure_with(
 /// and rank 0 hands `measured` the medians of every pair measured so far: a
 /// job ended in a later round (a cut link, -T) keeps the pairs before it.
 pub fn measure_all_pairs(
-    world: &World,
+    (world, who): (&World, &Participants),
     measure: &mut dyn PairMeasure,
     sizes: &[u64],
     watchdog: &Watchdog,
     fabric: &mut RoundWatch,
     measured: &mut dyn FnMut(&PairResults),
 ) -> anyhow::Result<Option<Vec<PairResults>>> {
-    let rounds = Repeated::new(world.size);
+    let rounds = Repeated::new(who.ranks.len());
+    let me = who.ranks.iter().position(|&r| r == world.rank);
     let per_rank = rounds.total() * sizes.len() * SAMPLE_LEN;
-    // Rank 0: every rank's samples, each padded to the whole schedule (the
-    // rounds not run yet are never read).
-    let mut all = world.is_root().then(|| vec![0f64; per_rank * world.size]);
+    // Rank 0: every participant's samples, each padded to the whole schedule
+    // (the rounds not run yet are never read); a rank that sits every round out
+    // (node pairs) is not kept.
+    let mut all = world
+        .is_root()
+        .then(|| vec![0f64; per_rank * who.ranks.len()]);
     let mut next_partial = Instant::now();
     let (scope, names) = (measure.scope(), labels(&world.hosts));
     for r in 0..rounds.total() {
         let what = format!("{scope} round {} of {}", r + 1, rounds.total());
         meet(world, watchdog, &what);
         fabric.before(world, watchdog, &what);
-        let peer = rounds.partner(r, world.rank);
+        let peer = me.and_then(|i| rounds.partner(r, i)).map(|p| who.ranks[p]);
         let mut mine = Vec::with_capacity(sizes.len() * SAMPLE_LEN);
         for &size in sizes {
             let sample = measure_with((world, &names), measure, peer, size, &what, watchdog)?;
@@ -151,15 +193,16 @@ pub fn measure_all_pairs(
         watchdog.end();
         if let (Some(all), Some(round_samples)) = (&mut all, gathered) {
             let at = r * sizes.len() * SAMPLE_LEN;
-            for (rank, samples) in round_samples.chunks_exact(mine.len().max(1)).enumerate() {
-                let start = rank * per_rank + at;
-                all[start..start + samples.len()].copy_from_slice(samples);
+            let each: Vec<&[f64]> = round_samples.chunks_exact(mine.len().max(1)).collect();
+            for (i, &rank) in who.ranks.iter().enumerate() {
+                let start = i * per_rank + at;
+                all[start..start + mine.len()].copy_from_slice(each[rank]);
             }
             let last = r + 1 == rounds.total();
             if !last && Instant::now() >= next_partial {
                 let started = Instant::now();
                 if let Some(so_far) =
-                    PairResults::median_over(&repeats(&world.hosts, sizes, rounds, r + 1, all))
+                    PairResults::median_over(&repeats(who, sizes, rounds, r + 1, all))
                 {
                     measured(&so_far);
                 }
@@ -167,13 +210,13 @@ pub fn measure_all_pairs(
             }
         }
     }
-    Ok(all.map(|all| repeats(&world.hosts, sizes, rounds, rounds.total(), &all)))
+    Ok(all.map(|all| repeats(who, sizes, rounds, rounds.total(), &all)))
 }
 
 /// The matrices of each repetition of the schedule that the first `done`
 /// rounds reached (the last one in part).
 fn repeats(
-    hosts: &[String],
+    who: &Participants,
     sizes: &[u64],
     rounds: Repeated,
     done: usize,
@@ -183,7 +226,7 @@ fn repeats(
     (0..ROUNDS)
         .map(|k| k * once..((k + 1) * once).min(done))
         .filter(|of| !of.is_empty())
-        .map(|of| assemble(hosts, sizes, rounds, of, all))
+        .map(|of| assemble(who, sizes, rounds, of, all))
         .collect()
 }
 
@@ -194,7 +237,7 @@ fn repeats(
 /// before the next. Rank 0 returns, per pair, the samples of its rounds (the
 /// slower side's of each).
 fn measure_alone(
-    world: &World,
+    (world, who): (&World, &Participants),
     measure: &mut dyn PairMeasure,
     list: &[Remeasure],
     watchdog: &Watchdog,
@@ -210,7 +253,8 @@ fn measure_alone(
                 round + 1
             );
             meet(world, watchdog, &what);
-            let peer = partner(&[(s.a, s.b)], world.rank);
+            let (a, b) = (who.ranks[s.a], who.ranks[s.b]);
+            let peer = partner(&[(a, b)], world.rank);
             let sample = measure_with((world, &names), measure, peer, s.size, &what, watchdog)?;
             mine.extend(sample.encode());
         }
@@ -227,7 +271,7 @@ fn measure_alone(
                 (0..ROUNDS)
                     .map(|round| {
                         let at = (round * list.len() + i) * SAMPLE_LEN;
-                        PairSample::of_pair(&per_rank, s.a, s.b, at)
+                        PairSample::of_pair(&per_rank, who.ranks[s.a], who.ranks[s.b], at)
                     })
                     .collect()
             })
@@ -235,11 +279,11 @@ fn measure_alone(
     }))
 }
 
-/// The matrices of rounds `of` from every rank's samples (`all`: rank after
-/// rank, each round after round and size after size, as `measure_all_pairs`
-/// sends them).
+/// The matrices of rounds `of` from every participant's samples (`all`:
+/// participant after participant, each round after round and size after size,
+/// as `measure_all_pairs` keeps them).
 fn assemble(
-    hosts: &[String],
+    who: &Participants,
     sizes: &[u64],
     rounds: Repeated,
     of: std::ops::Range<usize>,
@@ -250,10 +294,10 @@ fn assemble(
         .collect();
     let validated = all.iter().skip(2).step_by(SAMPLE_LEN).any(|&w| w >= 0.0);
     let mut results = PairResults {
-        labels: labels(hosts),
+        labels: who.labels(),
         sizes: sizes
             .iter()
-            .map(|&size_bytes| SizeMatrices::empty(size_bytes, hosts.len(), validated))
+            .map(|&size_bytes| SizeMatrices::empty(size_bytes, who.hosts.len(), validated))
             .collect(),
         counters: Vec::new(),
     };
@@ -347,6 +391,8 @@ pub struct PairRun<'a> {
     /// Timed exchanges per pair and size (for the header).
     pub iters: usize,
     pub thresholds: Thresholds,
+    /// Who pairs up.
+    pub pairs_of: PairsOf,
     /// The matrix CSV (a new file; the heatmap goes beside it as .png).
     pub csv: Option<&'a Path>,
     /// -T: a pair that hangs this long ends the job (0 = never).
@@ -392,11 +438,19 @@ pub(crate) fn run_pairs_watched(
         _ => Ok(None),
     };
     let mut counters = agree(world, program, ExitStatus::Failed, counters)?;
+    let who = Participants::of(world, run.pairs_of);
     if world.is_root() {
         let header = PairsHeader {
             program,
-            ranks: world.size,
-            rounds: schedule_rounds(world.size),
+            participants: match who.ranks.len() == world.size {
+                true => format!("{} ranks", world.size),
+                false => format!(
+                    "{} nodes (the first rank of each, of {} ranks; --rank-pairs pairs every rank)",
+                    who.ranks.len(),
+                    world.size
+                ),
+            },
+            rounds: schedule_rounds(who.ranks.len()),
             repeats: ROUNDS,
             sizes: &run.sizes,
             iters: run.iters,
@@ -414,7 +468,7 @@ pub(crate) fn run_pairs_watched(
         }
     };
     let measured = measure_all_pairs(
-        world,
+        (world, &who),
         measure,
         &run.sizes,
         watchdog,
@@ -432,16 +486,16 @@ pub(crate) fn run_pairs_watched(
         .as_ref()
         .map_or_else(Vec::new, |(r, v)| confirm::to_remeasure(v, r));
     let list = confirm::decode(&world.all_gather_bytes(&confirm::encode(&list))[0]);
-    let alone = measure_alone(world, measure, &list, watchdog)?;
+    let alone = measure_alone((world, &who), measure, &list, watchdog)?;
     let (Some(each), Some((mut results, mut verdict)), Some(alone)) = (measured, judged, alone)
     else {
         return Ok(ExitStatus::Ok);
     };
     let confirmation = Confirmation::judge(&mut verdict, &results, &each, &list, &alone);
     let labels = results.labels.clone();
-    let rounds = Repeated::new(world.size).table();
+    let rounds = Repeated::new(who.ranks.len()).table();
     let schedule = Schedule {
-        hosts: &world.hosts,
+        hosts: &who.hosts,
         labels: &labels,
         rounds: &rounds,
     };
@@ -540,12 +594,17 @@ mod tests {
         names.iter().map(|s| s.to_string()).collect()
     }
 
+    /// Every rank of `names` pairs.
+    fn every(names: &[&str]) -> Participants {
+        Participants::among((0..names.len()).collect(), &hosts(names))
+    }
+
     /// After the first rounds, the pairs they measured are in the matrices and
     /// the others are not: what a job ended there writes, and what the verdict
     /// names as not measured.
     #[test]
     fn the_rounds_so_far_give_the_pairs_they_measured() {
-        let names = hosts(&["a", "b", "c", "d"]);
+        let names = every(&["a", "b", "c", "d"]);
         let rounds = Repeated::new(4);
         let once = rounds.once;
         // Every rank's samples, 1 us each, for the whole schedule at one size.
@@ -575,6 +634,22 @@ mod tests {
         assert_eq!(repeats(&names, &[8], rounds, once + 1, &all).len(), 2);
     }
 
+    /// Node pairs: the first rank of each node measures; the matrices are the
+    /// nodes', from those ranks' samples.
+    #[test]
+    fn node_pairs_are_the_first_ranks_of_each_node() {
+        let who = Participants::among(vec![0, 2], &hosts(&["a", "a", "b", "b"]));
+        let rounds = Repeated::new(2);
+        // The participants' samples alone: ranks 0 and 2.
+        let all = [sample(1e-6, 1e-6, None), sample(3e-6, 2e-6, None)]
+            .map(|r| r.repeat(ROUNDS))
+            .concat();
+        let r = assemble(&who, &[1000], rounds, 0..1, &all);
+        assert_eq!(r.labels, hosts(&["a", "b"]));
+        assert_eq!(r.sizes[0].time_us.pairs(), vec![(0, 1, 3.0)]);
+        assert_eq!(r.sizes[0].p50_us.get(0, 1), Some(2.0));
+    }
+
     #[test]
     fn a_pair_is_as_slow_as_its_slower_side() {
         // Two ranks, one round, sizes 1000 and 2000 B.
@@ -582,7 +657,7 @@ mod tests {
         let rank0 = [sample(1e-6, 1e-6, None), sample(2e-6, 1.5e-6, None)].concat();
         let rank1 = [sample(2e-6, 0.5e-6, None), sample(1e-6, 3e-6, None)].concat();
         let r = assemble(
-            &hosts(&["a", "b"]),
+            &every(&["a", "b"]),
             &[1000, 2000],
             rounds,
             0..1,
@@ -624,7 +699,7 @@ mod tests {
         ]
         .concat();
         let all = [rank0, rank1, rank2].map(|r| r.repeat(ROUNDS)).concat();
-        let r = assemble(&hosts(&["n", "n", "m"]), &[8], rounds, 0..3, &all);
+        let r = assemble(&every(&["n", "n", "m"]), &[8], rounds, 0..3, &all);
         assert_eq!(r.labels, hosts(&["n/0", "n/1", "m/2"]));
         let s = &r.sizes[0];
         assert_eq!(

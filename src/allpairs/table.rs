@@ -11,7 +11,8 @@ use std::io::Write;
 /// What was run, before anything is measured.
 pub struct PairsHeader<'a> {
     pub program: &'a str,
-    pub ranks: usize,
+    /// Who pairs up: "4 ranks", "4 nodes (...)".
+    pub participants: String,
     pub rounds: usize,
     /// Times the whole schedule is run, interleaved.
     pub repeats: usize,
@@ -25,10 +26,10 @@ pub struct PairsHeader<'a> {
 pub fn write_header(out: &mut dyn Write, h: &PairsHeader) -> std::io::Result<()> {
     writeln!(
         out,
-        "# {} --all-pairs: {} ranks, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each; \
+        "# {} --all-pairs: {}, {} rounds of disjoint pairs, {} sizes from {} to {} B, {} iterations each; \
          every pair measured in {} rounds (the schedule over again), a suspect again alone beside a typical pair",
         h.program,
-        h.ranks,
+        h.participants,
         h.rounds,
         h.sizes.len(),
         h.sizes.first().copied().unwrap_or(0),
@@ -309,7 +310,7 @@ mod tests {
         let mut out = Vec::new();
         let h = PairsHeader {
             program: "sendrecv_perf",
-            ranks: 3,
+            participants: "3 ranks".into(),
             rounds: 3,
             repeats: 3,
             sizes: &[8, 1024, 65536],

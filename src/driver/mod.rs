@@ -99,6 +99,7 @@ fn all_pairs(
         warmup_iters: plan.warmup_iters,
         check: plan.check > 0,
         timeout_s: plan.timeout_s,
+        rank_pairs: args.rank_pairs,
     };
     let setup = allpairs::prepare(world, &flags, program)?;
     let watchdog = Watchdog::start(world, program, plan.timeout_s)?;

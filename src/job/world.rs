@@ -109,6 +109,20 @@ impl World {
         part
     }
 
+    /// The first rank of each machine, in rank order.
+    pub fn node_leaders(&self) -> Vec<usize> {
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        (0..self.size)
+            .filter(|&r| match seen.contains(&self.machine(r)) {
+                true => false,
+                false => {
+                    seen.push(self.machine(r));
+                    true
+                }
+            })
+            .collect()
+    }
+
     /// This rank's rank among the ranks of its machine, and how many they are.
     fn place_on_node(&self) -> (usize, usize) {
         let mine = self.machine(self.rank);
@@ -129,13 +143,8 @@ impl World {
     /// One host name per machine, in order of first rank: machines are told
     /// apart by identity, so two nodes answering as one name are two entries.
     pub fn nodes(&self) -> Vec<String> {
-        let mut machines: Vec<(&str, &str)> = Vec::new();
-        for r in 0..self.size {
-            if !machines.contains(&self.machine(r)) {
-                machines.push(self.machine(r));
-            }
-        }
-        machines.into_iter().map(|(h, _)| h.to_string()).collect()
+        let leaders = self.node_leaders().into_iter();
+        leaders.map(|r| self.hosts[r].clone()).collect()
     }
 
     /// A host name that ranks of different machine identities claim (a node

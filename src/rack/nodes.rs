@@ -484,15 +484,6 @@ fn probe_problems(nodes: &mut NodeList, p: &PathProbe) {
 fn pair_problems(nodes: &mut NodeList, p: &PairsOutcome) {
     let labels = &p.results.labels;
     let v = &p.verdict;
-    for &s in &v.suspects {
-        let what = format!(
-            "{}: {} is the suspect: all {} of its pairs are slow",
-            p.label,
-            labels[s],
-            labels.len() - 1
-        );
-        nodes.fail(host_of(&labels[s]), what, LINK_FIX.into());
-    }
     // A node measured with none of the others while they were measured together
     // (a rail's node that reaches no other: a crossed cable, a link down) explains
     // its pairs not measured, as a suspect explains its slow pairs.
@@ -502,14 +493,20 @@ fn pair_problems(nodes: &mut NodeList, p: &PairsOutcome) {
             .any(|&(x, y, _)| (x, y) == (a.min(b), a.max(b)))
     };
     let cut_off = suspects(labels.len(), missing, |a, b| !missing(a, b));
-    for &s in &cut_off {
-        let what = format!(
-            "{}: {} was measured with none of the other {} nodes, which were measured together: it reaches none of them",
-            p.label,
-            labels[s],
-            labels.len() - 1
-        );
-        nodes.fail(host_of(&labels[s]), what, REACH_FIX.into());
+    let others = labels.len() - 1;
+    let named = v
+        .suspects
+        .iter()
+        .map(|&s| (s, format!("is the suspect: all {others} of its pairs are slow"), LINK_FIX))
+        .chain(cut_off.iter().map(|&s| {
+            let what = format!(
+                "was measured with none of the other {others} nodes, which were measured together: it reaches none of them"
+            );
+            (s, what, REACH_FIX)
+        }));
+    for (s, what, fix) in named {
+        let what = format!("{}: {} {what}", p.label, labels[s]);
+        nodes.fail(host_of(&labels[s]), what, fix.into());
     }
     // A slow pair a suspect explains is that suspect's; any other names both ends.
     let unexplained = v

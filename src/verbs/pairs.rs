@@ -4,7 +4,7 @@
 //! exchanged by MPI point-to-point between just the two ranks) and runs the
 //! binary's timed loop at every size, as a plain pair would.
 
-use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, Thresholds};
+use crate::allpairs::{run_pairs, PairMeasure, PairRun, PairSample, PairsOf, Thresholds};
 use crate::job::{agree, ExitStatus, Failure, Job, World};
 use crate::report::counters::{FabricPlan, Meant};
 use crate::verbs::device::qp::Endpoint;
@@ -253,6 +253,8 @@ pub(super) fn run(
             Length::Duration(_) => 0,
         },
         thresholds,
+        // Each rank may have its own device (-d by node-local rank): every rank pairs.
+        pairs_of: PairsOf::Ranks,
         csv: plan.csv.as_deref(),
         timeout_s: plan.timeout.as_secs(),
         fabric: Some(fabric_plan(&plan, &port)),

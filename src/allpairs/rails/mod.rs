@@ -14,7 +14,7 @@ pub mod pair;
 pub mod reach;
 
 use super::backend::PairFlags;
-use super::runner::{run_pairs_watched, PairRun};
+use super::runner::{run_pairs_watched, PairRun, PairsOf};
 use crate::job::world::World;
 use crate::job::{agree, ExitStatus, Failure};
 use crate::watchdog::Watchdog;
@@ -58,6 +58,8 @@ pub(crate) fn run(
         sizes: setup.sizes.clone(),
         iters: setup.iters,
         thresholds: setup.thresholds,
+        // The rail's part of the world is one rank a node.
+        pairs_of: PairsOf::Ranks,
         csv: None,
         timeout_s: setup.timeout_s,
         // A node's TCP counters are every rail's at once: a rail's pairs cannot own them.

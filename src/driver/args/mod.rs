@@ -165,6 +165,9 @@ pub struct CollArgs {
     /// With --all-pairs: one netdev a rail (eth1,eth2): rank i of each node measures rail i's pairs over TCP on that netdev, one matrix a rail
     #[arg(long = "rails", value_name = "NETDEV,...", value_delimiter = ',', value_parser = netdev_name, requires = "all_pairs")]
     pub rails: Vec<String>,
+    /// With --all-pairs: pair every rank with every rank (by default a job on several nodes pairs the first rank of each node)
+    #[arg(long = "rank-pairs", requires = "all_pairs", conflicts_with = "rails")]
+    pub rank_pairs: bool,
     // -J, -I, -K, -S.
     #[command(flatten)]
     #[serde(flatten)]
@@ -488,6 +491,7 @@ pub fn command(coll: &dyn Collective) -> clap::Command {
         ("slow_fraction", !pairs),
         ("slow_latency", !pairs),
         ("rails", !pairs),
+        ("rank_pairs", !pairs),
     ];
     hidden
         .into_iter()
