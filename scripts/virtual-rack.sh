@@ -478,6 +478,13 @@ table inet fabricbench_loss {
     chain out { type filter hook output priority 0; oifname "eth0" numgen random mod 100 < $value drop; }
 }
 NFT
+        # One segment per packet on the node's link, as on a wire (see switch-mtu):
+        # a veth carries a 64 KiB GSO burst as one packet, and a drop of one lost a
+        # whole burst, so a pair's loss came as a few retransmit timeouts or none.
+        # The node's sends and the bridge's toward it only: segmenting every
+        # sender overflowed the loaded host's receive backlog on healthy pairs.
+        ip -n "$ns" link set eth0 gso_max_segs 1
+        ip -n "$(node_ns sw)" link set "$node" gso_max_segs 1
         echo "$value" >"$STATE/faults/$node.loss"
         ;;
     slow-rail | cross-cables) rail_fault "$kind" "$node" "$value" "${4:-}" ;;
@@ -495,7 +502,7 @@ clear_faults() {
         tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
         tc -n "$sw" qdisc del dev "$node" root 2>/dev/null || true
         ip -n "$ns" link set eth0 mtu 1500
-        ip -n "$sw" link set "$node" mtu 1500
+        ip -n "$sw" link set "$node" mtu 1500 gso_max_segs 65535
         nsenter --uts="$STATE/uts/$node" hostname "$node"
         ip -n "$sw" link set "$node" up
         ip -n "$ns" link set eth0 up

@@ -53,6 +53,7 @@ pub(crate) fn run(
         check: flags.check,
     };
     let mut pair = RailPair::open(&part, end, loops);
+    let csv = setup.csv.map(|p| of_rail(p, rail));
     let run = PairRun {
         program,
         sizes: setup.sizes.clone(),
@@ -60,45 +61,53 @@ pub(crate) fn run(
         thresholds: setup.thresholds,
         // The rail's part of the world is one rank a node.
         pairs_of: PairsOf::Ranks,
-        csv: None,
+        csv: csv.as_deref(),
         timeout_s: setup.timeout_s,
         // A node's TCP counters are every rail's at once: a rail's pairs cannot own them.
         fabric: None,
         counters: None,
     };
-    let csv = setup.csv.map(|p| of_rail(p, rail));
-    let run = PairRun {
-        csv: csv.as_deref(),
-        counters: None,
-        ..run
-    };
     let mut out = Vec::new();
-    let status = match run_pairs_watched(&part, &mut pair, &run, watchdog, &mut out) {
-        Ok(status) | Err(Failure::Stopped(status)) => status,
-        Err(Failure::Usage(line)) => {
-            if part.is_root() {
-                eprintln!("{program}: {line}");
-            }
-            ExitStatus::Usage
-        }
-        Err(fatal) => return Err(fatal),
-    };
-    let findings = reach::findings(&part, &pair, &rails[rail]);
-    let status = match findings.is_empty() {
-        true => status,
-        false => worse(status, ExitStatus::Failed),
-    };
-    if part.is_root() {
-        for line in &findings {
-            let _ = writeln!(out, "# {line}");
-        }
-    }
+    let status = rail_verdict(&part, &mut pair, &run, watchdog, &mut out)?;
     Ok(print_rails(
         world,
         rails,
         part.is_root().then_some(&out[..]),
         status,
     ))
+}
+
+/// One rail's run on its part of the world, its first rank writing the
+/// rail's text to `out` (the table, then what could not connect): the status
+/// to exit with. A failure already printed, or a usage mistake, is a status,
+/// so that every rail still meets the others at the end.
+fn rail_verdict(
+    part: &World,
+    pair: &mut RailPair,
+    run: &PairRun,
+    watchdog: &Watchdog,
+    out: &mut Vec<u8>,
+) -> Result<ExitStatus, Failure> {
+    let status = match run_pairs_watched(part, pair, run, watchdog, out) {
+        Ok(status) | Err(Failure::Stopped(status)) => status,
+        Err(Failure::Usage(line)) => {
+            if part.is_root() {
+                eprintln!("{}: {line}", run.program);
+            }
+            ExitStatus::Usage
+        }
+        Err(fatal) => return Err(fatal),
+    };
+    let findings = reach::findings(part, pair);
+    if part.is_root() {
+        for line in &findings {
+            let _ = writeln!(out, "# {line}");
+        }
+    }
+    Ok(match findings.is_empty() {
+        true => status,
+        false => worse(status, ExitStatus::Failed),
+    })
 }
 
 /// Why this job cannot run `rails`: one rank a rail on every node, and two

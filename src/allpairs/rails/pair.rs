@@ -97,6 +97,10 @@ impl<'w> RailPair<'w> {
         self.end.rail + 1
     }
 
+    pub fn netdev(&self) -> &str {
+        &self.end.netdev
+    }
+
     /// Every rank's address or why it has none, by rank of the rail.
     pub fn peers(&self) -> &[Result<SocketAddrV4, String>] {
         &self.peers

@@ -11,7 +11,7 @@ use std::net::SocketAddrV4;
 
 /// The rail's findings on its first rank (none elsewhere); every rank of the
 /// rail calls it.
-pub fn findings(rail: &World, pair: &RailPair, netdev: &str) -> Vec<String> {
+pub fn findings(rail: &World, pair: &RailPair) -> Vec<String> {
     let mine: String = pair
         .unreached
         .iter()
@@ -36,7 +36,7 @@ pub fn findings(rail: &World, pair: &RailPair, netdev: &str) -> Vec<String> {
     }
     lines(
         &labels(&rail.hosts),
-        netdev,
+        pair.netdev(),
         pair.rail_number(),
         pair.peers(),
         &cut,
