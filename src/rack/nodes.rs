@@ -648,6 +648,12 @@ mod tests {
         n.problems.iter().map(|p| p.what.as_str()).collect()
     }
 
+    /// The nodes that did not pass, in the order listed.
+    fn failing_nodes(nodes: &[NodeVerdict]) -> Vec<&str> {
+        let failed = nodes.iter().filter(|n| !n.passed());
+        failed.map(|n| n.node.as_str()).collect()
+    }
+
     /// A rail's node that reaches no other (its pairs not measured, the
     /// others' measured together) fails alone; its partners do not.
     #[test]
@@ -680,11 +686,7 @@ mod tests {
         let size = 64 << 10;
         let pairs = [outcome(vec![(0, 1, size), (1, 2, size), (1, 3, size)])];
         let nodes = evidence(&labels, None, &[], &pairs);
-        let failing: Vec<&str> = nodes
-            .iter()
-            .filter(|n| !n.passed())
-            .map(|n| n.node.as_str())
-            .collect();
+        let failing = failing_nodes(&nodes);
         assert_eq!(failing, ["b"], "{nodes:?}");
         let b = nodes.iter().find(|n| n.node == "b").unwrap();
         assert_eq!(
@@ -694,11 +696,7 @@ mod tests {
         // A lone pair not measured still names both ends.
         let pairs = [outcome(vec![(0, 3, size)])];
         let nodes = evidence(&labels, None, &[], &pairs);
-        let failing: Vec<&str> = nodes
-            .iter()
-            .filter(|n| !n.passed())
-            .map(|n| n.node.as_str())
-            .collect();
+        let failing = failing_nodes(&nodes);
         assert_eq!(failing, ["a", "d"], "{nodes:?}");
     }
 
@@ -870,11 +868,7 @@ mod tests {
         );
         let hosts: Vec<String> = ["node1", "node3", "node4"].map(String::from).to_vec();
         let nodes = evidence(&hosts, Some(&d), &[], &[]);
-        let failing: Vec<&str> = nodes
-            .iter()
-            .filter(|n| !n.passed())
-            .map(|n| n.node.as_str())
-            .collect();
+        let failing = failing_nodes(&nodes);
         assert_eq!(
             failing,
             ["node3", "node4", "node3 (rank 1)", "node3 (rank 2)"],

@@ -45,7 +45,7 @@ impl RailListener {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    wait(self.listener.as_raw_fd(), libc::POLLIN, deadline)?
+                    wait(self.listener.as_raw_fd(), libc::POLLIN, Some(deadline)).map(drop)?
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -107,9 +107,14 @@ fn left(deadline: Instant) -> io::Result<Duration> {
     }
 }
 
-/// Waits until `fd` is ready for `events` or `deadline` passes.
-fn wait(fd: i32, events: libc::c_short, deadline: Instant) -> io::Result<()> {
-    let ms = left(deadline)?.as_millis().clamp(1, i32::MAX as u128) as i32;
+/// Waits until `fd` is ready for `events` (true) or `deadline` passes or a
+/// signal comes (false); past the deadline, a timeout error. No deadline: as
+/// long as it takes.
+fn wait(fd: i32, events: libc::c_short, deadline: Option<Instant>) -> io::Result<bool> {
+    let ms = match deadline {
+        Some(d) => left(d)?.as_millis().clamp(1, i32::MAX as u128) as i32,
+        None => -1,
+    };
     let mut pfd = libc::pollfd {
         fd,
         events,
@@ -118,10 +123,10 @@ fn wait(fd: i32, events: libc::c_short, deadline: Instant) -> io::Result<()> {
     // SAFETY: one pollfd that lives across the call.
     match unsafe { libc::poll(&mut pfd, 1, ms) } {
         n if n < 0 => match io::Error::last_os_error() {
-            e if e.kind() == ErrorKind::Interrupted => Ok(()),
+            e if e.kind() == ErrorKind::Interrupted => Ok(false),
             e => Err(e),
         },
-        _ => Ok(()),
+        n => Ok(n > 0),
     }
 }
 
@@ -179,18 +184,7 @@ fn connect_bound(
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
             return Err(e);
         }
-        loop {
-            wait(fd, libc::POLLOUT, deadline)?;
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLOUT,
-                revents: 0,
-            };
-            // SAFETY: as in `wait`; a zero timeout only reads the state.
-            if unsafe { libc::poll(&mut pfd, 1, 0) } > 0 {
-                break;
-            }
-        }
+        while !wait(fd, libc::POLLOUT, Some(deadline))? {}
         let stream = TcpStream::from(owned);
         return match stream.take_error()? {
             Some(e) => Err(e),
@@ -248,11 +242,7 @@ pub fn exchange(stream: &mut TcpStream, send: &[u8], recv: &mut [u8]) -> io::Res
                 events |= libc::POLLIN;
             }
             // No deadline of its own: -T ends a pair that hangs, as it does an MPI call.
-            wait(
-                stream.as_raw_fd(),
-                events,
-                Instant::now() + Duration::from_secs(3600),
-            )?;
+            wait(stream.as_raw_fd(), events, None)?;
         }
     }
     Ok(())
