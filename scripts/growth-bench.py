@@ -19,6 +19,11 @@ only as good as its points: the table prints them all.
 
     scripts/growth-bench.py [--ranks 4,16,64,128] [--modes sweep,allpairs]
                             [--bin-dir target/debug] [--timeout 60] [--out DIR]
+                            [--rack NODES]
+
+With --rack NODES the jobs run on the virtual rack's nodes (`virtual-rack.sh up
+NODES` first, as root), N/NODES ranks a node: the watchdog's connections cross
+the rack's network, and all-pairs pairs the nodes (its default on several nodes).
 
 The host's load average is printed at each job's start and end (128 ranks on
 two cores are heavy: compare runs made at similar loads). Exit status 0, or 1
@@ -111,14 +116,18 @@ def processes(program):
             pass
 
 
-def run_job(bin_dir, mode, n, timeout_s, out_dir):
-    """One job: its per-rank figures and wall time, or None when it failed."""
+def run_job(bin_dir, mode, n, timeout_s, out_dir, rack=None):
+    """One job: its per-rank figures and wall time, or None when it failed.
+    rack: (virtual-rack.sh, its node count), to run there instead of here."""
     program, args = MODES[mode]
     job_dir = os.path.join(out_dir, f"{mode}-np{n}-T{timeout_s}")
     os.makedirs(job_dir, exist_ok=True)
     wrap = 'exec /usr/bin/time -f "%M %U %S" -o "$D/time.$OMPI_COMM_WORLD_RANK" "$@"'
+    launch = ["mpirun", "-np", str(n)]
+    if rack:
+        launch = [rack[0], "run", "-N", str(n // rack[1]), "--"]
     cmd = [
-        "mpirun", "-np", str(n), "-x", f"D={job_dir}", "-x", "OMPI_MCA_mpi_yield_when_idle=1",
+        *launch, "-x", f"D={job_dir}", "-x", "OMPI_MCA_mpi_yield_when_idle=1",
         "sh", "-c", wrap, "sh", os.path.join(bin_dir, program),
         *args, "-T", str(timeout_s), "--csv", os.path.join(job_dir, "out.csv"),
     ]
@@ -228,6 +237,8 @@ def main():
     p.add_argument("--bin-dir", default=os.path.join(root, "target", "debug"))
     p.add_argument("--timeout", type=int, default=TIMEOUT_S, help="-T for every job (0 is the baseline's)")
     p.add_argument("--out", default=None, help="folder for each job's log, CSV and timings")
+    p.add_argument("--rack", type=int, default=None, metavar="NODES",
+                   help="run on the virtual rack's NODES nodes (up already), N/NODES ranks each")
     a = p.parse_args()
     try:
         ns = [int(x) for x in a.ranks.split(",")]
@@ -235,6 +246,11 @@ def main():
             raise ValueError
     except ValueError:
         sys.exit(f"growth-bench.py: --ranks takes rank counts of 2 or more, comma-separated (got '{a.ranks}'); e.g. --ranks 4,16,64")
+    rack = None
+    if a.rack is not None:
+        if a.rack < 2 or any(n % a.rack for n in ns):
+            sys.exit(f"growth-bench.py: --rack {a.rack}: give 2 nodes or more, and --ranks that are multiples of it (got '{a.ranks}')")
+        rack = (os.path.join(root, "scripts", "virtual-rack.sh"), a.rack)
     modes = a.modes.split(",")
     for m in modes:
         if m not in MODES:
@@ -243,17 +259,18 @@ def main():
             sys.exit(f"growth-bench.py: {a.bin_dir}/{MODES[m][0]} is missing: cargo build --bin {MODES[m][0]} (or --bin-dir)")
     out = a.out or tempfile.mkdtemp(prefix="growth-bench.")
     os.makedirs(out, exist_ok=True)
-    print(f"# growth-bench: {os.uname().nodename}, {os.cpu_count()} cores, binaries {a.bin_dir}, jobs kept in {out}")
+    where = f"the virtual rack's {a.rack} nodes" if rack else "this host"
+    print(f"# growth-bench: {os.uname().nodename}, {os.cpu_count()} cores, on {where}, binaries {a.bin_dir}, jobs kept in {out}")
     failed = False
     with open(os.path.join(out, "growth.csv"), "w", newline="") as f:
         table = csv.writer(f)
         table.writerow(["mode", "ranks", "rank", *QUANTITIES])
         for m in modes:
             rows = {}
-            base = run_job(a.bin_dir, m, ns[0], 0, out)
+            base = run_job(a.bin_dir, m, ns[0], 0, out, rack)
             baseline = (ns[0], summary(base)) if base else None
             for n in ns:
-                job = run_job(a.bin_dir, m, n, a.timeout, out)
+                job = run_job(a.bin_dir, m, n, a.timeout, out, rack)
                 if job is None:
                     failed = True
                     continue

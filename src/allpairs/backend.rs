@@ -6,7 +6,7 @@
 //! both, and the mpi backend's tests cover what the nccl backend runs.
 
 use super::judging::Thresholds;
-use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun, PairsOf};
+use super::runner::{check_memory, run_pairs_watched, PairMeasure, PairRun, PairsOf, Participants};
 use super::sample::PairSample;
 use crate::backend::{Backend, BackendKind, BufRef, Marks, OpArgs, Slot};
 use crate::cli::AllPairsArgs;
@@ -195,16 +195,24 @@ pub(crate) fn prepare<'a>(
     let sizes = sweep_len(flags.min_bytes, flags.max_bytes, flags.step);
     let per_pair = (flags.iters as u64).saturating_mul(8);
     // The buffers (host memory on mpi), or the host staging of GPU buffers (nccl).
-    check_memory(world, program, 2 * flags.max_bytes, per_pair, sizes)?;
+    let pairs_of = match flags.rank_pairs {
+        true => PairsOf::Ranks,
+        false => PairsOf::Nodes,
+    };
+    let pairing = Participants::of(world, pairs_of).ranks.len();
+    check_memory(
+        world,
+        program,
+        2 * flags.max_bytes,
+        per_pair,
+        (pairing, sizes),
+    )?;
     Ok(PairRun {
         program,
         sizes: sweep(flags.min_bytes, flags.max_bytes, flags.step),
         iters: flags.iters,
         thresholds,
-        pairs_of: match flags.rank_pairs {
-            true => PairsOf::Ranks,
-            false => PairsOf::Nodes,
-        },
+        pairs_of,
         csv: flags.csv,
         timeout_s: flags.timeout_s,
         fabric: Some(FabricPlan::collective(

@@ -9,7 +9,9 @@
 //! busy with other work) slows both and names neither. One whose ratio lies
 //! across the threshold cannot be told, and says how many rounds would tell.
 
-use super::judging::{PairsVerdict, SlowPair};
+#[cfg(test)]
+use super::judging::LINES_EACH;
+use super::judging::{capped, PairsVerdict, SlowPair};
 use super::matrix::PairResults;
 use super::sample::PairSample;
 use crate::sizes::human_bytes;
@@ -109,16 +111,30 @@ pub fn reference(v: &PairsVerdict, results: &PairResults, c: Criterion) -> Optio
         .map(|(a, b, _)| Remeasure { a, b, size })
 }
 
-/// The pairs whose median crossed a threshold, then each criterion's typical
-/// pair: each is measured again alone, in the same rounds.
+/// Suspect pairs measured again alone at most, the furthest past their limit
+/// first: each takes `ROUNDS` turns while every other rank waits, so a fabric
+/// with thousands of slow pairs would take hours. The others are judged on
+/// their concurrent rounds (slow only where the whole interval is).
+pub const MAX_ALONE: usize = 32;
+
+/// The pairs whose median crossed a threshold (`MAX_ALONE` of them at most,
+/// the furthest past their limit first), then each criterion's typical pair:
+/// each is measured again alone, in the same rounds.
 pub fn to_remeasure(v: &PairsVerdict, results: &PairResults) -> Vec<Remeasure> {
-    let at = |p: &SlowPair, size| Remeasure {
-        a: p.a,
-        b: p.b,
-        size,
-    };
-    let slow = v.slow_bw.iter().map(|p| at(p, v.bw_size));
-    let slow = slow.chain(v.slow_latency.iter().map(|p| at(p, v.latency_size)));
+    // How far inside its limit a pair is: under 1 for every suspect, least the worst.
+    let mut slow: Vec<(f64, &SlowPair, u64)> = (v.slow_bw.iter())
+        .map(|p| (p.value / p.limit, p, v.bw_size))
+        .chain((v.slow_latency.iter()).map(|p| (p.limit / p.value, p, v.latency_size)))
+        .collect();
+    slow.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let slow = slow
+        .into_iter()
+        .take(MAX_ALONE)
+        .map(|(_, p, size)| Remeasure {
+            a: p.a,
+            b: p.b,
+            size,
+        });
     let typical = [Criterion::Bandwidth, Criterion::Latency]
         .into_iter()
         .filter_map(|c| reference(v, results, c));
@@ -468,9 +484,9 @@ impl Confirmation {
             .any(|c| matches!(c.finding, Finding::CannotTell(_) | Finding::HostBusy(_)))
     }
 
-    /// One line per suspect pair re-measured alone, naming the nodes.
+    /// One line per suspect pair, naming the nodes (`LINES_EACH` at most).
     pub fn lines(&self, labels: &[String]) -> Vec<String> {
-        self.checked.iter().map(|c| c.line(labels)).collect()
+        capped(&self.checked, "suspect pairs checked", |c| c.line(labels))
     }
 }
 
@@ -639,6 +655,41 @@ mod tests {
                 cpu_wait_seconds: a.wait.map(|w| w * seconds(k)),
             })
             .collect()
+    }
+
+    /// A slow node among 40: 39 pairs slow on each criterion. The worst
+    /// `MAX_ALONE` are measured again alone, the worst first, then the
+    /// typical pairs; the lines stop at `LINES_EACH` a kind and count the rest.
+    #[test]
+    fn a_slow_node_of_many_re_measures_its_worst_pairs_and_counts_the_rest() {
+        let mut r = results(40, Some(3), 45.0, 20.0);
+        r.sizes[1].algbw_gbs.set(3, 7, 1.0);
+        r.sizes[0].p50_us.set(3, 9, 5000.0);
+        let verdict = r.judge(&Thresholds::default());
+        assert_eq!(
+            (verdict.slow_bw.len(), verdict.slow_latency.len()),
+            (39, 39)
+        );
+        let list = to_remeasure(&verdict, &r);
+        assert_eq!(list.len(), MAX_ALONE + 2);
+        let first: Vec<(usize, usize, u64)> =
+            list[..2].iter().map(|s| (s.a, s.b, s.size)).collect();
+        // 1 GB/s against a 40.5 limit, 5000 us against 10: the latency one is further out.
+        assert_eq!(first, [(3, 9, 8), (3, 7, 1 << 20)]);
+        let lines = verdict.lines(&r.labels, &Thresholds::default());
+        let more = |what: &str| {
+            lines
+                .iter()
+                .filter(|l| l.starts_with(&format!("... and 19 more slow pairs by {what} (")))
+                .count()
+        };
+        assert_eq!((more("bandwidth"), more("latency")), (1, 1), "{lines:#?}");
+        // 20 + 1 a criterion, and the suspect node.
+        assert_eq!(lines.len(), 2 * (LINES_EACH + 1) + 1, "{lines:#?}");
+        assert_eq!(
+            lines.last().unwrap(),
+            "suspect node node3: all 39 of its pairs are slow"
+        );
     }
 
     /// Node 2 of 5 slow (20 GB/s against 45, 50 us against 5) in three rounds;

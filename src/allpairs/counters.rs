@@ -9,6 +9,7 @@
 //! writes `--counters FILE` with the round and pair of every raw delta.
 
 use super::matrix::{Matrix, PairResults};
+use super::schedule::Repeated;
 use crate::job::world::World;
 use crate::report::counters::{
     Column, CounterCsv, FabricPlan, NodeChanges, RunTotals, SizeCounters, Span, Watch,
@@ -16,28 +17,28 @@ use crate::report::counters::{
 use crate::report::RunInfo;
 use crate::sysfs::counters::{Class, Snapshot};
 use crate::watchdog::Watchdog;
-
-/// Every node's deltas over each round, in round order (on rank 0).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RoundCounters {
-    pub rounds: Vec<SizeCounters>,
-}
+use std::collections::HashMap;
 
 /// One rank's watch over its node's counters, round after round.
 pub struct RoundWatch {
     watch: Watch,
     before: Option<Snapshot>,
-    /// Rank 0: every round's gathered deltas.
-    gathered: RoundCounters,
+    /// Rank 0: what the rounds so far add up to.
+    tally: Option<RoundTally>,
 }
 
 impl RoundWatch {
-    /// Read on each node's first rank under `plan`; with None, on none.
-    pub fn new(plan: Option<&FabricPlan>, local_rank: usize) -> RoundWatch {
+    /// Read on each node's first rank under `plan` (with None, on none),
+    /// each round's deltas added to `tally` (rank 0's).
+    pub fn new(
+        plan: Option<&FabricPlan>,
+        local_rank: usize,
+        tally: Option<RoundTally>,
+    ) -> RoundWatch {
         RoundWatch {
             watch: plan.map_or_else(Watch::off, |p| Watch::new(p, local_rank)),
             before: None,
-            gathered: RoundCounters::default(),
+            tally,
         }
     }
 
@@ -51,134 +52,200 @@ impl RoundWatch {
         watchdog.end();
     }
 
-    /// After round `what`: a barrier (every rank of the node has finished),
-    /// the node's snapshot, and every node's deltas gathered to rank 0.
-    pub fn after(&mut self, world: &World, watchdog: &Watchdog, what: &str) {
+    /// After round `r` (`what`): a barrier (every rank of the node has
+    /// finished), the node's snapshot, and every node's deltas gathered to
+    /// rank 0, which tallies them and keeps nothing else of the round.
+    pub fn after(&mut self, world: &World, watchdog: &Watchdog, what: &str, r: usize) {
         watchdog.begin(format!("{what} (barrier before the fabric counters)"));
         watchdog.enter_call();
         world.barrier();
         watchdog.begin(format!("{what} (gathering the fabric counters)"));
         watchdog.enter_call();
-        if let Some(round) = self.watch.after(world, self.before.take()) {
-            self.gathered.rounds.push(round);
+        if let (Some(round), Some(tally)) =
+            (self.watch.after(world, self.before.take()), &mut self.tally)
+        {
+            tally.add(r, &round);
         }
         watchdog.end();
     }
 
-    pub fn into_rounds(self) -> RoundCounters {
-        self.gathered
+    pub fn into_tally(self) -> Option<RoundTally> {
+        self.tally
     }
 }
 
-/// Who ran in the rounds: each rank's host and label, and each round's pairs.
-pub struct Schedule<'a> {
-    pub hosts: &'a [String],
-    pub labels: &'a [String],
-    pub rounds: &'a [Vec<(usize, usize)>],
+/// Who ran in the rounds: each participant's host and label, and the schedule.
+pub struct Schedule {
+    pub hosts: Vec<String>,
+    pub labels: Vec<String>,
+    pub rounds: Repeated,
 }
 
-impl Schedule<'_> {
+/// One round's pairs, found by host.
+struct RoundPairs<'a> {
+    schedule: &'a Schedule,
+    r: usize,
+    pairs: Vec<(usize, usize)>,
+    by_host: HashMap<&'a str, Vec<(usize, usize)>>,
+}
+
+impl<'a> RoundPairs<'a> {
+    fn of(schedule: &'a Schedule, r: usize) -> RoundPairs<'a> {
+        let pairs = schedule.rounds.pairs(r);
+        let mut by_host: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+        for &(a, b) in &pairs {
+            let (ha, hb) = (&schedule.hosts[a][..], &schedule.hosts[b][..]);
+            by_host.entry(ha).or_default().push((a, b));
+            if hb != ha {
+                by_host.entry(hb).or_default().push((a, b));
+            }
+        }
+        RoundPairs {
+            schedule,
+            r,
+            pairs,
+            by_host,
+        }
+    }
+
     fn pair_name(&self, (a, b): (usize, usize)) -> String {
-        format!("{} <-> {}", self.labels[a], self.labels[b])
+        format!(
+            "{} <-> {}",
+            self.schedule.labels[a], self.schedule.labels[b]
+        )
     }
 
-    /// The pairs of round `r` with a rank on `host`.
-    fn pairs_on(&self, r: usize, host: &str) -> Vec<(usize, usize)> {
-        self.rounds[r]
-            .iter()
-            .copied()
-            .filter(|&(a, b)| self.hosts[a] == host || self.hosts[b] == host)
-            .collect()
+    /// The pairs of the round with a rank on `host`.
+    fn on(&self, host: &str) -> &[(usize, usize)] {
+        self.by_host.get(host).map_or(&[], Vec::as_slice)
     }
 
-    /// What each node's deltas of round `r` spanned: the pairs its ranks ran.
+    /// What each node's deltas spanned: the pairs its ranks ran.
     fn spans<'c>(
         &'c self,
-        r: usize,
         round: &'c SizeCounters,
     ) -> impl Iterator<Item = (Span, &'c NodeChanges)> + 'c {
         round.nodes.iter().map(move |node| {
-            let pairs = self.pairs_on(r, &node.host);
             let span = Span::Round {
-                round: r + 1,
-                pairs: pairs.into_iter().map(|p| self.pair_name(p)).collect(),
+                round: self.r + 1,
+                pairs: self
+                    .on(&node.host)
+                    .iter()
+                    .map(|&p| self.pair_name(p))
+                    .collect(),
             };
             (span, node)
         })
     }
+}
 
-    /// The deltas of pair `(a, b)` over its round: its two nodes'.
-    fn of_pair(&self, round: &SizeCounters, (a, b): (usize, usize)) -> SizeCounters {
-        SizeCounters {
-            nodes: round
-                .nodes
-                .iter()
-                .filter(|n| n.host == self.hosts[a] || n.host == self.hosts[b])
-                .cloned()
-                .collect(),
-        }
+/// The deltas of pair `(a, b)` over its round: its two nodes'.
+fn of_pair(
+    nodes: &HashMap<&str, &NodeChanges>,
+    hosts: &[String],
+    (a, b): (usize, usize),
+) -> SizeCounters {
+    let mut mine: Vec<&str> = vec![&hosts[a], &hosts[b]];
+    mine.dedup();
+    SizeCounters {
+        nodes: mine
+            .iter()
+            .filter_map(|h| nodes.get(h))
+            .map(|&n| n.clone())
+            .collect(),
     }
 }
 
-impl RoundCounters {
-    /// The matrix CSV's counter columns: pair (a, b) holds the deltas of its
-    /// rounds added up (it runs once in each repetition of the schedule).
-    pub fn matrices(&self, schedule: &Schedule) -> Vec<(Column, Matrix)> {
-        Column::ALL
-            .into_iter()
-            .map(|column| {
-                let mut m = Matrix::empty(schedule.hosts.len());
-                for (r, round) in self.rounds.iter().enumerate() {
-                    for &pair in &schedule.rounds[r] {
-                        if let Some(v) = column.of(&schedule.of_pair(round, pair)) {
-                            let before = m.get(pair.0, pair.1).unwrap_or(0.0);
-                            m.set(pair.0, pair.1, before + v as f64);
-                        }
-                    }
-                }
-                (column, m)
-            })
-            .collect()
+/// Pair warnings printed at most; the others are counted (every pair's counts
+/// are in the matrix CSV's columns and every delta in `--counters FILE`).
+const WARNINGS_SHOWN: usize = 20;
+
+/// Rank 0's account of the fabric counters, each round's deltas added as they
+/// arrive, then dropped: the footer's totals, the matrix CSV's counter columns,
+/// the pair warnings and `--counters FILE` (written round by round) grow with
+/// the nodes and pairs, never with the rounds times the nodes.
+pub struct RoundTally {
+    schedule: Schedule,
+    totals: RunTotals,
+    matrices: Vec<(Column, Matrix)>,
+    warnings: Vec<String>,
+    unshown: usize,
+    file: Option<(CounterCsv, RunInfo)>,
+    file_error: Option<anyhow::Error>,
+}
+
+impl RoundTally {
+    /// `file`: `--counters FILE` with the run it belongs to.
+    pub fn new(schedule: Schedule, file: Option<(CounterCsv, RunInfo)>) -> RoundTally {
+        let n = schedule.hosts.len();
+        RoundTally {
+            matrices: Column::ALL
+                .into_iter()
+                .map(|c| (c, Matrix::empty(n)))
+                .collect(),
+            schedule,
+            totals: RunTotals::default(),
+            warnings: Vec::new(),
+            unshown: 0,
+            file,
+            file_error: None,
+        }
     }
 
-    /// The footer's lines, without their "# ": the sweeps' block over rounds,
-    /// then a warning for each pair whose round moved a trouble counter.
-    pub fn lines(&self, plan: &FabricPlan, schedule: &Schedule) -> Vec<String> {
-        let mut totals = RunTotals::default();
-        for (r, round) in self.rounds.iter().enumerate() {
-            totals.add_spanned(schedule.spans(r, round));
+    /// Round `r`'s deltas: into the totals, each of its pairs' cells (a pair
+    /// holds the deltas of its rounds added up: it runs once in each
+    /// repetition of the schedule), a warning for each pair whose round moved
+    /// a trouble counter, and a row a delta in the file.
+    pub fn add(&mut self, r: usize, round: &SizeCounters) {
+        let pairs = RoundPairs::of(&self.schedule, r);
+        self.totals.add_spanned(pairs.spans(round));
+        if let (Some((file, run)), None) = (&mut self.file, &self.file_error) {
+            self.file_error = file.write_spanned(run, pairs.spans(round)).err();
         }
-        let mut out = totals.lines(plan);
-        for (r, round) in self.rounds.iter().enumerate() {
-            for &pair in &schedule.rounds[r] {
-                out.extend(pair_warning(schedule, r, round, pair));
+        let nodes: HashMap<&str, &NodeChanges> =
+            round.nodes.iter().map(|n| (&n.host[..], n)).collect();
+        for &pair in &pairs.pairs {
+            let mine = of_pair(&nodes, &self.schedule.hosts, pair);
+            for (column, m) in &mut self.matrices {
+                if let Some(v) = column.of(&mine) {
+                    let before = m.get(pair.0, pair.1).unwrap_or(0.0);
+                    m.set(pair.0, pair.1, before + v as f64);
+                }
+            }
+            if let Some(w) = pair_warning(&pairs, &mine, pair) {
+                match self.warnings.len() < WARNINGS_SHOWN {
+                    true => self.warnings.push(w),
+                    false => self.unshown += 1,
+                }
             }
         }
-        out
     }
 
-    /// `--counters FILE`: every round's raw deltas with the round and pair(s).
-    pub fn write(
-        &self,
-        file: &mut CounterCsv,
-        run: &RunInfo,
-        schedule: &Schedule,
-    ) -> anyhow::Result<()> {
-        for (r, round) in self.rounds.iter().enumerate() {
-            file.write_spanned(run, schedule.spans(r, round))?;
+    /// After the rounds: the counter matrices into `results`, and the footer's
+    /// lines, without their "# ": the sweeps' block over rounds, then the pair
+    /// warnings; Err when writing `--counters FILE` failed.
+    pub fn finish(
+        self,
+        plan: &FabricPlan,
+        results: &mut PairResults,
+    ) -> (Vec<String>, anyhow::Result<()>) {
+        results.counters = self.matrices;
+        let mut out = self.totals.lines(plan);
+        out.extend(self.warnings);
+        if self.unshown > 0 {
+            out.push(format!(
+                "WARNING: {} more pair rounds moved a trouble counter: each pair's counts are in \
+                 the matrix CSV's counter columns, each delta in --counters FILE",
+                self.unshown
+            ));
         }
-        Ok(())
+        (out, self.file_error.map_or(Ok(()), Err))
     }
 }
 
-/// The warning of a pair whose round moved a trouble counter on its nodes.
-fn pair_warning(
-    schedule: &Schedule,
-    r: usize,
-    round: &SizeCounters,
-    pair: (usize, usize),
-) -> Option<String> {
-    let mine = schedule.of_pair(round, pair);
+/// The warning of a pair whose round moved a trouble counter on its nodes
+/// (`mine`: their deltas).
+fn pair_warning(round: &RoundPairs, mine: &SizeCounters, pair: (usize, usize)) -> Option<String> {
     let moved: Vec<String> = Class::TROUBLE
         .into_iter()
         .filter_map(|class| {
@@ -213,45 +280,33 @@ fn pair_warning(
         places.truncate(4);
         places.push(format!("{more} more"));
     }
-    let hosts = [&schedule.hosts[pair.0], &schedule.hosts[pair.1]];
-    let sharing: Vec<String> = schedule.rounds[r]
+    let hosts = &round.schedule.hosts;
+    let mut sharing: Vec<(usize, usize)> = [&hosts[pair.0], &hosts[pair.1]]
         .iter()
+        .flat_map(|h| round.on(h))
         .copied()
         .filter(|&p| p != pair)
-        .filter(|&(a, b)| {
-            hosts.contains(&&schedule.hosts[a]) || hosts.contains(&&schedule.hosts[b])
-        })
-        .map(|p| schedule.pair_name(p))
         .collect();
-    let shared = match sharing.is_empty() {
-        true => String::new(),
-        false => format!(
+    sharing.sort_unstable();
+    sharing.dedup();
+    let shared =
+        match sharing.is_empty() {
+            true => String::new(),
+            false => format!(
             "; {} ran on the same node(s) in that round and the counters cannot tell the pairs \
              apart (launch one rank per node)",
-            sharing.join(", ")
+            sharing.iter().map(|&p| round.pair_name(p)).collect::<Vec<_>>().join(", ")
         ),
-    };
+        };
     Some(format!(
         "WARNING: pair {} (round {} of {}): {} while this pair ran ({}): check the link between \
          them (cables and switch ports: ibdiagnet, mlxlink; on RoCE the PFC/ECN settings){shared}",
-        schedule.pair_name(pair),
-        r + 1,
-        schedule.rounds.len(),
+        round.pair_name(pair),
+        round.r + 1,
+        round.schedule.rounds.total(),
         moved.join(", "),
         places.join(", ")
     ))
-}
-
-/// Rank 0, after the rounds: the counter matrices into `results` and the
-/// footer's lines (printed after the table).
-pub fn fill(
-    rounds: &RoundCounters,
-    plan: &FabricPlan,
-    schedule: &Schedule,
-    results: &mut PairResults,
-) -> Vec<String> {
-    results.counters = rounds.matrices(schedule);
-    rounds.lines(plan, schedule)
 }
 
 #[cfg(test)]

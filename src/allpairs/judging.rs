@@ -304,49 +304,56 @@ impl PairsVerdict {
         }
     }
 
-    /// One line per finding, naming the nodes: for the table and the rack report.
+    /// One line per finding, naming the nodes: for the table and the rack
+    /// report; at most `LINES_EACH` of each kind, then one counting the rest.
     pub fn lines(&self, labels: &[String], t: &Thresholds) -> Vec<String> {
-        let pair = |p: &SlowPair| format!("{} <-> {}", labels[p.a], labels[p.b]);
-        let mut lines = Vec::new();
-        for p in &self.slow_bw {
-            lines.push(format!(
+        let pair = |a: usize, b: usize| format!("{} <-> {}", labels[a], labels[b]);
+        let mut lines = capped(&self.slow_bw, "slow pairs by bandwidth", |p| {
+            format!(
                 "slow pair {}: algbw {} GB/s at {} < {} ({} x median {})",
-                pair(p),
+                pair(p.a, p.b),
                 gbs(p.value),
                 human_bytes(self.bw_size),
                 gbs(p.limit),
                 shown(t.bw_fraction),
                 gbs(self.median_gbs)
-            ));
-        }
-        for p in &self.slow_latency {
-            lines.push(format!(
+            )
+        });
+        lines.extend(capped(&self.slow_latency, "slow pairs by latency", |p| {
+            format!(
                 "slow pair {}: median time {:.2} us at {} > {:.2} ({} x lowest {:.2})",
-                pair(p),
+                pair(p.a, p.b),
                 p.value,
                 human_bytes(self.latency_size),
                 p.limit,
                 shown(t.latency_factor),
                 self.min_us
-            ));
-        }
-        for &(a, b, size) in &self.unmeasured {
-            lines.push(format!(
-                "pair {} <-> {}: not measured at {}: not judged",
-                labels[a],
-                labels[b],
-                human_bytes(size)
-            ));
-        }
+            )
+        }));
+        lines.extend(capped(
+            &self.unmeasured,
+            "pairs not measured",
+            |&(a, b, size)| {
+                format!(
+                    "pair {}: not measured at {}: not judged",
+                    pair(a, b),
+                    human_bytes(size)
+                )
+            },
+        ));
         if !(self.bw_judged || self.latency_judged) {
             lines.push("no size measured: nothing judged".into());
         }
-        for &(a, b, w) in &self.wrong {
-            lines.push(format!(
-                "wrong data between {} and {}: {w} bytes",
-                labels[a], labels[b]
-            ));
-        }
+        lines.extend(capped(
+            &self.wrong,
+            "pairs with wrong data",
+            |&(a, b, w)| {
+                format!(
+                    "wrong data between {} and {}: {w} bytes",
+                    labels[a], labels[b]
+                )
+            },
+        ));
         for &s in &self.suspects {
             lines.push(format!(
                 "suspect node {}: all {} of its pairs are slow",
@@ -356,6 +363,24 @@ impl PairsVerdict {
         }
         lines
     }
+}
+
+/// Lines of one kind of pair finding shown at most: a fabric with a slow
+/// switch can have thousands of slow pairs, and the console and the rack
+/// report stay readable (every pair's figures are in the matrix CSV).
+pub const LINES_EACH: usize = 20;
+
+/// A line for each of the first `LINES_EACH` of `items`, then one saying how
+/// many more `what` there are.
+pub fn capped<T>(items: &[T], what: &str, line: impl Fn(&T) -> String) -> Vec<String> {
+    let mut lines: Vec<String> = items.iter().take(LINES_EACH).map(line).collect();
+    if items.len() > LINES_EACH {
+        lines.push(format!(
+            "... and {} more {what} (every pair's figures are in the matrix CSV)",
+            items.len() - LINES_EACH
+        ));
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -560,8 +585,7 @@ mod tests {
     #[test]
     fn a_pair_not_measured_is_not_a_pass() {
         let mut r = results(3, None, 45.0, 0.0);
-        r.sizes[1].algbw_gbs.0[0][2] = None;
-        r.sizes[1].algbw_gbs.0[2][0] = None;
+        r.sizes[1].algbw_gbs.clear(0, 2);
         let v = r.judge(&Thresholds::default());
         assert!(!v.passed());
         assert_eq!(v.unmeasured, [(0, 2, 1 << 20)]);

@@ -10,28 +10,77 @@
 //! `counter_pauses`, as in a sweep's CSV), N rows each with `size_bytes` empty:
 //! pair (i, j) holds the deltas of its two nodes over its round, every size.
 
+use super::sample::PairSample;
 use crate::report::counters::Column;
 use crate::stats::interval::median;
 use anyhow::{bail, Context};
 use std::io::Write;
 use std::path::Path;
 
-/// An N x N matrix of one metric; None on the diagonal and where nothing was measured.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Matrix(pub Vec<Vec<Option<f64>>>);
+/// An N x N symmetric matrix of one metric, None where nothing was measured
+/// (the diagonal, but for a heatmap's blocks). It keeps one f64 a cell of the
+/// upper triangle, `NONE` for None: 8 B a pair where a full matrix of options
+/// took 32, which at thousands of nodes is gigabytes on rank 0.
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    n: usize,
+    cells: Vec<f64>,
+}
+
+/// A NaN no arithmetic makes (they make the quiet NaN 0x7ff8...): a cell not
+/// measured, while a NaN figure (a file's "NaN") stays a figure that is no number.
+const NONE: u64 = 0x7ff4_0000_0000_0001;
+
+impl PartialEq for Matrix {
+    fn eq(&self, other: &Matrix) -> bool {
+        self.n == other.n
+            && (self.cells.iter())
+                .zip(&other.cells)
+                .all(|(x, y)| x.to_bits() == y.to_bits() || x == y)
+    }
+}
 
 impl Matrix {
     pub fn empty(n: usize) -> Matrix {
-        Matrix(vec![vec![None; n]; n])
+        Matrix {
+            n,
+            cells: vec![f64::from_bits(NONE); n * (n + 1) / 2],
+        }
     }
 
+    /// Rows and columns.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    fn at(&self, a: usize, b: usize) -> usize {
+        let (i, j) = (a.min(b), a.max(b));
+        assert!(j < self.n, "cell ({a}, {b}) of a {0} x {0} matrix", self.n);
+        i * self.n - i * i.saturating_sub(1) / 2 + (j - i)
+    }
+
+    /// Sets (a, b) and (b, a).
     pub fn set(&mut self, a: usize, b: usize, value: f64) {
-        self.0[a][b] = Some(value);
-        self.0[b][a] = Some(value);
+        let at = self.at(a, b);
+        self.cells[at] = value;
+    }
+
+    /// Forgets (a, b) and (b, a).
+    pub fn clear(&mut self, a: usize, b: usize) {
+        self.set(a, b, f64::from_bits(NONE));
     }
 
     pub fn get(&self, a: usize, b: usize) -> Option<f64> {
-        self.0[a][b]
+        Some(self.cells[self.at(a, b)]).filter(|v| v.to_bits() != NONE)
+    }
+
+    /// Row `a`: its value with every column in turn.
+    pub fn row(&self, a: usize) -> impl Iterator<Item = Option<f64>> + '_ {
+        (0..self.n).map(move |b| self.get(a, b))
     }
 
     /// The one node at an end of every pair where a count moved most: the
@@ -43,7 +92,7 @@ impl Matrix {
     /// alone stands out (either end could be at fault), or where the pairs
     /// that stand out share no node or two.
     pub fn standout(&self, factor: f64) -> Option<usize> {
-        let n = self.0.len();
+        let n = self.n;
         let mut pairs = self.pairs();
         if n < 3 || pairs.len() != n * (n - 1) / 2 {
             return None;
@@ -63,7 +112,7 @@ impl Matrix {
 
     /// Each measured pair once: (a, b, value) with a < b.
     pub fn pairs(&self) -> Vec<(usize, usize, f64)> {
-        let n = self.0.len();
+        let n = self.n;
         (0..n)
             .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
             .filter_map(|(a, b)| self.get(a, b).map(|v| (a, b, v)))
@@ -135,9 +184,25 @@ impl SizeMatrices {
         }
     }
 
+    /// Pair (a, b)'s sample: its times, bandwidth and, where validated, wrong
+    /// bytes; a pair not measured (NaN seconds: a rail's pair that could not
+    /// connect) leaves its cells empty.
+    pub fn add_pair(&mut self, a: usize, b: usize, pair: PairSample) {
+        if pair.seconds.is_nan() {
+            return;
+        }
+        self.time_us.set(a, b, pair.seconds * 1e6);
+        self.p50_us.set(a, b, pair.p50_seconds * 1e6);
+        self.algbw_gbs
+            .set(a, b, self.size_bytes as f64 / pair.seconds / 1e9);
+        if let Some(w) = pair.wrong {
+            self.metric_mut(Metric::WrongBytes).set(a, b, w as f64);
+        }
+    }
+
     /// The matrix of `metric` to fill in, the wrong-bytes one created on first use.
     fn metric_mut(&mut self, metric: Metric) -> &mut Matrix {
-        let n = self.time_us.0.len();
+        let n = self.time_us.len();
         match metric {
             Metric::TimeUs => &mut self.time_us,
             Metric::P50Us => &mut self.p50_us,
@@ -188,11 +253,10 @@ impl PairResults {
                             m.metric_mut(metric).set(a, b, median(&figures));
                         }
                     }
-                    if let Some(w) = &mut m.wrong_bytes {
-                        let figures = cell(&|m| m.wrong_bytes.as_ref(), s, a, b);
-                        if !figures.is_empty() {
-                            w.set(a, b, figures.iter().sum());
-                        }
+                    let figures = cell(&|m| m.wrong_bytes.as_ref(), s, a, b);
+                    if !figures.is_empty() {
+                        m.metric_mut(Metric::WrongBytes)
+                            .set(a, b, figures.iter().sum());
                     }
                 }
             }
@@ -227,12 +291,9 @@ pub fn write_csv(out: impl Write, results: &PairResults) -> anyhow::Result<()> {
     header.extend(results.labels.iter().cloned());
     w.write_record(&header)?;
     let mut rows = |name: &str, size: String, m: &Matrix| -> anyhow::Result<()> {
-        for (i, row) in m.0.iter().enumerate() {
+        for i in 0..m.len() {
             let mut record = vec![name.to_string(), size.clone(), results.labels[i].clone()];
-            record.extend(
-                row.iter()
-                    .map(|v| v.map_or(String::new(), |v| v.to_string())),
-            );
+            record.extend(m.row(i).map(|v| v.map_or(String::new(), |v| v.to_string())));
             w.write_record(&record)?;
         }
         Ok(())
@@ -297,12 +358,12 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
             };
             sizes.last_mut().expect("pushed above").metric_mut(metric)
         };
+        // Symmetric: (row, col) and (col, row) are one cell, the later row's.
         for (col, cell) in record.iter().skip(3).enumerate().take(n) {
-            m.0[row][col] = if cell.is_empty() {
-                None
-            } else {
-                Some(cell.parse().with_context(bad)?)
-            };
+            match cell.is_empty() {
+                true => m.clear(row, col),
+                false => m.set(row, col, cell.parse().with_context(bad)?),
+            }
         }
     }
     Ok(PairResults {
@@ -315,6 +376,42 @@ pub fn read_csv(path: &Path) -> anyhow::Result<PairResults> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    #[test]
+    fn a_matrix_is_one_cell_a_pair() {
+        for n in [0, 1, 2, 5, 48] {
+            let mut m = Matrix::empty(n);
+            assert_eq!((m.len(), m.cells.len()), (n, n * (n + 1) / 2));
+            // Every cell its own: each set in turn reads back, nothing else moved.
+            for a in 0..n {
+                for b in a..n {
+                    m.set(b, a, (a * n + b) as f64);
+                }
+            }
+            for a in 0..n {
+                for b in 0..n {
+                    let (i, j) = (a.min(b), a.max(b));
+                    assert_eq!(m.get(a, b), Some((i * n + j) as f64), "n={n} ({a}, {b})");
+                }
+            }
+        }
+        let mut m = Matrix::empty(3);
+        assert_eq!(m.row(0).collect::<Vec<_>>(), [None; 3]);
+        m.set(0, 2, 1.5);
+        // A figure that is no number stays one (the verdict names it).
+        m.set(1, 2, f64::NAN);
+        assert!(m.get(2, 1).is_some_and(f64::is_nan));
+        assert_eq!(
+            m.row(2).map(|v| v.is_some()).collect::<Vec<_>>(),
+            [true, true, false]
+        );
+        assert_eq!(m.pairs().len(), 2);
+        let before = m.clone();
+        m.clear(2, 0);
+        m.clear(1, 2);
+        assert_ne!(m, before);
+        assert_eq!(m, Matrix::empty(3));
+    }
 
     #[test]
     fn a_node_whose_pairs_all_moved_most_stands_out() {

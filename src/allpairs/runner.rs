@@ -6,18 +6,18 @@
 
 use super::alone;
 use super::confirm::{self, Confirmation, Remeasure, ROUNDS};
-use super::counters::{self, RoundWatch, Schedule};
+use super::counters::{RoundTally, RoundWatch, Schedule};
 use super::heatmap;
 use super::judging::Thresholds;
 use super::matrix::{labels, write_csv, PairResults, SizeMatrices};
 use super::sample::{PairSample, SAMPLE_LEN};
-use super::schedule::{pairs_in, partner, partner_in, rounds as schedule_rounds};
+use super::schedule::{partner, rounds as schedule_rounds, Repeated};
 use super::table::{write_header, write_table, PairsHeader};
 use crate::cli::io_reason;
 use crate::job::world::World;
 use crate::job::{agree, ExitStatus, Failure};
-use crate::output::{heatmap_of, write_whole, Replace};
-use crate::report::counters::{CounterCsv, FabricPlan};
+use crate::output::{heatmap_of, Replace, WholeFile};
+use crate::report::counters::{Column, CounterCsv, FabricPlan};
 use crate::report::csv::new_file;
 use crate::report::RunInfo;
 use crate::sizes::human_bytes;
@@ -42,42 +42,6 @@ pub trait PairMeasure {
         bytes: usize,
         watchdog: &Watchdog,
     ) -> anyhow::Result<PairSample>;
-}
-
-/// The schedule run `ROUNDS` times over, interleaved: every pair once, then
-/// every pair again, so that a slow spell of the machine touches every pair.
-/// Round `r` of it is round `r % once` of the schedule, computed when needed.
-#[derive(Clone, Copy, Debug)]
-pub struct Repeated {
-    pub n: usize,
-    /// Rounds of one pass over every pair.
-    pub once: usize,
-}
-
-impl Repeated {
-    pub fn new(n: usize) -> Repeated {
-        Repeated {
-            n,
-            once: schedule_rounds(n),
-        }
-    }
-
-    pub fn total(&self) -> usize {
-        ROUNDS * self.once
-    }
-
-    pub fn pairs(&self, r: usize) -> Vec<(usize, usize)> {
-        pairs_in(self.n, r % self.once.max(1))
-    }
-
-    pub fn partner(&self, r: usize, me: usize) -> Option<usize> {
-        partner_in(self.n, r % self.once.max(1), me)
-    }
-
-    /// The whole table: rank 0's, for the counters of each round.
-    pub fn table(&self) -> Vec<Vec<(usize, usize)>> {
-        (0..self.total()).map(|r| self.pairs(r)).collect()
-    }
 }
 
 /// Who pairs up in an all-pairs run.
@@ -154,9 +118,11 @@ fn measure_with(
 }
 
 /// Runs every round on every rank; rank 0 returns the matrices of each
-/// repetition of the schedule. Each round's samples are gathered when it ends,
-/// and rank 0 hands `measured` the medians of every pair measured so far: a
-/// job ended in a later round (a cut link, -T) keeps the pairs before it.
+/// repetition of the schedule. Each round's samples are gathered when it ends
+/// and folded into its repetition's matrices at once (rank 0 keeps no round's
+/// samples: they were 32 B a pair, size and round, N^2 x 3 in all), and rank 0
+/// hands `measured` the medians of every pair measured so far: a job ended in
+/// a later round (a cut link, -T) keeps the pairs before it.
 pub fn measure_all_pairs(
     (world, who): (&World, &Participants),
     measure: &mut dyn PairMeasure,
@@ -167,13 +133,7 @@ pub fn measure_all_pairs(
 ) -> anyhow::Result<Option<Vec<PairResults>>> {
     let rounds = Repeated::new(who.ranks.len());
     let me = who.ranks.iter().position(|&r| r == world.rank);
-    let per_rank = rounds.total() * sizes.len() * SAMPLE_LEN;
-    // Rank 0: every participant's samples, each padded to the whole schedule
-    // (the rounds not run yet are never read); a rank that sits every round out
-    // (node pairs) is not kept.
-    let mut all = world
-        .is_root()
-        .then(|| vec![0f64; per_rank * who.ranks.len()]);
+    let mut repetitions = world.is_root().then(Vec::new);
     let mut next_partial = Instant::now();
     let (scope, names) = (measure.scope(), labels(&world.hosts));
     for r in 0..rounds.total() {
@@ -186,48 +146,59 @@ pub fn measure_all_pairs(
             let sample = measure_with((world, &names), measure, peer, size, &what, watchdog)?;
             mine.extend(sample.encode());
         }
-        fabric.after(world, watchdog, &what);
+        fabric.after(world, watchdog, &what, r);
         watchdog.begin(format!("{what} (gathering its results)"));
         watchdog.enter_call();
         let gathered = world.gather_f64s(&mine);
         watchdog.end();
-        if let (Some(all), Some(round_samples)) = (&mut all, gathered) {
-            let at = r * sizes.len() * SAMPLE_LEN;
-            let each: Vec<&[f64]> = round_samples.chunks_exact(mine.len().max(1)).collect();
-            for (i, &rank) in who.ranks.iter().enumerate() {
-                let start = i * per_rank + at;
-                all[start..start + mine.len()].copy_from_slice(each[rank]);
-            }
+        if let (Some(reps), Some(round_samples)) = (&mut repetitions, gathered) {
+            let per_rank: Vec<&[f64]> = round_samples.chunks_exact(mine.len().max(1)).collect();
+            fold_round(reps, who, sizes, rounds, r, &per_rank);
             let last = r + 1 == rounds.total();
             if !last && Instant::now() >= next_partial {
                 let started = Instant::now();
-                if let Some(so_far) =
-                    PairResults::median_over(&repeats(who, sizes, rounds, r + 1, all))
-                {
+                if let Some(so_far) = PairResults::median_over(reps) {
                     measured(&so_far);
                 }
                 next_partial = Instant::now() + started.elapsed() * PARTIAL_SHARE;
             }
         }
     }
-    Ok(all.map(|all| repeats(who, sizes, rounds, rounds.total(), &all)))
+    Ok(repetitions)
 }
 
-/// The matrices of each repetition of the schedule that the first `done`
-/// rounds reached (the last one in part).
-fn repeats(
+/// Round `r`'s samples (`per_rank`: every world rank's, size after size) into
+/// the matrices of its repetition of the schedule, begun at its first round.
+fn fold_round(
+    repetitions: &mut Vec<PairResults>,
     who: &Participants,
     sizes: &[u64],
     rounds: Repeated,
-    done: usize,
-    all: &[f64],
-) -> Vec<PairResults> {
-    let once = rounds.once.max(1);
-    (0..ROUNDS)
-        .map(|k| k * once..((k + 1) * once).min(done))
-        .filter(|of| !of.is_empty())
-        .map(|of| assemble(who, sizes, rounds, of, all))
-        .collect()
+    r: usize,
+    per_rank: &[&[f64]],
+) {
+    if r % rounds.once.max(1) == 0 {
+        repetitions.push(PairResults {
+            labels: who.labels(),
+            sizes: (sizes.iter())
+                .map(|&size_bytes| SizeMatrices::empty(size_bytes, who.ranks.len(), false))
+                .collect(),
+            counters: Vec::new(),
+        });
+    }
+    let Some(repetition) = repetitions.last_mut() else {
+        return;
+    };
+    for (a, b) in rounds.pairs(r) {
+        for (s, m) in repetition.sizes.iter_mut().enumerate() {
+            let at = s * SAMPLE_LEN;
+            m.add_pair(
+                a,
+                b,
+                PairSample::of_pair(per_rank, who.ranks[a], who.ranks[b], at),
+            );
+        }
+    }
 }
 
 /// Each pair of the list (the suspects and the typical pairs) measured again
@@ -279,68 +250,29 @@ fn measure_alone(
     }))
 }
 
-/// The matrices of rounds `of` from every participant's samples (`all`:
-/// participant after participant, each round after round and size after size,
-/// as `measure_all_pairs` keeps them).
-fn assemble(
-    who: &Participants,
-    sizes: &[u64],
-    rounds: Repeated,
-    of: std::ops::Range<usize>,
-    all: &[f64],
-) -> PairResults {
-    let per_rank: Vec<&[f64]> = all
-        .chunks_exact((rounds.total() * sizes.len() * SAMPLE_LEN).max(1))
-        .collect();
-    let validated = all.iter().skip(2).step_by(SAMPLE_LEN).any(|&w| w >= 0.0);
-    let mut results = PairResults {
-        labels: who.labels(),
-        sizes: sizes
-            .iter()
-            .map(|&size_bytes| SizeMatrices::empty(size_bytes, who.hosts.len(), validated))
-            .collect(),
-        counters: Vec::new(),
-    };
-    for r in of {
-        for (a, b) in rounds.pairs(r) {
-            for (s, m) in results.sizes.iter_mut().enumerate() {
-                let at = (r * sizes.len() + s) * SAMPLE_LEN;
-                let pair = PairSample::of_pair(&per_rank, a, b, at);
-                // Not measured (a rail's pair that could not connect): the cell stays empty.
-                if pair.seconds.is_nan() {
-                    continue;
-                }
-                m.time_us.set(a, b, pair.seconds * 1e6);
-                m.p50_us.set(a, b, pair.p50_seconds * 1e6);
-                m.algbw_gbs
-                    .set(a, b, m.size_bytes as f64 / pair.seconds / 1e9);
-                if let Some(w) = &mut m.wrong_bytes {
-                    w.set(a, b, pair.wrong.unwrap_or(0) as f64);
-                }
-            }
-        }
-    }
-    results
-}
-
-/// Host bytes the results of an all-pairs run of `sizes` sizes on `nranks` ranks
-/// take: on each rank the list of sizes and its samples (8 B a size, 32 B a round
-/// and size); on rank 0 also every rank's samples, the N x N matrices of 4 metrics
-/// (16 B a cell) and their CSV text (at most 24 B a cell). None: more than a u64 counts.
-pub fn results_bytes(nranks: usize, sizes: u64, root: bool) -> Option<u64> {
-    let n = nranks as u64;
-    let rounds = Repeated::new(nranks).total() as u64;
-    let samples = rounds
-        .checked_mul(sizes)?
-        .checked_mul(SAMPLE_LEN as u64 * 8)?;
-    let mine = sizes.checked_mul(8)?.checked_add(samples)?;
+/// Host bytes the results of an all-pairs run of `sizes` sizes take, with
+/// `pairing` of the job's `nranks` ranks measuring: on each rank the list of
+/// sizes and one round's samples (8 B a size, 32 B a size); on rank 0 also each
+/// round's gathered samples (32 B a rank and size), the matrices of 4 metrics
+/// for each repetition of the schedule and their medians plus 6 counter
+/// columns (8 B a pair and its diagonal cell); the matrix CSV is streamed to
+/// its file. None: more than a u64 counts.
+pub fn results_bytes(nranks: usize, pairing: usize, sizes: u64, root: bool) -> Option<u64> {
+    let sample = sizes.checked_mul(SAMPLE_LEN as u64 * 8)?;
+    let mine = sizes.checked_mul(8)?.checked_add(sample)?;
     if !root {
         return Some(mine);
     }
-    let cells = n.checked_mul(n)?.checked_mul(4)?.checked_mul(sizes)?;
-    samples
-        .checked_mul(n)?
-        .checked_add(cells.checked_mul(16 + 24)?)?
+    let p = pairing as u64;
+    let cells = p.checked_mul(p + 1)? / 2;
+    let matrices = (ROUNDS as u64 + 1)
+        .checked_mul(4)?
+        .checked_mul(sizes)?
+        .checked_add(Column::ALL.len() as u64)?;
+    cells
+        .checked_mul(matrices)?
+        .checked_mul(8)?
+        .checked_add(sample.checked_mul(nranks as u64)?)?
         .checked_add(mine)
 }
 
@@ -352,10 +284,10 @@ pub fn check_memory(
     program: &str,
     buffers: u64,
     per_pair: u64,
-    sizes: u64,
+    (pairing, sizes): (usize, u64),
 ) -> Result<(), Failure> {
     let own = |root| {
-        results_bytes(world.size, sizes, root)
+        results_bytes(world.size, pairing, sizes, root)
             .and_then(|r| r.checked_add(buffers)?.checked_add(per_pair))
     };
     let (Some(each), Some(root)) = (own(false), own(true)) else {
@@ -437,7 +369,7 @@ pub(crate) fn run_pairs_watched(
         (Some(path), true) => CounterCsv::create(path).map(Some),
         _ => Ok(None),
     };
-    let mut counters = agree(world, program, ExitStatus::Failed, counters)?;
+    let counters = agree(world, program, ExitStatus::Failed, counters)?;
     let who = Participants::of(world, run.pairs_of);
     if world.is_root() {
         let header = PairsHeader {
@@ -458,12 +390,32 @@ pub(crate) fn run_pairs_watched(
         };
         write_header(out, &header).map_err(|e| Failure::Fatal(e.into()))?;
     }
-    let mut fabric = RoundWatch::new(run.fabric.as_ref(), world.local_rank);
+    // Rank 0 tallies the counters round by round, --counters FILE written as they come.
+    let tally = (world.is_root() && run.fabric.is_some()).then(|| {
+        let schedule = Schedule {
+            hosts: who.hosts.clone(),
+            labels: who.labels(),
+            rounds: Repeated::new(who.ranks.len()),
+        };
+        let file = counters.map(|file| (file, RunInfo::new(program, chrono::Utc::now())));
+        RoundTally::new(schedule, file)
+    });
+    let mut fabric = RoundWatch::new(run.fabric.as_ref(), world.local_rank, tally);
     // The matrices so far, after every round: a job ended later keeps them.
+    // Said once: a full disk fails every round's writing alike.
+    let mut warned = false;
     let mut partial = |so_far: &PairResults| {
         if let (Some(_claimed), Some(path)) = (&csv, run.csv) {
-            if let Err(e) = write_matrices(path, so_far) {
-                eprintln!("{program}: warning: --csv {}: {e:#}", path.display());
+            match write_matrices(path, so_far) {
+                Err(e) if !warned => {
+                    warned = true;
+                    eprintln!(
+                        "{program}: warning: --csv {}: writing the pairs measured so far failed \
+                         ({e:#}); tried again after each round",
+                        path.display()
+                    );
+                }
+                _ => {}
             }
         }
     };
@@ -493,16 +445,9 @@ pub(crate) fn run_pairs_watched(
     };
     let confirmation = Confirmation::judge(&mut verdict, &results, &each, &list, &alone);
     let labels = results.labels.clone();
-    let rounds = Repeated::new(who.ranks.len()).table();
-    let schedule = Schedule {
-        hosts: &who.hosts,
-        labels: &labels,
-        rounds: &rounds,
-    };
-    let round_counters = fabric.into_rounds();
-    let footer = match &run.fabric {
-        Some(plan) => counters::fill(&round_counters, plan, &schedule, &mut results),
-        None => Vec::new(),
+    let (footer, counters_written) = match (&run.fabric, fabric.into_tally()) {
+        (Some(plan), Some(tally)) => tally.finish(plan, &mut results),
+        _ => (Vec::new(), Ok(())),
     };
     write_table(out, &results, &verdict, &confirmation, &run.thresholds)
         .map_err(|e| Failure::Fatal(e.into()))?;
@@ -516,12 +461,9 @@ pub(crate) fn run_pairs_watched(
     } else {
         ExitStatus::Ok
     };
-    if let Some(file) = &mut counters {
-        let run_info = RunInfo::new(program, chrono::Utc::now());
-        if let Err(e) = round_counters.write(file, &run_info, &schedule) {
-            eprintln!("{program}: error: {e:#}");
-            status = ExitStatus::Failed;
-        }
+    if let Err(e) = counters_written {
+        eprintln!("{program}: error: {e:#}");
+        status = ExitStatus::Failed;
     }
     if let (Some(_claimed), Some(path)) = (csv, run.csv) {
         if let Err(e) = write_matrices(path, &results) {
@@ -567,13 +509,17 @@ pub(crate) fn run_pairs_watched(
 }
 
 /// The matrices written whole over the file this run claimed (empty at first,
-/// then each round's): a write that fails leaves the one before.
+/// then each round's): a write that fails leaves the one before. Streamed to
+/// a temporary file beside it: the text (gigabytes at thousands of nodes) is
+/// never held.
 fn write_matrices(path: &Path, results: &PairResults) -> anyhow::Result<()> {
-    let mut bytes = Vec::new();
-    write_csv(&mut bytes, results)?;
-    write_whole(path, Replace::Always, &bytes)
+    let reason = |e: std::io::Error| anyhow::anyhow!("{}", io_reason(&e));
+    let mut whole = WholeFile::beside(path).map_err(reason)?;
+    write_csv(whole.file(), results)?;
+    whole
+        .persist(path, Replace::Always)
         .map(drop)
-        .map_err(|e| anyhow::anyhow!("{}", io_reason(&e)))
+        .map_err(|(e, _)| reason(e))
 }
 
 #[cfg(test)]
@@ -599,6 +545,42 @@ mod tests {
         Participants::among((0..names.len()).collect(), &hosts(names))
     }
 
+    /// Rank 0's results of node pairs at 16,384 ranks (2,048 nodes of 8) and 3
+    /// sizes fit in 1 GiB; every other rank's are a few bytes a size, whatever N.
+    #[test]
+    fn results_grow_with_the_pairing_not_the_rounds() {
+        let root = results_bytes(16_384, 2_048, 3, true).unwrap();
+        assert!(root < 1 << 30, "{}", human_bytes(root));
+        assert!(root > 2_048 * 2_049 / 2 * 54 * 8, "{}", human_bytes(root));
+        let every_rank = results_bytes(16_384, 16_384, 3, true).unwrap();
+        assert!(every_rank > 50 * root, "{}", human_bytes(every_rank));
+        assert_eq!(
+            results_bytes(4, 4, 3, false),
+            results_bytes(16_384, 16_384, 3, false)
+        );
+        assert_eq!(results_bytes(4, 4, 3, false), Some(3 * 8 + 3 * 32));
+        assert_eq!(results_bytes(1 << 40, 1 << 40, 3, true), None);
+    }
+
+    /// Rank 0's matrices after rounds `0..upto`, every world rank sending
+    /// `samples(rank, round)` (its samples of each size, one after another).
+    fn folded(
+        who: &Participants,
+        world_size: usize,
+        sizes: &[u64],
+        upto: usize,
+        samples: impl Fn(usize, usize) -> Vec<f64>,
+    ) -> Vec<PairResults> {
+        let rounds = Repeated::new(who.ranks.len());
+        let mut repetitions = Vec::new();
+        for r in 0..upto {
+            let sent: Vec<Vec<f64>> = (0..world_size).map(|rank| samples(rank, r)).collect();
+            let per_rank: Vec<&[f64]> = sent.iter().map(Vec::as_slice).collect();
+            fold_round(&mut repetitions, who, sizes, rounds, r, &per_rank);
+        }
+        repetitions
+    }
+
     /// After the first rounds, the pairs they measured are in the matrices and
     /// the others are not: what a job ended there writes, and what the verdict
     /// names as not measured.
@@ -607,11 +589,9 @@ mod tests {
         let names = every(&["a", "b", "c", "d"]);
         let rounds = Repeated::new(4);
         let once = rounds.once;
-        // Every rank's samples, 1 us each, for the whole schedule at one size.
-        let all: Vec<f64> = (0..4 * rounds.total())
-            .flat_map(|_| sample(1e-6, 1e-6, None))
-            .collect();
-        let so_far = PairResults::median_over(&repeats(&names, &[8], rounds, 1, &all)).unwrap();
+        // Every rank's sample, 1 us, in every round at one size.
+        let us = |_, _| sample(1e-6, 1e-6, None).to_vec();
+        let so_far = PairResults::median_over(&folded(&names, 4, &[8], 1, us)).unwrap();
         let measured: Vec<(usize, usize)> = so_far.sizes[0]
             .time_us
             .pairs()
@@ -627,24 +607,26 @@ mod tests {
         let verdict = so_far.judge(&Thresholds::default());
         assert_eq!(verdict.unmeasured.len(), 6 - first.len(), "{verdict:?}");
         // The whole schedule: every pair, each repetition its own matrices.
-        let whole = repeats(&names, &[8], rounds, rounds.total(), &all);
+        let whole = folded(&names, 4, &[8], rounds.total(), us);
         assert_eq!(whole.len(), ROUNDS);
         assert!(whole.iter().all(|r| r.sizes[0].time_us.pairs().len() == 6));
         // Part of the second repetition: two repetitions, the second partial.
-        assert_eq!(repeats(&names, &[8], rounds, once + 1, &all).len(), 2);
+        let part = folded(&names, 4, &[8], once + 1, us);
+        assert_eq!(part.len(), 2);
+        assert_eq!(part[1].sizes[0].time_us.pairs().len(), first.len());
     }
 
     /// Node pairs: the first rank of each node measures; the matrices are the
-    /// nodes', from those ranks' samples.
+    /// nodes', from those ranks' samples (the others' byes are never read).
     #[test]
     fn node_pairs_are_the_first_ranks_of_each_node() {
         let who = Participants::among(vec![0, 2], &hosts(&["a", "a", "b", "b"]));
-        let rounds = Repeated::new(2);
-        // The participants' samples alone: ranks 0 and 2.
-        let all = [sample(1e-6, 1e-6, None), sample(3e-6, 2e-6, None)]
-            .map(|r| r.repeat(ROUNDS))
-            .concat();
-        let r = assemble(&who, &[1000], rounds, 0..1, &all);
+        let sent = |rank, _| match rank {
+            0 => sample(1e-6, 1e-6, None).to_vec(),
+            2 => sample(3e-6, 2e-6, None).to_vec(),
+            _ => PairSample::BYE.encode().to_vec(),
+        };
+        let r = &folded(&who, 4, &[1000], 1, sent)[0];
         assert_eq!(r.labels, hosts(&["a", "b"]));
         assert_eq!(r.sizes[0].time_us.pairs(), vec![(0, 1, 3.0)]);
         assert_eq!(r.sizes[0].p50_us.get(0, 1), Some(2.0));
@@ -653,17 +635,10 @@ mod tests {
     #[test]
     fn a_pair_is_as_slow_as_its_slower_side() {
         // Two ranks, one round, sizes 1000 and 2000 B.
-        let rounds = Repeated::new(2);
         let rank0 = [sample(1e-6, 1e-6, None), sample(2e-6, 1.5e-6, None)].concat();
         let rank1 = [sample(2e-6, 0.5e-6, None), sample(1e-6, 3e-6, None)].concat();
-        let r = assemble(
-            &every(&["a", "b"]),
-            &[1000, 2000],
-            rounds,
-            0..1,
-            // Every rank's samples of the whole repeated schedule: the one round, ROUNDS times.
-            &[rank0.repeat(ROUNDS), rank1.repeat(ROUNDS)].concat(),
-        );
+        let sent = |rank: usize, _| [&rank0, &rank1][rank].clone();
+        let r = &folded(&every(&["a", "b"]), 2, &[1000, 2000], 1, sent)[0];
         assert_eq!(r.labels, hosts(&["a", "b"]));
         assert_eq!(r.sizes[0].time_us.get(0, 1), Some(2.0));
         assert_eq!(r.sizes[0].time_us.get(1, 0), Some(2.0));
@@ -678,28 +653,24 @@ mod tests {
     #[test]
     fn a_bye_leaves_no_mark_and_wrong_bytes_add_up() {
         // Three ranks, three rounds of one pair: (1, 2), (0, 1), (0, 2); one size.
-        let rounds = Repeated::new(3);
         let bye = PairSample::BYE.encode();
         let rank0 = [
             bye,
             sample(1e-6, 1e-6, Some(0)),
             sample(4e-6, 4e-6, Some(3)),
-        ]
-        .concat();
+        ];
         let rank1 = [
             sample(2e-6, 2e-6, Some(1)),
             sample(1e-6, 1e-6, Some(0)),
             bye,
-        ]
-        .concat();
+        ];
         let rank2 = [
             sample(2e-6, 2e-6, Some(2)),
             bye,
             sample(4e-6, 4e-6, Some(0)),
-        ]
-        .concat();
-        let all = [rank0, rank1, rank2].map(|r| r.repeat(ROUNDS)).concat();
-        let r = assemble(&every(&["n", "n", "m"]), &[8], rounds, 0..3, &all);
+        ];
+        let sent = |rank: usize, r: usize| [rank0, rank1, rank2][rank][r].to_vec();
+        let r = &folded(&every(&["n", "n", "m"]), 3, &[8], 3, sent)[0];
         assert_eq!(r.labels, hosts(&["n/0", "n/1", "m/2"]));
         let s = &r.sizes[0];
         assert_eq!(

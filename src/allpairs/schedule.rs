@@ -6,6 +6,8 @@
 //! Computed by formula, one round or one partner at a time: no rank holds the
 //! whole table (n^2/2 pairs, gigabytes at 16,384 ranks).
 
+use super::confirm::ROUNDS;
+
 /// Rounds of the schedule: every pair of `0..n` once.
 pub fn rounds(n: usize) -> usize {
     match n {
@@ -47,8 +49,36 @@ pub fn partner_in(n: usize, round: usize, me: usize) -> Option<usize> {
     Some(slot(m, round, m - 1 - i)).filter(|&p| p < n)
 }
 
-/// Every round's pairs, for the few who need the table (tests, and rank 0's
-/// counters, beside its N x N matrices).
+/// The schedule run `ROUNDS` times over, interleaved: every pair once, then
+/// every pair again, so that a slow spell of the machine touches every pair.
+/// Round `r` of it is round `r % once` of the schedule, computed when needed.
+#[derive(Clone, Copy, Debug)]
+pub struct Repeated {
+    pub n: usize,
+    /// Rounds of one pass over every pair.
+    pub once: usize,
+}
+
+impl Repeated {
+    pub fn new(n: usize) -> Repeated {
+        Repeated { n, once: rounds(n) }
+    }
+
+    pub fn total(&self) -> usize {
+        ROUNDS * self.once
+    }
+
+    pub fn pairs(&self, r: usize) -> Vec<(usize, usize)> {
+        pairs_in(self.n, r % self.once.max(1))
+    }
+
+    pub fn partner(&self, r: usize, me: usize) -> Option<usize> {
+        partner_in(self.n, r % self.once.max(1), me)
+    }
+}
+
+/// Every round's pairs (tests: the whole table, n^2/2 pairs).
+#[cfg(test)]
 pub fn round_robin(n: usize) -> Vec<Vec<(usize, usize)>> {
     (0..rounds(n)).map(|r| pairs_in(n, r)).collect()
 }

@@ -141,11 +141,11 @@ fn write_matrix(
         write!(out, " {l:>width$}")?;
     }
     writeln!(out)?;
-    for (i, row) in m.0.iter().enumerate() {
-        write!(out, "{:>width$}", labels[i])?;
-        for v in row {
+    for (i, label) in labels.iter().enumerate() {
+        write!(out, "{label:>width$}")?;
+        for v in m.row(i) {
             match v {
-                Some(v) => write!(out, " {:>width$}", fit(*v, width))?,
+                Some(v) => write!(out, " {:>width$}", fit(v, width))?,
                 None => write!(out, " {:>width$}", "-")?,
             }
         }

@@ -149,9 +149,9 @@ impl WithCounters for SizeResult {
 struct Total {
     counted: u64,
     /// Sizes (or rounds) during which it moved, in order, each once.
-    moved: Vec<Span>,
+    moved: Spans<Span>,
     /// Sizes (or rounds) during which its delta was unknown, and why.
-    unknown: Vec<(Span, &'static str)>,
+    unknown: Spans<(Span, &'static str)>,
 }
 
 /// Every counter's movement over a run, by node, from each size's (or round's) deltas.
@@ -179,11 +179,9 @@ impl RunTotals {
                     Delta::Counted(0) => {}
                     Delta::Counted(d) => {
                         total.counted += d;
-                        if !total.moved.contains(&span) {
-                            total.moved.push(span.clone());
-                        }
+                        total.moved.push(&span);
                     }
-                    Delta::Unknown(why) => total.unknown.push((span.clone(), why.name())),
+                    Delta::Unknown(why) => total.unknown.push(&(span.clone(), why.name())),
                 }
             }
         }
@@ -219,15 +217,18 @@ impl RunTotals {
                         key.family.name(),
                         key.name,
                         total.counted,
-                        span_list(&total.moved)
+                        total.moved.list()
                     ));
                 }
-                for (span, why) in &total.unknown {
+                let place = format!("{} {}/{}", key.place(), key.family.name(), key.name);
+                for (span, why) in &total.unknown.first {
                     out.push(format!(
-                        "  {host}: {} {}/{}: {why} during {span}, its delta unknown",
-                        key.place(),
-                        key.family.name(),
-                        key.name,
+                        "  {host}: {place}: {why} during {span}, its delta unknown"
+                    ));
+                }
+                if let Some(more) = total.unknown.more() {
+                    out.push(format!(
+                        "  {host}: {place}: its delta unknown during {more} more"
                     ));
                 }
             }
@@ -304,13 +305,51 @@ fn netdev_line(keys: &BTreeMap<Key, Total>) -> Option<String> {
     (!named.is_empty()).then(|| format!("data on netdevs (sent + received): {}", named.join(", ")))
 }
 
-/// "8 B, 16 B" (at most 8, then how many more).
-fn span_list(spans: &[Span]) -> String {
-    let mut named: Vec<String> = spans.iter().take(8).map(Span::to_string).collect();
-    if spans.len() > 8 {
-        named.push(format!("{} more", spans.len() - 8));
+/// Spans named in a footer line at most: a counter that moved in every round
+/// of a long run keeps these and a count, not every round.
+const SPANS_NAMED: usize = 8;
+
+/// The first spans of something, each once, and how many in all.
+#[derive(Debug)]
+struct Spans<T> {
+    first: Vec<T>,
+    all: usize,
+}
+
+impl<T> Default for Spans<T> {
+    fn default() -> Self {
+        Spans {
+            first: Vec::new(),
+            all: 0,
+        }
     }
-    named.join(", ")
+}
+
+impl<T: Clone + PartialEq> Spans<T> {
+    /// Counts `span` unless it is the last one counted (each span comes in order).
+    fn push(&mut self, span: &T) {
+        if self.all == self.first.len() && self.first.last() == Some(span) {
+            return;
+        }
+        self.all += 1;
+        if self.first.len() < SPANS_NAMED {
+            self.first.push(span.clone());
+        }
+    }
+
+    /// How many were not kept, if any.
+    fn more(&self) -> Option<usize> {
+        Some(self.all - self.first.len()).filter(|&m| m > 0)
+    }
+}
+
+impl Spans<Span> {
+    /// "8 B, 16 B" (at most `SPANS_NAMED`, then how many more).
+    fn list(&self) -> String {
+        let mut named: Vec<String> = self.first.iter().map(Span::to_string).collect();
+        named.extend(self.more().map(|m| format!("{m} more")));
+        named.join(", ")
+    }
 }
 
 /// Rank 0's footer block: printed once the run finishes.

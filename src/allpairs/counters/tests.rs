@@ -1,51 +1,57 @@
 use super::*;
 use crate::allpairs::matrix::{labels, read_csv, write_csv, SizeMatrices};
-use crate::allpairs::schedule::round_robin;
+use crate::allpairs::schedule::Repeated;
 use crate::report::counters::{Meant, Watch};
 use crate::sysfs::counters::{Change, Delta, Family, Key};
 use crate::sysfs::fixture::Tree;
 
-/// Three rounds over the fixture tree, as the node's local rank 0 reads them.
-fn rounds_over(tree: &Tree, host: &str, n: usize) -> RoundCounters {
+/// `n` rounds over the fixture tree, as the node's local rank 0 reads them.
+fn rounds_over(tree: &Tree, host: &str, n: usize) -> Vec<SizeCounters> {
     let plan = FabricPlan {
         root: tree.dir().to_path_buf(),
         ..FabricPlan::default()
     };
     let mut watch = Watch::new(&plan, 0);
-    let rounds = (0..n)
+    (0..n)
         .map(|_| {
             let before = watch.before();
             let node = watch.after_here(host, before).unwrap();
             SizeCounters { nodes: vec![node] }
         })
-        .collect();
-    RoundCounters { rounds }
+        .collect()
 }
 
-/// Each rank's host and label, and the rounds of their pairs.
-struct Ranks {
-    hosts: Vec<String>,
-    labels: Vec<String>,
-    rounds: Vec<Vec<(usize, usize)>>,
+/// The schedule of ranks on `hosts`.
+fn on(hosts: &[&str]) -> Schedule {
+    let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+    Schedule {
+        labels: labels(&hosts),
+        rounds: Repeated::new(hosts.len()),
+        hosts,
+    }
 }
 
-impl Ranks {
-    fn on(hosts: &[&str]) -> Ranks {
-        let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
-        Ranks {
-            labels: labels(&hosts),
-            rounds: round_robin(hosts.len()),
-            hosts,
-        }
+/// The footer's lines and the results with the counter matrices after
+/// `rounds`, in order from the first, each round's deltas written to `file`
+/// as they are tallied.
+fn tally(
+    schedule: Schedule,
+    rounds: &[SizeCounters],
+    (plan, sizes): (&FabricPlan, Vec<SizeMatrices>),
+    file: Option<(CounterCsv, RunInfo)>,
+) -> (Vec<String>, PairResults) {
+    let mut results = PairResults {
+        labels: schedule.labels.clone(),
+        sizes,
+        counters: Vec::new(),
+    };
+    let mut tally = RoundTally::new(schedule, file);
+    for (r, round) in rounds.iter().enumerate() {
+        tally.add(r, round);
     }
-
-    fn schedule(&self) -> Schedule<'_> {
-        Schedule {
-            hosts: &self.hosts,
-            labels: &self.labels,
-            rounds: &self.rounds,
-        }
-    }
+    let (lines, written) = tally.finish(plan, &mut results);
+    written.unwrap();
+    (lines, results)
 }
 
 fn rxe_plan() -> FabricPlan {
@@ -66,14 +72,15 @@ fn a_counter_that_moved_in_one_round_names_that_rounds_pair() {
     // retransmits move during the second read span only.
     let tree = Tree::named("counters/rxe-bad-round");
     let rounds = rounds_over(&tree, "softroce-vm", 3);
-    let ranks = Ranks::on(&["softroce-vm"; 3]);
-    let (schedule, labels) = (ranks.schedule(), ranks.labels.clone());
-    let mut results = PairResults {
-        labels: labels.clone(),
-        sizes: vec![SizeMatrices::empty(8, 3, false)],
-        counters: Vec::new(),
-    };
-    let lines = fill(&rounds, &rxe_plan(), &schedule, &mut results);
+    let schedule = on(&["softroce-vm"; 3]);
+    // --counters FILE, written round by round.
+    let scratch = Tree::temp("allpairs-counters");
+    let dir = scratch.dir();
+    let counters_path = dir.join("counters.csv");
+    let file = CounterCsv::create(&counters_path).unwrap();
+    let run = RunInfo::new("ib_write_bw", chrono::Utc::now());
+    let sizes = vec![SizeMatrices::empty(8, 3, false)];
+    let (lines, results) = tally(schedule, &rounds, (&rxe_plan(), sizes), Some((file, run)));
     let pair = "softroce-vm/0 <-> softroce-vm/1";
     assert_eq!(
         lines,
@@ -83,7 +90,7 @@ fn a_counter_that_moved_in_one_round_names_that_rounds_pair() {
             format!("  softroce-vm: retransmits rxe1:1 hw_counters/completer_retry_err +2 during round 2 ({pair})"),
             format!("  softroce-vm: retransmits rxe2:1 hw_counters/duplicate_request +5 during round 2 ({pair})"),
             format!(
-                "WARNING: pair {pair} (round 2 of 3): retransmits +7 while this pair ran \
+                "WARNING: pair {pair} (round 2 of 9): retransmits +7 while this pair ran \
                  (softroce-vm rxe1:1 hw_counters/completer_retry_err +2, softroce-vm rxe2:1 \
                  hw_counters/duplicate_request +5): check the link between them (cables and \
                  switch ports: ibdiagnet, mlxlink; on RoCE the PFC/ECN settings)"
@@ -101,8 +108,6 @@ fn a_counter_that_moved_in_one_round_names_that_rounds_pair() {
     assert_eq!(column(Column::RdmaPackets).get(1, 2), Some(1600.0));
     assert_eq!(column(Column::RdmaBytes).pairs(), vec![]);
     // ... and they come back from the file.
-    let scratch = Tree::temp("allpairs-counters");
-    let dir = scratch.dir();
     let path = dir.join("m.csv");
     let mut bytes = Vec::new();
     write_csv(&mut bytes, &results).unwrap();
@@ -115,11 +120,6 @@ fn a_counter_that_moved_in_one_round_names_that_rounds_pair() {
     assert_eq!(read_csv(&path).unwrap(), results);
 
     // --counters FILE: each raw delta with its round and pair, loadable.
-    let counters_path = dir.join("counters.csv");
-    let mut file = CounterCsv::create(&counters_path).unwrap();
-    let run = RunInfo::new("ib_write_bw", chrono::Utc::now());
-    rounds.write(&mut file, &run, &schedule).unwrap();
-    drop(file);
     let mut reader = ::csv::Reader::from_path(&counters_path).unwrap();
     let rows: Vec<crate::report::counters::CounterRow> =
         reader.deserialize().map(Result::unwrap).collect();
@@ -163,28 +163,42 @@ fn retransmit(host: &str, by: u64) -> NodeChanges {
 #[test]
 fn pairs_that_share_a_node_in_a_round_are_not_told_apart() {
     // Ranks 0, 1 on a and 2, 3 on b: rounds (0,3)+(1,2), (0,1)+(2,3), (0,2)+(1,3).
-    let ranks = Ranks::on(&["a", "a", "b", "b"]);
-    let schedule = ranks.schedule();
+    let schedule = on(&["a", "a", "b", "b"]);
     let quiet = |host: &str| retransmit(host, 0);
-    let rounds = RoundCounters {
-        rounds: vec![
-            SizeCounters {
-                nodes: vec![retransmit("a", 3), quiet("b")],
-            },
-            SizeCounters {
-                nodes: vec![quiet("a"), retransmit("b", 4)],
-            },
-            SizeCounters {
-                nodes: vec![quiet("a"), quiet("b")],
-            },
-        ],
-    };
-    let lines = rounds.lines(&FabricPlan::default(), &schedule);
+    let rounds = [
+        SizeCounters {
+            nodes: vec![retransmit("a", 3), quiet("b")],
+        },
+        SizeCounters {
+            nodes: vec![quiet("a"), retransmit("b", 4)],
+        },
+        SizeCounters {
+            nodes: vec![quiet("a"), quiet("b")],
+        },
+    ];
+    let quiet_plan = (&FabricPlan::default(), Vec::new());
+    let (lines, results) = tally(schedule, &rounds, quiet_plan, None);
+    // Both pairs of round 1 crossed a, so a's +3 is in both their cells.
+    let column = &results
+        .counters
+        .iter()
+        .find(|(k, _)| *k == Column::Retransmits);
+    assert_eq!(
+        column.unwrap().1.pairs(),
+        vec![
+            (0, 1, 0.0),
+            (0, 2, 0.0),
+            (0, 3, 3.0),
+            (1, 2, 3.0),
+            (1, 3, 0.0),
+            (2, 3, 4.0)
+        ]
+    );
     let warnings: Vec<&String> = lines.iter().filter(|l| l.starts_with("WARNING")).collect();
     assert_eq!(warnings.len(), 3, "{lines:#?}");
     assert!(
         warnings[0].starts_with(
-            "WARNING: pair a/0 <-> b/3 (round 1 of 3): retransmits +3 while this pair ran \
+            "WARNING: pair a/0 <-> b/3 (round 1 of 9): retransmits +3 while this pair ran \
              (a mlx5_0:1 hw_counters/packet_seq_err +3)"
         ),
         "{}",
@@ -198,10 +212,10 @@ fn pairs_that_share_a_node_in_a_round_are_not_told_apart() {
         "{}",
         warnings[0]
     );
-    assert!(warnings[1].starts_with("WARNING: pair a/1 <-> b/2 (round 1 of 3)"));
+    assert!(warnings[1].starts_with("WARNING: pair a/1 <-> b/2 (round 1 of 9)"));
     // Round 2: both of b's ranks ran one pair, on b alone: that pair only, no doubt.
     assert!(
-        warnings[2].starts_with("WARNING: pair b/2 <-> b/3 (round 2 of 3): retransmits +4"),
+        warnings[2].starts_with("WARNING: pair b/2 <-> b/3 (round 2 of 9): retransmits +4"),
         "{}",
         warnings[2]
     );
@@ -213,4 +227,51 @@ fn pairs_that_share_a_node_in_a_round_are_not_told_apart() {
         ),
         "{lines:#?}"
     );
+}
+
+/// A counter that moves in every round of a long run: the footer names its
+/// first rounds and counts the rest, and the pair warnings stop at
+/// `WARNINGS_SHOWN` with a count, so neither grows with rounds times pairs.
+#[test]
+fn a_counter_moving_every_round_is_counted_not_listed() {
+    let hosts = ["a", "b", "c", "d", "e", "f"];
+    let schedule = on(&hosts);
+    let total = schedule.rounds.total();
+    assert_eq!(total, 15);
+    let rounds: Vec<SizeCounters> = (0..total)
+        .map(|_| SizeCounters {
+            nodes: hosts.iter().map(|h| retransmit(h, 1)).collect(),
+        })
+        .collect();
+    let quiet_plan = (&FabricPlan::default(), Vec::new());
+    let (lines, results) = tally(schedule, &rounds, quiet_plan, None);
+    let warnings: Vec<&String> = lines.iter().filter(|l| l.starts_with("WARNING")).collect();
+    assert_eq!(warnings.len(), WARNINGS_SHOWN + 1, "{lines:#?}");
+    // 15 rounds of 3 pairs, each pair's two nodes moved: 45 warnings.
+    assert!(
+        warnings[WARNINGS_SHOWN]
+            .starts_with("WARNING: 25 more pair rounds moved a trouble counter"),
+        "{}",
+        warnings[WARNINGS_SHOWN]
+    );
+    let a = lines
+        .iter()
+        .find(|l| l.starts_with("  a: retransmits"))
+        .expect("a's retransmits");
+    assert!(a.contains("+15 during round 1 ("), "{a}");
+    assert!(a.ends_with(", 7 more"), "{a}");
+    assert_eq!(a.matches("round ").count(), 8, "{a}");
+    // Every pair ran in 3 rounds and moved 2 a round (one a node).
+    let column = &results
+        .counters
+        .iter()
+        .find(|(k, _)| *k == Column::Retransmits)
+        .unwrap()
+        .1;
+    assert!(
+        column.pairs().iter().all(|&(_, _, v)| v == 6.0),
+        "{:?}",
+        column.pairs()
+    );
+    assert_eq!(column.pairs().len(), 15);
 }
