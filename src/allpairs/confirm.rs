@@ -182,6 +182,10 @@ pub enum Finding {
     /// Slow alone, but its ranks waited for a CPU for this share of the time,
     /// which may account for it: the host, not the network, may be what is slow.
     HostBusy(f64),
+    /// Not measured alone and slow over its concurrent rounds, while `fast` of
+    /// the `of` suspects of its criterion measured alone were within the limit
+    /// alone: other pairs running may be all that made it slow.
+    Unchecked { fast: usize, of: usize },
 }
 
 /// The figures of one pair measured alone, in a criterion's unit, with the
@@ -459,6 +463,7 @@ impl Confirmation {
                 });
             }
         }
+        doubt_the_unchecked(&mut checked);
         let confirmed = |c: Criterion, p: &SlowPair| {
             checked.iter().any(|k| {
                 k.criterion == c
@@ -477,11 +482,15 @@ impl Confirmation {
     }
 
     /// A suspect measured alone lay across its limit, or was slow on latency
-    /// while its host kept its ranks waiting for a CPU: the run cannot tell.
+    /// while its host kept its ranks waiting for a CPU, or was not measured
+    /// alone where others were fast alone: the run cannot tell.
     pub fn inconclusive(&self) -> bool {
-        self.checked
-            .iter()
-            .any(|c| matches!(c.finding, Finding::CannotTell(_) | Finding::HostBusy(_)))
+        self.checked.iter().any(|c| {
+            matches!(
+                c.finding,
+                Finding::CannotTell(_) | Finding::HostBusy(_) | Finding::Unchecked { .. }
+            )
+        })
     }
 
     /// One line per suspect pair, naming the nodes (`LINES_EACH` at most).
@@ -551,6 +560,8 @@ impl Checked {
                 "{what}: cannot tell (its ranks' wait for a CPU may be all that made it slow); rerun \
                  on an idle host"
             ),
+            // Only a pair not measured alone is unchecked.
+            (Finding::Unchecked { .. }, _) => format!("{what}: {}", together_finding(self.finding)),
         }
     }
 
@@ -582,6 +593,37 @@ fn together_finding(f: Finding) -> String {
             "cannot tell (its ranks waited for a CPU {:.0}% of the time)",
             share * 100.0
         ),
+        Finding::Unchecked { fast, of } => format!(
+            "cannot tell (slow over the whole interval, but {fast} of the {of} suspects measured \
+             alone were within the limit alone: slow only while other pairs ran)"
+        ),
+    }
+}
+
+/// A suspect not measured alone (beyond `MAX_ALONE`, or in no launch's
+/// re-measure) is slow on its concurrent rounds alone; where suspects of its
+/// criterion that were measured alone turned out within the limit alone, the
+/// other pairs running may be all that made it slow too: it cannot be told.
+fn doubt_the_unchecked(checked: &mut [Checked]) {
+    for criterion in [Criterion::Bandwidth, Criterion::Latency] {
+        let alone = || {
+            (checked.iter()).filter(|k| k.criterion == criterion && !k.measured.figures.is_empty())
+        };
+        let of = alone().count();
+        let fast = alone()
+            .filter(|k| k.finding == Finding::NotConfirmed)
+            .count();
+        if fast == 0 {
+            continue;
+        }
+        for k in checked.iter_mut().filter(|k| {
+            k.criterion == criterion
+                && k.measured.figures.is_empty()
+                && k.finding == Finding::Confirmed
+                && k.together.value.is_finite()
+        }) {
+            k.finding = Finding::Unchecked { fast, of };
+        }
     }
 }
 
@@ -745,6 +787,57 @@ mod tests {
             .collect();
         let c = Confirmation::judge(&mut verdict, &medians, &rounds, &list, &alone);
         (verdict, c)
+    }
+
+    /// Node 2 of 5 slow in three rounds; every suspect but its first on
+    /// bandwidth measured alone as `slow` (as beyond `MAX_ALONE`), the typical
+    /// pairs as healthy.
+    fn judged_but_one(slow: Alone) -> (PairsVerdict, Confirmation) {
+        let rounds = vec![results(5, Some(2), 45.0, 20.0); ROUNDS];
+        let medians = PairResults::median_over(&rounds).unwrap();
+        let mut verdict = medians.judge(&Thresholds::default());
+        let mut list = to_remeasure(&verdict, &medians);
+        let skipped = list.iter().position(|s| s.size == 1 << 20).unwrap();
+        list.remove(skipped);
+        let alone: Vec<Vec<PairSample>> = (list.iter())
+            .map(|s| match s.b == 2 || s.a == 2 {
+                true => samples(s, slow),
+                false => samples(s, HEALTHY),
+            })
+            .collect();
+        let c = Confirmation::judge(&mut verdict, &medians, &rounds, &list, &alone);
+        (verdict, c)
+    }
+
+    /// A suspect not measured alone is slow on its concurrent rounds alone:
+    /// confirmed where the suspects measured alone were slow alone too, and
+    /// not told where they were within the limit alone.
+    #[test]
+    fn a_suspect_not_measured_alone_is_doubted_when_the_others_were_fast_alone() {
+        let unchecked = |c: &Confirmation| {
+            let k = c.checked.iter().find(|k| k.measured.figures.is_empty());
+            k.expect("one not measured alone").finding
+        };
+        let slow = Alone {
+            us: &[50.0, 52.0, 49.0],
+            gbs: &[20.0, 21.0, 19.0],
+            wait: None,
+        };
+        let (v, c) = judged_but_one(slow);
+        assert_eq!(unchecked(&c), Finding::Confirmed);
+        assert_eq!((v.slow_bw.len(), v.suspects.len()), (4, 1));
+        assert!(!c.inconclusive());
+        let (v, c) = judged_but_one(HEALTHY);
+        assert_eq!(unchecked(&c), Finding::Unchecked { fast: 3, of: 3 });
+        assert!(v.slow_bw.is_empty() && v.passed() && c.inconclusive());
+        let line = c.lines(&labels())[0].clone();
+        assert!(
+            line.ends_with(
+                "not measured alone: cannot tell (slow over the whole interval, but 3 of the 3 \
+                 suspects measured alone were within the limit alone: slow only while other pairs ran)"
+            ),
+            "{line}"
+        );
     }
 
     fn judged(us: &[f64], gbs: &[f64]) -> (PairsVerdict, Confirmation) {
