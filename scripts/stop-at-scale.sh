@@ -15,7 +15,7 @@ echo "load at start: $(cut -d' ' -f1 /proc/loadavg)"
 start=$(date +%s.%N)
 launch=(mpirun -np "$np")
 if [ -n "${RACK:-}" ]; then
-  [ "$RACK" -ge 2 ] && [ $((np % RACK)) -eq 0 ] || { echo "stop-at-scale.sh: RACK=$RACK: give 2 nodes or more, dividing NP=$np" >&2; exit 2; }
+  [[ $RACK =~ ^[0-9]+$ ]] && [ "$RACK" -ge 2 ] && [ $((np % RACK)) -eq 0 ] || { echo "stop-at-scale.sh: RACK=$RACK: give 2 nodes or more, dividing NP=$np" >&2; exit 2; }
   launch=("$root/scripts/virtual-rack.sh" run -N $((np / RACK)) --)
   echo "on the virtual rack's $RACK nodes, $((np / RACK)) ranks each"
 fi
