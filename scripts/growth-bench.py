@@ -229,6 +229,12 @@ def report(mode, rows, baseline, timeout_s):
               f"{fmt(d):>12} {fmt(c):>9} {fmt(line[0]):>10} {fmt(line[1]):>10}")
 
 
+def usage(message):
+    """Bad input: one line and exit status 2, as argparse's own."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -245,18 +251,18 @@ def main():
         if min(ns) < 2:
             raise ValueError
     except ValueError:
-        sys.exit(f"growth-bench.py: --ranks takes rank counts of 2 or more, comma-separated (got '{a.ranks}'); e.g. --ranks 4,16,64")
+        usage(f"growth-bench.py: --ranks takes rank counts of 2 or more, comma-separated (got '{a.ranks}'); e.g. --ranks 4,16,64")
     rack = None
     if a.rack is not None:
         if a.rack < 2 or any(n % a.rack for n in ns):
-            sys.exit(f"growth-bench.py: --rack {a.rack}: give 2 nodes or more, and --ranks that are multiples of it (got '{a.ranks}')")
+            usage(f"growth-bench.py: --rack {a.rack}: give 2 nodes or more, and --ranks that are multiples of it (got '{a.ranks}')")
         rack = (os.path.join(root, "scripts", "virtual-rack.sh"), a.rack)
     modes = a.modes.split(",")
     for m in modes:
         if m not in MODES:
-            sys.exit(f"growth-bench.py: --modes takes {','.join(MODES)} (got '{m}')")
+            usage(f"growth-bench.py: --modes takes {','.join(MODES)} (got '{m}')")
         if not os.access(os.path.join(a.bin_dir, MODES[m][0]), os.X_OK):
-            sys.exit(f"growth-bench.py: {a.bin_dir}/{MODES[m][0]} is missing: cargo build --bin {MODES[m][0]} (or --bin-dir)")
+            usage(f"growth-bench.py: {a.bin_dir}/{MODES[m][0]} is missing: cargo build --bin {MODES[m][0]} (or --bin-dir)")
     out = a.out or tempfile.mkdtemp(prefix="growth-bench.")
     os.makedirs(out, exist_ok=True)
     where = f"the virtual rack's {a.rack} nodes" if rack else "this host"
