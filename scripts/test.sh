@@ -94,14 +94,18 @@ echo "test.sh: compare.ipynb executed headless on the same runs"
 # then srun --mpi=pmix across the nodes, srun -O (Open MPI told to yield),
 # rack_check with launcher = "srun" and sbatch of the rack acceptance recipe;
 # every daemon stopped and the rack taken down, also when a check fails.
-# Once more, said so, only when a task died of SIGSEGV: Open MPI 4.1.4's TCP BTL
+# Again, said so, only when a task died of SIGSEGV: Open MPI 4.1.4's TCP BTL
 # crashes in MPI_Init under srun about once in 150 launches of 2 nodes
-# (docs/launching.md); any other failure stops here.
+# (docs/launching.md), and a run launches about 20. Inside CI rehearsals under
+# load 4 of 6 runs lost a task, one rehearsal both of its two (12 runs alone
+# under the same busy loops lost none). Five tries at most; any other failure
+# stops here.
 slurm_run() { scripts/slurm-ci.sh 2 2>&1 | tee "$nb/slurm.log" | sed -u 's/^slurm-ci.sh: /test.sh: slurm: /'; }
-if ! slurm_run; then
+for try in 1 2 3 4 5; do
+    slurm_run && break
     grep -q 'task [0-9]*: Segmentation fault' "$nb/slurm.log" \
         || { echo "test.sh: scripts/slurm-ci.sh failed (its lines above)" >&2; exit 1; }
-    echo "test.sh: slurm: a task died of SIGSEGV in MPI_Init (Open MPI 4.1.4's TCP BTL under srun, docs/launching.md): once more"
-    slurm_run || { echo "test.sh: scripts/slurm-ci.sh failed twice (its lines above)" >&2; exit 1; }
-fi
+    [ "$try" -lt 5 ] || { echo "test.sh: scripts/slurm-ci.sh lost a task to SIGSEGV 5 times (its lines above)" >&2; exit 1; }
+    echo "test.sh: slurm: a task died of SIGSEGV in MPI_Init (Open MPI 4.1.4's TCP BTL under srun, docs/launching.md): try $((try + 1)) of 5"
+done
 scripts/softroce-ci.sh    # the verbs data path in the Soft-RoCE VM (skipped with a message where the VM tool is absent)
