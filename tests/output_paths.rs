@@ -572,3 +572,25 @@ fn a_reader_that_goes_away_ends_a_tool_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{stderr}");
 }
+
+/// What a CI rehearsal's mpirun printed after a rank's one error line (cut).
+const SEEN: &str = "all_reduce_perf: rank 0 (vm): error: --plot x: No space left on device (os error 28)
+[vm:30765] [[5331,0],0] ORTE_ERROR_LOG: Data unpack would read past end of buffer in file ../../../orte/util/show_help.c at line 513
+[vm:30765] *** Process received signal ***
+[vm:30765] Signal: Segmentation fault (11)
+[vm:30765] [ 1] /lib/x86_64-linux-gnu/libpmix.so.2(PMIx_server_finalize+0xb08)[0x7fd07527d118]
+[vm:30765] [ 6] mpirun(+0x13ea)[0x55bdd297a3ea]
+[vm:30765] *** End of error message ***
+";
+
+/// `one_error` leaves out mpirun's own crash report, never a rank's.
+#[test]
+fn mpirun_s_own_crash_is_left_out_and_a_rank_s_is_kept() {
+    assert_eq!(
+        common::without_launcher_crash(SEEN),
+        "all_reduce_perf: rank 0 (vm): error: --plot x: No space left on device (os error 28)\n"
+    );
+    let rank =
+        "[vm:4242] Signal: Segmentation fault (11)\n[vm:4242] [ 3] all_reduce_perf(+0x13ea)[0x1]\n";
+    assert_eq!(common::without_launcher_crash(rank), rank);
+}
