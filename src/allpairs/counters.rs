@@ -8,6 +8,7 @@
 //! congestion or pause counter), fills the matrix CSV's counter columns and
 //! writes `--counters FILE` with the round and pair of every raw delta.
 
+use super::judging::LINES_EACH;
 use super::matrix::{Matrix, PairResults};
 use super::schedule::Repeated;
 use crate::job::world::World;
@@ -156,10 +157,6 @@ fn of_pair(
     }
 }
 
-/// Pair warnings printed at most; the others are counted (every pair's counts
-/// are in the matrix CSV's columns and every delta in `--counters FILE`).
-const WARNINGS_SHOWN: usize = 20;
-
 /// Rank 0's account of the fabric counters, each round's deltas added as they
 /// arrive, then dropped: the footer's totals, the matrix CSV's counter columns,
 /// the pair warnings and `--counters FILE` (written round by round) grow with
@@ -213,7 +210,9 @@ impl RoundTally {
                 }
             }
             if let Some(w) = pair_warning(&pairs, &mine, pair) {
-                match self.warnings.len() < WARNINGS_SHOWN {
+                // As the verdict's lines of a kind: the rest counted (each pair's counts
+                // are in the matrix CSV's columns, each delta in --counters FILE).
+                match self.warnings.len() < LINES_EACH {
                     true => self.warnings.push(w),
                     false => self.unshown += 1,
                 }

@@ -231,7 +231,7 @@ fn pairs_that_share_a_node_in_a_round_are_not_told_apart() {
 
 /// A counter that moves in every round of a long run: the footer names its
 /// first rounds and counts the rest, and the pair warnings stop at
-/// `WARNINGS_SHOWN` with a count, so neither grows with rounds times pairs.
+/// `LINES_EACH` with a count, so neither grows with rounds times pairs.
 #[test]
 fn a_counter_moving_every_round_is_counted_not_listed() {
     let hosts = ["a", "b", "c", "d", "e", "f"];
@@ -246,13 +246,12 @@ fn a_counter_moving_every_round_is_counted_not_listed() {
     let quiet_plan = (&FabricPlan::default(), Vec::new());
     let (lines, results) = tally(schedule, &rounds, quiet_plan, None);
     let warnings: Vec<&String> = lines.iter().filter(|l| l.starts_with("WARNING")).collect();
-    assert_eq!(warnings.len(), WARNINGS_SHOWN + 1, "{lines:#?}");
+    assert_eq!(warnings.len(), LINES_EACH + 1, "{lines:#?}");
     // 15 rounds of 3 pairs, each pair's two nodes moved: 45 warnings.
     assert!(
-        warnings[WARNINGS_SHOWN]
-            .starts_with("WARNING: 25 more pair rounds moved a trouble counter"),
+        warnings[LINES_EACH].starts_with("WARNING: 25 more pair rounds moved a trouble counter"),
         "{}",
-        warnings[WARNINGS_SHOWN]
+        warnings[LINES_EACH]
     );
     let a = lines
         .iter()
