@@ -9,7 +9,9 @@ worst non-zero rank:
 
 - peak RSS (MiB) and CPU time (user+system, s) of the process (/usr/bin/time);
 - sockets the process holds (most seen at once in /proc/PID/fd): the
-  watchdog's connections, plus MPI's own few (the -T 0 baseline is printed);
+  watchdog's connections, plus MPI's own (its TCP connections between nodes
+  on the rack); and the watchdog's alone: the same rank's sockets less those
+  of the same job run with -T 0 just before (each N is run twice);
 - CPU time of the watchdog thread ("fabricbench-wat" in /proc/PID/task).
 
 Then it fits each quantity against N twice, by least squares: a power law
@@ -170,12 +172,17 @@ def run_job(bin_dir, mode, n, timeout_s, out_dir, rack=None):
 QUANTITIES = ["rss_mib", "cpu_s", "sockets", "watchdog_cpu_s"]
 
 
-def summary(job):
-    """rank 0's figures and the worst other rank's."""
+def summary(job, base):
+    """rank 0's figures and the worst other rank's; with `base` (the same job
+    at -T 0), the sockets the watchdog adds to each."""
     ranks = job["ranks"]
     row = {f"rank0_{q}": ranks[0][q] for q in QUANTITIES}
     for q in QUANTITIES:
         row[f"other_{q}"] = max(ranks[r][q] for r in ranks if r != 0)
+    if base:
+        added = {r: ranks[r]["sockets"] - base["ranks"].get(r, {"sockets": 0})["sockets"] for r in ranks}
+        row["rank0_watchdog_sockets"] = added[0]
+        row["other_watchdog_sockets"] = max(added[r] for r in ranks if r != 0)
     row["wall_s"] = job["wall_s"]
     return row
 
@@ -206,7 +213,7 @@ def fmt(v):
     return f"{v:.3g}" if abs(v) < 1e5 else f"{v:.3e}"
 
 
-def report(mode, rows, baseline, timeout_s):
+def report(mode, rows, timeout_s):
     ns = sorted(rows)
     print(f"\n## {mode}: {MODES[mode][0]} {' '.join(MODES[mode][1])} -T {timeout_s}")
     print("# N      load(start,end)  wall_s  " + "  ".join(f"{k:>18}" for k in rows[ns[0]] if k != "wall_s" and not k.startswith("_")))
@@ -214,9 +221,7 @@ def report(mode, rows, baseline, timeout_s):
         r = rows[n]
         vals = "  ".join(f"{fmt(v):>18}" for k, v in r.items() if k != "wall_s" and not k.startswith("_"))
         print(f"{n:<6} {r['_load'][0]:5.1f},{r['_load'][1]:5.1f}  {r['wall_s']:7.1f}  {vals}")
-    if baseline:
-        print(f"# -T 0 at N={baseline[0]}: sockets rank 0 {baseline[1]['rank0_sockets']}, "
-              f"other {baseline[1]['other_sockets']} (MPI's own; the rest is the watchdog's)")
+    print("# *_watchdog_sockets: the sockets less those of the same rank in the same job at -T 0")
     if len(ns) < 2:
         return
     print(f"# fits over N = {','.join(map(str, ns))}: power law y = a N^b, line y = c + d N")
@@ -270,23 +275,23 @@ def main():
     failed = False
     with open(os.path.join(out, "growth.csv"), "w", newline="") as f:
         table = csv.writer(f)
-        table.writerow(["mode", "ranks", "rank", *QUANTITIES])
+        table.writerow(["mode", "ranks", "rank", *QUANTITIES, "sockets_at_T0"])
         for m in modes:
             rows = {}
-            base = run_job(a.bin_dir, m, ns[0], 0, out, rack)
-            baseline = (ns[0], summary(base)) if base else None
             for n in ns:
+                base = run_job(a.bin_dir, m, n, 0, out, rack)
                 job = run_job(a.bin_dir, m, n, a.timeout, out, rack)
-                if job is None:
+                if job is None or base is None:
                     failed = True
                     continue
                 for r, fig in sorted(job["ranks"].items()):
-                    table.writerow([m, n, r, *(fig[q] for q in QUANTITIES)])
-                rows[n] = summary(job)
+                    base_sockets = base["ranks"].get(r, {"sockets": ""})["sockets"]
+                    table.writerow([m, n, r, *(fig[q] for q in QUANTITIES), base_sockets])
+                rows[n] = summary(job, base)
                 rows[n]["_load"] = job["load"]
                 print(f"# {m} np={n}: {job['wall_s']:.1f} s, load {job['load'][0]:.1f} -> {job['load'][1]:.1f}", flush=True)
             if rows:
-                report(m, rows, baseline, a.timeout)
+                report(m, rows, a.timeout)
     print(f"\n# every rank's figures: {out}/growth.csv")
     sys.exit(1 if failed else 0)
 

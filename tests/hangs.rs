@@ -8,7 +8,7 @@ mod common;
 
 use common::{assert_rows_load, mpirun_command, scratch};
 use fabricbench::driver::faults::FAULT_SETUP_ENV;
-use fabricbench::watchdog::{ADDRESS_FILE_ENV, FAULT_SIGNAL_ENV};
+use fabricbench::watchdog::{ADDRESS_FILE_ENV, FANOUT_ENV, FAULT_SIGNAL_ENV};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -273,6 +273,61 @@ fn rank_0_stopped_ends_the_job_from_a_peer() {
         assert!(v.contains(&stopped) || v.contains(&gone), "{v}");
     }
     assert_rows_load(&csv, FINISHED_ROWS);
+}
+
+/// The sweep with one child a rank, so that the watchdog's tree is a chain,
+/// 0 <- 1 <- 2 (rank 1 relays rank 2), and rank `victim` stopped at 8 KiB:
+/// exit 3 in time, every finished row kept, and the one verdict.
+fn chain_with_stopped(victim: usize) -> String {
+    let fault = format!("{victim}:8192:stop");
+    let env = [(FAULT_SIGNAL_ENV, fault.as_str()), (FANOUT_ENV, "1")];
+    let (job, csv) = sweep(&scratch(&format!("chain-stopped-{victim}")), &env);
+    let ended = job.wait(Some((&csv, FINISHED_ROWS)));
+    ended.assert_timed_out_in_time();
+    assert_rows_load(&csv, FINISHED_ROWS);
+    ended.verdict().to_string()
+}
+
+fn did_not_answer(rank: usize) -> String {
+    format!(
+        "ranks that did not answer: {rank} (on {}: no answer within 3 s: stopped",
+        host()
+    )
+}
+
+/// Relay 1 stopped is named, and rank 2 behind it only counted (it is healthy:
+/// its answers could not pass); rank 2 does not blame rank 1 on its own before
+/// rank 0's verdict ends the job.
+#[test]
+fn a_stopped_relay_is_named_not_the_rank_behind_it() {
+    let v = chain_with_stopped(1);
+    assert!(v.contains(&did_not_answer(1)), "{v}");
+    assert!(v.contains("; unheard behind them: 2;"), "{v}");
+    assert_eq!(waiting(&v), [0], "{v}");
+}
+
+/// Rank 2, behind relay 1, stopped: rank 1 relays the question and the others'
+/// answers, and rank 2 alone is named.
+#[test]
+fn a_stopped_rank_behind_a_relay_is_named_through_it() {
+    let v = chain_with_stopped(2);
+    assert!(v.contains(&did_not_answer(2)), "{v}");
+    assert!(!v.contains("unheard"), "{v}");
+    assert_eq!(waiting(&v), [0, 1], "{v}");
+}
+
+/// Rank 0 stopped under a chain: rank 1 names it, and rank 2, told by rank 1
+/// that the job ends, says nothing of its own.
+#[test]
+fn rank_0_stopped_is_named_by_its_child_alone() {
+    let v = chain_with_stopped(0);
+    assert!(
+        v.contains(&format!(
+            "on rank 1 (on {0}); at fault: rank 0 (on {0}), which did not answer the watchdog within 6 s",
+            host()
+        )),
+        "{v}"
+    );
 }
 
 /// Rank 0, stopped, is woken the moment a peer has printed the verdict (as
@@ -549,14 +604,14 @@ fn a_stranger_cannot_end_a_healthy_job() {
         address.ip().is_loopback(),
         "one host: the watchdog listens on loopback only ({address})"
     );
-    let forged = "fabricbench-watchdog/1\t00000000000000000000000000000000\tSTUCK\t1\t1\tx\n";
+    let forged = "fabricbench-watchdog/2\t00000000000000000000000000000000\tSTUCK\t1\t9\t1\tx\n";
     let lines = [
         "STUCK\n",
         "ABORT\n",
         "QUERY\n",
         "STATE\t1\tvm\t5\t1\tx\n",
         forged,
-        "fabricbench-watchdog/1\t00000000000000000000000000000000\tHELLO\t1\n",
+        "fabricbench-watchdog/2\t00000000000000000000000000000000\tHELLO\t1\n",
         "\u{0}\u{1}garbage without end",
     ];
     for line in lines {

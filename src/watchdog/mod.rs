@@ -3,43 +3,53 @@
 //!
 //! The main thread only bumps an atomic counter before each call (nothing else
 //! in the timed loop). A watchdog thread per rank notices when its rank has sat in
-//! one call for the timeout. Ranks talk over a TCP side channel to rank 0, not
-//! over MPI: MPI is what may be stuck, and a rank that never arrived may be
-//! outside MPI altogether. Rank 0 then asks every rank where it is, prints one
-//! line, and ends the job; a peer that cannot hear rank 0 ends it itself.
+//! one call for the timeout. Ranks talk over a TCP side channel, not over MPI:
+//! MPI is what may be stuck, and a rank that never arrived may be outside MPI
+//! altogether. Each rank reports to its parent in a tree (`tree`: a host's ranks
+//! to its first rank, hosts' first ranks to rank 0, at most `FANOUT` children of
+//! each kind), so no process holds more than a few dozen connections at any N.
+//! Rank 0 then asks every rank where it is, through the tree, prints one line,
+//! and ends the job; a rank that cannot hear its parent ends it itself.
 //!
-//! The channel: rank 0 listens on the address the job uses (loopback when every
-//! rank is on its host), and a connection counts only once it shows the job's
-//! secret, made on rank 0 and shared over MPI at start (`protocol`).
+//! The channel: each parent listens on the address its children use (loopback
+//! when they are on its host), and a connection counts only once it shows the
+//! job's secret, made on rank 0 and shared over MPI at start (`protocol`).
 //!
 //! - `state`: what the main thread publishes, and the clock of a rank's own call;
 //! - `protocol`: the messages, the token, and lines cut from a connection;
-//! - `listener`: rank 0's poll loop (strangers, peers, the question, the verdict);
-//! - `peer`: every other rank's side, with its fallback when rank 0 is silent;
+//! - `tree`: who reports to whom;
+//! - `hub`: a parent's side of its children's connections (strangers, proofs);
+//! - `root`: rank 0's loop (the question, the verdict);
+//! - `peer`: every other rank's side, relaying its children's, with its fallback
+//!   when its parent is silent;
 //! - `verdict`: the lines printed; `hooks`: the test hooks.
 
 mod hooks;
-mod listener;
+mod hub;
 mod peer;
 mod protocol;
+mod root;
 mod state;
+mod tree;
 mod verdict;
 
 pub use crate::faults::FAULT_SIGNAL_ENV;
-pub use hooks::ADDRESS_FILE_ENV;
+pub use hooks::{ADDRESS_FILE_ENV, FANOUT_ENV};
 
 use crate::faults::{self, SignalFault};
 use crate::job::setup::{self, Step};
 use crate::job::{agree, ExitStatus, Failure, Group};
 use anyhow::{anyhow, bail, ensure, Context};
-use listener::{Judge, Listener};
+use hub::Hub;
 use protocol::Token;
+use root::{Judge, Root};
 pub use state::CallCount;
 use state::State;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tree::Tree;
 
 /// How long rank 0 waits for the peers' answers before it judges without them.
 const ANSWER_BOUND: Duration = Duration::from_secs(3);
@@ -53,7 +63,7 @@ pub struct Watchdog {
 
 /// What each rank's watchdog thread does.
 enum Role {
-    Rank0(Listener, Judge),
+    Rank0(Root, Judge),
     Peer(peer::Peer),
 }
 
@@ -72,59 +82,40 @@ impl Watchdog {
             return Ok(watchdog);
         }
         let hosts: Vec<String> = (0..nranks).map(|r| group.host(r).to_string()).collect();
-        let opened = match rank {
-            0 => {
-                setup::step(Step::Alone(
-                    "finding the watchdog's addresses (resolving the hosts)",
-                ));
-                open(&hosts).map(Some)
-            }
-            _ => Ok(None),
-        };
+        let opened = hooks::fanout().map(|fanout| {
+            let tree = Arc::new(Tree::new(&hosts, fanout));
+            let channel = open_for_children(rank, &hosts, &tree);
+            (tree, channel)
+        });
         setup::step(Step::Exchange("exchanging the watchdog's addresses"));
         let card = match &opened {
-            Ok(Some(channel)) => card(&channel.token, &channel.addresses),
-            Ok(None) => String::new(),
-            Err(e) => format!("error\t{e:#}"),
+            Ok((_, Ok(Some(channel)))) => card(channel),
+            Ok((_, Ok(None))) => String::new(),
+            Ok((_, Err(e))) | Err(e) => format!("error\t{e:#}"),
         };
-        // Every rank reads rank 0's card: a failure on rank 0 stops all alike.
-        let card0 = group.all_gather_bytes(card.as_bytes()).swap_remove(0);
-        let role = match opened {
-            Ok(Some(Channel {
-                listeners, token, ..
-            })) => Listener::new(listeners, token, nranks)
-                .map(|listener| {
-                    let judge = Judge {
-                        program: program.to_string(),
-                        timeout_s,
-                        hosts,
-                    };
-                    Role::Rank0(listener, judge)
-                })
-                .map_err(anyhow::Error::from),
-            _ => read_card(&card0).map(|(token, rank0)| {
-                Role::Peer(peer::Peer {
-                    rank,
-                    host: hosts[rank].clone(),
-                    host0: hosts[0].clone(),
-                    rank0,
-                    token,
-                    program: program.to_string(),
-                    timeout_s,
-                })
-            }),
-        };
+        // Every rank reads rank 0's card and its parent's: a failure there stops
+        // it, and every rank agrees below.
+        let cards = group.all_gather_bytes(card.as_bytes());
+        let role = opened.and_then(|(tree, channel)| {
+            let judge = Judge {
+                program: program.to_string(),
+                timeout_s,
+                hosts,
+                tree,
+            };
+            role(rank, judge, channel?, &cards)
+        });
         let role = agree(
             group,
             program,
             ExitStatus::Failed,
-            role.context("-T/--timeout: the watchdog could not start on rank 0"),
+            role.context("-T/--timeout: the watchdog could not start"),
         )?;
         let state = watchdog.state.clone();
         std::thread::Builder::new()
             .name("fabricbench-watchdog".into())
             .spawn(move || match role {
-                Role::Rank0(listener, judge) => listener.run(&state, &judge),
+                Role::Rank0(root, judge) => root.run(&state, &judge),
                 Role::Peer(peer) => peer.run(&state),
             })
             .map_err(anyhow::Error::from)?;
@@ -169,19 +160,74 @@ impl Watchdog {
     }
 }
 
-/// Rank 0's listeners, their addresses and the job's token.
+/// Rank `rank`'s listeners for its children, when it has any (rank 0 always:
+/// it shares the token).
+fn open_for_children(
+    rank: usize,
+    hosts: &[String],
+    tree: &Tree,
+) -> anyhow::Result<Option<Channel>> {
+    let children = tree.children(rank);
+    if rank != 0 && children.is_empty() {
+        return Ok(None);
+    }
+    setup::step(Step::Alone(
+        "finding the watchdog's addresses (resolving the hosts)",
+    ));
+    let child_hosts: Vec<&str> = children.iter().map(|&c| hosts[c].as_str()).collect();
+    open(rank, &hosts[rank], &child_hosts).map(Some)
+}
+
+/// What this rank's watchdog thread will do, from the cards every rank sent:
+/// rank 0's token, and its parent's addresses. `judge` carries what every rank
+/// knows of the job.
+fn role(
+    rank: usize,
+    judge: Judge,
+    channel: Option<Channel>,
+    cards: &[Vec<u8>],
+) -> anyhow::Result<Role> {
+    let token = read_card(&cards[0])?.0.context("rank 0 sent no token")?;
+    let listeners = channel.map_or(Vec::new(), |c| c.listeners);
+    let hub = Hub::new(listeners, token.clone(), judge.tree.clone(), rank)?;
+    let Some(parent) = judge.tree.parent(rank) else {
+        return Ok(Role::Rank0(Root { hub }, judge));
+    };
+    let parent_addresses = read_card(&cards[parent])
+        .with_context(|| format!("rank {parent}, which this rank reports to"))?
+        .1;
+    Ok(Role::Peer(peer::Peer {
+        rank,
+        parent,
+        parent_addresses,
+        depth: judge.tree.ancestors(rank).count(),
+        turn: judge.tree.turn(rank),
+        token,
+        program: judge.program,
+        timeout_s: judge.timeout_s,
+        hub,
+        hosts: judge.hosts,
+    }))
+}
+
+/// A parent's listeners and their addresses, and rank 0's token.
 struct Channel {
     listeners: Vec<TcpListener>,
     addresses: Vec<SocketAddr>,
-    token: Token,
+    token: Option<Token>,
 }
 
-fn open(hosts: &[String]) -> anyhow::Result<Channel> {
-    raise_open_files(hosts.len())?;
-    let token = Token::generate()?;
-    let listeners: Vec<TcpListener> = match hosts.len() {
-        1 => Vec::new(),
-        _ => listen_addresses(hosts)
+/// Rank `rank`'s listeners, on host `here`, for its children on `child_hosts`
+/// (rank 0 makes the job's token too).
+fn open(rank: usize, here: &str, child_hosts: &[&str]) -> anyhow::Result<Channel> {
+    raise_open_files(child_hosts.len())?;
+    let token = match rank {
+        0 => Some(Token::generate()?),
+        _ => None,
+    };
+    let listeners: Vec<TcpListener> = match child_hosts.is_empty() {
+        true => Vec::new(),
+        false => listen_addresses(here, child_hosts)
             .into_iter()
             .map(|ip| TcpListener::bind((ip, 0)))
             .collect::<Result<_, _>>()?,
@@ -190,7 +236,9 @@ fn open(hosts: &[String]) -> anyhow::Result<Channel> {
         .iter()
         .map(TcpListener::local_addr)
         .collect::<Result<Vec<_>, _>>()?;
-    hooks::publish_addresses(&addresses);
+    if rank == 0 {
+        hooks::publish_addresses(&addresses);
+    }
     Ok(Channel {
         listeners,
         addresses,
@@ -198,17 +246,18 @@ fn open(hosts: &[String]) -> anyhow::Result<Channel> {
     })
 }
 
-/// Descriptors rank 0's watchdog may hold beyond one per peer: strangers, a
+/// Descriptors a parent's watchdog may hold beyond one per child: strangers, a
 /// tick's accepts, and the MPI library's and the program's own files.
-const SPARE_FILES: u64 = (listener::MAX_STRANGERS + listener::ACCEPT_BUDGET + 256) as u64;
+const SPARE_FILES: u64 = (hub::MAX_STRANGERS + hub::ACCEPT_BUDGET + 256) as u64;
 
-/// Rank 0 holds one connection per peer: raises its open-file limit (soft) to
-/// the hard limit when the job needs more than the soft one allows (1,024 by
-/// default), and says what to raise when even the hard limit is too low.
-fn raise_open_files(nranks: usize) -> anyhow::Result<()> {
+/// A parent holds one connection per child (2 x FANOUT at most, unless the
+/// hook widens the tree): raises its open-file limit (soft) to the hard limit
+/// when that needs more than the soft one allows (1,024 by default), and says
+/// what to raise when even the hard limit is too low.
+fn raise_open_files(children: usize) -> anyhow::Result<()> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).map_err(|e| anyhow!(e.desc()))?;
-    match open_files_to_set(nranks, soft, hard)? {
+    match open_files_to_set(children, soft, hard)? {
         Some(to) => setrlimit(Resource::RLIMIT_NOFILE, to, hard).map_err(|e| {
             anyhow!(
                 "raising the open-file limit from {soft} to {to}: {}",
@@ -219,33 +268,42 @@ fn raise_open_files(nranks: usize) -> anyhow::Result<()> {
     }
 }
 
-/// The soft open-file limit rank 0 needs set for `nranks` ranks (None: the
+/// The soft open-file limit a parent needs set for `children` (None: the
 /// current one is enough), or why no limit allowed can be.
-fn open_files_to_set(nranks: usize, soft: u64, hard: u64) -> anyhow::Result<Option<u64>> {
+fn open_files_to_set(children: usize, soft: u64, hard: u64) -> anyhow::Result<Option<u64>> {
     use nix::sys::resource::RLIM_INFINITY;
-    let needed = nranks as u64 + SPARE_FILES;
+    let needed = children as u64 + SPARE_FILES;
     if soft == RLIM_INFINITY || soft >= needed {
         return Ok(None);
     }
     ensure!(
         hard == RLIM_INFINITY || hard >= needed,
-        "{nranks} ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is {hard}: raise it (ulimit -Hn, or LimitNOFILE / nofile in limits.conf), or run without -T"
+        "the watchdog's {children} children of a rank need {needed} open files (a connection per child), and the hard limit is {hard}: raise it (ulimit -Hn, or LimitNOFILE / nofile in limits.conf), or run without -T"
     );
     Ok(Some(hard))
 }
 
-/// What rank 0 tells every rank at start: "ok", the token, its addresses.
-fn card(token: &Token, addresses: &[SocketAddr]) -> String {
-    let list: Vec<String> = addresses.iter().map(SocketAddr::to_string).collect();
-    format!("ok\t{}\t{}", token.as_str(), list.join(","))
+/// What a parent tells every rank at start: "ok", the token (rank 0's; "-"
+/// from a relay), its addresses.
+fn card(channel: &Channel) -> String {
+    let list: Vec<String> = channel
+        .addresses
+        .iter()
+        .map(SocketAddr::to_string)
+        .collect();
+    let token = channel.token.as_ref().map_or("-", Token::as_str);
+    format!("ok\t{token}\t{}", list.join(","))
 }
 
-fn read_card(bytes: &[u8]) -> anyhow::Result<(Token, Vec<SocketAddr>)> {
+fn read_card(bytes: &[u8]) -> anyhow::Result<(Option<Token>, Vec<SocketAddr>)> {
     let text = String::from_utf8_lossy(bytes);
     let mut fields = text.splitn(3, '\t');
     match (fields.next(), fields.next(), fields.next()) {
         (Some("ok"), Some(token), Some(list)) => {
-            let token = Token::parse(token).context("its token did not arrive whole")?;
+            let token = match token {
+                "-" => None,
+                _ => Some(Token::parse(token).context("its token did not arrive whole")?),
+            };
             let addresses = list.split(',').filter_map(|a| a.parse().ok()).collect();
             Ok((token, addresses))
         }
@@ -254,15 +312,15 @@ fn read_card(bytes: &[u8]) -> anyhow::Result<(Token, Vec<SocketAddr>)> {
     }
 }
 
-/// Where rank 0 listens: loopback when every rank is on its host; else, for
-/// each other host, the address of this host's interface that routes to it (the
-/// address the peers see); every interface only when a host's name does not
-/// resolve here (the token still guards it).
-fn listen_addresses(hosts: &[String]) -> Vec<IpAddr> {
+/// Where a parent listens for its children on `child_hosts`: loopback when they
+/// are all on its host; else, for each other host, the address of this host's
+/// interface that routes to it (the address the children see); every interface
+/// only when a host's name does not resolve here (the token still guards it).
+fn listen_addresses(here: &str, child_hosts: &[&str]) -> Vec<IpAddr> {
     let mut ips: Vec<IpAddr> = Vec::new();
     // Each host once: a node's ranks share its name (8 a node on a GPU rack).
-    let others: std::collections::BTreeSet<&String> =
-        hosts.iter().filter(|h| **h != hosts[0]).collect();
+    let others: std::collections::BTreeSet<&str> =
+        child_hosts.iter().copied().filter(|h| *h != here).collect();
     for host in others {
         match route_to(host) {
             Some(ip) if !ips.contains(&ip) => ips.push(ip),
@@ -305,22 +363,21 @@ mod tests {
     }
 
     /// `super::read_card` with its message as the user reads it.
-    fn read_card(bytes: &[u8]) -> Result<(Token, Vec<SocketAddr>), String> {
+    fn read_card(bytes: &[u8]) -> Result<(Option<Token>, Vec<SocketAddr>), String> {
         super::read_card(bytes).map_err(|e| format!("{e:#}"))
     }
 
     #[test]
     fn one_host_listens_on_loopback_only() {
-        let hosts = vec!["vm".to_string(); 3];
         assert_eq!(
-            listen_addresses(&hosts),
+            listen_addresses("vm", &["vm", "vm"]),
             [IpAddr::from(Ipv4Addr::LOCALHOST)]
         );
-        let hosts = ["vm".to_string(), "localhost".to_string()];
-        assert!(listen_addresses(&hosts).iter().all(IpAddr::is_loopback));
-        let unknown = ["vm".to_string(), "no-such-host.invalid".to_string()];
+        assert!(listen_addresses("vm", &["localhost"])
+            .iter()
+            .all(IpAddr::is_loopback));
         assert_eq!(
-            listen_addresses(&unknown),
+            listen_addresses("vm", &["vm", "no-such-host.invalid"]),
             [IpAddr::from(Ipv4Addr::UNSPECIFIED)]
         );
     }
@@ -334,7 +391,7 @@ mod tests {
         let refused = open_files_to_set(16_384, 1024, 4096).unwrap_err();
         assert!(
             refused.starts_with(&format!(
-                "16384 ranks need {needed} open files on rank 0 (a connection per rank), and its hard limit is 4096: raise it"
+                "the watchdog's 16384 children of a rank need {needed} open files (a connection per child), and the hard limit is 4096: raise it"
             )),
             "{refused}"
         );
@@ -344,8 +401,15 @@ mod tests {
     fn the_card_carries_the_token_and_addresses() {
         let token = Token::generate().unwrap();
         let addresses: Vec<SocketAddr> = vec!["127.0.0.1:4000".parse().unwrap()];
-        let (t, a) = read_card(card(&token, &addresses).as_bytes()).unwrap();
-        assert_eq!((t, a), (token, addresses));
+        let mut channel = Channel {
+            listeners: Vec::new(),
+            addresses: addresses.clone(),
+            token: Some(token.clone()),
+        };
+        let (t, a) = read_card(card(&channel).as_bytes()).unwrap();
+        assert_eq!((t, a), (Some(token), addresses.clone()));
+        channel.token = None;
+        assert_eq!(read_card(card(&channel).as_bytes()), Ok((None, addresses)));
         assert_eq!(
             read_card(b"error\tno /dev/urandom"),
             Err("no /dev/urandom".into())

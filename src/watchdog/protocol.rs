@@ -1,5 +1,5 @@
 //! The side channel's messages. One line each, tab-separated:
-//! `fabricbench-watchdog/1 TOKEN KIND [FIELDS]`, where TOKEN is the job's secret
+//! `fabricbench-watchdog/2 TOKEN KIND [FIELDS]`, where TOKEN is the job's secret
 //! (16 bytes from /dev/urandom on rank 0, as 32 hex digits, shared over MPI at
 //! start). The channel only tells rank 0 which rank is stuck, so a secret both
 //! sides show on every line is enough: a host outside the job cannot make a line
@@ -8,7 +8,7 @@
 use super::state::Where;
 use std::io::Read;
 
-const MAGIC: &str = "fabricbench-watchdog/1";
+const MAGIC: &str = "fabricbench-watchdog/2";
 /// Longest line either side sends (labels are under 200 bytes); longer is not ours.
 pub const MAX_LINE: usize = 512;
 /// Bytes read and not yet taken as lines.
@@ -54,16 +54,20 @@ impl std::fmt::Debug for Token {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {
-    /// A peer's first line: "I am rank N of this job".
+    /// A rank's first line to its parent: "I am rank N of this job".
     Hello { rank: usize },
-    /// Rank 0's answer to a valid Hello: the peer is heard.
+    /// The parent's answer to a valid Hello: the rank is heard.
     Welcome,
-    /// A peer's call has lasted -T; where it is.
-    Stuck(Where),
-    /// Rank 0 asks every peer where it is.
+    /// Rank `rank`'s call has lasted -T; where it is. Relayed up to rank 0.
+    Stuck { rank: usize, at: Where },
+    /// Rank 0 asks every rank where it is (relayed down).
     Query,
-    /// A peer's answer to Query.
-    State(Where),
+    /// Rank `rank`'s answer to Query, relayed up.
+    State { rank: usize, at: Where },
+    /// A relay's word for its child `rank` at a Query: its connection closed.
+    Gone { rank: usize },
+    /// A relay's word for its child `rank` at a Query: it never said Hello.
+    Unreached { rank: usize },
     /// The verdict is printed (by rank 0, or by the peer that told it
     /// `Ended`): end without a word.
     Abort,
@@ -88,9 +92,11 @@ impl Message {
         let body = match self {
             Message::Hello { rank } => format!("HELLO\t{rank}"),
             Message::Welcome => "WELCOME".into(),
-            Message::Stuck(w) => format!("STUCK\t{}", encode_where(w)),
+            Message::Stuck { rank, at } => format!("STUCK\t{rank}\t{}", encode_where(at)),
             Message::Query => "QUERY".into(),
-            Message::State(w) => format!("STATE\t{}", encode_where(w)),
+            Message::State { rank, at } => format!("STATE\t{rank}\t{}", encode_where(at)),
+            Message::Gone { rank } => format!("GONE\t{rank}"),
+            Message::Unreached { rank } => format!("UNREACHED\t{rank}"),
             Message::Abort => "ABORT".into(),
             Message::Ended => "ENDED".into(),
         };
@@ -110,17 +116,29 @@ impl Message {
             .map(std::str::from_utf8)
             .collect::<Result<_, _>>()
             .map_err(|_| Refused::Malformed)?;
-        let message = match rest.as_slice() {
-            ["HELLO", rank] => rank.parse().ok().map(|rank| Message::Hello { rank }),
-            ["WELCOME"] => Some(Message::Welcome),
-            ["STUCK", w @ ..] => decode_where(w).map(Message::Stuck),
-            ["QUERY"] => Some(Message::Query),
-            ["STATE", w @ ..] => decode_where(w).map(Message::State),
-            ["ABORT"] => Some(Message::Abort),
-            ["ENDED"] => Some(Message::Ended),
-            _ => None,
-        };
-        message.ok_or(Refused::Malformed)
+        decode_body(&rest).ok_or(Refused::Malformed)
+    }
+}
+
+/// A message's fields after the token.
+fn decode_body(fields: &[&str]) -> Option<Message> {
+    match fields {
+        ["HELLO", rank] => rank.parse().ok().map(|rank| Message::Hello { rank }),
+        ["WELCOME"] => Some(Message::Welcome),
+        ["STUCK", rank, w @ ..] => {
+            let (rank, at) = (rank.parse().ok()?, decode_where(w)?);
+            Some(Message::Stuck { rank, at })
+        }
+        ["QUERY"] => Some(Message::Query),
+        ["STATE", rank, w @ ..] => {
+            let (rank, at) = (rank.parse().ok()?, decode_where(w)?);
+            Some(Message::State { rank, at })
+        }
+        ["GONE", rank] => rank.parse().ok().map(|rank| Message::Gone { rank }),
+        ["UNREACHED", rank] => rank.parse().ok().map(|rank| Message::Unreached { rank }),
+        ["ABORT"] => Some(Message::Abort),
+        ["ENDED"] => Some(Message::Ended),
+        _ => None,
     }
 }
 
@@ -170,7 +188,8 @@ pub struct LineBuffer {
 impl LineBuffer {
     /// Adds what was read; refused once a line passes `MAX_LINE`.
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), Refused> {
-        // A few lines at most arrive between two reads; more is a flood.
+        // Lines are taken after every read (a relay sends many at once), so
+        // more than this pending is a flood.
         if self.pending.len() + bytes.len() > MAX_PENDING {
             return Err(Refused::TooLong);
         }
@@ -221,9 +240,17 @@ mod tests {
         for m in [
             Message::Hello { rank: 7 },
             Message::Welcome,
-            Message::Stuck(at(9, true, "AllReduce float sum 8 B (timed loop)")),
+            Message::Stuck {
+                rank: 3,
+                at: at(9, true, "AllReduce float sum 8 B (timed loop)"),
+            },
             Message::Query,
-            Message::State(at(0, false, "")),
+            Message::State {
+                rank: 0,
+                at: at(0, false, ""),
+            },
+            Message::Gone { rank: 12 },
+            Message::Unreached { rank: 16_383 },
             Message::Abort,
             Message::Ended,
         ] {
@@ -234,7 +261,8 @@ mod tests {
     #[test]
     fn the_old_protocol_and_other_tokens_are_foreign() {
         let t = token();
-        for old in ["STUCK", "ABORT", "QUERY", "STATE\t1\tvm\t5\t1\tx", ""] {
+        let v1 = "fabricbench-watchdog/1\t00112233445566778899aabbccddeeff\tABORT";
+        for old in ["STUCK", "ABORT", "QUERY", "STATE\t1\tvm\t5\t1\tx", "", v1] {
             assert_eq!(Message::decode(old.as_bytes(), &t), Err(Refused::Foreign));
         }
         let other = Token::parse("ffeeddccbbaa99887766554433221100").unwrap();
@@ -279,9 +307,11 @@ mod tests {
         prop_oneof![
             any::<usize>().prop_map(|rank| Message::Hello { rank }),
             Just(Message::Welcome),
-            any_where().prop_map(Message::Stuck),
+            (any::<usize>(), any_where()).prop_map(|(rank, at)| Message::Stuck { rank, at }),
             Just(Message::Query),
-            any_where().prop_map(Message::State),
+            (any::<usize>(), any_where()).prop_map(|(rank, at)| Message::State { rank, at }),
+            any::<usize>().prop_map(|rank| Message::Gone { rank }),
+            any::<usize>().prop_map(|rank| Message::Unreached { rank }),
             Just(Message::Abort),
             Just(Message::Ended),
         ]
@@ -294,8 +324,14 @@ mod tests {
             ..w
         };
         match m {
-            Message::Stuck(w) => Message::Stuck(clean(w)),
-            Message::State(w) => Message::State(clean(w)),
+            Message::Stuck { rank, at } => Message::Stuck {
+                rank,
+                at: clean(at),
+            },
+            Message::State { rank, at } => Message::State {
+                rank,
+                at: clean(at),
+            },
             other => other,
         }
     }
@@ -322,7 +358,7 @@ mod tests {
 
         #[test]
         fn arbitrary_lines_with_the_token_never_panic(
-            kind in "(HELLO|WELCOME|STUCK|QUERY|STATE|ABORT|ENDED|[A-Z]{0,6})",
+            kind in "(HELLO|WELCOME|STUCK|QUERY|STATE|GONE|UNREACHED|ABORT|ENDED|[A-Z]{0,6})",
             fields in proptest::collection::vec("[^\t\n]{0,40}", 0..5),
         ) {
             let t = token();

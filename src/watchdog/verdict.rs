@@ -2,6 +2,7 @@
 //! when rank 0 itself cannot be heard.
 
 use super::state::Where;
+use super::tree::Tree;
 use std::time::Duration;
 
 /// What rank 0 learnt of one rank when it asked.
@@ -35,15 +36,20 @@ impl Answer {
 /// (they hold the others up, directly or not); else the ranks outside any call;
 /// else the ranks in an earlier call than the furthest. Every other rank inside
 /// a call is waiting, whichever call it is in (a collective lets ranks be one
-/// call apart).
+/// call apart). A rank that did not answer because a rank it reports through
+/// did not is only counted: that one is at fault, not the healthy ranks behind it.
 pub fn verdict(
     program: &str,
-    timeout_s: u64,
-    answer_s: u64,
+    (timeout_s, answer_s): (u64, u64),
     hosts: &[String],
+    tree: &Tree,
     answers: &[Answer],
     note: &str,
 ) -> String {
+    let unanswered = |r: usize| !matches!(answers[r], Answer::At(_));
+    let (behind, silent): (Vec<usize>, Vec<usize>) = (0..answers.len())
+        .filter(|&r| unanswered(r))
+        .partition(|&r| tree.ancestors(r).any(unanswered));
     let placed: Vec<(usize, &Where)> = answers
         .iter()
         .enumerate()
@@ -57,15 +63,11 @@ pub fn verdict(
         .filter(|(_, w)| w.in_call)
         .max_by_key(|(_, w)| w.calls);
     let (stuck_at, label) = furthest.map_or((0, ""), |(_, w)| (w.calls, w.label.as_str()));
-    let silent: Vec<String> = answers
+    let silent: Vec<String> = silent
         .iter()
-        .enumerate()
-        .filter_map(|(r, a)| {
-            Some(format!(
-                "{r} (on {}: {})",
-                hosts[r],
-                a.why_silent(answer_s)?
-            ))
+        .filter_map(|&r| {
+            let why = answers[r].why_silent(answer_s)?;
+            Some(format!("{r} (on {}: {why})", hosts[r]))
         })
         .collect();
     let (outside, inside): (Vec<_>, Vec<_>) = placed.iter().partition(|(_, w)| !w.in_call);
@@ -98,7 +100,17 @@ pub fn verdict(
                 list(&outside, |w| format!("after call {}", w.calls))
             ),
         };
-        format!("ranks that did not answer: {}{between}", silent.join(", "))
+        let unheard = match behind.is_empty() {
+            true => String::new(),
+            false => {
+                let ranks: Vec<(usize, Option<u64>)> = behind.iter().map(|&r| (r, None)).collect();
+                format!("; unheard behind them: {}", in_runs(&ranks))
+            }
+        };
+        format!(
+            "ranks that did not answer: {}{unheard}{between}",
+            silent.join(", ")
+        )
     } else if at_fault.is_empty() {
         "ranks that had not arrived: none (all arrived: the library itself is stuck)".into()
     } else {
@@ -155,9 +167,9 @@ pub fn own_pause(host0: &str, length: Duration, since: Duration) -> String {
     )
 }
 
-/// Why a peer could not hear rank 0.
+/// Why a rank could not hear its parent (rank 0, or the relay it reports through).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rank0Lost {
+pub enum ParentLost {
     /// Connected, but silent for the bound after this rank said it was stuck.
     Silent { bound_s: u64 },
     /// Its connection closed.
@@ -166,27 +178,31 @@ pub enum Rank0Lost {
     Unreached,
 }
 
-/// A peer's verdict when rank 0 cannot hear it or answer: what this rank knows.
-pub fn rank0_lost(
+/// A rank's verdict when its parent cannot hear it or answer: what this rank knows.
+pub fn parent_lost(
     program: &str,
     timeout_s: u64,
     (rank, host): (usize, &str),
-    host0: &str,
+    (parent, parent_host): (usize, &str),
     mine: &Where,
-    why: Rank0Lost,
+    why: ParentLost,
 ) -> String {
     let why = match why {
-        Rank0Lost::Silent { bound_s } => format!(
-            "did not answer the watchdog within {bound_s} s: rank 0 is stopped, or its host is frozen or cut off"
+        ParentLost::Silent { bound_s } => format!(
+            "did not answer the watchdog within {bound_s} s: rank {parent} is stopped, or its host is frozen or cut off"
         ),
-        Rank0Lost::Gone => "is gone: its watchdog connection closed".into(),
-        Rank0Lost::Unreached => {
-            "could not be reached: this host cannot reach rank 0's watchdog".into()
+        ParentLost::Gone => "is gone: its watchdog connection closed".into(),
+        ParentLost::Unreached => {
+            format!("could not be reached: this host cannot reach rank {parent}'s watchdog")
         }
+    };
+    let relay = match parent {
+        0 => ",",
+        _ => ", through which this rank's watchdog reports to rank 0,",
     };
     format!(
         "{program}: -T/--timeout {timeout_s}: call {} ({}) did not finish within {timeout_s} s on rank {rank} \
-         (on {host}); at fault: rank 0 (on {host0}), which {why}; aborting the job",
+         (on {host}); at fault: rank {parent} (on {parent_host}){relay} which {why}; aborting the job",
         mine.calls, mine.label
     )
 }
@@ -221,7 +237,9 @@ mod tests {
     }
 
     fn check(answers: &[Answer]) -> String {
-        let v = verdict("all_reduce_perf", 5, 3, &hosts(answers.len()), answers, "");
+        let hosts = hosts(answers.len());
+        let tree = Tree::new(&hosts, super::super::tree::FANOUT);
+        let v = verdict("all_reduce_perf", (5, 3), &hosts, &tree, answers, "");
         assert!(!v.contains('\n'), "{v}");
         v
     }
@@ -296,9 +314,9 @@ mod tests {
         );
         let v = verdict(
             "all_reduce_perf",
-            5,
-            3,
+            (5, 3),
             &hosts(2),
+            &Tree::new(&hosts(2), 2),
             &[at(9, true), at(10, true)],
             &note,
         );
@@ -312,26 +330,58 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_peer_names_rank_0_when_it_cannot_hear_it() {
+    /// The line of rank `rank` on node2 that lost `parent` as `why` says.
+    fn lost(rank: usize, parent: (usize, &str), why: ParentLost) -> String {
         let mine = Where {
             calls: 12,
             in_call: true,
             label: "Broadcast 8 B".into(),
         };
-        let v = rank0_lost(
-            "broadcast_perf",
-            3,
-            (2, "node2"),
-            "node0",
-            &mine,
-            Rank0Lost::Silent { bound_s: 6 },
-        );
+        parent_lost("broadcast_perf", 3, (rank, "node2"), parent, &mine, why)
+    }
+
+    #[test]
+    fn a_peer_names_rank_0_when_it_cannot_hear_it() {
         assert_eq!(
-            v,
+            lost(2, (0, "node0"), ParentLost::Silent { bound_s: 6 }),
             "broadcast_perf: -T/--timeout 3: call 12 (Broadcast 8 B) did not finish within 3 s on rank 2 \
              (on node2); at fault: rank 0 (on node0), which did not answer the watchdog within 6 s: \
              rank 0 is stopped, or its host is frozen or cut off; aborting the job"
         );
+    }
+
+    #[test]
+    fn a_rank_names_the_relay_it_reports_through() {
+        let v = lost(19, (16, "node2"), ParentLost::Gone);
+        assert!(
+            v.ends_with(
+                "at fault: rank 16 (on node2), through which this rank's watchdog reports to \
+                 rank 0, which is gone: its watchdog connection closed; aborting the job"
+            ),
+            "{v}"
+        );
+        let v = lost(19, (16, "node2"), ParentLost::Unreached);
+        assert!(
+            v.contains("this host cannot reach rank 16's watchdog"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn ranks_behind_a_silent_relay_are_counted_not_blamed() {
+        let hosts = vec!["node0".to_string(); 7];
+        // 0 <- 1, 2; 1 <- 3, 4; 2 <- 5, 6.
+        let tree = Tree::new(&hosts, 2);
+        let mut answers = vec![at(7, true); 7];
+        for r in [1, 3, 4, 6] {
+            answers[r] = Answer::Silent;
+        }
+        let v = verdict("all_reduce_perf", (5, 3), &hosts, &tree, &answers, "");
+        assert!(v.contains("ranks waiting in it: 0,2,5;"), "{v}");
+        assert!(
+            v.contains("did not answer: 1 (on node0: no answer within 3 s: stopped, or its host is frozen or cut off), 6 (on node0: no answer"),
+            "{v}"
+        );
+        assert!(v.contains("; unheard behind them: 3,4; aborting"), "{v}");
     }
 }
