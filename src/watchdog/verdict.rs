@@ -13,21 +13,27 @@ pub enum Answer {
     Silent,
     /// Its connection closed: the process ended.
     Gone,
-    /// Never proved itself to rank 0's watchdog: its host cannot reach rank 0.
+    /// Never proved itself to its parent's watchdog: its host cannot reach
+    /// the parent's.
     Unreached,
 }
 
 impl Answer {
-    fn why_silent(&self, answer_s: u64) -> Option<String> {
+    /// Why a rank did not answer (None: it did), given its parent and the
+    /// parent's host.
+    fn why_silent(&self, answer_s: u64, parent: Option<(usize, &str)>) -> Option<String> {
         Some(match self {
             Answer::At(_) => return None,
             Answer::Silent => {
                 format!("no answer within {answer_s} s: stopped, or its host is frozen or cut off")
             }
             Answer::Gone => "gone: its process ended".into(),
-            Answer::Unreached => {
-                "never reached rank 0's watchdog: its host cannot reach rank 0's".into()
-            }
+            Answer::Unreached => match parent {
+                Some((p, host)) if p != 0 => format!(
+                    "never reached the watchdog of rank {p} (on {host}), which it reports through: its host cannot reach that one"
+                ),
+                _ => "never reached rank 0's watchdog: its host cannot reach rank 0's".into(),
+            },
         })
     }
 }
@@ -66,7 +72,8 @@ pub fn verdict(
     let silent: Vec<String> = silent
         .iter()
         .filter_map(|&r| {
-            let why = answers[r].why_silent(answer_s)?;
+            let parent = tree.parent(r).map(|p| (p, hosts[p].as_str()));
+            let why = answers[r].why_silent(answer_s, parent)?;
             Some(format!("{r} (on {}: {why})", hosts[r]))
         })
         .collect();
@@ -383,5 +390,12 @@ mod tests {
             "{v}"
         );
         assert!(v.contains("; unheard behind them: 3,4; aborting"), "{v}");
+        answers[1] = at(7, true);
+        answers[3] = Answer::Unreached;
+        let v = verdict("all_reduce_perf", (5, 3), &hosts, &tree, &answers, "");
+        assert!(
+            v.contains("3 (on node0: never reached the watchdog of rank 1 (on node0), which it reports through"),
+            "{v}"
+        );
     }
 }
