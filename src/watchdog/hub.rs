@@ -231,57 +231,67 @@ impl Hub {
     }
 }
 
+/// What one read of a connection did.
+enum Chunk {
+    /// Bytes added to the connection's lines.
+    Added,
+    /// Nothing to read now.
+    Idle,
+    /// Closed, broken, or a line longer than `MAX_LINE`.
+    Closed,
+}
+
+fn read_chunk(stream: &mut TcpStream, lines: &mut LineBuffer) -> Chunk {
+    let mut buf = [0u8; 1024];
+    loop {
+        return match stream.read(&mut buf) {
+            Ok(0) => Chunk::Closed,
+            Ok(n) => match lines.push(&buf[..n]) {
+                Ok(()) => Chunk::Added,
+                Err(_) => Chunk::Closed,
+            },
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Chunk::Idle,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => Chunk::Closed,
+        };
+    }
+}
+
 /// Reads what the socket holds now, and adds every complete line to `out`
-/// (taken after every read, so that a relay's burst never fills `lines`); false
-/// once it is closed, broken or sends a line longer than a line.
+/// (taken after every read, so that a relay's burst never fills `lines`, and
+/// the lines left from before: a child's Hello came with more); false once the
+/// connection is closed, broken or sends a line longer than `MAX_LINE`.
 pub(super) fn read_lines(
     stream: &mut TcpStream,
     lines: &mut LineBuffer,
     out: &mut Vec<Vec<u8>>,
 ) -> bool {
-    let mut buf = [0u8; 1024];
-    let open = loop {
-        match stream.read(&mut buf) {
-            Ok(0) => break false,
-            Ok(n) => {
-                if lines.push(&buf[..n]).is_err() {
-                    break false;
-                }
-                out.extend(std::iter::from_fn(|| lines.next_line()));
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => break false,
+    loop {
+        out.extend(std::iter::from_fn(|| lines.next_line()));
+        match read_chunk(stream, lines) {
+            Chunk::Added => {}
+            Chunk::Idle => return true,
+            Chunk::Closed => return false,
         }
-    };
-    // Lines left from before (a child's Hello came with more).
-    out.extend(std::iter::from_fn(|| lines.next_line()));
-    open
+    }
 }
 
-/// A stranger's first line, once it came whole; false once the connection is
-/// closed, broken or sent more than a line's bytes.
+/// A stranger's first line, once it came whole (nothing read past it); false
+/// once the connection is closed, broken or sent more than a line's bytes.
 fn read_first_line(
     stream: &mut TcpStream,
     lines: &mut LineBuffer,
     first: &mut Option<Vec<u8>>,
 ) -> bool {
-    let mut buf = [0u8; 1024];
     loop {
         if let Some(line) = lines.next_line() {
             *first = Some(line);
             return true;
         }
-        match stream.read(&mut buf) {
-            Ok(0) => return false,
-            Ok(n) => {
-                if lines.push(&buf[..n]).is_err() {
-                    return false;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return false,
+        match read_chunk(stream, lines) {
+            Chunk::Added => {}
+            Chunk::Idle => return true,
+            Chunk::Closed => return false,
         }
     }
 }

@@ -160,8 +160,9 @@ impl Watchdog {
     }
 }
 
-/// Rank `rank`'s listeners for its children, when it has any (rank 0 always:
-/// it shares the token).
+/// Rank `rank`'s listeners for its children (on loopback, or the addresses
+/// that route to their hosts), when it has any; rank 0 always opens, as it
+/// makes the job's token.
 fn open_for_children(
     rank: usize,
     hosts: &[String],
@@ -174,8 +175,31 @@ fn open_for_children(
     setup::step(Step::Alone(
         "finding the watchdog's addresses (resolving the hosts)",
     ));
+    raise_open_files(children.len())?;
+    let token = match rank {
+        0 => Some(Token::generate()?),
+        _ => None,
+    };
     let child_hosts: Vec<&str> = children.iter().map(|&c| hosts[c].as_str()).collect();
-    open(rank, &hosts[rank], &child_hosts).map(Some)
+    let listeners: Vec<TcpListener> = match child_hosts.is_empty() {
+        true => Vec::new(),
+        false => listen_addresses(&hosts[rank], &child_hosts)
+            .into_iter()
+            .map(|ip| TcpListener::bind((ip, 0)))
+            .collect::<Result<_, _>>()?,
+    };
+    let addresses = listeners
+        .iter()
+        .map(TcpListener::local_addr)
+        .collect::<Result<Vec<_>, _>>()?;
+    if rank == 0 {
+        hooks::publish_addresses(&addresses);
+    }
+    Ok(Some(Channel {
+        listeners,
+        addresses,
+        token,
+    }))
 }
 
 /// What this rank's watchdog thread will do, from the cards every rank sent:
@@ -215,35 +239,6 @@ struct Channel {
     listeners: Vec<TcpListener>,
     addresses: Vec<SocketAddr>,
     token: Option<Token>,
-}
-
-/// Rank `rank`'s listeners, on host `here`, for its children on `child_hosts`
-/// (rank 0 makes the job's token too).
-fn open(rank: usize, here: &str, child_hosts: &[&str]) -> anyhow::Result<Channel> {
-    raise_open_files(child_hosts.len())?;
-    let token = match rank {
-        0 => Some(Token::generate()?),
-        _ => None,
-    };
-    let listeners: Vec<TcpListener> = match child_hosts.is_empty() {
-        true => Vec::new(),
-        false => listen_addresses(here, child_hosts)
-            .into_iter()
-            .map(|ip| TcpListener::bind((ip, 0)))
-            .collect::<Result<_, _>>()?,
-    };
-    let addresses = listeners
-        .iter()
-        .map(TcpListener::local_addr)
-        .collect::<Result<Vec<_>, _>>()?;
-    if rank == 0 {
-        hooks::publish_addresses(&addresses);
-    }
-    Ok(Channel {
-        listeners,
-        addresses,
-        token,
-    })
 }
 
 /// Descriptors a parent's watchdog may hold beyond one per child: strangers, a
