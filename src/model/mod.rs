@@ -66,6 +66,22 @@ impl Algorithm {
         }
     }
 
+    /// Whether a rank takes its data from more than one other node, in turn
+    /// or all at once: then, with calls back to back, a rank that runs ahead
+    /// sends into a peer still receiving the step before, which the model does
+    /// not simulate. The ring takes it from one neighbour; NCCL's hierarchical
+    /// form moves data only into buffers its receiver granted; the steps by
+    /// distance cross nodes at distances of a node or more, one peer on 2 nodes.
+    pub fn several_remote_peers(self, shape: Shape) -> bool {
+        match self {
+            Algorithm::Ring | Algorithm::Hierarchical => false,
+            Algorithm::Pairwise | Algorithm::Linear => {
+                shape.nodes > 2 || (shape.nodes == 2 && shape.per_node > 1)
+            }
+            _ => shape.nodes > 2,
+        }
+    }
+
     fn phases(self, collective: &str, shape: Shape) -> Vec<Phase> {
         match (self, collective) {
             (Algorithm::Ring, "all_reduce") => formulas::ring_all_reduce(shape),
@@ -381,9 +397,11 @@ impl Model {
         })
     }
 
-    /// What to check, in the guide's order, for a row short of expected.
-    pub fn checks(&self) -> &'static str {
-        match self.library {
+    /// What to check, in the guide's order, for a row of `collective` short of
+    /// `expected`. An MPI algorithm that changes peer, across nodes, first gets
+    /// the run that tells its steps' collisions from the links: the ring forced.
+    pub fn checks(&self, collective: &str, expected: &Expected) -> String {
+        let guide = match self.library {
             Library::Nccl => {
                 "check the NIC alone (ib_write_bw), the GPU-NIC distance (doctor), \
                  the transport NCCL chose (transport column, NCCL_DEBUG=INFO), then NCCL's \
@@ -394,6 +412,36 @@ impl Model {
                  node (doctor), the transport MPI chose (transport column), then MPI's \
                  settings (the env column)"
             }
+        };
+        let collides =
+            self.library != Library::Nccl && expected.algorithm.several_remote_peers(self.shape);
+        match collides {
+            true => format!(
+                "{} takes its data from a different rank at each step, and with calls back \
+                 to back a rank that runs ahead sends into a peer still receiving the step \
+                 before (docs/model.md); to tell that from the links, {}: if it reaches \
+                 expected, the links are fine; if not, {guide}",
+                expected.algorithm.name(),
+                self.ring_run(collective)
+            ),
+            false => guide.to_string(),
+        }
+    }
+
+    /// The run whose ring loads the same links: this collective's ring where
+    /// the MPI has one, else all_gather's.
+    fn ring_run(&self, collective: &str) -> String {
+        match self.library {
+            Library::OpenMpi(_) => match openmpi::ring_forced(collective) {
+                Some(mca) => format!("rerun with the ring forced ({mca})"),
+                None => format!(
+                    "run all_gather_perf on the same nodes with the ring forced ({})",
+                    openmpi::ring_forced("all_gather").unwrap_or_default()
+                ),
+            },
+            _ => "run all_gather_perf on the same nodes with the ring forced \
+                  (MPICH: MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM=ring)"
+                .to_string(),
         }
     }
 }
@@ -560,6 +608,86 @@ mod tests {
         assert!(mpich
             .describe()
             .contains("MPI algorithm: bandwidth-optimal"));
+    }
+
+    #[test]
+    fn an_algorithm_that_changes_peer_is_told_from_the_links_by_the_ring() {
+        let limits = [limit("0.5 Gb/s", 0.0625)];
+        let ompi = Library::mpi("Open MPI v4.1.4", |_| None);
+        let mut m = run(ompi, 4, 4, &limits);
+        let mut checks = |collective: &str, factor| {
+            let e = m
+                .expect(collective, 16 << 20, factor, &[1e6], None)
+                .unwrap();
+            m.checks(collective, &e)
+        };
+        // Open MPI's recursive doubling on 4 nodes: its own ring, forced, first.
+        let all_gather = checks("all_gather", 0.75);
+        assert!(
+            all_gather.starts_with(
+                "recursive-doubling takes its data from a different rank at each step"
+            ),
+            "{all_gather}"
+        );
+        assert!(
+            all_gather.contains(
+                "to tell that from the links, rerun with the ring forced (--mca \
+             coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allgather_algorithm 4): if it \
+             reaches expected, the links are fine; if not, check the NIC alone (ib_write_bw)"
+            ),
+            "{all_gather}"
+        );
+        assert!(checks("all_reduce", 1.5).contains("coll_tuned_allreduce_algorithm 4)"));
+        // Reduce-scatter runs the ring here: the guide alone.
+        assert!(checks("reduce_scatter", 0.75).starts_with("check the NIC alone"));
+        // Alltoall has no ring in Open MPI: all_gather's on the same nodes.
+        assert!(checks("alltoall", 0.75).contains(
+            "run all_gather_perf on the same nodes with the ring forced (--mca \
+             coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allgather_algorithm 4)"
+        ));
+        // Forced to the ring: the guide alone.
+        let ring = Library::mpi("Open MPI v4.1.4", |v| match v {
+            "OMPI_MCA_coll_tuned_use_dynamic_rules" => Some("1".into()),
+            "OMPI_MCA_coll_tuned_allgather_algorithm" => Some("ring".into()),
+            _ => None,
+        });
+        let mut m = run(ring, 4, 4, &limits);
+        let e = m
+            .expect("all_gather", 16 << 20, 0.75, &[1e6], None)
+            .unwrap();
+        assert!(m
+            .checks("all_gather", &e)
+            .starts_with("check the NIC alone"));
+        // 2 nodes of one rank: one peer across, whatever the algorithm.
+        let mut m = run(ompi, 2, 2, &limits);
+        let e = m.expect("all_reduce", 16 << 20, 1.0, &[1e6], None).unwrap();
+        assert_eq!(e.algorithm, Algorithm::Rabenseifner);
+        assert!(m
+            .checks("all_reduce", &e)
+            .starts_with("check the NIC alone"));
+        // Other MPIs: MPICH's setting; NCCL: its guide, whatever the algorithm.
+        let mut m = run(Library::Mpi, 4, 4, &limits);
+        let e = m.expect("all_reduce", 16 << 20, 1.5, &[1e6], None).unwrap();
+        assert!(m
+            .checks("all_reduce", &e)
+            .contains("(MPICH: MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM=ring)"));
+        let mut m = run(Library::Nccl, 4, 4, &limits);
+        let e = m.expect("alltoall", 16 << 20, 0.75, &[1e6], None).unwrap();
+        assert_eq!(e.algorithm, Algorithm::Pairwise);
+        assert!(m.checks("alltoall", &e).starts_with("check the NIC alone"));
+    }
+
+    #[test]
+    fn several_remote_peers_by_shape() {
+        let shape = |per_node, nodes| Shape { per_node, nodes };
+        for a in [Algorithm::Ring, Algorithm::Hierarchical] {
+            assert!(!a.several_remote_peers(shape(8, 64)));
+        }
+        assert!(!Algorithm::RecursiveDoubling.several_remote_peers(shape(8, 2)));
+        assert!(Algorithm::RecursiveDoubling.several_remote_peers(shape(1, 4)));
+        assert!(!Algorithm::Pairwise.several_remote_peers(shape(1, 2)));
+        assert!(Algorithm::Pairwise.several_remote_peers(shape(2, 2)));
+        assert!(!Algorithm::Linear.several_remote_peers(shape(4, 1)));
     }
 
     #[test]

@@ -203,6 +203,16 @@ fn names(collective: &str) -> Option<(&'static str, &'static [&'static str])> {
     })
 }
 
+/// The MCA settings that force Open MPI's ring for `collective`; None: it has
+/// no ring (alltoall).
+pub fn ring_forced(collective: &str) -> Option<String> {
+    let (mca_name, list) = names(collective)?;
+    let number = list.iter().position(|name| *name == "ring")? + 1;
+    Some(format!(
+        "--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_{mca_name}_algorithm {number}"
+    ))
+}
+
 /// The algorithm Open MPI's fixed rules pick for `collective` on `n` ranks at
 /// nccl-tests' size `size_bytes`; None: a collective without rules here.
 pub fn fixed(collective: &str, n: usize, size_bytes: u64) -> Option<u8> {
@@ -456,6 +466,31 @@ mod tests {
         assert_eq!((c.name, c.algorithm), ("butterfly", None));
         assert_eq!(t.choose("broadcast", 4, MIB), None);
         assert_eq!(t.choose("all_gather", 1, MIB), None);
+    }
+
+    #[test]
+    fn the_ring_forced_by_its_number() {
+        assert_eq!(
+            ring_forced("all_gather").as_deref(),
+            Some("--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allgather_algorithm 4")
+        );
+        assert_eq!(
+            ring_forced("reduce_scatter").as_deref(),
+            Some(
+                "--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_reduce_scatter_algorithm 3"
+            )
+        );
+        assert_eq!(ring_forced("alltoall"), None);
+        // Forcing it is read back as the ring.
+        let tuned = env(&[
+            ("coll_tuned_use_dynamic_rules", "1"),
+            ("coll_tuned_allreduce_algorithm", "4"),
+        ]);
+        let c = tuned.choose("all_reduce", 4, 16 << 20).unwrap();
+        assert_eq!(
+            (c.name, c.forced, c.algorithm),
+            ("ring", true, Some(Algorithm::Ring))
+        );
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub fn shortfalls(run: &RunInfo, r: &SizeResult) -> Vec<String> {
                 trim_number(e.busbw_gbs),
                 e.assumed(),
                 e.bottleneck.as_deref().unwrap_or("by latency"),
-                model.checks()
+                model.checks(&r.collective, e)
             )
         })
         .collect()
