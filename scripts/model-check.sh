@@ -2,8 +2,10 @@
 # The performance model against the virtual rack (docs/model.md): every node's
 # link limited by a tc tbf to RATE, the mpi backend on one rank a node, and for
 # each node count, rate and collective the model's expected busbw beside the
-# measured median over --rounds; prints one table line per size (out of place)
-# and exits 1 when a line is off by more than TOLERANCE percent.
+# measured median over --rounds; prints one table line per size (out of place),
+# with the algorithm the model assumed (the run's -J document), how many lines
+# of each algorithm are within TOLERANCE percent, and exits 1 when a line is
+# off by more.
 #
 #   sudo scripts/model-check.sh                (root: the rack is network namespaces)
 #
@@ -36,7 +38,14 @@ work=$(mktemp -d /tmp/model-check.XXXXXX)
 # raw TCP both ways 59.8). Messages sent eagerly stream both ways at once, as
 # an RDMA fabric's do, which is what the model assumes; MCA="" runs with
 # Open MPI's defaults (the explanation lines then point at MPI's settings).
-export MCA=${MCA---mca mpi_yield_when_idle 1 --mca btl_tcp_eager_limit 67108864 --mca btl_tcp_rndv_eager_limit 67108864 --mca btl_tcp_max_send_size 67108864}
+# Socket buffers of 64 KiB: TCP's autotuning otherwise grows a window to
+# megabytes, which the tbf's queue holds (up to 1 s of data), so a step's data
+# sent to a peer still receiving the step before waits behind all of it, and
+# the algorithms that change peer at each step ran at 60-98% of their links
+# (recursive doubling on 4 nodes at 500mbit, 61-90%; with 256 KiB, 92-98% at
+# 500mbit but 71-97% at 250mbit; with 64 KiB, 94-104% from 250mbit to 1gbit).
+# A fabric bounds the data in flight (credits, pause frames, shallow queues).
+export MCA=${MCA---mca mpi_yield_when_idle 1 --mca btl_tcp_eager_limit 67108864 --mca btl_tcp_rndv_eager_limit 67108864 --mca btl_tcp_max_send_size 67108864 --mca btl_tcp_sndbuf 65536 --mca btl_tcp_rcvbuf 65536}
 
 # tc's rate ("500mbit", "1gbit") as --limit takes it, in Gb/s.
 gbits() {
@@ -58,7 +67,7 @@ measure() { # nodes rate collective csv
         for i in $(seq 1 "$n"); do "$rack" fault slow "node$i" "$rate"; done
         "$rack" run -- $MCA "$@"
     ' _ "$rack" "$n" "$rate" "$bin/${coll}_perf" $sizes -n 5 -w 2 -c 0 \
-        --rounds "$rounds" --limit "${limit}Gb/s" --expected --csv "$csv" >"${csv%.csv}.log" 2>&1 ||
+        --rounds "$rounds" --limit "${limit}Gb/s" --expected --csv "$csv" -J "${csv%.csv}.json" >"${csv%.csv}.log" 2>&1 ||
         { echo "model-check.sh: $coll on $n nodes at $rate failed; see ${csv%.csv}.log" >&2; tail -5 "${csv%.csv}.log" >&2; return 1; }
 }
 
@@ -74,20 +83,37 @@ done
 # comes from (Open MPI's fixed rules, a forced one, or the bandwidth-optimal one).
 grep -h -m1 '^# Expected' "$work"/*.log | sort | uniq -c
 python3 - "$work" "$tolerance" <<'PY'
-import csv, glob, os, statistics, sys
+import collections, csv, glob, json, os, statistics, sys
 work, tolerance = sys.argv[1], float(sys.argv[2])
-print(f"{'nodes':>5} {'rate':>8} {'collective':<15} {'size':>9} {'rounds':>6} {'expected':>12} {'measured':>12} {'meas/exp':>8}")
+
+
+def algorithms(path):
+    """size -> the algorithm the model assumed (the run's -J document)."""
+    try:
+        results = json.load(open(path))["results"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {r["size"]: (r.get("fabricbench", {}).get("expected") or {}).get("algorithm", "-") for r in results}
+
+
+print(f"{'nodes':>5} {'rate':>8} {'collective':<15} {'size':>9} {'rounds':>6} {'expected':>12} {'measured':>12} {'meas/exp':>8}  algorithm")
 worst = 0.0
+within = collections.defaultdict(lambda: [0, 0])
 for path in sorted(glob.glob(os.path.join(work, "*.csv")), key=lambda p: (int(os.path.basename(p).split("-")[0]), p)):
     n, rate, coll = os.path.basename(path)[:-4].split("-", 2)
     rows = [r for r in csv.DictReader(open(path)) if r["placement"] == "out-of-place"]
+    assumed = algorithms(path[:-4] + ".json")
     for size in sorted({int(r["size_bytes"]) for r in rows}):
         same = [r for r in rows if int(r["size_bytes"]) == size]
         measured = statistics.median(float(r["busbw_gbs"]) for r in same)
         expected = float(same[0]["expected_busbw_gbs"])
         ratio = measured / expected
         worst = max(worst, abs(ratio - 1) * 100)
-        print(f"{n:>5} {rate:>8} {coll:<15} {size >> 20:>5} MiB {len(same):>6} {expected*1e3:>7.2f} MB/s {measured*1e3:>7.2f} MB/s {ratio:>8.3f}")
+        algorithm = assumed.get(size, "-")
+        within[algorithm][0] += abs(ratio - 1) * 100 <= tolerance
+        within[algorithm][1] += 1
+        print(f"{n:>5} {rate:>8} {coll:<15} {size >> 20:>5} MiB {len(same):>6} {expected*1e3:>7.2f} MB/s {measured*1e3:>7.2f} MB/s {ratio:>8.3f}  {algorithm}")
+print(f"within {tolerance:g}%, by the algorithm the model assumed: " + ", ".join(f"{a} {k} of {t}" for a, (k, t) in sorted(within.items())))
 print(f"worst: {worst:.1f}% off (tolerance {tolerance:g}%); CSVs in {work}")
 sys.exit(0 if worst <= tolerance else 1)
 PY
