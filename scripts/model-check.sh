@@ -91,9 +91,9 @@ def algorithms(path):
     """size -> the algorithm the model assumed (the run's -J document)."""
     try:
         results = json.load(open(path))["results"]
-    except (OSError, ValueError, KeyError):
+        return {r["size"]: ((r.get("fabricbench") or {}).get("expected") or {}).get("algorithm", "-") for r in results}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
-    return {r["size"]: (r.get("fabricbench", {}).get("expected") or {}).get("algorithm", "-") for r in results}
 
 
 print(f"{'nodes':>5} {'rate':>8} {'collective':<15} {'size':>9} {'rounds':>6} {'expected':>12} {'measured':>12} {'meas/exp':>8}  algorithm")
