@@ -83,8 +83,16 @@ done
 # comes from (Open MPI's fixed rules, a forced one, or the bandwidth-optimal one).
 grep -h -m1 '^# Expected' "$work"/*.log | sort | uniq -c
 python3 - "$work" "$tolerance" <<'PY'
-import collections, csv, glob, json, os, statistics, sys
+import collections, csv, glob, json, math, os, statistics, sys
 work, tolerance = sys.argv[1], float(sys.argv[2])
+
+
+def number(text):
+    """A CSV cell as a number; NaN where it holds none (an empty cell: no model)."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
 
 
 def algorithms(path):
@@ -105,15 +113,19 @@ for path in sorted(glob.glob(os.path.join(work, "*.csv")), key=lambda p: (int(os
     assumed = algorithms(path[:-4] + ".json")
     for size in sorted({int(r["size_bytes"]) for r in rows}):
         same = [r for r in rows if int(r["size_bytes"]) == size]
-        measured = statistics.median(float(r["busbw_gbs"]) for r in same)
-        expected = float(same[0]["expected_busbw_gbs"])
-        ratio = measured / expected
-        worst = max(worst, abs(ratio - 1) * 100)
+        busbw = [number(r["busbw_gbs"]) for r in same]
+        # A round without a figure leaves the line without one: never within.
+        measured = statistics.median(busbw) if all(math.isfinite(b) for b in busbw) else math.nan
+        expected = number(same[0]["expected_busbw_gbs"])
+        ratio = measured / expected if expected > 0 else math.nan
+        off = abs(ratio - 1) * 100 if math.isfinite(ratio) else math.inf
+        worst = max(worst, off)
         algorithm = assumed.get(size, "-")
-        within[algorithm][0] += abs(ratio - 1) * 100 <= tolerance
+        within[algorithm][0] += off <= tolerance
         within[algorithm][1] += 1
         print(f"{n:>5} {rate:>8} {coll:<15} {size >> 20:>5} MiB {len(same):>6} {expected*1e3:>7.2f} MB/s {measured*1e3:>7.2f} MB/s {ratio:>8.3f}  {algorithm}")
 print(f"within {tolerance:g}%, by the algorithm the model assumed: " + ", ".join(f"{a} {k} of {t}" for a, (k, t) in sorted(within.items())))
-print(f"worst: {worst:.1f}% off (tolerance {tolerance:g}%); CSVs in {work}")
+worst_text = f"{worst:.1f}% off" if math.isfinite(worst) else "a line without a measured or expected figure (nan)"
+print(f"worst: {worst_text} (tolerance {tolerance:g}%); CSVs in {work}")
 sys.exit(0 if worst <= tolerance else 1)
 PY
